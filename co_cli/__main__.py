@@ -1,0 +1,3 @@
+from co_cli.cli import main
+
+main()

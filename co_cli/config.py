@@ -1,0 +1,206 @@
+"""Settings and paths.
+
+Precedence, highest first: environment ``CO_CLI_<NAME>`` > project ``.co-cli/settings.json``
+(in the working directory) > user ``settings.json`` (in the user config dir) > defaults.
+``CO_CLI_CONFIG_DIR`` and ``CO_CLI_DATA_DIR`` move the two directories.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from platformdirs import user_config_dir, user_data_dir
+from pydantic import Field, SecretStr, ValidationError
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from co_cli.errors import ConfigError
+
+APP_NAME = "co-cli"
+ENV_PREFIX = "CO_CLI_"
+PROJECT_SETTINGS = Path(".co-cli") / "settings.json"
+
+Source = Literal["default", "user file", "project file", "environment", "command line"]
+
+
+def default_config_dir() -> Path:
+    return Path(os.environ.get(f"{ENV_PREFIX}CONFIG_DIR") or user_config_dir(APP_NAME))
+
+
+def default_data_dir() -> Path:
+    return Path(user_data_dir(APP_NAME))
+
+
+class Settings(BaseSettings):
+    """Every setting co reads. ``settings.reference.json`` documents each field (a test keeps it in sync)."""
+
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="forbid", validate_default=True)
+
+    model: str = Field(
+        "auto",
+        description="Model to chat with: 'auto', 'local', 'local:/path/model.gguf', 'test', or a pydantic-ai "
+        "model string such as 'anthropic:claude-sonnet-4-5', 'openai:gpt-5', 'ollama:qwen2.5'. With base_url "
+        "set, the model name sent to that OpenAI-compatible server.",
+    )
+    base_url: str = Field(
+        "",
+        description="Base URL of an OpenAI-compatible server (llama.cpp, vLLM, LM Studio, a proxy). "
+        "When set, 'auto' uses it and the environment's OPENAI_API_KEY is never sent there.",
+    )
+    api_key: SecretStr = Field(
+        SecretStr(""), description="API key sent to base_url's server (never to any other). Masked in output."
+    )
+    summarization_model: str = Field(
+        "", description="Model that summarises old history; empty uses the chat model."
+    )
+    tool_output_trim_chars: int = Field(
+        2000, ge=0, description="Tool outputs in older turns are cut to this many characters; 0 disables."
+    )
+    tool_output_offload_chars: int = Field(
+        40000,
+        ge=0,
+        description="Tool outputs longer than this are saved to a private file and replaced in the context "
+        "by a head/tail preview that the read_tool_output tool can page through; 0 disables.",
+    )
+    max_history_messages: int = Field(
+        40, ge=0, description="Summarise the middle of the history past this many messages; 0 disables."
+    )
+    context_window: int = Field(
+        0, ge=0, description="Context window in tokens; 0 looks it up for the model (assumes 128k if unknown)."
+    )
+    compact_threshold: float = Field(
+        0.8, gt=0, le=1, description="Summarise the middle of the history past this fraction of the window."
+    )
+    local_n_ctx: int = Field(4096, ge=512, description="Context size (n_ctx) of the embedded local model.")
+    local_max_tokens: int = Field(512, ge=16, description="Cap on tokens per answer of the embedded local model.")
+    request_timeout: float = Field(120.0, gt=0, description="Seconds to wait for a model provider's response.")
+    shell_timeout: float = Field(60.0, gt=0, description="Seconds a run_shell command may take before it is killed.")
+    shell_output_limit: int = Field(
+        20000, ge=100, description="Characters of run_shell output returned to the model (head and tail kept)."
+    )
+    data_dir: Path = Field(
+        default_factory=default_data_dir,
+        description="Where sessions (co-cli.db), input history and offloaded tool outputs live.",
+    )
+    config_dir: Path = Field(
+        default_factory=default_config_dir, description="Where the user settings.json lives."
+    )
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # init_settings carries the merged file values (see load_settings); the environment wins over them.
+        return (env_settings, init_settings)
+
+
+@dataclass(frozen=True)
+class Paths:
+    """Files and directories derived from the settings."""
+
+    config_dir: Path
+    data_dir: Path
+    user_settings: Path
+    project_settings: Path
+
+    @property
+    def db(self) -> Path:
+        return self.data_dir / "co-cli.db"
+
+    @property
+    def input_history(self) -> Path:
+        return self.data_dir / "input_history"
+
+    @property
+    def tool_outputs(self) -> Path:
+        return self.data_dir / "tool-outputs"
+
+    def ensure_data_dir(self) -> Path:
+        """Create the data dir private to the user (0700)."""
+        self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.chmod(self.data_dir, 0o700)
+        return self.data_dir
+
+
+@dataclass(frozen=True)
+class LoadedSettings:
+    settings: Settings
+    paths: Paths
+    sources: dict[str, Source]
+
+
+def env_var(field: str) -> str:
+    return f"{ENV_PREFIX}{field.upper()}"
+
+
+def _read_settings_file(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8") or "{}")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read settings file {path}: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"malformed settings file {path}: {exc.msg} (line {exc.lineno})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"malformed settings file {path}: expected a JSON object")
+    unknown = sorted(set(data) - set(Settings.model_fields))
+    if unknown:
+        raise ConfigError(f"unknown setting {unknown[0]!r} in {path}")
+    return data
+
+
+def load_settings(cwd: Path | None = None, **overrides: Any) -> LoadedSettings:
+    """Load settings from every source; raise ConfigError (one line) on any problem."""
+    cwd = cwd or Path.cwd()
+    config_dir = default_config_dir()
+    user_file = config_dir / "settings.json"
+    project_file = cwd / PROJECT_SETTINGS
+    user = _read_settings_file(user_file)
+    project = _read_settings_file(project_file)
+    merged = {**user, **project}
+    try:
+        settings = Settings(**merged)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = str(err["loc"][0]) if err["loc"] else "?"
+        if os.environ.get(env_var(field)) is not None:
+            where = env_var(field)
+        elif field in project:
+            where = f"{field!r} in {project_file}"
+        elif field in user:
+            where = f"{field!r} in {user_file}"
+        else:
+            where = field
+        raise ConfigError(f"invalid setting {where}: {err['msg']} (got {err.get('input')!r})") from None
+    for key, value in overrides.items():
+        if value is not None:
+            setattr(settings, key, value)
+    sources: dict[str, Source] = {}
+    for name in Settings.model_fields:
+        if overrides.get(name) is not None:
+            sources[name] = "command line"
+        elif os.environ.get(env_var(name)) is not None:
+            sources[name] = "environment"
+        elif name in project:
+            sources[name] = "project file"
+        elif name in user:
+            sources[name] = "user file"
+        else:
+            sources[name] = "default"
+    paths = Paths(
+        config_dir=settings.config_dir,
+        data_dir=settings.data_dir.expanduser(),
+        user_settings=user_file,
+        project_settings=project_file,
+    )
+    return LoadedSettings(settings=settings, paths=paths, sources=sources)
+
