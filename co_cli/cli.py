@@ -1,0 +1,176 @@
+"""Command line: parses arguments, loads settings and hands over. No pydantic-ai import at module level."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from co_cli import __version__
+from co_cli.errors import CoError
+
+LATEST = "@latest"
+
+app = typer.Typer(
+    name="co",
+    help="co: chat with LLMs in your terminal; every conversation is saved and stays inside the context window.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+config_app = typer.Typer(help="Show the effective settings and where they come from.", no_args_is_help=True)
+app.add_typer(config_app, name="config")
+
+
+def _mount_sessions() -> None:
+    from co_cli.sessions_cli import app as sessions_app
+
+    app.add_typer(sessions_app, name="sessions", help="List, show, search, export, import, rename and delete sessions.")
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"co {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")
+    ] = False,
+) -> None:
+    """co: chat with LLMs in your terminal."""
+
+
+@app.command()
+def chat(
+    model: Annotated[str | None, typer.Option("--model", "-m", help="Model for this run (overrides the setting).")] = None,
+    prompt: Annotated[
+        str | None, typer.Option("--print", "-p", help="One turn, non-interactive: print the answer and exit.")
+    ] = None,
+    resume: Annotated[
+        str | None,
+        typer.Option("--resume", "-r", help="Continue a session by id or unique prefix; alone, the latest one."),
+    ] = None,
+    continue_: Annotated[bool, typer.Option("--continue", "-c", help="Continue the most recently updated session.")] = False,
+    fork: Annotated[bool, typer.Option("--fork", help="With --resume: continue in a copy; the original is untouched.")] = False,
+    approve_all: Annotated[
+        bool, typer.Option("--approve-all", help="Approve every tool call without asking (for non-interactive use).")
+    ] = False,
+    no_save: Annotated[bool, typer.Option("--no-save", help="Do not save this conversation.")] = False,
+) -> None:
+    """Chat with a model (REPL); with -p or piped stdin, non-interactive."""
+    from co_cli.chat import ChatOptions, run_chat
+
+    if continue_ and resume is None:
+        resume = LATEST
+    if fork and resume is None:
+        raise CoError("--fork needs --resume <id> (or -c)", exit_code=2)
+    if no_save and resume is not None:
+        raise CoError("--no-save cannot be combined with --resume", exit_code=2)
+    code = run_chat(
+        ChatOptions(
+            model=model,
+            prompt=prompt,
+            resume=resume,
+            fork=fork,
+            approve_all=approve_all,
+            save=not no_save,
+        )
+    )
+    raise typer.Exit(code)
+
+
+@config_app.command("show")
+def config_show(
+    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+) -> None:
+    """Print the effective settings, where each value came from; secrets masked."""
+    import json
+
+    from pydantic import SecretStr
+
+    from co_cli.config import env_var, load_settings
+
+    loaded = load_settings()
+    rows = []
+    for name in type(loaded.settings).model_fields:
+        value = getattr(loaded.settings, name)
+        if isinstance(value, SecretStr):
+            value = "********" if value.get_secret_value() else ""
+        rows.append({"name": name, "value": str(value), "source": loaded.sources[name], "env": env_var(name)})
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("setting", "value", "source", "environment variable")
+    for row in rows:
+        table.add_row(row["name"], row["value"], row["source"], row["env"])
+    Console().print(table)
+
+
+@config_app.command("path")
+def config_path() -> None:
+    """Print the files and directories co uses."""
+    from co_cli.config import load_settings
+
+    paths = load_settings().paths
+    for label, path in (
+        ("user settings", paths.user_settings),
+        ("project settings", paths.project_settings),
+        ("config dir", paths.config_dir),
+        ("data dir", paths.data_dir),
+        ("sessions database", paths.db),
+        ("input history", paths.input_history),
+        ("offloaded tool outputs", paths.tool_outputs),
+    ):
+        state = "" if Path(path).exists() else "  (not created yet)"
+        print(f"{label + ':':<24}{path}{state}")
+
+
+def _normalize_argv(argv: list[str]) -> list[str]:
+    """Let --resume/-r stand alone (continue the latest session) as well as take an id."""
+    out: list[str] = []
+    for i, arg in enumerate(argv):
+        out.append(arg)
+        if arg in ("--resume", "-r"):
+            nxt = argv[i + 1] if i + 1 < len(argv) else None
+            if nxt is None or nxt.startswith("-"):
+                out.append(LATEST)
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    import click
+
+    args = _normalize_argv(list(sys.argv[1:] if argv is None else argv))
+    _mount_sessions()
+    command = typer.main.get_command(app)
+    try:
+        code = command.main(args=args, prog_name="co", standalone_mode=False)
+    except CoError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        print("aborted", file=sys.stderr)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        print("", file=sys.stderr)
+        sys.exit(130)
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)

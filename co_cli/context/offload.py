@@ -1,0 +1,179 @@
+"""Save very large tool results to private files; the context keeps a head/tail preview and a reference."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from pydantic_ai.messages import ModelMessage, ModelRequest
+
+from co_cli.context.tokens import content_text
+from co_cli.context.trim import is_plain_tool_return
+
+HEAD_LINES = 20
+TAIL_LINES = 10
+HEAD_CHARS = 1500
+TAIL_CHARS = 700
+MAX_READ_LIMIT = 50_000
+SUFFIX = ".txt"
+REFERENCE = "[Full output ({n} chars) saved as ref={ref}; call read_tool_output(ref, offset, limit) to read it]"
+
+_SAFE_REF = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}$")
+_UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+def ref_for(tool_call_id: str) -> str:
+    """A file-name-safe reference derived from a tool call id (the id itself when it is already safe)."""
+    if _SAFE_REF.match(tool_call_id) and ".." not in tool_call_id:
+        return tool_call_id
+    digest = hashlib.sha256(tool_call_id.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    stem = _UNSAFE_CHARS.sub("_", tool_call_id).strip("._")[:40]
+    return f"{stem}-{digest}" if stem else digest
+
+
+def _content_ref(tool_call_id: str, text: str) -> str:
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{ref_for(tool_call_id)[:55]}-{digest}"
+
+
+def _ensure_private_dir(directory: Path) -> None:
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if directory.stat().st_mode & 0o777 != 0o700:
+        os.chmod(directory, 0o700)
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+
+
+def _store(directory: Path, tool_call_id: str, text: str) -> str:
+    """Write ``text`` once under a ref derived from the tool call id; return the ref."""
+    data = text.encode("utf-8", "replace")
+    ref = ref_for(tool_call_id)
+    path = directory / (ref + SUFFIX)
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        size = None
+    if size is not None and size != len(data):
+        # The same id for a different output (some local servers reuse ids): keep both.
+        ref = _content_ref(tool_call_id, text)
+        path = directory / (ref + SUFFIX)
+        size = path.stat().st_size if path.exists() else None
+    if size is None:
+        _ensure_private_dir(directory)
+        _write_private(path, data)
+    return ref
+
+
+def preview(text: str, ref: str) -> str:
+    """The first and last lines of ``text`` (capped in characters) and the reference to the full output."""
+    lines = text.split("\n")
+    if len(lines) > HEAD_LINES + TAIL_LINES:
+        head = "\n".join(lines[:HEAD_LINES])
+        tail = "\n".join(lines[-TAIL_LINES:])
+    else:
+        half = len(lines) // 2
+        head = "\n".join(lines[: max(half, 1)])
+        tail = "\n".join(lines[max(half, 1) :])
+    head = head[:HEAD_CHARS]
+    tail = tail[-TAIL_CHARS:] if tail else ""
+    omitted = len(text) - len(head) - len(tail)
+    pieces = [head, f"[… {omitted} chars omitted …]"]
+    if tail:
+        pieces.append(tail)
+    pieces.append(REFERENCE.format(n=len(text), ref=ref))
+    return "\n".join(pieces)
+
+
+def offload_large_outputs(messages: Sequence[ModelMessage], threshold: int, directory: Path) -> list[ModelMessage]:
+    """Copy of ``messages`` where every tool result longer than ``threshold`` characters is saved under
+    ``directory`` and replaced by a preview. ``threshold`` 0 disables; the input is never mutated."""
+    if threshold <= 0:
+        return list(messages)
+    result = list(messages)
+    for index, msg in enumerate(messages):
+        if not isinstance(msg, ModelRequest):
+            continue
+        new_parts = None
+        for part_index, part in enumerate(msg.parts):
+            if not is_plain_tool_return(part):
+                continue
+            content = part.content
+            if isinstance(content, str) and len(content) <= threshold:
+                continue
+            text = content_text(content)
+            if len(text) <= threshold:
+                continue
+            ref = _store(directory, part.tool_call_id, text)
+            shown = preview(text, ref)
+            if len(shown) >= len(text):
+                continue
+            if new_parts is None:
+                new_parts = list(msg.parts)
+            new_parts[part_index] = replace(part, content=shown)
+        if new_parts is not None:
+            result[index] = replace(msg, parts=new_parts)
+    return result
+
+
+def _resolve(directory: Path, ref: str) -> Path | None:
+    if not _SAFE_REF.match(ref) or ".." in ref:
+        return None
+    base = directory.resolve()
+    path = (base / (ref + SUFFIX)).resolve()
+    return path if path.parent == base else None
+
+
+def read_tool_output(directory: Path, ref: str, offset: int = 0, limit: int = 4000) -> str:
+    """Up to ``limit`` characters of an offloaded output from ``offset``, with where to continue."""
+    ref = ref.strip()
+    if ref.endswith(SUFFIX):
+        ref = ref[: -len(SUFFIX)]
+    path = _resolve(directory, ref)
+    if path is None:
+        return f"Error: invalid ref {ref!r}: a ref is a name like the one shown after 'ref=' in a preview."
+    if not path.is_file():
+        known = [name for name, _ in list_offloaded(directory)]
+        hint = f" Known refs: {', '.join(known[:20])}." if known else " No outputs have been saved."
+        return f"Error: unknown ref {ref!r}.{hint}"
+    if offset < 0 or limit <= 0:
+        return "Error: offset must be >= 0 and limit > 0."
+    limit = min(limit, MAX_READ_LIMIT)
+    text = path.read_text(encoding="utf-8", errors="replace")
+    total = len(text)
+    if offset >= total:
+        return f"[ref={ref}: offset {offset} is past the end; the output has {total} chars]"
+    end = min(offset + limit, total)
+    chunk = text[offset:end]
+    if end < total:
+        footer = f"[ref={ref}: chars {offset}-{end} of {total}; next offset={end}]"
+    else:
+        footer = f"[ref={ref}: chars {offset}-{end} of {total}; end of output]"
+    return f"{chunk}\n{footer}"
+
+
+def list_offloaded(directory: Path) -> list[tuple[str, int]]:
+    """(ref, size in characters) of every saved output, sorted by ref."""
+    if not directory.is_dir():
+        return []
+    found: list[tuple[str, int]] = []
+    for path in sorted(directory.glob("*" + SUFFIX)):
+        if path.name.startswith(".") or not path.is_file():
+            continue
+        found.append((path.name[: -len(SUFFIX)], len(path.read_text(encoding="utf-8", errors="replace"))))
+    return found

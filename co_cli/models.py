@@ -1,0 +1,139 @@
+"""Model string -> pydantic-ai Model, and the context window it works with.
+
+Nothing here imports pydantic-ai at module level: only the chosen provider's SDK is ever imported.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from co_cli.config import Settings
+from co_cli.errors import ModelConfigError
+
+if TYPE_CHECKING:
+    from pydantic_ai.models import Model
+
+ASSUMED_CONTEXT_WINDOW = 128_000
+
+# Provider picked by model=auto when its key is in the environment, in this order.
+AUTO_PROVIDERS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("ANTHROPIC_API_KEY",), "anthropic:claude-sonnet-4-5"),
+    (("OPENAI_API_KEY",), "openai:gpt-5-mini"),
+    (("GEMINI_API_KEY", "GOOGLE_API_KEY"), "google:gemini-2.5-flash"),
+)
+
+HOW_TO_CONFIGURE = (
+    "no model configured: set CO_CLI_MODEL (e.g. 'anthropic:claude-sonnet-4-5'), put ANTHROPIC_API_KEY, "
+    "OPENAI_API_KEY or GEMINI_API_KEY in the environment, set CO_CLI_BASE_URL to an OpenAI-compatible server, "
+    "or install the embedded model with: pip install 'co-cli[local]'"
+)
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """What the user asked for, resolved to a concrete model string, with the reason it was chosen."""
+
+    spec: str
+    reason: str
+    base_url: str = ""
+
+
+@dataclass
+class ResolvedModel:
+    model: Model
+    choice: ModelChoice
+    context_window: int
+    window_source: str
+
+    @property
+    def label(self) -> str:
+        return self.choice.spec
+
+
+def choose_model(settings: Settings, source: str = "default") -> ModelChoice:
+    """Decide which model string to use (no imports of pydantic-ai; cheap)."""
+    spec = settings.model.strip()
+    if settings.base_url:
+        name = "default" if spec in ("", "auto") else spec
+        return ModelChoice(spec=name, reason=f"OpenAI-compatible server at {settings.base_url}", base_url=settings.base_url)
+    if spec not in ("", "auto"):
+        return ModelChoice(spec=spec, reason=f"model setting ({source})")
+    for keys, model in AUTO_PROVIDERS:
+        for key in keys:
+            if os.environ.get(key):
+                return ModelChoice(spec=model, reason=f"auto: {key} is set")
+    from co_cli.local.weights import local_model_available
+
+    if local_model_available():
+        return ModelChoice(spec="local", reason="auto: no provider key or server configured; embedded local model")
+    raise ModelConfigError(HOW_TO_CONFIGURE)
+
+
+def build_model(choice: ModelChoice, settings: Settings) -> Model:
+    """Instantiate the pydantic-ai model for a choice; ModelConfigError (one line) when it cannot be."""
+    spec = choice.spec
+    if choice.base_url:
+        return _compatible_model(spec, choice.base_url, settings)
+    if spec == "local" or spec.startswith("local:"):
+        from co_cli.local.model import load_local_model
+
+        return load_local_model(spec, n_ctx=settings.local_n_ctx, max_tokens=settings.local_max_tokens)
+    if spec == "test":
+        from pydantic_ai.models.test import TestModel
+
+        return TestModel()
+    if ":" not in spec:
+        raise ModelConfigError(
+            f"unknown model {spec!r}: use 'provider:model' (e.g. 'openai:gpt-5-mini', 'ollama:qwen2.5'), "
+            "'local', or 'test'"
+        )
+    from pydantic_ai.exceptions import UserError
+    from pydantic_ai.models import infer_model
+
+    try:
+        return infer_model(spec)
+    except UserError as exc:
+        raise ModelConfigError(f"cannot use model {spec!r}: {_first_line(str(exc))}") from None
+    except ImportError as exc:
+        raise ModelConfigError(f"cannot use model {spec!r}: missing package ({exc.name or exc})") from None
+    except Exception as exc:  # provider constructors raise assorted errors for missing keys/urls
+        raise ModelConfigError(f"cannot use model {spec!r}: {_first_line(str(exc))}") from None
+
+
+def _compatible_model(name: str, base_url: str, settings: Settings) -> Model:
+    import httpx
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai_compatible import OpenAICompatibleProvider
+
+    # The provider never reads OPENAI_API_KEY, so an OpenAI key is not sent to this server.
+    provider = OpenAICompatibleProvider(
+        "openai-compatible",
+        base_url=base_url,
+        api_key=settings.api_key.get_secret_value() or None,
+        http_client=httpx.AsyncClient(timeout=httpx.Timeout(settings.request_timeout, connect=10.0)),
+    )
+    return OpenAIChatModel(name, provider=provider)
+
+
+def context_window_for(model: Model, settings: Settings) -> tuple[int, str]:
+    """The context window in tokens and where that number comes from."""
+    if settings.context_window:
+        return settings.context_window, "context_window setting"
+    window = getattr(model, "context_window", None)
+    if window:
+        source = "local model n_ctx" if getattr(model, "system", "") == "local" else "model profile (genai-prices)"
+        return int(window), source
+    return ASSUMED_CONTEXT_WINDOW, "assumed (unknown model; set context_window)"
+
+
+def resolve_model(settings: Settings, source: str = "default") -> ResolvedModel:
+    choice = choose_model(settings, source)
+    model = build_model(choice, settings)
+    window, window_source = context_window_for(model, settings)
+    return ResolvedModel(model=model, choice=choice, context_window=window, window_source=window_source)
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else "unknown error"

@@ -1,0 +1,61 @@
+"""Turn any failure of a model request into one clear line for the user."""
+
+from __future__ import annotations
+
+
+def _detail(exc: BaseException) -> str:
+    text = " ".join(str(getattr(exc, "message", "") or exc).split())
+    return text[:200] + ("…" if len(text) > 200 else "")
+
+
+def is_context_overflow(exc: BaseException) -> bool:
+    from pydantic_ai.exceptions import ModelAPIError, ModelContextWindowExceededError
+
+    if isinstance(exc, ModelContextWindowExceededError):
+        return True
+    if isinstance(exc, ModelAPIError):
+        blob = f"{exc.provider_error_code} {exc.body} {exc}".lower()
+        return "context_length_exceeded" in blob or "maximum context length" in blob
+    return False
+
+
+def describe_provider_error(exc: BaseException) -> str:
+    """One line that says what went wrong and, where it helps, what to do."""
+    from pydantic_ai import exceptions as ex
+
+    from co_cli.errors import CoError
+
+    if isinstance(exc, CoError):
+        return exc.message
+    model = getattr(exc, "model_name", "") or "the model"
+    status = getattr(exc, "status_code", None)
+    code = f"HTTP {status}: " if status else ""
+    if is_context_overflow(exc):
+        return f"{model}: context length exceeded ({code}{_detail(exc)}); try /compact"
+    if isinstance(exc, ex.ModelAuthenticationError):
+        return f"{model}: authentication failed ({code}{_detail(exc)}); check the API key"
+    if isinstance(exc, ex.ModelRateLimitError | ex.ModelQuotaExceededError):
+        wait = getattr(exc, "retry_after", None)
+        hint = f"retry in {wait:.0f}s with /retry" if wait else "wait a moment, then /retry"
+        return f"{model}: rate limited ({code}{_detail(exc)}); {hint}"
+    if isinstance(exc, ex.ModelNotFoundError):
+        return f"{model}: model not found ({code}{_detail(exc)}); check the model name (/model)"
+    if isinstance(exc, ex.ModelTimeoutError | ex.ModelRequestTimeout):
+        return f"{model}: request timed out; /retry to send it again"
+    if isinstance(exc, ex.ModelConnectionError):
+        return f"{model}: cannot reach the server ({_detail(exc)}); /retry when it is up"
+    if isinstance(exc, ex.ModelServerError | ex.ModelUnavailableError):
+        return f"{model}: provider error ({code}{_detail(exc)}); /retry to send it again"
+    if isinstance(exc, ex.ModelAPIError):
+        return f"{model}: request failed ({code}{_detail(exc)})"
+    if isinstance(exc, ex.UnexpectedModelBehavior):
+        return f"{model}: unexpected response ({_detail(exc)}); /retry to try again"
+    if isinstance(exc, ex.UsageLimitExceeded):
+        return f"usage limit reached: {_detail(exc)}"
+    if isinstance(exc, ex.UserError):
+        return f"configuration problem: {_detail(exc)}"
+    if isinstance(exc, TimeoutError):
+        return "request timed out; /retry to send it again"
+    if isinstance(exc, ConnectionError | OSError):
+        return f"connection failed: {_detail(exc)}; /retry when it is up"
+    return f"{type(exc).__name__}: {_detail(exc)}"

@@ -1,0 +1,330 @@
+"""The chat loop: reads input, runs turns with cancellation, and hands slash commands to the registry."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import html
+import signal
+import sys
+from collections.abc import Iterator
+from datetime import datetime
+from typing import TextIO
+
+from pydantic_ai import CancellationToken
+from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
+from rich.console import Console
+from rich.text import Text
+
+from co_cli.config import LoadedSettings
+from co_cli.errors import CoError
+from co_cli.models import resolve_model
+from co_cli.provider_errors import describe_provider_error
+from co_cli.repl import commands
+from co_cli.repl.conversation import Conversation, TurnOutcome, TurnView
+from co_cli.repl.render import PlainView, TerminalView, print_error
+from co_cli.sessions_view import search_table, sessions_table
+from co_cli.tools.approval import ApprovalRequest, describe_call
+
+
+class ChatApp:
+    def __init__(
+        self,
+        conv: Conversation,
+        loaded: LoadedSettings,
+        *,
+        interactive: bool,
+        console: Console | None = None,
+        out: TextIO | None = None,
+    ) -> None:
+        self.conv = conv
+        self.loaded = loaded
+        self.store = conv.store
+        self.interactive = interactive
+        self.console = console or Console(highlight=False)
+        self.out = out or sys.stdout
+        self.running = True
+        self.view: TurnView = TerminalView(self.console) if interactive else PlainView(self.out)
+        self._prompt_session = None
+
+    # ----- output helpers ----------------------------------------------------------------------------
+    def info(self, message: str) -> None:
+        if self.interactive:
+            self.console.print(Text(message, style="cyan"))
+        else:
+            print(message, file=self.out, flush=True)
+
+    def error(self, message: str) -> None:
+        if self.interactive:
+            print_error(self.console, message)
+        else:
+            print(f"error: {message}", file=sys.stderr, flush=True)
+
+    def banner(self) -> None:
+        r = self.conv.resolved
+        session = self.conv.session
+        where = f"session {session.id[:8]} · {session.title}" if session else "new session"
+        if self.store is None:
+            where = "not saving (--no-save)"
+        self.info(f"co · {r.label} ({r.choice.reason}) · {where}")
+        if self.interactive:
+            self.console.print(Text("Type /help for commands, Ctrl-D to quit.", style="dim"))
+
+    def toolbar(self) -> str:
+        r = self.conv.resolved
+        session = self.conv.session.id[:8] if self.conv.session else "new"
+        pct = self.conv.percent_used()
+        return html.escape(f" {r.label} │ session {session} │ context {pct:.0f}% of {r.context_window:,} ")
+
+    # ----- turns -------------------------------------------------------------------------------------
+    async def turn(self, prompt: str) -> TurnOutcome:
+        token = CancellationToken()
+        loop = asyncio.get_running_loop()
+        with self._sigint_cancels(loop, token):
+            outcome = await self.conv.run_turn(prompt, self.view, token)
+        if outcome.status == "failed" and outcome.error:
+            self.error(outcome.error)
+            if self.interactive:
+                self.console.print(Text("Your prompt is kept: press Up to edit it, or /retry.", style="dim"))
+        return outcome
+
+    @contextlib.contextmanager
+    def _sigint_cancels(self, loop: asyncio.AbstractEventLoop, token: CancellationToken) -> Iterator[None]:
+        """Ctrl-C while a turn runs cancels that turn only."""
+        try:
+            loop.add_signal_handler(signal.SIGINT, token.cancel)
+            installed = True
+        except (NotImplementedError, RuntimeError):
+            installed = False
+        try:
+            yield
+        finally:
+            if installed:
+                loop.remove_signal_handler(signal.SIGINT)
+
+    async def ask_approval(self, request: ApprovalRequest) -> str:
+        """y = once, n = deny, a = allow this exact command for the rest of the session."""
+        from prompt_toolkit import PromptSession
+
+        if isinstance(self.view, TerminalView):
+            self.view.pause()
+        self.console.print(Text(f"Approve {describe_call(request.tool_name, request.args)}?", style="bold yellow"))
+        if request.reason:
+            self.console.print(Text(f"  ({request.reason})", style="yellow"))
+        session: PromptSession[str] = PromptSession()
+        while True:
+            try:
+                answer = (await session.prompt_async("  [y]es once / [n]o / [a]lways this command: ")).strip().lower()
+            except (KeyboardInterrupt, EOFError):
+                return "n"
+            if answer in ("y", "yes"):
+                return "y"
+            if answer in ("n", "no", ""):
+                return "n"
+            if answer in ("a", "always"):
+                return "a"
+
+    # ----- commands the registry calls ----------------------------------------------------------------
+    def switch_model(self, spec: str) -> None:
+        settings = self.loaded.settings.model_copy(update={"model": spec})
+        resolved = resolve_model(settings, "command line")
+        self.conv.switch_model(resolved)
+        self.info(f"Model: {resolved.label} ({resolved.choice.reason}); window {resolved.context_window:,}")
+
+    async def compact(self, focus: str) -> None:
+        before = len(self.conv.working)
+        if before == 0:
+            self.error("nothing to compact yet")
+            return
+        try:
+            with self.console.status("Compacting…") if self.interactive else contextlib.nullcontext():
+                result = await self.conv.compact(focus)
+        except Exception as exc:
+            self.error(f"compaction failed, history unchanged: {describe_provider_error(exc)}")
+            return
+        self.info(f"Compacted {result.n_replaced} messages: ~{result.tokens_before} -> ~{result.tokens_after} tokens")
+
+    def show_context(self) -> None:
+        from co_cli.repl.context_view import render_context
+
+        self.console.print(render_context(self.conv.report())) if self.interactive else print(
+            render_context(self.conv.report(), plain=True), file=self.out
+        )
+
+    def _need_store(self) -> bool:
+        if self.store is None:
+            self.error("sessions are not being saved (--no-save)")
+            return False
+        return True
+
+    def show_sessions(self, query: str) -> None:
+        if not self._need_store():
+            return
+        assert self.store is not None
+        if query:
+            hits = self.store.search(query, limit=20)
+            if not hits:
+                self.info(f"No sessions match {query!r}.")
+                return
+            self._print(search_table(hits))
+        else:
+            sessions = self.store.list(limit=30)
+            if not sessions:
+                self.info("No saved sessions yet.")
+                return
+            self._print(sessions_table(sessions, current=self.conv.session_id))
+
+    def _print(self, renderable: object) -> None:
+        if self.interactive:
+            self.console.print(renderable)
+        else:
+            Console(file=self.out, width=120, no_color=True).print(renderable)
+
+    def resume(self, ident: str) -> None:
+        if not self._need_store():
+            return
+        assert self.store is not None
+        session = self.store.get(ident)
+        if session.id == self.conv.session_id:
+            self.info("That is the current session.")
+            return
+        self.conv.load(session)
+        self.show_resumed()
+
+    def show_resumed(self, exchanges: int = 3) -> None:
+        session = self.conv.session
+        if session is None:
+            return
+        info = self.store.get(session.id) if self.store else session
+        self.info(
+            f"Resumed {info.id} · {info.title} · {info.message_count} messages · "
+            f"{info.compaction_count} compactions · model {info.model}"
+        )
+        for role, text in last_exchanges(self.conv.working, exchanges):
+            line = " ".join(text.split())
+            line = line if len(line) <= 200 else line[:199] + "…"
+            if self.interactive:
+                self.console.print(Text(f"{role}: {line}", style="dim"))
+            else:
+                print(f"{role}: {line}", file=self.out)
+
+    def fork(self) -> None:
+        if not self._need_store():
+            return
+        if self.conv.session is None:
+            self.error("nothing to fork yet: this conversation has no messages")
+            return
+        parent = self.conv.session.id
+        forked = self.conv.fork()
+        if forked:
+            self.info(f"Forked {parent[:8]} -> {forked.id}; you are now in the fork.")
+
+    def rename(self, title: str) -> None:
+        if not self._need_store():
+            return
+        if not title:
+            self.error("usage: /rename <title>")
+            return
+        if self.conv.session is None:
+            self.error("nothing to rename yet: this conversation has no messages")
+            return
+        assert self.store is not None
+        self.store.rename(self.conv.session.id, title)
+        self.conv.session = self.store.get(self.conv.session.id)
+        self.info(f"Renamed to: {self.conv.session.title}")
+
+    async def delete(self, ident: str) -> None:
+        if not self._need_store():
+            return
+        if not ident:
+            self.error("usage: /delete <id or prefix>")
+            return
+        assert self.store is not None
+        session = self.store.get(ident)
+        if self.interactive:
+            from prompt_toolkit import PromptSession
+
+            try:
+                answer = await PromptSession[str]().prompt_async(f"Delete {session.id} ({session.title})? [y/N] ")
+            except (KeyboardInterrupt, EOFError):
+                answer = ""
+            if answer.strip().lower() not in ("y", "yes"):
+                self.info("Not deleted.")
+                return
+        current = session.id == self.conv.session_id
+        if current:
+            self.conv.new()
+        self.store.delete(session.id, files_root=self.loaded.paths.tool_outputs)
+        self.info(f"Deleted {session.id}." + (" Started a new conversation." if current else ""))
+
+    # ----- loops -------------------------------------------------------------------------------------
+    async def handle(self, line: str) -> None:
+        if line.strip().startswith("/"):
+            await commands.dispatch(self, line)
+        elif line.strip():
+            await self.turn(line)
+
+    async def run_interactive(self) -> None:
+        from co_cli.repl.prompt import PROMPT, make_session
+
+        self.banner()
+        if self.conv.session:
+            self.show_resumed()
+        session = make_session(self, self.loaded.paths.input_history, self.toolbar)
+        while self.running:
+            try:
+                line = await session.prompt_async(PROMPT)
+            except KeyboardInterrupt:
+                continue  # Ctrl-C at the prompt clears the line
+            except EOFError:
+                break
+            try:
+                await self.handle(line)
+            except CoError as exc:
+                self.error(exc.message)
+        self.conv.release()
+
+    async def run_lines(self, lines: TextIO) -> int:
+        """Piped stdin: each line is one input; exit at EOF. Returns the exit code."""
+        failed = False
+        for raw in lines:
+            line = raw.rstrip("\n")
+            if not line.strip():
+                continue
+            try:
+                if line.strip().startswith("/"):
+                    await commands.dispatch(self, line)
+                else:
+                    outcome = await self.turn(line)
+                    failed = failed or outcome.status == "failed"
+            except CoError as exc:
+                self.error(exc.message)
+                failed = True
+            if not self.running:
+                break
+        self.conv.release()
+        return 1 if failed else 0
+
+    async def run_once(self, prompt: str) -> int:
+        outcome = await self.turn(prompt)
+        self.conv.release()
+        return 0 if outcome.status == "ok" else 1
+
+
+def last_exchanges(messages: list, count: int) -> list[tuple[str, str]]:
+    """The last few (role, text) pairs of user prompts and assistant answers."""
+    pairs: list[tuple[str, str]] = []
+    for message in messages:
+        if isinstance(message, ModelRequest):
+            for part in message.parts:
+                if isinstance(part, UserPromptPart) and isinstance(part.content, str):
+                    pairs.append(("you", part.content))
+        elif isinstance(message, ModelResponse):
+            text = "".join(p.content for p in message.parts if isinstance(p, TextPart))
+            if text.strip():
+                pairs.append(("co", text))
+    return pairs[-2 * count :]
+
+
+def stamp(ts: float) -> str:
+    return datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M")

@@ -1,0 +1,411 @@
+"""One conversation: the working context, its saved transcript and the runs of the agent over it.
+
+No terminal I/O here: the caller passes a ``TurnView`` that receives what happens during a turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pydantic_ai import Agent, CancellationToken
+from pydantic_ai.capabilities import HandleDeferredToolCalls
+from pydantic_ai.exceptions import RunCancelled
+from pydantic_ai.messages import (
+    FunctionToolCallEvent,
+    FunctionToolResultEvent,
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    PartDeltaEvent,
+    PartStartEvent,
+    TextPart,
+    TextPartDelta,
+    ToolCallPart,
+    UserPromptPart,
+)
+from pydantic_ai.run import AgentRunResultEvent
+
+from co_cli.agent import build_agent, instructions_text
+from co_cli.context.compact import CompactionResult, compact_all, compact_middle, drop_tool_outputs
+from co_cli.context.governor import ContextGovernor, GovernorEvent
+from co_cli.context.repair import repair_orphans
+from co_cli.context.report import ContextReport, context_report
+from co_cli.context.tokens import TokenEstimate, estimate_history, estimate_overhead
+from co_cli.deps import CoDeps
+from co_cli.models import ResolvedModel
+from co_cli.provider_errors import describe_provider_error, is_context_overflow
+from co_cli.tools.approval import ApprovalPrompt, make_approval_handler
+
+if TYPE_CHECKING:
+    from co_cli.store.sessions import CompactionRecord, SessionInfo, SessionStore
+
+INTERRUPTED_NOTE = "[interrupted by the user]"
+
+
+class TurnView(Protocol):
+    """What the terminal shows during a turn."""
+
+    def text(self, delta: str) -> None: ...
+    def tool_call(self, name: str, args: Any) -> None: ...
+    def tool_result(self, name: str, content: Any) -> None: ...
+    def notice(self, message: str) -> None: ...
+    def end(self, interrupted: bool = False) -> None: ...
+
+
+@dataclass
+class TurnOutcome:
+    status: str  # "ok" | "cancelled" | "failed"
+    output: str = ""
+    error: str | None = None
+
+
+@dataclass
+class Conversation:
+    resolved: ResolvedModel
+    deps: CoDeps
+    store: SessionStore | None
+    ask_approval: ApprovalPrompt | None = None
+    approve_all: bool = False
+    on_event: Callable[[str], None] | None = None
+    working: list[ModelMessage] = field(default_factory=list)
+    # Transcript seq of each working message (None for summaries and other synthetic messages).
+    seqs: list[int | None] = field(default_factory=list)
+    session: SessionInfo | None = None
+    last_prompt: str | None = None
+    _notices: list[str] = field(default_factory=list)
+    _compactions: list[CompactionResult] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._build()
+
+    # ----- model and agent -------------------------------------------------------------------------
+    def _build(self) -> None:
+        settings = self.deps.settings
+        summarizer: Any = None
+        if settings.summarization_model:
+            from co_cli.models import build_model, choose_model
+
+            choice = choose_model(settings.model_copy(update={"model": settings.summarization_model}))
+            summarizer = build_model(choice, settings)
+        self.summarizer = summarizer
+        self.governor = ContextGovernor(
+            settings=settings,
+            context_window=self.resolved.context_window,
+            summarizer=summarizer,
+            offload_dir=lambda: self.deps.tool_output_dir,
+            overhead_tokens=self.overhead_tokens(),
+            on_event=self._on_governor_event,
+        )
+        handler = make_approval_handler(self.ask_approval, approve_all=self.approve_all, deps_getter=lambda: self.deps)
+        self.agent: Agent[CoDeps, str] = build_agent(
+            self.resolved.model, capabilities=[self.governor, HandleDeferredToolCalls(handler=handler)]
+        )
+
+    def overhead_tokens(self) -> int:
+        try:
+            toolsets = build_agent_tool_defs()
+        except Exception:
+            toolsets = []
+        return estimate_overhead(instructions_text(self.deps), toolsets)
+
+    def switch_model(self, resolved: ResolvedModel) -> None:
+        self.resolved = resolved
+        self._build()
+        if self.store and self.session:
+            self.store.set_model(self.session.id, resolved.label)
+
+    @property
+    def summary_model(self) -> Any:
+        return self.summarizer or self.resolved.model
+
+    # ----- sessions --------------------------------------------------------------------------------
+    @property
+    def session_id(self) -> str | None:
+        return self.session.id if self.session else None
+
+    def new(self) -> None:
+        self.release()
+        self.session = None
+        self.deps.session_id = None
+        self.working, self.seqs = [], []
+        self.deps.approved_commands.clear()
+        self._build()
+
+    def load(self, session: SessionInfo) -> None:
+        """Continue a saved session: rebuild its working context exactly as the live session had it."""
+        assert self.store is not None
+        self.store.acquire(session.id)
+        self.release()
+        self.session = session
+        self.deps.session_id = session.id
+        latest = self.store.latest_compaction(session.id)
+        after = latest.upto_seq if latest else -1
+        stored = [m for m in self.store.transcript(session.id, after_seq=after) if m.status != "failed"]
+        working = list(latest.replacement) if latest else []
+        seqs: list[int | None] = [None] * len(working)
+        working += [m.message for m in stored]
+        seqs += [m.seq for m in stored]
+        self.working, self.seqs = working, seqs
+        self._build()
+
+    def fork(self) -> SessionInfo | None:
+        """Continue in a copy of the current session; the original stays as it is."""
+        if not self.store or not self.session:
+            return None
+        forked = self.store.fork(self.session.id)
+        self.load(forked)
+        return forked
+
+    def release(self) -> None:
+        if self.store and self.session:
+            self.store.release(self.session.id)
+
+    def _ensure_session(self, prompt: str) -> None:
+        if self.store is None or self.session is not None:
+            return
+        self.session = self.store.create_session(model=self.resolved.label, cwd=str(self.deps.cwd), title=prompt)
+        self.store.acquire(self.session.id)
+        self.deps.session_id = self.session.id
+
+    # ----- turns -----------------------------------------------------------------------------------
+    async def run_turn(self, prompt: str, view: TurnView, token: CancellationToken) -> TurnOutcome:
+        self.last_prompt = prompt
+        self._ensure_session(prompt)
+        prompt_seq = self.store.begin_turn(self.session.id, prompt) if self.store and self.session else None
+        outcome = await self._run(prompt, view, token, prompt_seq, retry_on_overflow=True)
+        return outcome
+
+    async def _run(
+        self,
+        prompt: str,
+        view: TurnView,
+        token: CancellationToken,
+        prompt_seq: int | None,
+        *,
+        retry_on_overflow: bool,
+    ) -> TurnOutcome:
+        base = list(self.working)
+        self._notices.clear()
+        self._compactions.clear()
+        output = ""
+        tool_names: dict[str, str] = {}
+        try:
+            async with self.agent.run_stream_events(
+                prompt, message_history=base, deps=self.deps, cancellation_token=token
+            ) as events:
+                async for event in events:
+                    self._flush_notices(view)
+                    if isinstance(event, PartStartEvent) and isinstance(event.part, TextPart):
+                        if event.part.content:
+                            view.text(event.part.content)
+                    elif isinstance(event, PartDeltaEvent) and isinstance(event.delta, TextPartDelta):
+                        view.text(event.delta.content_delta)
+                    elif isinstance(event, FunctionToolCallEvent):
+                        tool_names[event.part.tool_call_id] = event.part.tool_name
+                        view.tool_call(event.part.tool_name, event.part.args)
+                    elif isinstance(event, FunctionToolResultEvent):
+                        result = event.result
+                        view.tool_result(result.tool_name or tool_names.get(result.tool_call_id, "?"), result.content)
+                    elif isinstance(event, AgentRunResultEvent):
+                        run_result = event.result
+                        output = run_result.output
+            self._flush_notices(view)
+            view.end()
+            new = run_result.new_messages()
+            usage = run_result.usage()
+            self._finish(base, run_result.all_messages(), new, prompt_seq, "ok", usage)
+            return TurnOutcome("ok", output=output)
+        except RunCancelled as cancelled:
+            self._flush_notices(view)
+            view.end(interrupted=True)
+            new = mark_interrupted(cancelled.new_messages(), prompt)
+            self._finish(base, base + new, new, prompt_seq, "cancelled", cancelled.usage())
+            return TurnOutcome("cancelled")
+        except Exception as exc:  # provider failures: one clear line, nothing lost
+            self._flush_notices(view)
+            view.end()
+            if retry_on_overflow and is_context_overflow(exc):
+                view.notice("The provider says the context is too long: compacting harder and retrying once.")
+                if await self._compact_harder(view):
+                    return await self._run(prompt, view, token, prompt_seq, retry_on_overflow=False)
+            if self.store and self.session and prompt_seq is not None:
+                self.store.finish_turn(self.session.id, prompt_seq, [], status="failed")
+            return TurnOutcome("failed", error=describe_provider_error(exc))
+
+    def _on_governor_event(self, event: GovernorEvent) -> None:
+        if event.kind == "compaction" and event.result is not None:
+            r = event.result
+            how = "static marker" if r.used_fallback else "summary"
+            self._compactions.append(r)
+            self._notices.append(
+                f"Context compacted ({how}): {r.n_replaced} messages, ~{r.tokens_before} -> ~{r.tokens_after} tokens"
+            )
+        elif event.message:
+            self._notices.append(event.message)
+
+    def _flush_notices(self, view: TurnView) -> None:
+        for message in self._notices:
+            view.notice(message)
+        self._notices.clear()
+
+    def _finish(
+        self,
+        base: list[ModelMessage],
+        all_messages: list[ModelMessage],
+        new: list[ModelMessage],
+        prompt_seq: int | None,
+        status: str,
+        usage: Any,
+    ) -> None:
+        new_seqs: list[int | None] = [None] * len(new)
+        if self.store and self.session and prompt_seq is not None:
+            in_tokens = getattr(usage, "input_tokens", 0) or 0
+            out_tokens = getattr(usage, "output_tokens", 0) or 0
+            saved = self.store.finish_turn(
+                self.session.id,
+                prompt_seq,
+                new,
+                status=status,
+                input_tokens=in_tokens,
+                output_tokens=out_tokens,
+                cost_usd=turn_cost(new),
+            )
+            new_seqs = list(saved) + [None] * (len(new) - len(saved))
+        all_seqs = self.seqs[: len(base)] + new_seqs
+        working, compaction = self.governor.adopt(all_messages)
+        if compaction is not None:
+            self.seqs = [None] * len(compaction.replacement) + all_seqs[compaction.covered :]
+            for result in self._compactions:
+                self._record(result, all_seqs, trigger="auto", focus="")
+        else:
+            self.seqs = all_seqs
+        self._compactions.clear()
+        self.working = working
+        if len(self.seqs) != len(self.working):  # defensive: keep the two lists aligned
+            self.seqs = (self.seqs + [None] * len(self.working))[: len(self.working)]
+
+    def _record(self, result: CompactionResult, seqs: list[int | None], *, trigger: str, focus: str) -> None:
+        if not self.store or not self.session:
+            return
+        from co_cli.store.sessions import CompactionRecord
+
+        head = len(result.replacement) - 1
+        known = [s for s in seqs[: result.covered] if s is not None]
+        upto = known[-1] if known else -1
+        middle = [s for s in seqs[head : result.covered] if s is not None]
+        record: CompactionRecord = CompactionRecord(
+            from_seq=middle[0] if middle else upto,
+            upto_seq=upto,
+            summary=result.summary,
+            focus=focus,
+            trigger=trigger,
+            tokens_before=result.tokens_before,
+            tokens_after=result.tokens_after,
+            model=getattr(self.summary_model, "model_name", str(self.summary_model)),
+            replacement=result.replacement,
+        )
+        self.store.add_compaction(self.session.id, record)
+
+    async def _compact_harder(self, view: TurnView) -> bool:
+        lean = drop_tool_outputs(self.working)
+        try:
+            result = await compact_middle(
+                lean,
+                self.summary_model,
+                max_history_messages=max(4, self.deps.settings.max_history_messages or 8),
+                max_input_tokens=self.resolved.context_window // 2,
+            )
+        except Exception as exc:
+            view.notice(f"Compaction failed: {describe_provider_error(exc)}")
+            result = None
+        if result is None:
+            if lean == self.working:
+                return False
+            self.working = lean
+            return True
+        self._record(result, self.seqs, trigger="auto", focus="")
+        self.seqs = [None] * len(result.replacement) + self.seqs[result.covered :]
+        self.working = result.messages
+        return True
+
+    # ----- context ---------------------------------------------------------------------------------
+    async def compact(self, focus: str | None) -> CompactionResult:
+        """Summarise the whole working context now (``/compact``); the history is unchanged on failure."""
+        if not self.working:
+            raise ValueError("nothing to compact yet")
+        result = await compact_all(
+            self.working,
+            self.summary_model,
+            focus=focus or None,
+            max_input_tokens=self.resolved.context_window // 2,
+        )
+        self._record(result, self.seqs, trigger="manual", focus=focus or "")
+        self.seqs = [None] * len(result.replacement) + self.seqs[result.covered :]
+        self.working = result.messages
+        self.governor.reset_failures()
+        return result
+
+    def estimate(self) -> TokenEstimate:
+        last = self.governor.last_sent_estimate
+        if last is not None and not self.working:
+            return last
+        return estimate_history(self.working, overhead_tokens=self.governor.overhead_tokens)
+
+    def percent_used(self) -> float:
+        return 100.0 * self.estimate().total / max(1, self.resolved.context_window)
+
+    def report(self) -> ContextReport:
+        transcript = 0
+        compactions = 0
+        if self.store and self.session:
+            info = self.store.get(self.session.id)
+            transcript, compactions = info.message_count, info.compaction_count
+        return context_report(
+            self.working,
+            context_window=self.resolved.context_window,
+            window_source=self.resolved.window_source,
+            threshold=self.deps.settings.compact_threshold,
+            overhead_tokens=self.governor.overhead_tokens,
+            transcript_count=transcript or len(self.working),
+            compactions=compactions,
+            offload_dir=self.deps.tool_output_dir,
+        )
+
+
+def build_agent_tool_defs() -> list[Any]:
+    """Tool definitions of the chat agent (for counting their tokens)."""
+    from co_cli.tools import build_toolset
+    from co_cli.tools.history import build_history_toolset
+
+    defs = []
+    for toolset in (build_toolset(), build_history_toolset()):
+        for tool in toolset.tools.values():
+            defs.append(tool.tool_def)
+    return defs
+
+
+def mark_interrupted(new: list[ModelMessage], prompt: str) -> list[ModelMessage]:
+    """Close a cancelled turn: the partial answer is kept and marked, so the history stays well-formed."""
+    new = repair_orphans(list(new)) if new else []
+    if not new:
+        new = [ModelRequest(parts=[UserPromptPart(prompt)])]
+    last = new[-1]
+    if isinstance(last, ModelResponse):
+        new[-1] = replace(last, parts=[*last.parts, TextPart(f"\n\n{INTERRUPTED_NOTE}")])
+    else:
+        new.append(ModelResponse(parts=[TextPart(INTERRUPTED_NOTE)]))
+    return new
+
+
+def turn_cost(messages: list[ModelMessage]) -> float:
+    total = 0.0
+    for message in messages:
+        if isinstance(message, ModelResponse):
+            try:
+                total += float(message.cost().total_price)
+            except Exception:  # unknown model or provider: no price
+                continue
+    return total
+

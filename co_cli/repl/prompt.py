@@ -1,0 +1,68 @@
+"""prompt-toolkit input: persisted history, slash-command completion, multi-line keys, bottom toolbar."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from prompt_toolkit import PromptSession
+from prompt_toolkit.completion import CompleteEvent, Completer, Completion
+from prompt_toolkit.document import Document
+from prompt_toolkit.formatted_text import HTML
+from prompt_toolkit.history import FileHistory
+from prompt_toolkit.key_binding import KeyBindings
+
+from co_cli.repl.commands import REGISTRY
+
+if TYPE_CHECKING:
+    from co_cli.repl.app import ChatApp
+
+PROMPT = "co> "
+
+
+class SlashCompleter(Completer):
+    """Completes /command names, then the command's own arguments (e.g. session ids)."""
+
+    def __init__(self, app: ChatApp) -> None:
+        self.app = app
+
+    def get_completions(self, document: Document, complete_event: CompleteEvent) -> Iterable[Completion]:
+        text = document.text_before_cursor
+        if not text.startswith("/") or "\n" in text:
+            return
+        name, sep, arg = text[1:].partition(" ")
+        if not sep:
+            for cmd in REGISTRY.values():
+                if cmd.name.startswith(name.lower()):
+                    yield Completion("/" + cmd.name, start_position=-len(text), display_meta=cmd.help)
+            return
+        cmd = REGISTRY.get(name.lower())
+        if cmd is None or cmd.complete is None:
+            return
+        for value in cmd.complete(self.app):
+            if value.startswith(arg):
+                yield Completion(value, start_position=-len(arg))
+
+
+def key_bindings() -> KeyBindings:
+    kb = KeyBindings()
+
+    @kb.add("escape", "enter")
+    def _newline(event) -> None:  # type: ignore[no-untyped-def]
+        event.current_buffer.insert_text("\n")
+
+    return kb
+
+
+def make_session(app: ChatApp, history_file: Path, toolbar: Callable[[], str]) -> PromptSession[str]:
+    history_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    history_file.touch(mode=0o600, exist_ok=True)
+    return PromptSession(
+        history=FileHistory(str(history_file)),
+        completer=SlashCompleter(app),
+        complete_while_typing=True,
+        key_bindings=key_bindings(),
+        bottom_toolbar=lambda: HTML(toolbar()),
+        enable_history_search=False,
+    )

@@ -1,0 +1,187 @@
+"""Terminal output: streamed Markdown answers, tool lines, notices and errors."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, TextIO
+
+from rich.console import Console
+from rich.live import Live
+from rich.markdown import Markdown
+from rich.text import Text
+
+FENCE = "```"
+
+
+def stable_split(text: str, start: int = 0) -> int:
+    """Index up to which ``text`` can be rendered for good: the last blank line outside a code fence.
+
+    Blocks before it never change as more tokens arrive, so they are printed once; only the block after
+    it is re-rendered while it streams. ``start`` is a known split point to scan from.
+    """
+    in_fence = False
+    split = start
+    pos = start
+    for line in text[start:].splitlines(keepends=True):
+        pos += len(line)
+        if not line.endswith("\n"):
+            break  # the last, still growing line
+        if line.lstrip().startswith(FENCE):
+            in_fence = not in_fence
+            if not in_fence:
+                split = pos  # a closed fence ends a block
+        elif not in_fence and not line.strip():
+            split = pos
+    return split
+
+
+class MarkdownStream:
+    """Streams Markdown: finished blocks are printed once, the growing block is shown in a small live area."""
+
+    def __init__(self, console: Console, refresh_per_second: float = 12.0) -> None:
+        self.console = console
+        self.buffer = ""
+        self.done = 0  # characters of buffer already printed for good
+        self.live: Live | None = None
+        self.refresh_per_second = refresh_per_second
+
+    def feed(self, delta: str) -> None:
+        if not delta:
+            return
+        self.buffer += delta
+        split = stable_split(self.buffer, self.done)
+        if split > self.done:
+            block = self.buffer[self.done : split]
+            self.done = split
+            self._stop_live()
+            if block.strip():
+                self.console.print(Markdown(block))
+        tail = self.buffer[self.done :]
+        if tail.strip():
+            if self.live is None:
+                self.live = Live(
+                    Markdown(tail),
+                    console=self.console,
+                    refresh_per_second=self.refresh_per_second,
+                    transient=True,
+                    vertical_overflow="visible",
+                )
+                self.live.start()
+            else:
+                self.live.update(Markdown(tail))
+
+    def _stop_live(self) -> None:
+        if self.live is not None:
+            self.live.stop()
+            self.live = None
+
+    def finish(self) -> str:
+        """Print what is left and return the whole answer."""
+        self._stop_live()
+        tail = self.buffer[self.done :]
+        if tail.strip():
+            self.console.print(Markdown(tail))
+        text, self.buffer, self.done = self.buffer, "", 0
+        return text
+
+
+def short_args(args: Any, limit: int = 160) -> str:
+    if isinstance(args, str):
+        try:
+            args = json.loads(args) if args.strip() else {}
+        except json.JSONDecodeError:
+            return args[:limit]
+    if isinstance(args, dict):
+        text = ", ".join(f"{k}={v!r}" for k, v in args.items())
+    else:
+        text = repr(args)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def summarize_result(content: Any) -> str:
+    text = content if isinstance(content, str) else json.dumps(content, default=str)
+    size = len(text)
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    if len(first) > 100:
+        first = first[:99] + "…"
+    unit = f"{size} chars" if size < 1024 else f"{size / 1024:.1f} KB"
+    return f"{unit}: {first}" if first else unit
+
+
+class TerminalView:
+    """A ``TurnView`` for an interactive terminal (rich)."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.stream = MarkdownStream(console)
+
+    def text(self, delta: str) -> None:
+        self.stream.feed(delta)
+
+    def pause(self) -> None:
+        """Print what has streamed so far (before an approval question)."""
+        self.stream.finish()
+
+    def tool_call(self, name: str, args: Any) -> None:
+        self.stream.finish()
+        self.console.print(Text(f"⚙ {name}({short_args(args)})", style="dim"))
+
+    def tool_result(self, name: str, content: Any) -> None:
+        self.console.print(Text(f"  ↳ {name}: {summarize_result(content)}", style="dim"))
+
+    def notice(self, message: str) -> None:
+        self.stream.finish()
+        self.console.print(Text(f"• {message}", style="yellow"))
+
+    def end(self, interrupted: bool = False) -> None:
+        self.stream.finish()
+        if interrupted:
+            self.console.print(Text("[interrupted]", style="yellow"))
+
+
+class PlainView:
+    """A ``TurnView`` for pipes and ``-p``: the answer as plain text on ``out``, the rest on ``err``."""
+
+    def __init__(self, out: TextIO | None = None, err: TextIO | None = None, show_tools: bool = True) -> None:
+        self.out = out or sys.stdout
+        self.err = err or sys.stderr
+        self.show_tools = show_tools
+        self._wrote = False
+        self._ends_newline = True
+
+    def text(self, delta: str) -> None:
+        if delta:
+            self.out.write(delta)
+            self.out.flush()
+            self._wrote = True
+            self._ends_newline = delta.endswith("\n")
+
+    def _newline(self) -> None:
+        if self._wrote and not self._ends_newline:
+            self.out.write("\n")
+            self.out.flush()
+            self._ends_newline = True
+
+    def tool_call(self, name: str, args: Any) -> None:
+        self._newline()
+        if self.show_tools:
+            print(f"[tool] {name}({short_args(args)})", file=self.err, flush=True)
+
+    def tool_result(self, name: str, content: Any) -> None:
+        if self.show_tools:
+            print(f"[tool] {name} -> {summarize_result(content)}", file=self.err, flush=True)
+
+    def notice(self, message: str) -> None:
+        self._newline()
+        print(f"note: {message}", file=self.err, flush=True)
+
+    def end(self, interrupted: bool = False) -> None:
+        self._newline()
+        if interrupted:
+            print("[interrupted]", file=self.err, flush=True)
+        self._wrote = False
+
+
+def print_error(console: Console, message: str) -> None:
+    console.print(Text(f"✗ {message}", style="bold red"))

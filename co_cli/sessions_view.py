@@ -1,0 +1,161 @@
+"""Rich rendering of sessions, search hits and transcripts, shared by ``co sessions`` and the REPL."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from rich.console import Group, RenderableType
+from rich.padding import Padding
+from rich.table import Table
+from rich.text import Text
+
+from co_cli.store.sessions import SNIPPET_CLOSE, SNIPPET_OPEN
+
+if TYPE_CHECKING:
+    from co_cli.store.sessions import SearchHit, SessionInfo, StoredMessage
+
+TOOL_OUTPUT_SHOWN_CHARS = 1500
+
+_KIND_LABELS = {
+    "user": ("You", "bold green"),
+    "assistant": ("Assistant", "bold blue"),
+    "tool-call": ("Tool call", "bold yellow"),
+    "tool-return": ("Tool result", "bold magenta"),
+    "summary": ("Summary", "bold cyan"),
+    "system": ("System", "bold white"),
+}
+
+
+def format_time(timestamp: float, now: float | None = None) -> str:
+    """Recent times relative ("5 min ago"), older ones as a local date and time."""
+    now = time.time() if now is None else now
+    age = now - timestamp
+    if 0 <= age < 60:
+        return "just now"
+    if 0 <= age < 3600:
+        return f"{int(age // 60)} min ago"
+    if 0 <= age < 86400:
+        return f"{int(age // 3600)} h ago"
+    return datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M")
+
+
+def sessions_table(sessions: Sequence[SessionInfo]) -> Table:
+    """One row per session, most recently updated first (as given)."""
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    table.add_column("ID", style="cyan", no_wrap=True)
+    table.add_column("Updated", no_wrap=True)
+    table.add_column("Msgs", justify="right")
+    table.add_column("Model", style="dim", overflow="fold")
+    table.add_column("Title", overflow="fold")
+    now = time.time()
+    for info in sessions:
+        title = Text(info.title or "untitled")
+        if info.parent_id:
+            title.append(f"  ⑂ {info.parent_id[:12]}", style="dim")
+        table.add_row(info.id, format_time(info.updated_at, now), str(info.message_count), info.model, title)
+    return table
+
+
+def highlighted_snippet(snippet: str) -> Text:
+    """A search snippet with the matched terms (between SNIPPET_OPEN and SNIPPET_CLOSE) in bold."""
+    text = Text()
+    rest = snippet.replace("\n", " ")
+    while SNIPPET_OPEN in rest:
+        before, _, after = rest.partition(SNIPPET_OPEN)
+        match, _, rest = after.partition(SNIPPET_CLOSE)
+        text.append(before)
+        text.append(match, style="bold yellow")
+    text.append(rest)
+    return text
+
+
+def search_table(hits: Sequence[SearchHit]) -> Table:
+    """One row per matching message, best first (as given)."""
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    table.add_column("Session", style="cyan", no_wrap=True)
+    table.add_column("#", justify="right")
+    table.add_column("Kind", style="dim", no_wrap=True)
+    table.add_column("When", no_wrap=True)
+    table.add_column("Match", overflow="fold")
+    now = time.time()
+    for hit in hits:
+        session = Text(hit.session_id, style="cyan")
+        if hit.title:
+            session.append("\n" + hit.title[:40], style="dim")
+        table.add_row(
+            session,
+            str(hit.seq),
+            hit.kind,
+            format_time(hit.created_at, now),
+            highlighted_snippet(hit.snippet),
+        )
+    return table
+
+
+def _shorten(text: str, limit: int = TOOL_OUTPUT_SHOWN_CHARS) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}\n… ({len(text) - limit} more characters; `co sessions export` has them all)"
+
+
+def _message_body(stored: StoredMessage) -> list[RenderableType]:
+    from pydantic_ai.messages import (
+        BaseToolCallPart,
+        BaseToolReturnPart,
+        CompactionPart,
+        RetryFeedbackPart,
+        SystemPromptPart,
+        TextPart,
+        UserPromptPart,
+    )
+    from rich.markdown import Markdown
+
+    from co_cli.store.sessions import prompt_content_text
+
+    body: list[RenderableType] = []
+    for part in stored.message.parts:
+        if isinstance(part, UserPromptPart):
+            body.append(Text(prompt_content_text(part.content)))
+        elif isinstance(part, SystemPromptPart):
+            if stored.kind == "system":
+                body.append(Text(part.content, style="dim"))
+        elif isinstance(part, TextPart):
+            if part.content.strip():
+                body.append(Markdown(part.content))
+        elif isinstance(part, BaseToolCallPart):
+            args = json.dumps(part.args_as_dict(), ensure_ascii=False)
+            line = Text("→ ", style="yellow")
+            line.append(part.tool_name, style="bold yellow")
+            line.append(f"({_shorten(args, 500)})", style="yellow")
+            body.append(line)
+        elif isinstance(part, BaseToolReturnPart):
+            label = Text(f"← {part.tool_name}", style="magenta")
+            if part.outcome != "success":
+                label.append(f" ({part.outcome})", style="red")
+            body.append(label)
+            body.append(Padding(Text(_shorten(part.model_response_str()), style="dim"), (0, 0, 0, 2)))
+        elif isinstance(part, RetryFeedbackPart):
+            body.append(Text(part.model_response(), style="dim red"))
+        elif isinstance(part, CompactionPart) and part.content:
+            body.append(Text(part.content, style="italic"))
+    return body
+
+
+def render_transcript(stored_messages: Sequence[StoredMessage]) -> RenderableType:
+    """Every message under a role heading; tool outputs shortened, failed turns marked."""
+    items: list[RenderableType] = []
+    for stored in stored_messages:
+        label, style = _KIND_LABELS.get(stored.kind, (stored.kind, "bold"))
+        heading = Text(f"{label} ", style=style)
+        heading.append(f"#{stored.seq} · {format_time(stored.created_at)}", style="dim")
+        if stored.status != "ok":
+            heading.append(f"  [{stored.status}]", style="bold red")
+        items.append(heading)
+        items.append(Padding(Group(*_message_body(stored)), (0, 0, 1, 2)))
+    if not items:
+        items.append(Text("(no messages)", style="dim"))
+    return Group(*items)

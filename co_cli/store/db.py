@@ -1,0 +1,269 @@
+"""SQLite connection for the session store: file permissions, pragmas, error mapping and migrations.
+
+The schema version lives in ``PRAGMA user_version``; each version has one small migration function
+that runs in its own ``BEGIN IMMEDIATE`` transaction, so two processes opening an old database at
+once migrate it exactly once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from co_cli.errors import StoreError
+
+BUSY_TIMEOUT_MS = 10_000
+MESSAGE_KINDS = ("user", "assistant", "tool-call", "tool-return", "summary", "system")
+MESSAGE_STATUSES = ("ok", "failed", "cancelled")
+
+
+def _kinds_check(column: str, values: tuple[str, ...]) -> str:
+    return f"CHECK ({column} IN ({', '.join(repr(v) for v in values)}))"
+
+
+def run_script(conn: sqlite3.Connection, script: str) -> None:
+    """Run SQL statements one by one inside the caller's transaction (``executescript`` would commit it)."""
+    statement = ""
+    for line in script.splitlines(keepends=True):
+        statement += line
+        if sqlite3.complete_statement(statement):
+            conn.execute(statement)
+            statement = ""
+    if statement.strip():
+        raise ValueError(f"incomplete SQL statement: {statement.strip()[:60]}")
+
+
+def _migrate_to_v1(conn: sqlite3.Connection) -> None:
+    """Initial schema: sessions, the append-only transcript, compaction events and full-text search."""
+    run_script(
+        conn,
+        f"""
+        CREATE TABLE sessions (
+            id TEXT PRIMARY KEY,
+            title TEXT NOT NULL DEFAULT '',
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            model TEXT NOT NULL DEFAULT '',
+            cwd TEXT NOT NULL DEFAULT '',
+            parent_id TEXT,
+            fork_seq INTEGER,
+            message_count INTEGER NOT NULL DEFAULT 0,
+            input_tokens INTEGER NOT NULL DEFAULT 0,
+            output_tokens INTEGER NOT NULL DEFAULT 0,
+            cost_usd REAL NOT NULL DEFAULT 0,
+            compaction_count INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE INDEX sessions_by_updated ON sessions (updated_at DESC);
+
+        CREATE TABLE messages (
+            id INTEGER PRIMARY KEY,
+            session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+            seq INTEGER NOT NULL,
+            created_at REAL NOT NULL,
+            kind TEXT NOT NULL {_kinds_check("kind", MESSAGE_KINDS)},
+            text TEXT NOT NULL DEFAULT '',
+            json TEXT NOT NULL,
+            status TEXT NOT NULL DEFAULT 'ok' {_kinds_check("status", MESSAGE_STATUSES)},
+            UNIQUE (session_id, seq)
+        );
+
+        CREATE TABLE compactions (
+            id INTEGER PRIMARY KEY,
+            session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+            created_at REAL NOT NULL,
+            from_seq INTEGER NOT NULL,
+            upto_seq INTEGER NOT NULL,
+            summary TEXT NOT NULL,
+            focus TEXT,
+            trigger TEXT NOT NULL {_kinds_check("trigger", ("auto", "manual"))},
+            tokens_before INTEGER NOT NULL DEFAULT 0,
+            tokens_after INTEGER NOT NULL DEFAULT 0,
+            model TEXT NOT NULL DEFAULT '',
+            replacement_json TEXT NOT NULL
+        );
+        CREATE INDEX compactions_by_session ON compactions (session_id, id);
+
+        CREATE VIRTUAL TABLE messages_fts USING fts5 (
+            text, content='messages', content_rowid='id', tokenize='porter unicode61'
+        );
+        CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
+            INSERT INTO messages_fts (rowid, text) VALUES (new.id, new.text);
+        END;
+        CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+            INSERT INTO messages_fts (messages_fts, rowid, text) VALUES ('delete', old.id, old.text);
+        END;
+        CREATE TRIGGER messages_fts_update AFTER UPDATE OF text ON messages BEGIN
+            INSERT INTO messages_fts (messages_fts, rowid, text) VALUES ('delete', old.id, old.text);
+            INSERT INTO messages_fts (rowid, text) VALUES (new.id, new.text);
+        END;
+        """,
+    )
+
+
+def _migrate_to_v2(conn: sqlite3.Connection) -> None:
+    """Open-session lock (owner pid and since when) and a lookup of a session's forks."""
+    run_script(
+        conn,
+        """
+        ALTER TABLE sessions ADD COLUMN owner_pid INTEGER;
+        ALTER TABLE sessions ADD COLUMN owner_since REAL;
+        CREATE INDEX sessions_by_parent ON sessions (parent_id) WHERE parent_id IS NOT NULL;
+        """,
+    )
+
+
+# MIGRATIONS[i] brings a database from version i to version i + 1.
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_migrate_to_v1, _migrate_to_v2)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def store_error(exc: sqlite3.Error, path: Path) -> StoreError:
+    """Turn a sqlite3 error into a one-line StoreError that names the file and what to do."""
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    text = str(exc)
+    if name.startswith("SQLITE_FULL") or "disk is full" in text:
+        return StoreError(
+            f"cannot write session database {path}: the disk is full; free some space and retry"
+        )
+    if name.startswith("SQLITE_READONLY") or "readonly" in text:
+        return StoreError(
+            f"session database {path} is read-only; make the file and its directory writable "
+            "or set CO_CLI_DATA_DIR to another directory"
+        )
+    if (
+        name.startswith(("SQLITE_NOTADB", "SQLITE_CORRUPT"))
+        or "not a database" in text
+        or "malformed" in text
+    ):
+        return StoreError(
+            f"session database {path} is corrupt or not a co database; move it aside (co starts a new "
+            "one) or set CO_CLI_DATA_DIR to another directory"
+        )
+    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in text:
+        return StoreError(f"session database {path} stayed locked by another process; retry in a moment")
+    if name.startswith("SQLITE_CANTOPEN"):
+        return StoreError(
+            f"cannot open session database {path}; check that its directory exists and is writable"
+        )
+    return StoreError(f"session database {path} failed: {text}")
+
+
+@contextlib.contextmanager
+def translated_errors(path: Path) -> Iterator[None]:
+    """Re-raise any sqlite3 error inside the block as a StoreError."""
+    try:
+        yield
+    except sqlite3.Error as exc:
+        raise store_error(exc, path) from exc
+
+
+@contextlib.contextmanager
+def write_transaction(conn: sqlite3.Connection, path: Path) -> Iterator[sqlite3.Connection]:
+    """``BEGIN IMMEDIATE`` ... ``COMMIT``; rolls back on any error and maps sqlite3 errors to StoreError."""
+    with translated_errors(path):
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+
+def _prepare_file(path: Path) -> None:
+    """Create the parent dir (0700) and the database file (0600) before SQLite touches them."""
+    if not path.parent.exists():
+        try:
+            path.parent.mkdir(parents=True, mode=0o700)
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise StoreError(
+                f"cannot create directory {path.parent} for the session database: {exc.strerror}"
+            )
+    if path.exists():
+        if not path.is_file():
+            raise StoreError(f"session database {path} is not a regular file; move it aside")
+        if not os.access(path, os.R_OK | os.W_OK):
+            raise StoreError(
+                f"session database {path} is read-only; make it writable (chmod u+rw) "
+                "or set CO_CLI_DATA_DIR to another directory"
+            )
+        mode = path.stat().st_mode & 0o777
+        if mode & 0o077:
+            with contextlib.suppress(OSError):
+                os.chmod(path, mode & 0o700)
+        return
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+    except OSError as exc:
+        raise StoreError(f"cannot create session database {path}: {exc.strerror}") from None
+    os.close(fd)
+
+
+def _schema_version(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+
+def _looks_like_co_db(conn: sqlite3.Connection) -> bool:
+    """A version-0 database must be empty: anything else was not made by co."""
+    return conn.execute("SELECT count(*) FROM sqlite_schema").fetchone()[0] == 0
+
+
+def migrate(conn: sqlite3.Connection, path: Path) -> int:
+    """Bring the schema to SCHEMA_VERSION, one version per transaction; return the final version."""
+    version = _schema_version(conn)
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"session database {path} was written by a newer co (schema {version}, this co knows "
+            f"{SCHEMA_VERSION}); upgrade co"
+        )
+    while version < SCHEMA_VERSION:
+        with write_transaction(conn, path):
+            version = _schema_version(conn)  # another process may have migrated meanwhile
+            if version >= SCHEMA_VERSION:
+                break
+            if version == 0 and not _looks_like_co_db(conn):
+                raise StoreError(
+                    f"{path} is an SQLite database that co did not create; move it aside "
+                    "or set CO_CLI_DATA_DIR to another directory"
+                )
+            MIGRATIONS[version](conn)
+            version += 1
+            conn.execute(f"PRAGMA user_version = {version}")
+    return version
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """Open (creating if needed) and migrate the session database; raise StoreError on any problem."""
+    path = Path(path).expanduser()
+    _prepare_file(path)
+    try:
+        conn = sqlite3.connect(
+            path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
+        )
+    except sqlite3.Error as exc:
+        raise store_error(exc, path) from exc
+    try:
+        with translated_errors(path):
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            # Reading the schema first fails fast on a file that is not a database at all.
+            conn.execute("SELECT count(*) FROM sqlite_schema").fetchone()
+            if _schema_version(conn) > SCHEMA_VERSION:
+                migrate(conn, path)  # raises the "newer co" error before anything is written
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise StoreError(
+                    f"session database {path} cannot use write-ahead logging (journal mode {mode})"
+                )
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            migrate(conn, path)
+    except BaseException:
+        conn.close()
+        raise
+    return conn

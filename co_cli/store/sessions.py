@@ -1,0 +1,730 @@
+"""SessionStore: every conversation saved in SQLite (create, save per turn, load, fork, list, search, delete).
+
+pydantic-ai is imported lazily, only by the methods that (de)serialise messages, so listing,
+renaming, deleting and searching sessions stay fast.
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+import re
+import secrets
+import shutil
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from co_cli.errors import CoError, SessionNotFound, StoreError
+from co_cli.store.db import MESSAGE_STATUSES, connect, translated_errors, write_transaction
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
+
+TITLE_MAX_CHARS = 100
+SNIPPET_OPEN = "«"
+SNIPPET_CLOSE = "»"
+_AMBIGUOUS_SHOWN = 5
+_ID_RE = re.compile(r"^[0-9a-f]{20}$")
+
+
+class SessionBusy(CoError):
+    """Another live co process has the session open."""
+
+    exit_code = 5
+
+
+@dataclass
+class SessionInfo:
+    id: str
+    title: str
+    created_at: float
+    updated_at: float
+    model: str
+    cwd: str
+    parent_id: str | None
+    fork_seq: int | None
+    message_count: int
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float
+    compaction_count: int
+
+
+@dataclass
+class StoredMessage:
+    seq: int
+    created_at: float
+    kind: str
+    text: str
+    status: str
+    message: ModelMessage
+
+
+@dataclass
+class CompactionRecord:
+    from_seq: int
+    upto_seq: int
+    summary: str
+    focus: str | None
+    trigger: str
+    tokens_before: int
+    tokens_after: int
+    model: str
+    replacement: list[ModelMessage]
+    created_at: float = 0.0
+    id: int | None = None
+
+
+@dataclass
+class SearchHit:
+    session_id: str
+    title: str
+    seq: int
+    kind: str
+    created_at: float
+    snippet: str
+    rank: float
+
+
+_SESSION_COLUMNS = (
+    "id, title, created_at, updated_at, model, cwd, parent_id, fork_seq, message_count, "
+    "input_tokens, output_tokens, cost_usd, compaction_count"
+)
+_COMPACTION_COLUMNS = (
+    "id, created_at, from_seq, upto_seq, summary, focus, trigger, tokens_before, tokens_after, model, "
+    "replacement_json"
+)
+
+
+def new_session_id(now: float | None = None) -> str:
+    """Time-ordered id: 12 hex digits of milliseconds since the epoch, then 8 random hex digits."""
+    millis = int((time.time() if now is None else now) * 1000)
+    return f"{millis:012x}{secrets.token_hex(4)}"
+
+
+def normalize_title(text: str) -> str:
+    """One line, whitespace collapsed, at most TITLE_MAX_CHARS characters."""
+    line = " ".join(text.split())
+    if len(line) > TITLE_MAX_CHARS:
+        line = line[: TITLE_MAX_CHARS - 1].rstrip() + "…"
+    return line
+
+
+def fts_query(text: str) -> str:
+    """Quote every whitespace-separated term so FTS5 syntax in user text is matched literally."""
+    terms = [term.replace('"', '""') for term in text.replace("\x00", " ").split()]
+    return " ".join(f'"{term}"' for term in terms if term.strip('"'))
+
+
+def pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+# --- message (de)serialisation -------------------------------------------------------------------
+
+
+def prompt_content_text(content: Any) -> str:
+    """Text of a user prompt's content: strings as they are, other items as a short [kind] marker."""
+    from pydantic_ai.messages import TextContent
+
+    if isinstance(content, str):
+        return content
+    pieces: list[str] = []
+    for item in content:
+        if isinstance(item, str):
+            pieces.append(item)
+        elif isinstance(item, TextContent):
+            pieces.append(item.content)
+        else:
+            label = getattr(item, "url", None) or getattr(item, "media_type", None) or ""
+            pieces.append(f"[{getattr(item, 'kind', type(item).__name__)}{': ' + label if label else ''}]")
+    return "\n".join(pieces)
+
+
+def message_kind_and_text(message: ModelMessage) -> tuple[str, str]:
+    """Classify a message (user/assistant/tool-call/tool-return/summary/system) and extract its plain text."""
+    from pydantic_ai.messages import (
+        BaseToolCallPart,
+        BaseToolReturnPart,
+        CompactionPart,
+        ModelRequest,
+        RetryFeedbackPart,
+        SystemPromptPart,
+        TextPart,
+        ToolCallPart,
+        UserPromptPart,
+    )
+
+    texts: list[str] = []
+    if isinstance(message, ModelRequest):
+        parts = list(message.parts)
+        if any(isinstance(p, CompactionPart) for p in parts):
+            kind = "summary"
+        elif any(isinstance(p, BaseToolReturnPart) for p in parts):
+            kind = "tool-return"
+        elif any(isinstance(p, UserPromptPart) for p in parts):
+            kind = "user"
+        else:
+            kind = "system"
+        for part in parts:
+            if isinstance(part, SystemPromptPart):
+                if kind == "system":
+                    texts.append(part.content)
+            elif isinstance(part, UserPromptPart):
+                texts.append(prompt_content_text(part.content))
+            elif isinstance(part, BaseToolReturnPart):
+                texts.append(f"{part.tool_name}: {part.model_response_str()}")
+            elif isinstance(part, RetryFeedbackPart):
+                texts.append(part.model_response())
+            elif isinstance(part, CompactionPart) and part.content:
+                texts.append(part.content)
+        return kind, "\n".join(t for t in texts if t)
+    parts = list(message.parts)
+    kind = "tool-call" if any(isinstance(p, ToolCallPart) for p in parts) else "assistant"
+    for part in parts:
+        if isinstance(part, TextPart):
+            texts.append(part.content)
+        elif isinstance(part, BaseToolCallPart):
+            texts.append(f"{part.tool_name}({part.args_as_json_str()})")
+        elif isinstance(part, BaseToolReturnPart):
+            texts.append(f"{part.tool_name}: {part.model_response_str()}")
+        elif isinstance(part, CompactionPart) and part.content:
+            texts.append(part.content)
+    return kind, "\n".join(t for t in texts if t)
+
+
+def dump_messages(messages: Sequence[ModelMessage]) -> str:
+    from pydantic_ai.messages import ModelMessagesTypeAdapter
+
+    return ModelMessagesTypeAdapter.dump_json(list(messages)).decode()
+
+
+def load_messages(json_lists: Iterable[str], where: str) -> list[ModelMessage]:
+    """Validate many stored one-message JSON lists in a single call (much faster than one call each)."""
+    from pydantic import ValidationError
+    from pydantic_ai.messages import ModelMessagesTypeAdapter
+
+    joined = "[" + ",".join(j[1:-1] for j in json_lists) + "]"
+    try:
+        return ModelMessagesTypeAdapter.validate_json(joined)
+    except ValidationError as exc:
+        raise StoreError(
+            f"{where} holds a message this co cannot read ({exc.error_count()} errors)"
+        ) from None
+
+
+def _is_prompt_request(message: ModelMessage) -> bool:
+    from pydantic_ai.messages import ModelRequest, UserPromptPart
+
+    return isinstance(message, ModelRequest) and any(isinstance(p, UserPromptPart) for p in message.parts)
+
+
+# --- the store -----------------------------------------------------------------------------------
+
+
+class SessionStore:
+    """All sessions in one SQLite file. Safe to share between threads; many processes may use one file."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+        self._conn = conn
+        self.path = path
+        self._lock = threading.RLock()
+
+    @classmethod
+    def open(cls, db_path: Path) -> SessionStore:
+        path = Path(db_path).expanduser()
+        return cls(connect(path), path)
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> SessionStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- helpers --
+
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> builtins.list[tuple[Any, ...]]:
+        with self._lock, translated_errors(self.path):
+            return self._conn.execute(sql, params).fetchall()
+
+    def _write(self) -> Any:
+        return write_transaction(self._conn, self.path)
+
+    def _session_row(self, session_id: str) -> tuple[Any, ...]:
+        row = self._conn.execute(
+            f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)
+        ).fetchone()
+        if row is None:
+            raise SessionNotFound(f"no session {session_id!r}; `co sessions list` shows them")
+        return row
+
+    def _require(self, session_id: str) -> None:
+        with self._lock, translated_errors(self.path):
+            self._session_row(session_id)
+
+    # -- sessions --
+
+    def create_session(
+        self,
+        *,
+        model: str,
+        cwd: str,
+        title: str,
+        parent_id: str | None = None,
+        fork_seq: int | None = None,
+    ) -> SessionInfo:
+        now = time.time()
+        info = SessionInfo(
+            id=new_session_id(now),
+            title=normalize_title(title),
+            created_at=now,
+            updated_at=now,
+            model=model,
+            cwd=cwd,
+            parent_id=parent_id,
+            fork_seq=fork_seq,
+            message_count=0,
+            input_tokens=0,
+            output_tokens=0,
+            cost_usd=0.0,
+            compaction_count=0,
+        )
+        with self._lock, self._write() as conn:
+            self._insert_session(conn, info)
+        return info
+
+    @staticmethod
+    def _insert_session(conn: sqlite3.Connection, info: SessionInfo) -> None:
+        conn.execute(
+            f"INSERT INTO sessions ({_SESSION_COLUMNS}) VALUES ({', '.join('?' * 13)})",
+            (
+                info.id,
+                info.title,
+                info.created_at,
+                info.updated_at,
+                info.model,
+                info.cwd,
+                info.parent_id,
+                info.fork_seq,
+                info.message_count,
+                info.input_tokens,
+                info.output_tokens,
+                info.cost_usd,
+                info.compaction_count,
+            ),
+        )
+
+    def get(self, id_or_prefix: str) -> SessionInfo:
+        """The session with this id or unique id prefix; SessionNotFound lists candidates if ambiguous."""
+        key = id_or_prefix.strip().lower()
+        if not key:
+            raise SessionNotFound("no session id given")
+        with self._lock, translated_errors(self.path):
+            row = self._conn.execute(
+                f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (key,)
+            ).fetchone()
+            if row is not None:
+                return SessionInfo(*row)
+            rows = self._conn.execute(
+                f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id >= ? AND id < ? "
+                "ORDER BY updated_at DESC LIMIT ?",
+                (key, key + "~", _AMBIGUOUS_SHOWN + 1),
+            ).fetchall()
+            if not rows:
+                raise SessionNotFound(f"no session matches {id_or_prefix!r}; `co sessions list` shows them")
+            if len(rows) == 1:
+                return SessionInfo(*rows[0])
+            total = self._conn.execute(
+                "SELECT count(*) FROM sessions WHERE id >= ? AND id < ?", (key, key + "~")
+            ).fetchone()[0]
+        shown = ", ".join(f"{r[0]} ({r[1] or 'untitled'})" for r in rows[:_AMBIGUOUS_SHOWN])
+        more = f" and {total - _AMBIGUOUS_SHOWN} more" if total > _AMBIGUOUS_SHOWN else ""
+        raise SessionNotFound(
+            f"session prefix {id_or_prefix!r} is ambiguous: {shown}{more}; give more characters"
+        )
+
+    def latest(self) -> SessionInfo | None:
+        rows = self._read(
+            f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY updated_at DESC, id DESC LIMIT 1"
+        )
+        return SessionInfo(*rows[0]) if rows else None
+
+    def list(self, limit: int = 50, offset: int = 0) -> builtins.list[SessionInfo]:
+        rows = self._read(
+            f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY updated_at DESC, id DESC LIMIT ? OFFSET ?",
+            (limit, offset),
+        )
+        return [SessionInfo(*row) for row in rows]
+
+    def count(self) -> int:
+        return int(self._read("SELECT count(*) FROM sessions")[0][0])
+
+    def rename(self, session_id: str, title: str) -> None:
+        with self._lock, self._write() as conn:
+            self._session_row(session_id)
+            conn.execute("UPDATE sessions SET title = ? WHERE id = ?", (normalize_title(title), session_id))
+
+    def set_model(self, session_id: str, model: str) -> None:
+        with self._lock, self._write() as conn:
+            self._session_row(session_id)
+            conn.execute("UPDATE sessions SET model = ? WHERE id = ?", (model, session_id))
+
+    def delete(self, session_id: str, files_root: Path | None = None) -> None:
+        """Remove the session, its transcript, search entries, compactions and ``files_root/session_id``."""
+        with self._lock, self._write() as conn:
+            self._session_row(session_id)
+            self._check_not_busy(conn, session_id)
+            conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
+            conn.execute("DELETE FROM compactions WHERE session_id = ?", (session_id,))
+            conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+        if files_root is not None:
+            target = Path(files_root) / session_id
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target)
+            elif target.exists() or target.is_symlink():
+                target.unlink()
+
+    # -- turns --
+
+    def begin_turn(self, session_id: str, prompt: str) -> int:
+        """Commit the user's prompt before the model is called; return its seq."""
+        from pydantic_ai.messages import ModelRequest, UserPromptPart
+
+        request = ModelRequest(parts=[UserPromptPart(prompt)])
+        encoded = dump_messages([request])
+        now = time.time()
+        with self._lock, self._write() as conn:
+            row = self._session_row(session_id)
+            seq = int(row[8])
+            conn.execute(
+                "INSERT INTO messages (session_id, seq, created_at, kind, text, json, status) "
+                "VALUES (?, ?, ?, 'user', ?, ?, 'ok')",
+                (session_id, seq, now, prompt, encoded),
+            )
+            conn.execute(
+                "UPDATE sessions SET message_count = message_count + 1, updated_at = ?, "
+                "title = CASE WHEN title = '' THEN ? ELSE title END WHERE id = ?",
+                (now, normalize_title(prompt), session_id),
+            )
+        return seq
+
+    def finish_turn(
+        self,
+        session_id: str,
+        prompt_seq: int,
+        messages: Sequence[ModelMessage],
+        *,
+        status: str = "ok",
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        cost_usd: float = 0.0,
+    ) -> builtins.list[int]:
+        """Save a turn's new messages in one transaction; return the seq of each message given.
+
+        A first message that is a request holding a user prompt replaces the prompt row (same seq);
+        the rest are appended. The turn's status is set on the prompt row and every appended row.
+        """
+        if status not in MESSAGE_STATUSES:
+            raise ValueError(f"unknown message status {status!r}")
+        replace_prompt = bool(messages) and _is_prompt_request(messages[0])
+        encoded = [(*message_kind_and_text(m), dump_messages([m])) for m in messages]
+        now = time.time()
+        with self._lock, self._write() as conn:
+            next_seq = int(self._session_row(session_id)[8])
+            exists = conn.execute(
+                "SELECT 1 FROM messages WHERE session_id = ? AND seq = ?", (session_id, prompt_seq)
+            ).fetchone()
+            if exists is None:
+                raise StoreError(f"session {session_id} has no message {prompt_seq} to finish")
+            seqs: builtins.list[int] = []
+            appended = encoded
+            if replace_prompt:
+                kind, text, data = encoded[0]
+                conn.execute(
+                    "UPDATE messages SET kind = ?, text = ?, json = ?, status = ? WHERE session_id = ? AND seq = ?",
+                    (kind, text, data, status, session_id, prompt_seq),
+                )
+                seqs.append(prompt_seq)
+                appended = encoded[1:]
+            elif status != "ok":
+                conn.execute(
+                    "UPDATE messages SET status = ? WHERE session_id = ? AND seq = ?",
+                    (status, session_id, prompt_seq),
+                )
+            rows = [
+                (session_id, next_seq + i, now, kind, text, data, status)
+                for i, (kind, text, data) in enumerate(appended)
+            ]
+            conn.executemany(
+                "INSERT INTO messages (session_id, seq, created_at, kind, text, json, status) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+            seqs.extend(r[1] for r in rows)
+            conn.execute(
+                "UPDATE sessions SET message_count = message_count + ?, updated_at = ?, "
+                "input_tokens = input_tokens + ?, output_tokens = output_tokens + ?, cost_usd = cost_usd + ? "
+                "WHERE id = ?",
+                (len(rows), now, input_tokens, output_tokens, cost_usd, session_id),
+            )
+        return seqs
+
+    # -- loading --
+
+    def transcript(self, session_id: str, after_seq: int = -1) -> builtins.list[StoredMessage]:
+        """Every stored message after ``after_seq``, failed ones included, in order."""
+        with self._lock, translated_errors(self.path):
+            self._session_row(session_id)
+            rows = self._conn.execute(
+                "SELECT seq, created_at, kind, text, status, json FROM messages "
+                "WHERE session_id = ? AND seq > ? ORDER BY seq",
+                (session_id, after_seq),
+            ).fetchall()
+        decoded = load_messages((r[5] for r in rows), f"session {session_id}")
+        return [StoredMessage(r[0], r[1], r[2], r[3], r[4], m) for r, m in zip(rows, decoded, strict=True)]
+
+    def messages(
+        self, session_id: str, after_seq: int = -1, include_failed: bool = False
+    ) -> builtins.list[ModelMessage]:
+        """The transcript's messages after ``after_seq`` as pydantic-ai messages (failed turns left out)."""
+        with self._lock, translated_errors(self.path):
+            self._session_row(session_id)
+            rows = self._conn.execute(
+                "SELECT json FROM messages WHERE session_id = ? AND seq > ? AND (status != 'failed' OR ?) "
+                "ORDER BY seq",
+                (session_id, after_seq, int(include_failed)),
+            ).fetchall()
+        return load_messages((r[0] for r in rows), f"session {session_id}")
+
+    # -- compactions --
+
+    def add_compaction(self, session_id: str, record: CompactionRecord) -> int:
+        if record.trigger not in ("auto", "manual"):
+            raise ValueError(f"unknown compaction trigger {record.trigger!r}")
+        replacement = dump_messages(record.replacement)
+        created_at = record.created_at or time.time()
+        with self._lock, self._write() as conn:
+            self._session_row(session_id)
+            cursor = conn.execute(
+                "INSERT INTO compactions (session_id, created_at, from_seq, upto_seq, summary, focus, trigger, "
+                "tokens_before, tokens_after, model, replacement_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    session_id,
+                    created_at,
+                    record.from_seq,
+                    record.upto_seq,
+                    record.summary,
+                    record.focus,
+                    record.trigger,
+                    record.tokens_before,
+                    record.tokens_after,
+                    record.model,
+                    replacement,
+                ),
+            )
+            conn.execute(
+                "UPDATE sessions SET compaction_count = compaction_count + 1, updated_at = ? WHERE id = ?",
+                (time.time(), session_id),
+            )
+            new_id = int(cursor.lastrowid or 0)
+        record.id = new_id
+        record.created_at = created_at
+        return new_id
+
+    def _compaction_rows(self, session_id: str, latest_only: bool) -> builtins.list[tuple[Any, ...]]:
+        order = "ORDER BY id DESC LIMIT 1" if latest_only else "ORDER BY id"
+        with self._lock, translated_errors(self.path):
+            self._session_row(session_id)
+            return self._conn.execute(
+                f"SELECT {_COMPACTION_COLUMNS} FROM compactions WHERE session_id = ? {order}", (session_id,)
+            ).fetchall()
+
+    @staticmethod
+    def _compaction(row: tuple[Any, ...], session_id: str) -> CompactionRecord:
+        (cid, created_at, from_seq, upto_seq, summary, focus, trigger, before, after, model, data) = row
+        replacement = load_messages([data], f"compaction {cid} of session {session_id}")
+        return CompactionRecord(
+            from_seq, upto_seq, summary, focus, trigger, before, after, model, replacement, created_at, cid
+        )
+
+    def latest_compaction(self, session_id: str) -> CompactionRecord | None:
+        rows = self._compaction_rows(session_id, latest_only=True)
+        return self._compaction(rows[0], session_id) if rows else None
+
+    def compactions(self, session_id: str) -> builtins.list[CompactionRecord]:
+        return [
+            self._compaction(row, session_id) for row in self._compaction_rows(session_id, latest_only=False)
+        ]
+
+    # -- fork --
+
+    def fork(self, session_id: str, upto_seq: int | None = None) -> SessionInfo:
+        """Copy the session (up to ``upto_seq``) under a new id; the original is untouched."""
+        now = time.time()
+        with self._lock, self._write() as conn:
+            source = SessionInfo(*self._session_row(session_id))
+            last = source.message_count - 1
+            upto = last if upto_seq is None else upto_seq
+            if upto < -1 or upto > last:
+                raise CoError(
+                    f"cannot fork session {session_id} at message {upto_seq}: it has messages 0..{last}"
+                )
+            info = SessionInfo(
+                id=new_session_id(now),
+                title=f"{source.title} (fork)",
+                created_at=now,
+                updated_at=now,
+                model=source.model,
+                cwd=source.cwd,
+                parent_id=source.id,
+                fork_seq=upto,
+                message_count=upto + 1,
+                input_tokens=0,
+                output_tokens=0,
+                cost_usd=0.0,
+                compaction_count=0,
+            )
+            self._insert_session(conn, info)
+            conn.execute(
+                "INSERT INTO messages (session_id, seq, created_at, kind, text, json, status) "
+                "SELECT ?, seq, created_at, kind, text, json, status FROM messages "
+                "WHERE session_id = ? AND seq <= ? ORDER BY seq",
+                (info.id, session_id, upto),
+            )
+            copied = conn.execute(
+                "INSERT INTO compactions (session_id, created_at, from_seq, upto_seq, summary, focus, trigger, "
+                "tokens_before, tokens_after, model, replacement_json) "
+                "SELECT ?, created_at, from_seq, upto_seq, summary, focus, trigger, tokens_before, tokens_after, "
+                "model, replacement_json FROM compactions WHERE session_id = ? AND upto_seq <= ? ORDER BY id",
+                (info.id, session_id, upto),
+            ).rowcount
+            info.compaction_count = copied
+            conn.execute("UPDATE sessions SET compaction_count = ? WHERE id = ?", (copied, info.id))
+        return info
+
+    # -- search --
+
+    def search(self, query: str, session_id: str | None = None, limit: int = 20) -> builtins.list[SearchHit]:
+        """Full-text search of every transcript (or one), best matches first."""
+        match = fts_query(query)
+        if not match:
+            return []
+        where = "messages_fts MATCH ?" + (" AND m.session_id = ?" if session_id else "")
+        params: builtins.list[Any] = [match] + ([session_id] if session_id else []) + [limit]
+        rows = self._read(
+            "SELECT m.session_id, s.title, m.seq, m.kind, m.created_at, "
+            f"snippet(messages_fts, 0, '{SNIPPET_OPEN}', '{SNIPPET_CLOSE}', '…', 16), bm25(messages_fts) AS rank "
+            "FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid "
+            "JOIN sessions s ON s.id = m.session_id "
+            f"WHERE {where} ORDER BY rank LIMIT ?",
+            params,
+        )
+        return [SearchHit(*row) for row in rows]
+
+    # -- the open-session lock --
+
+    def _check_not_busy(self, conn: sqlite3.Connection, session_id: str) -> None:
+        owner = conn.execute("SELECT owner_pid FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        pid = owner[0] if owner else None
+        if pid is not None and pid != os.getpid() and pid_alive(int(pid)):
+            raise SessionBusy(
+                f"session {session_id} is open in another co process (pid {pid}); "
+                "close it there or continue a copy with --fork"
+            )
+
+    def acquire(self, session_id: str) -> None:
+        """Mark the session as open by this process; SessionBusy if another live process has it."""
+        with self._lock, self._write() as conn:
+            self._session_row(session_id)
+            self._check_not_busy(conn, session_id)
+            conn.execute(
+                "UPDATE sessions SET owner_pid = ?, owner_since = ? WHERE id = ?",
+                (os.getpid(), time.time(), session_id),
+            )
+
+    def release(self, session_id: str) -> None:
+        with self._lock, self._write() as conn:
+            conn.execute(
+                "UPDATE sessions SET owner_pid = NULL, owner_since = NULL WHERE id = ? AND owner_pid = ?",
+                (session_id, os.getpid()),
+            )
+
+    # -- import (used by co_cli.store.export) --
+
+    def import_session(
+        self,
+        info: SessionInfo,
+        messages: Sequence[StoredMessage],
+        compactions: Sequence[CompactionRecord],
+    ) -> SessionInfo:
+        """Insert a whole session as given; a taken or malformed id is replaced by a new one."""
+        rows = [
+            (m.seq, m.created_at, *message_kind_and_text(m.message), dump_messages([m.message]), m.status)
+            for m in messages
+        ]
+        encoded = [(c, dump_messages(c.replacement)) for c in compactions]
+        with self._lock, self._write() as conn:
+            taken = conn.execute("SELECT 1 FROM sessions WHERE id = ?", (info.id,)).fetchone()
+            if taken is not None or not _ID_RE.match(info.id):
+                info.id = new_session_id()
+            info.message_count = len(rows)
+            info.compaction_count = len(encoded)
+            info.title = normalize_title(info.title)
+            self._insert_session(conn, info)
+            conn.executemany(
+                "INSERT INTO messages (session_id, seq, created_at, kind, text, json, status) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(info.id, *row) for row in rows],
+            )
+            conn.executemany(
+                "INSERT INTO compactions (session_id, created_at, from_seq, upto_seq, summary, focus, trigger, "
+                "tokens_before, tokens_after, model, replacement_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        info.id,
+                        c.created_at,
+                        c.from_seq,
+                        c.upto_seq,
+                        c.summary,
+                        c.focus,
+                        c.trigger,
+                        c.tokens_before,
+                        c.tokens_after,
+                        c.model,
+                        data,
+                    )
+                    for c, data in encoded
+                ],
+            )
+        return info
+
+    # -- health --
+
+    def integrity_ok(self) -> bool:
+        """SQLite's integrity check and the full-text index's own check both pass."""
+        with self._lock:
+            try:
+                result = self._conn.execute("PRAGMA integrity_check").fetchall()
+                if result != [("ok",)]:
+                    return False
+                self._conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('integrity-check')")
+            except sqlite3.DatabaseError:
+                return False
+        return True

@@ -1,0 +1,19 @@
+"""The agent's tools: files (confined to the working directory) and the shell (always approved by the user)."""
+
+from __future__ import annotations
+
+from pydantic_ai.toolsets import FunctionToolset
+
+from co_cli.deps import CoDeps
+from co_cli.tools.files import grep, list_dir, read_file
+from co_cli.tools.shell import run_shell
+
+TOOL_NAMES = ("read_file", "list_dir", "grep", "run_shell")
+
+
+def build_toolset() -> FunctionToolset[CoDeps]:
+    """All of co's tools in one toolset; approval is requested from inside the tools (``ApprovalRequired``)."""
+    return FunctionToolset[CoDeps]([read_file, list_dir, grep, run_shell], id="co-tools")
+
+
+__all__ = ["TOOL_NAMES", "build_toolset"]

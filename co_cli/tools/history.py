@@ -1,0 +1,46 @@
+"""Tools over what context governance moved out of the model's view: the transcript and offloaded outputs."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic_ai import RunContext
+from pydantic_ai.toolsets import FunctionToolset
+
+from co_cli.context.offload import read_tool_output as read_offloaded
+from co_cli.deps import CoDeps
+
+
+def search_conversation_history(ctx: RunContext[CoDeps], query: str, limit: int = 8) -> str:
+    """Full-text search over this conversation's complete transcript, including parts that were summarised away.
+
+    Args:
+        query: words to look for.
+        limit: maximum number of matches.
+    """
+    store, session_id = ctx.deps.store, ctx.deps.session_id
+    if store is None or session_id is None:
+        return "No saved transcript to search (this session is not being saved)."
+    hits = store.search(query, session_id=session_id, limit=max(1, min(limit, 50)))
+    if not hits:
+        return f"No matches for {query!r} in this conversation."
+    lines = [f"{len(hits)} match(es) for {query!r}:"]
+    for hit in hits:
+        when = datetime.fromtimestamp(hit.created_at).strftime("%Y-%m-%d %H:%M")
+        lines.append(f"- #{hit.seq} {hit.kind} at {when}: {hit.snippet}")
+    return "\n".join(lines)
+
+
+def read_tool_output(ctx: RunContext[CoDeps], ref: str, offset: int = 0, limit: int = 4000) -> str:
+    """Read part of a large tool output that was saved to a file instead of being kept in the conversation.
+
+    Args:
+        ref: the ref given in the preview.
+        offset: character offset to start at.
+        limit: number of characters to read.
+    """
+    return read_offloaded(ctx.deps.tool_output_dir, ref, offset=offset, limit=limit)
+
+
+def build_history_toolset() -> FunctionToolset[CoDeps]:
+    return FunctionToolset([search_conversation_history, read_tool_output])

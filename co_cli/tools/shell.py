@@ -1,0 +1,188 @@
+"""run_shell: a bash command in the working directory, run only with the user's approval."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+
+from pydantic_ai import ApprovalRequired, RunContext
+
+from co_cli.deps import CoDeps
+from co_cli.tools.paths import working_dir
+
+SHELL_REASON = "runs a shell command"
+READ_CHUNK_BYTES = 65536
+TERM_GRACE_SECONDS = 1.0
+DRAIN_SECONDS = 2.0
+
+
+class BoundedCapture:
+    """Keeps the first and last ``keep`` bytes of a stream and counts the rest."""
+
+    def __init__(self, keep: int) -> None:
+        self.keep = keep
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def feed(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self.keep - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk:
+            self.tail += chunk
+            if len(self.tail) > self.keep:
+                del self.tail[: len(self.tail) - self.keep]
+
+    @property
+    def complete(self) -> bool:
+        return self.total == len(self.head) + len(self.tail)
+
+    def size(self) -> int:
+        """Characters when nothing was dropped, else the byte count (an upper bound)."""
+        return len(self.text()) if self.complete else self.total
+
+    def text(self) -> str:
+        return bytes(self.head + self.tail).decode("utf-8", errors="replace")
+
+    def shortened(self, budget: int) -> str:
+        """The captured text, cut to about ``budget`` characters keeping head and tail, with a marker."""
+        if self.complete:
+            text = self.text()
+            if len(text) <= budget:
+                return text
+            head_text, tail_text = text, text
+        else:
+            head_text = bytes(self.head).decode("utf-8", errors="replace")
+            tail_text = bytes(self.tail).decode("utf-8", errors="replace")
+        head_chars = budget // 2
+        tail_chars = budget - head_chars
+        tail_part = tail_text[-tail_chars:] if tail_chars else ""
+        marker = (
+            f"\n[... output truncated: {self.total} bytes in total; "
+            f"the first {head_chars} and last {tail_chars} characters are shown ...]\n"
+        )
+        return head_text[:head_chars] + marker + tail_part
+
+
+def split_budget(stdout_size: int, stderr_size: int, limit: int) -> tuple[int, int]:
+    """Share ``limit`` characters between stdout and stderr; a short stream stays whole."""
+    if stdout_size + stderr_size <= limit:
+        return stdout_size, stderr_size
+    half = limit // 2
+    if stdout_size <= half:
+        return stdout_size, limit - stdout_size
+    if stderr_size <= half:
+        return limit - stderr_size, stderr_size
+    return half, limit - half
+
+
+def effective_timeout(requested: float | None, configured: float) -> float:
+    """The model may ask for a shorter timeout than the configured one, never a longer one."""
+    if requested is None or requested <= 0:
+        return configured
+    return min(requested, configured)
+
+
+def _signal_group(pid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
+
+
+async def kill_process_group(process: asyncio.subprocess.Process) -> None:
+    """SIGTERM the command's process group, give it a moment, then SIGKILL whatever is left of it."""
+    _signal_group(process.pid, signal.SIGTERM)
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(process.wait(), TERM_GRACE_SECONDS)
+    _signal_group(process.pid, signal.SIGKILL)
+    await process.wait()
+
+
+async def _pump(stream: asyncio.StreamReader, capture: BoundedCapture) -> None:
+    while chunk := await stream.read(READ_CHUNK_BYTES):
+        capture.feed(chunk)
+
+
+def format_result(exit_code: int | None, stdout: str, stderr: str, timed_out_after: float | None) -> str:
+    lines: list[str] = []
+    if timed_out_after is not None:
+        lines.append(
+            f"Timed out after {timed_out_after:g} s: the command and every process it started were killed."
+        )
+    if exit_code is not None and exit_code < 0:
+        lines.append(f"exit code: {exit_code} (killed by {signal.Signals(-exit_code).name})")
+    else:
+        lines.append(f"exit code: {exit_code}")
+    lines.append("stdout:" + ("\n" + stdout.rstrip("\n") if stdout else " (empty)"))
+    lines.append("stderr:" + ("\n" + stderr.rstrip("\n") if stderr else " (empty)"))
+    return "\n".join(lines)
+
+
+async def execute_command(command: str, *, cwd: str, timeout: float, output_limit: int) -> str:
+    """Run ``command`` with ``bash -c`` in its own process group; return exit code, stdout and stderr as text.
+
+    The process group is killed on timeout and when the caller is cancelled. Output beyond
+    ``output_limit`` characters keeps its head and tail around a marker. Standard input is empty.
+
+    The environment is the user's own, unfiltered, API keys included: the command is the one the user
+    read and approved, run as if typed in their shell, and stripping variables would break the tools
+    (git, cloud CLIs, package managers) that the user expects to work there.
+    """
+    try:
+        process = await asyncio.create_subprocess_exec(
+            "bash",
+            "-c",
+            command,
+            cwd=cwd,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        return f"Error: cannot start bash: {exc.strerror or exc}"
+    assert process.stdout is not None and process.stderr is not None
+    out, err = BoundedCapture(output_limit * 4), BoundedCapture(output_limit * 4)
+    pumps = [asyncio.ensure_future(_pump(process.stdout, out)), asyncio.ensure_future(_pump(process.stderr, err))]
+    waiter = asyncio.ensure_future(process.wait())
+    timed_out_after: float | None = None
+    try:
+        _, pending = await asyncio.wait([waiter, *pumps], timeout=timeout)
+        if pending:
+            timed_out_after = timeout
+            await kill_process_group(process)
+            # A process that left the group may still hold the pipes open: wait a little, then stop reading.
+            await asyncio.wait(pumps, timeout=DRAIN_SECONDS)
+    finally:
+        for task in (waiter, *pumps):
+            task.cancel()
+        if process.returncode is None:
+            _signal_group(process.pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                await asyncio.shield(process.wait())
+    out_budget, err_budget = split_budget(out.size(), err.size(), output_limit)
+    return format_result(process.returncode, out.shortened(out_budget), err.shortened(err_budget), timed_out_after)
+
+
+async def run_shell(ctx: RunContext[CoDeps], command: str, timeout: float | None = None) -> str:
+    """Run a bash command in the working directory and return its exit code, stdout and stderr.
+
+    The user approves each command. It gets no standard input and is killed after the timeout.
+
+    Args:
+        command: The bash command line to run.
+        timeout: Seconds before the command is killed; at most (and by default) the configured limit.
+    """
+    if not ctx.tool_call_approved and command not in ctx.deps.approved_commands:
+        raise ApprovalRequired(metadata={"reason": SHELL_REASON, "command": command})
+    settings = ctx.deps.settings
+    return await execute_command(
+        command,
+        cwd=str(working_dir(ctx.deps)),
+        timeout=effective_timeout(timeout, settings.shell_timeout),
+        output_limit=settings.shell_output_limit,
+    )
