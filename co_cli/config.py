@@ -204,3 +204,16 @@ def load_settings(cwd: Path | None = None, **overrides: Any) -> LoadedSettings:
     )
     return LoadedSettings(settings=settings, paths=paths, sources=sources)
 
+
+def settings_reference() -> dict[str, Any]:
+    """What settings.reference.json documents: each setting's default, variable and description."""
+    ref: dict[str, Any] = {}
+    for name, info in Settings.model_fields.items():
+        if name in ("data_dir", "config_dir"):
+            default: Any = "(platform user " + ("data" if name == "data_dir" else "config") + " dir)/co-cli"
+        else:
+            default = info.get_default(call_default_factory=True)
+            if isinstance(default, SecretStr):
+                default = default.get_secret_value()
+        ref[name] = {"default": default, "env": env_var(name), "description": info.description}
+    return ref

@@ -103,7 +103,6 @@ def build_model(choice: ModelChoice, settings: Settings) -> Model:
 
 
 def _compatible_model(name: str, base_url: str, settings: Settings) -> Model:
-    import httpx
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai_compatible import OpenAICompatibleProvider
 
@@ -112,7 +111,6 @@ def _compatible_model(name: str, base_url: str, settings: Settings) -> Model:
         "openai-compatible",
         base_url=base_url,
         api_key=settings.api_key.get_secret_value() or None,
-        http_client=httpx.AsyncClient(timeout=httpx.Timeout(settings.request_timeout, connect=10.0)),
     )
     return OpenAIChatModel(name, provider=provider)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import asdict
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -28,7 +28,7 @@ app = typer.Typer(
 )
 
 
-class ExportFormat(str, Enum):
+class ExportFormat(StrEnum):
     md = "md"
     json = "json"
 

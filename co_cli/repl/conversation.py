@@ -100,7 +100,9 @@ class Conversation:
         )
         handler = make_approval_handler(self.ask_approval, approve_all=self.approve_all, deps_getter=lambda: self.deps)
         self.agent: Agent[CoDeps, str] = build_agent(
-            self.resolved.model, capabilities=[self.governor, HandleDeferredToolCalls(handler=handler)]
+            self.resolved.model,
+            capabilities=[self.governor, HandleDeferredToolCalls(handler=handler)],
+            request_timeout=settings.request_timeout,
         )
 
     def overhead_tokens(self) -> int:

@@ -184,7 +184,7 @@ def _prepare_file(path: Path) -> None:
         except OSError as exc:
             raise StoreError(
                 f"cannot create directory {path.parent} for the session database: {exc.strerror}"
-            )
+            ) from None
     if path.exists():
         if not path.is_file():
             raise StoreError(f"session database {path} is not a regular file; move it aside")

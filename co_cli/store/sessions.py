@@ -95,9 +95,13 @@ _SESSION_COLUMNS = (
     "id, title, created_at, updated_at, model, cwd, parent_id, fork_seq, message_count, "
     "input_tokens, output_tokens, cost_usd, compaction_count"
 )
-_COMPACTION_COLUMNS = (
-    "id, created_at, from_seq, upto_seq, summary, focus, trigger, tokens_before, tokens_after, model, "
+_COMPACTION_DATA = (
+    "created_at, from_seq, upto_seq, summary, focus, trigger, tokens_before, tokens_after, model, "
     "replacement_json"
+)
+_COMPACTION_COLUMNS = f"id, {_COMPACTION_DATA}"
+_INSERT_COMPACTION = (
+    f"INSERT INTO compactions (session_id, {_COMPACTION_DATA}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 
@@ -458,7 +462,8 @@ class SessionStore:
             if replace_prompt:
                 kind, text, data = encoded[0]
                 conn.execute(
-                    "UPDATE messages SET kind = ?, text = ?, json = ?, status = ? WHERE session_id = ? AND seq = ?",
+                    "UPDATE messages SET kind = ?, text = ?, json = ?, status = ? "
+                    "WHERE session_id = ? AND seq = ?",
                     (kind, text, data, status, session_id, prompt_seq),
                 )
                 seqs.append(prompt_seq)
@@ -523,8 +528,7 @@ class SessionStore:
         with self._lock, self._write() as conn:
             self._session_row(session_id)
             cursor = conn.execute(
-                "INSERT INTO compactions (session_id, created_at, from_seq, upto_seq, summary, focus, trigger, "
-                "tokens_before, tokens_after, model, replacement_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                _INSERT_COMPACTION,
                 (
                     session_id,
                     created_at,
@@ -609,10 +613,8 @@ class SessionStore:
                 (info.id, session_id, upto),
             )
             copied = conn.execute(
-                "INSERT INTO compactions (session_id, created_at, from_seq, upto_seq, summary, focus, trigger, "
-                "tokens_before, tokens_after, model, replacement_json) "
-                "SELECT ?, created_at, from_seq, upto_seq, summary, focus, trigger, tokens_before, tokens_after, "
-                "model, replacement_json FROM compactions WHERE session_id = ? AND upto_seq <= ? ORDER BY id",
+                f"INSERT INTO compactions (session_id, {_COMPACTION_DATA}) SELECT ?, {_COMPACTION_DATA} "
+                "FROM compactions WHERE session_id = ? AND upto_seq <= ? ORDER BY id",
                 (info.id, session_id, upto),
             ).rowcount
             info.compaction_count = copied
@@ -628,9 +630,10 @@ class SessionStore:
             return []
         where = "messages_fts MATCH ?" + (" AND m.session_id = ?" if session_id else "")
         params: builtins.list[Any] = [match] + ([session_id] if session_id else []) + [limit]
+        snippet = f"snippet(messages_fts, 0, '{SNIPPET_OPEN}', '{SNIPPET_CLOSE}', '…', 16)"
         rows = self._read(
-            "SELECT m.session_id, s.title, m.seq, m.kind, m.created_at, "
-            f"snippet(messages_fts, 0, '{SNIPPET_OPEN}', '{SNIPPET_CLOSE}', '…', 16), bm25(messages_fts) AS rank "
+            f"SELECT m.session_id, s.title, m.seq, m.kind, m.created_at, {snippet}, "
+            "bm25(messages_fts) AS rank "
             "FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid "
             "JOIN sessions s ON s.id = m.session_id "
             f"WHERE {where} ORDER BY rank LIMIT ?",
@@ -694,8 +697,7 @@ class SessionStore:
                 [(info.id, *row) for row in rows],
             )
             conn.executemany(
-                "INSERT INTO compactions (session_id, created_at, from_seq, upto_seq, summary, focus, trigger, "
-                "tokens_before, tokens_after, model, replacement_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                _INSERT_COMPACTION,
                 [
                     (
                         info.id,

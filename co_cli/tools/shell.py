@@ -90,7 +90,7 @@ def effective_timeout(requested: float | None, configured: float) -> float:
 
 def _signal_group(pid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, sig)
+        os.kill(pid, sig)
 
 
 async def kill_process_group(process: asyncio.subprocess.Process) -> None:

@@ -22,18 +22,23 @@ PROMPT = "co> "
 ANSI_RE = re.compile(
     r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][A-Za-z0-9]|\x1b[=>78MDEHc]"
 )
-_ANSI_GAP = r"(?:\x1b\[[0-?]*[ -/]*[@-~])*"
+_CSI = r"\x1b\[[0-?]*[ -/]*[@-~]"
+_ANSI_GAP = f"(?:{_CSI})*"
+_BRACKETED_PASTE_ON = r"\x1b\[\?2004h"
 
 
 def _prompt_pattern(prompt: str) -> str:
-    """A regex for ``prompt`` that tolerates styling codes between its characters.
+    """A regex for a freshly drawn ``prompt`` (not a redraw of a line being typed or just entered).
 
-    A space may also be drawn as a cursor move right, and the prompt's trailing spaces are optional because a
-    full-screen renderer need not draw them.
+    A line editor redraws the prompt with the input after it on every key, so a fresh prompt is one that
+    either follows the switch to bracketed-paste mode that starts each prompt_toolkit input (only escape
+    sequences in between; a bottom toolbar may follow), or starts a line and is the last thing printed so far
+    (a plain ``input()``). Styling codes may sit between the prompt's characters, and its trailing spaces may
+    be drawn as cursor moves or not at all.
     """
-    shown = prompt.rstrip(" ")
-    parts = [r"(?: |\x1b\[\d*C)" if ch == " " else re.escape(ch) for ch in shown]
-    return _ANSI_GAP.join(parts)
+    shown = _ANSI_GAP.join(re.escape(ch) for ch in prompt.rstrip(" "))
+    trailing = r"(?: |\x1b\[\d*C)?" if prompt != prompt.rstrip(" ") else ""
+    return f"{_BRACKETED_PASTE_ON}{_ANSI_GAP}{shown}{trailing}|(?:\\A|(?<=[\\r\\n])){_ANSI_GAP}{shown}{trailing}{_ANSI_GAP}\\Z"
 
 
 PROMPT_PATTERN = re.compile(_prompt_pattern(PROMPT))
@@ -87,7 +92,10 @@ def transcript(child: pexpect.spawn) -> str:
 
 
 def expect_prompt(child: pexpect.spawn, timeout: float | None = None) -> str:
-    """Wait for the REPL prompt; return what was printed before it, without escape sequences."""
+    """Wait for a fresh REPL prompt; return what was printed before it, without escape sequences.
+
+    The text returned starts with the line editor's redraws of the previous input line, then the output.
+    """
     child.expect(PROMPT_PATTERN, timeout=-1 if timeout is None else timeout)
     return strip_ansi(child.before or "")
 

@@ -1,0 +1,204 @@
+"""Summarise a stretch of history with a tool-less model call.
+
+The messages are rendered as a plain transcript inside the prompt rather than passed as
+``message_history``: the summariser then never sees dangling tool calls, provider-specific parts or
+images it cannot take, it cannot mistake the history for a conversation to continue, and a long
+stretch can be cut into chunks at any message boundary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pydantic_ai import Agent
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    RetryPromptPart,
+    SystemPromptPart,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.models import Model
+
+from co_cli.context.tokens import content_text, estimate_text_tokens
+from co_cli.context.window import is_summary_text
+
+SUMMARIZER_INSTRUCTIONS = (
+    "You summarise conversations between a user and an AI assistant so that the assistant can continue "
+    "the work without the original messages. Return only the summary: no preamble, no questions, no offers."
+)
+
+SUMMARY_REQUEST = """\
+Summarise the conversation transcript below. The summary replaces these messages, so keep everything \
+needed to continue the work:
+- The user's goal and their latest instructions (quote them verbatim when short).
+- Decisions made, and why.
+- Constraints and preferences the user stated.
+- File paths, commands, function and class names, URLs, ids and other identifiers, verbatim.
+- Errors met and how they were fixed.
+- Approaches that were tried and failed, so they are not tried again.
+- Pending tasks and the next step.
+If the transcript contains an earlier summary, merge its content into yours: keep everything it records \
+unless later messages supersede it.
+Write compact Markdown under the headings Goal, Instructions and constraints, Decisions, Files and \
+identifiers, Errors and fixes, Failed approaches, Pending and next step. Leave out empty sections."""
+
+MERGE_REQUEST = """\
+Below are summaries of consecutive parts of one conversation, oldest first. Merge them into one summary \
+with the same headings (Goal, Instructions and constraints, Decisions, Files and identifiers, Errors and \
+fixes, Failed approaches, Pending and next step). Keep every identifier, decision, failed approach and \
+pending task; where parts disagree, the later part wins. Keep the user's latest instructions verbatim."""
+
+TOOL_RESULT_CHARS = 2000
+TOOL_ARGS_CHARS = 1000
+SYSTEM_CHARS = 2000
+MIN_CHUNK_TOKENS = 256
+MAX_MERGE_ROUNDS = 4
+
+
+def _clip(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    head = limit * 2 // 3
+    tail = limit - head
+    return f"{text[:head]}\n[… {len(text) - limit} chars omitted …]\n{text[-tail:]}"
+
+
+def _user_text(part: UserPromptPart) -> str:
+    if isinstance(part.content, str):
+        return part.content
+    return "\n".join(item if isinstance(item, str) else f"[{type(item).__name__}]" for item in part.content)
+
+
+def render_message(msg: ModelMessage) -> list[str]:
+    """Transcript lines for one message (thinking and provider-internal parts are left out)."""
+    lines: list[str] = []
+    if isinstance(msg, ModelRequest):
+        for part in msg.parts:
+            if isinstance(part, UserPromptPart):
+                text = _user_text(part)
+                if is_summary_text(text):
+                    lines.append(f"[Earlier summary]\n{text}")
+                else:
+                    lines.append(f"User: {text}")
+            elif isinstance(part, ToolReturnPart):
+                note = "" if part.outcome == "success" else f", {part.outcome}"
+                body = _clip(content_text(part.content), TOOL_RESULT_CHARS)
+                lines.append(f"Tool result ({part.tool_name}{note}): {body}")
+            elif isinstance(part, RetryPromptPart):
+                lines.append(f"Retry ({part.tool_name or 'output'}): {_clip(content_text(part.content), 500)}")
+            elif isinstance(part, SystemPromptPart):
+                lines.append(f"System: {_clip(part.content, SYSTEM_CHARS)}")
+    else:
+        for part in msg.parts:
+            if isinstance(part, TextPart):
+                lines.append(f"Assistant: {part.content}")
+            elif isinstance(part, ToolCallPart):
+                args = part.args if isinstance(part.args, str) else content_text(part.args)
+                lines.append(f"Assistant called {part.tool_name}({_clip(args, TOOL_ARGS_CHARS)})")
+    return lines
+
+
+def render_transcript(messages: Sequence[ModelMessage]) -> list[str]:
+    """One transcript entry per message that has something to show."""
+    entries: list[str] = []
+    for msg in messages:
+        lines = render_message(msg)
+        if lines:
+            entries.append("\n".join(lines))
+    return entries
+
+
+def build_summary_prompt(transcript: str, *, focus: str | None = None, part: tuple[int, int] | None = None) -> str:
+    """The request sent to the summariser for one transcript (or one part of it)."""
+    pieces = [SUMMARY_REQUEST]
+    if part is not None:
+        pieces.append(
+            f"This is part {part[0]} of {part[1]} of a longer conversation; summarise this part only."
+        )
+    if focus:
+        pieces.append(f"Focus the summary on: {focus}")
+    pieces.append(f"<transcript>\n{transcript}\n</transcript>")
+    return "\n\n".join(pieces)
+
+
+def build_merge_prompt(summaries: Sequence[str], *, focus: str | None = None) -> str:
+    pieces = [MERGE_REQUEST]
+    if focus:
+        pieces.append(f"Focus the summary on: {focus}")
+    body = "\n\n".join(f"<part>\n{text}\n</part>" for text in summaries)
+    pieces.append(body)
+    return "\n\n".join(pieces)
+
+
+def _split_entry(entry: str, budget_tokens: int) -> list[str]:
+    size = max(budget_tokens * 4, 1)
+    return [entry[i : i + size] for i in range(0, len(entry), size)]
+
+
+def chunk_entries(entries: Sequence[str], budget_tokens: int) -> list[list[str]]:
+    """Consecutive groups of entries, each within ``budget_tokens`` (an oversized entry is split)."""
+    chunks: list[list[str]] = []
+    current: list[str] = []
+    used = 0
+    for entry in entries:
+        for piece in _split_entry(entry, budget_tokens) if estimate_text_tokens(entry) > budget_tokens else [entry]:
+            cost = estimate_text_tokens(piece) + 1
+            if current and used + cost > budget_tokens:
+                chunks.append(current)
+                current, used = [], 0
+            current.append(piece)
+            used += cost
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+async def _ask(agent: Agent[None, str], prompt: str) -> str:
+    result = await agent.run(prompt)
+    text = result.output.strip()
+    if not text:
+        raise RuntimeError("the summariser returned an empty summary")
+    return text
+
+
+async def summarize_messages(
+    messages: Sequence[ModelMessage],
+    model: Model | str,
+    *,
+    focus: str | None = None,
+    max_input_tokens: int | None = None,
+) -> str:
+    """A summary of ``messages`` from a fresh tool-less agent. When the transcript does not fit in
+    ``max_input_tokens``, parts are summarised separately and the partial summaries merged. Raises on
+    any model failure."""
+    agent: Agent[None, str] = Agent(model, output_type=str, instructions=SUMMARIZER_INSTRUCTIONS)
+    entries = render_transcript(messages)
+    if not entries:
+        raise ValueError("nothing to summarise")
+    budget: int | None = None
+    if max_input_tokens is not None:
+        reserve = estimate_text_tokens(build_summary_prompt("", focus=focus, part=(99, 99))) + 64
+        budget = max(max_input_tokens - reserve, MIN_CHUNK_TOKENS)
+    transcript = "\n\n".join(entries)
+    if budget is None or estimate_text_tokens(transcript) <= budget:
+        return await _ask(agent, build_summary_prompt(transcript, focus=focus))
+    chunks = chunk_entries(entries, budget)
+    partials: list[str] = []
+    for index, chunk in enumerate(chunks, start=1):
+        prompt = build_summary_prompt("\n\n".join(chunk), focus=focus, part=(index, len(chunks)))
+        partials.append(await _ask(agent, prompt))
+    return await _merge(agent, partials, focus=focus, budget=budget)
+
+
+async def _merge(agent: Agent[None, str], partials: list[str], *, focus: str | None, budget: int) -> str:
+    rounds = 0
+    while len(partials) > 1:
+        rounds += 1
+        groups = chunk_entries(partials, budget)
+        if len(groups) >= len(partials) or rounds >= MAX_MERGE_ROUNDS:
+            groups = [partials]
+        partials = [await _ask(agent, build_merge_prompt(group, focus=focus)) for group in groups]
+    return partials[0]

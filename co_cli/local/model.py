@@ -1,0 +1,621 @@
+"""The embedded local model: a GGUF file run in-process by llama-cpp-python, as a pydantic-ai ``Model``.
+
+The weights are loaded once per process (lazily, on the first request or ``ensure_loaded()``) and
+generation runs in a worker thread, so cancelling the run stops it after the current token. The model
+has no tool-call channel: tools are described in the system prompt and calls are parsed out of the
+text it writes (see ``co_cli.local.toolcalls``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import threading
+import uuid
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic_ai import _utils
+from pydantic_ai._run_context import RunContext
+from pydantic_ai.messages import (
+    ERROR_OUTCOMES,
+    CompactionPart,
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    ModelResponseStreamEvent,
+    RetryPromptPart,
+    SystemPromptPart,
+    TextContent,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
+from pydantic_ai.profiles import ModelProfile
+from pydantic_ai.settings import ModelSettings
+from pydantic_ai.tools import ToolDefinition
+from pydantic_ai.usage import RequestUsage
+
+from co_cli.errors import ModelConfigError, ProviderError
+from co_cli.local.toolcalls import ParsedCall, parse_tool_calls, streamable_length
+from co_cli.local.weights import resolve_weights
+
+DEFAULT_TEMPERATURE = 0.4
+DEFAULT_TOP_P = 0.9
+DEFAULT_REPEAT_PENALTY = 1.15
+SYSTEM_NAME = "llama_cpp"
+
+Role = Literal["system", "user", "assistant"]
+TurnKind = Literal["system", "prompt", "tool_result", "assistant"]
+LoadHook = Callable[[str], AbstractContextManager[object]]
+
+_SPECIAL_TOKEN = re.compile(r"<\|[A-Za-z0-9_]{1,64}\|>")
+_TRUNCATION_MARK = "\n[... cut to fit the context window ...]\n"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Loading
+
+
+@dataclass
+class LoadedLlama:
+    """A loaded ``llama_cpp.Llama`` with what requests need from it."""
+
+    llama: Any
+    formatter: Any
+    stop: list[str]
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def count_prompt_tokens(self, chat: list[dict[str, str]]) -> int:
+        """Tokens of ``chat`` rendered with the model's own template, generation prompt included."""
+        prompt: str = self.formatter(messages=chat).prompt
+        return len(self.llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True))
+
+    def count_text_tokens(self, text: str) -> int:
+        return len(self.llama.tokenize(text.encode("utf-8"), add_bos=False, special=False)) if text else 0
+
+
+_LOADED: dict[tuple[str, int], LoadedLlama] = {}
+_LOAD_LOCK = threading.Lock()
+
+
+def is_loaded(path: Path, n_ctx: int) -> bool:
+    return (str(path), n_ctx) in _LOADED
+
+
+def load_llama(path: Path, n_ctx: int) -> LoadedLlama:
+    """The process-wide ``Llama`` for ``path`` and ``n_ctx``, loading it on first use."""
+    key = (str(path), n_ctx)
+    with _LOAD_LOCK:
+        if key not in _LOADED:
+            _LOADED[key] = _load(path, n_ctx)
+        return _LOADED[key]
+
+
+def _load(path: Path, n_ctx: int) -> LoadedLlama:
+    try:
+        import llama_cpp
+        from llama_cpp import llama_chat_format
+        from llama_cpp import llama_cpp as llama_api
+    except ImportError:
+        raise ModelConfigError("the embedded model needs llama-cpp-python: pip install 'co-cli[local]'") from None
+    default_params = llama_api.llama_model_default_params
+
+    def params_without_extra_buffers() -> Any:
+        # The extra CPU buffer types (AMX, weight repacking) crash in decode on some virtual machines whose
+        # CPUs advertise AMX; a small model gains little from them, so they stay off.
+        params = default_params()
+        if hasattr(params, "use_extra_bufts"):
+            params.use_extra_bufts = False
+        return params
+
+    llama_api.llama_model_default_params = params_without_extra_buffers
+    try:
+        llama = llama_cpp.Llama(
+            model_path=str(path), n_ctx=n_ctx, n_threads=os.cpu_count() or 1, verbose=False
+        )
+    except (ValueError, RuntimeError, OSError) as exc:
+        raise ModelConfigError(f"cannot load model file {path}: {_one_line(exc)}") from None
+    finally:
+        llama_api.llama_model_default_params = default_params
+    template = llama.metadata.get("tokenizer.chat_template")
+    if not template:
+        raise ModelConfigError(f"model file {path} has no chat template")
+    eos_token = _token_text(llama, llama.token_eos())
+    bos_token = _token_text(llama, llama.token_bos())
+    formatter = llama_chat_format.Jinja2ChatFormatter(template=template, eos_token=eos_token, bos_token=bos_token)
+    stop = sorted(set(_SPECIAL_TOKEN.findall(template)) | ({eos_token} if eos_token else set()))
+    return LoadedLlama(llama=llama, formatter=formatter, stop=stop)
+
+
+def _token_text(llama: Any, token: int) -> str:
+    if token < 0:
+        return ""
+    return llama.detokenize([token], special=True).decode("utf-8", errors="ignore")
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text[:300]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Rendering messages into chat turns
+
+
+@dataclass
+class ChatTurn:
+    """One message for the chat template, with what it came from (which decides what may be dropped)."""
+
+    role: Role
+    content: str
+    kind: TurnKind
+
+
+def tool_instructions(tools: Sequence[ToolDefinition]) -> str:
+    """The system-prompt section that describes the tools and how to call them."""
+    if not tools:
+        return ""
+    lines = [
+        "# Tools",
+        "",
+        "You can call these tools. Call one only when you need it to answer; otherwise answer directly.",
+        "",
+    ]
+    for tool in tools:
+        lines.append(f"- {tool.name}: {(tool.description or '').strip() or 'no description'}")
+        lines.append(f"  Arguments (JSON schema): {json.dumps(tool.parameters_json_schema, ensure_ascii=False)}")
+    example = {"name": tools[0].name, "arguments": _example_arguments(tools[0].parameters_json_schema)}
+    lines += [
+        "",
+        "To call a tool, reply with only this line, nothing before or after it:",
+        f"<tool_call>{json.dumps(example, ensure_ascii=False)}</tool_call>",
+        "",
+        "The tool result comes back in the next message. Once you have it, answer the user in plain "
+        "language using the result. Do not call the same tool again with the same arguments.",
+    ]
+    return "\n".join(lines)
+
+
+def _example_arguments(schema: dict[str, Any]) -> dict[str, Any]:
+    properties = schema.get("properties") or {}
+    required = schema.get("required") or list(properties)
+    placeholders = {"integer": 1, "number": 1, "boolean": True, "array": [], "object": {}}
+    example: dict[str, Any] = {}
+    for name in required:
+        kind = (properties.get(name) or {}).get("type", "string")
+        example[name] = placeholders.get(kind, "...") if isinstance(kind, str) else "..."
+    return example
+
+
+def render_turns(messages: Sequence[ModelMessage], system_prompt: str) -> list[ChatTurn]:
+    """The conversation as chat turns: one system turn (``system_prompt`` plus system parts), then the rest."""
+    system_texts = [system_prompt] if system_prompt.strip() else []
+    turns: list[ChatTurn] = []
+    for message in messages:
+        if isinstance(message, ModelRequest):
+            for part in message.parts:
+                _render_request_part(part, system_texts, turns)
+        elif isinstance(message, ModelResponse):
+            content = _render_response(message)
+            if content:
+                turns.append(ChatTurn("assistant", content, "assistant"))
+    if system_texts:
+        turns.insert(0, ChatTurn("system", "\n\n".join(system_texts), "system"))
+    return turns
+
+
+def _render_request_part(part: object, system_texts: list[str], turns: list[ChatTurn]) -> None:
+    if isinstance(part, SystemPromptPart):
+        if not turns:
+            system_texts.append(part.content)
+        else:
+            turns.append(ChatTurn("user", part.content, "prompt"))
+    elif isinstance(part, UserPromptPart):
+        turns.append(ChatTurn("user", _user_text(part), "prompt"))
+    elif isinstance(part, ToolReturnPart):
+        turns.append(ChatTurn("user", _tool_result_text(part), "tool_result"))
+    elif isinstance(part, RetryPromptPart):
+        kind: TurnKind = "tool_result" if part.tool_name else "prompt"
+        turns.append(ChatTurn("user", part.model_response(), kind))
+    elif isinstance(part, CompactionPart) and part.content:
+        turns.append(ChatTurn("user", f"Summary of the earlier conversation:\n{part.content}", "prompt"))
+
+
+def _user_text(part: UserPromptPart) -> str:
+    if isinstance(part.content, str):
+        return part.content
+    pieces: list[str] = []
+    for item in part.content:
+        if isinstance(item, str):
+            pieces.append(item)
+        elif isinstance(item, TextContent):
+            pieces.append(item.content)
+        else:
+            pieces.append(f"[{type(item).__name__} left out: this model reads text only]")
+    return "\n".join(pieces)
+
+
+def _tool_result_text(part: ToolReturnPart) -> str:
+    if part.outcome in ERROR_OUTCOMES:
+        header = f"The tool {part.tool_name} failed:"
+        footer = "Fix the arguments and call it again, or tell the user what went wrong."
+    else:
+        header = f"Result of the tool {part.tool_name}:"
+        footer = "Now answer the user in plain language using this result."
+    return f"{header}\n{part.model_response_str()}\n\n{footer}"
+
+
+def _render_response(message: ModelResponse) -> str:
+    pieces: list[str] = []
+    for part in message.parts:
+        if isinstance(part, TextPart) and part.content.strip():
+            pieces.append(part.content.strip())
+        elif isinstance(part, ToolCallPart):
+            call = {"name": part.tool_name, "arguments": part.args_as_dict()}
+            pieces.append(f"<tool_call>{json.dumps(call, ensure_ascii=False)}</tool_call>")
+    return "\n".join(pieces)
+
+
+def chat_messages(turns: Sequence[ChatTurn]) -> list[dict[str, str]]:
+    """Turns as chat-completion messages, consecutive turns of one role merged."""
+    merged: list[dict[str, str]] = []
+    for turn in turns:
+        if merged and merged[-1]["role"] == turn.role:
+            merged[-1]["content"] += "\n\n" + turn.content
+        else:
+            merged.append({"role": turn.role, "content": turn.content})
+    return merged
+
+
+def fit_turns(turns: list[ChatTurn], count_tokens: Callable[[list[dict[str, str]]], int], budget: int) -> list[ChatTurn]:
+    """Drop the oldest turns (never the system turn or anything from the latest prompt on) until the chat fits
+    ``budget`` tokens; then cut the longest turn in the middle. ProviderError if it still cannot fit."""
+    turns = list(turns)
+    while count_tokens(chat_messages(turns)) > budget:
+        keep_from = _latest_prompt_index(turns)
+        droppable = [index for index, turn in enumerate(turns[:keep_from]) if turn.kind != "system"]
+        if not droppable:
+            break
+        del turns[droppable[0]]
+        while len(turns) > 1 and turns[0].kind == "system" and turns[1].kind in ("assistant", "tool_result"):
+            if _latest_prompt_index(turns) <= 1:
+                break
+            del turns[1]
+    for _ in range(12):
+        total = count_tokens(chat_messages(turns))
+        if total <= budget:
+            return turns
+        longest = max(range(len(turns)), key=lambda index: len(turns[index].content))
+        content = turns[longest].content
+        keep = int(len(content) * budget / total * 0.9) - len(_TRUNCATION_MARK)
+        if keep < 16:
+            break
+        head = keep * 2 // 3
+        turns[longest] = ChatTurn(
+            turns[longest].role, content[:head] + _TRUNCATION_MARK + content[-(keep - head) :], turns[longest].kind
+        )
+    raise ProviderError(f"the conversation does not fit the local model's context window ({budget} tokens)")
+
+
+def _latest_prompt_index(turns: Sequence[ChatTurn]) -> int:
+    for index in range(len(turns) - 1, -1, -1):
+        if turns[index].kind == "prompt":
+            return index
+    return len(turns) - 1 if turns else 0
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Generation
+
+
+@dataclass
+class _Finished:
+    finish_reason: str | None
+    error: BaseException | None = None
+
+
+@dataclass
+class _Generation:
+    """One chat completion running in a worker thread; its text arrives on an asyncio queue."""
+
+    loaded: LoadedLlama
+    chat: list[dict[str, str]]
+    sampling: dict[str, Any]
+    queue: asyncio.Queue[str | _Finished] = field(default_factory=asyncio.Queue)
+    stop_event: threading.Event = field(default_factory=threading.Event)
+
+    def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        threading.Thread(target=self._run, args=(loop,), name="co-local-generate", daemon=True).start()
+
+    def stop(self) -> None:
+        self.stop_event.set()
+
+    def _put(self, loop: asyncio.AbstractEventLoop, item: str | _Finished) -> None:
+        try:
+            loop.call_soon_threadsafe(self.queue.put_nowait, item)
+        except RuntimeError:  # the event loop is closed: nobody is listening any more
+            self.stop_event.set()
+
+    def _run(self, loop: asyncio.AbstractEventLoop) -> None:
+        finish_reason: str | None = None
+        error: BaseException | None = None
+        with self.loaded.lock:
+            if self.stop_event.is_set():
+                self._put(loop, _Finished(None))
+                return
+            chunks: Any = None
+            try:
+                chunks = self.loaded.llama.create_chat_completion(messages=self.chat, stream=True, **self.sampling)
+                for chunk in chunks:
+                    if self.stop_event.is_set():
+                        break
+                    choice = chunk["choices"][0]
+                    if text := choice.get("delta", {}).get("content"):
+                        self._put(loop, text)
+                    finish_reason = choice.get("finish_reason") or finish_reason
+            except Exception as exc:
+                error = exc
+            finally:
+                if chunks is not None and hasattr(chunks, "close"):
+                    chunks.close()
+        self._put(loop, _Finished(finish_reason, error))
+
+    async def texts(self) -> AsyncIterator[str]:
+        while True:
+            item = await self.queue.get()
+            if isinstance(item, _Finished):
+                if item.error is not None:
+                    raise ProviderError(f"local model failed: {_one_line(item.error)}")
+                self.finish_reason = item.finish_reason
+                return
+            yield item
+
+    finish_reason: str | None = None
+
+
+@dataclass
+class LocalStreamedResponse(StreamedResponse):
+    """Streams the local model's text; text that may be a tool call is held back and parsed at the end."""
+
+    _model_name: str
+    _generation: _Generation
+    _tool_names: set[str]
+    _prompt_tokens: int
+    _single_call: bool = False
+    _timestamp: datetime = field(default_factory=_utils.now_utc)
+
+    async def _get_event_iterator(self) -> AsyncIterator[ModelResponseStreamEvent]:
+        produced: list[str] = []
+        pending = ""
+        async for text in self._generation.texts():
+            produced.append(text)
+            pending += text
+            ready = streamable_length(pending) if self._tool_names else len(pending)
+            if ready:
+                for event in self._parts_manager.handle_text_delta(vendor_part_id="text", content=pending[:ready]):
+                    yield event
+                pending = pending[ready:]
+        leftover, calls = parse_tool_calls(pending, self._tool_names)
+        if self._single_call:
+            calls = calls[:1]
+        if leftover.strip() or (pending.strip() and not calls):
+            for event in self._parts_manager.handle_text_delta(vendor_part_id="text", content=leftover or pending):
+                yield event
+        for index, call in enumerate(calls):
+            yield self._tool_call_event(index, call)
+        completion = "".join(produced)
+        self._usage = RequestUsage(
+            input_tokens=self._prompt_tokens, output_tokens=self._generation.loaded.count_text_tokens(completion)
+        )
+        self.finish_reason = _finish_reason(self._generation.finish_reason, bool(calls))
+
+    def _tool_call_event(self, index: int, call: ParsedCall) -> ModelResponseStreamEvent:
+        return self._parts_manager.handle_tool_call_part(
+            vendor_part_id=f"call-{index}",
+            tool_name=call.name,
+            args=call.arguments,
+            tool_call_id=f"call_{uuid.uuid4().hex[:24]}",
+        )
+
+    async def close_stream(self) -> None:
+        self._generation.stop()
+
+    @property
+    def model_name(self) -> str:
+        return self._model_name
+
+    @property
+    def provider_name(self) -> str:
+        return SYSTEM_NAME
+
+    @property
+    def provider_url(self) -> None:
+        return None
+
+    @property
+    def timestamp(self) -> datetime:
+        return self._timestamp
+
+
+def _finish_reason(reason: str | None, called_tools: bool) -> Literal["stop", "length", "tool_call"] | None:
+    if called_tools:
+        return "tool_call"
+    if reason == "length":
+        return "length"
+    return "stop" if reason else None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The model
+
+
+@dataclass(init=False)
+class LocalModel(Model):
+    """A GGUF chat model run in-process by llama-cpp-python."""
+
+    unsupported_settings = frozenset({"timeout", "max_retries", "extra_headers", "extra_body", "logit_bias"})
+    _announces_lookalike_notes = False
+
+    on_load: ClassVar[LoadHook | None] = None
+    """Called with a message around the (slow, once per process) weight load, e.g. to show a spinner."""
+
+    weights_path: Path
+    n_ctx: int
+    max_tokens: int
+    repeat_penalty: float
+
+    def __init__(
+        self,
+        weights_path: Path,
+        *,
+        n_ctx: int = 4096,
+        max_tokens: int = 512,
+        repeat_penalty: float = DEFAULT_REPEAT_PENALTY,
+        settings: ModelSettings | None = None,
+    ) -> None:
+        self.weights_path = Path(weights_path)
+        self.n_ctx = n_ctx
+        self.max_tokens = min(max_tokens, n_ctx // 2)
+        self.repeat_penalty = repeat_penalty
+        profile = ModelProfile(
+            supports_tools=True,
+            supports_json_schema_output=False,
+            supports_json_object_output=False,
+            default_structured_output_mode="prompted",
+            supports_image_input=False,
+            supports_document_input=False,
+            supports_audio_file_input=False,
+            supports_video_input=False,
+            may_tokenize_special_tokens_in_content=True,
+            context_window=n_ctx,
+        )
+        super().__init__(settings=settings, profile=profile)
+
+    @property
+    def model_name(self) -> str:
+        return f"local:{self.weights_path.stem}"
+
+    @property
+    def system(self) -> str:
+        return SYSTEM_NAME
+
+    @property
+    def provider(self) -> None:
+        return None
+
+    @property
+    def context_window(self) -> int:
+        return self.n_ctx
+
+    @property
+    def loaded(self) -> bool:
+        return is_loaded(self.weights_path, self.n_ctx)
+
+    def ensure_loaded(self) -> LoadedLlama:
+        """Load the weights now (once per process), inside the ``on_load`` hook when they are not loaded yet."""
+        if self.loaded:
+            return load_llama(self.weights_path, self.n_ctx)
+        with self._load_context():
+            return load_llama(self.weights_path, self.n_ctx)
+
+    async def _ensure_loaded_async(self) -> LoadedLlama:
+        if self.loaded:
+            return load_llama(self.weights_path, self.n_ctx)
+        with self._load_context():
+            return await asyncio.to_thread(load_llama, self.weights_path, self.n_ctx)
+
+    def _load_context(self) -> AbstractContextManager[object]:
+        hook = type(self).on_load
+        return hook(f"Loading {self.weights_path.name} ...") if hook is not None else nullcontext()
+
+    async def request(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+    ) -> ModelResponse:
+        model_settings, model_request_parameters = self.prepare_request(model_settings, model_request_parameters)
+        stream = await self._open_stream(messages, model_settings, model_request_parameters)
+        try:
+            async for _ in stream:
+                pass
+        finally:
+            stream._generation.stop()
+        return stream.get()
+
+    @asynccontextmanager
+    async def request_stream(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+        run_context: RunContext[Any] | None = None,
+    ) -> AsyncGenerator[StreamedResponse]:
+        model_settings, model_request_parameters = self.prepare_request(model_settings, model_request_parameters)
+        stream = await self._open_stream(messages, model_settings, model_request_parameters)
+        try:
+            yield stream
+        finally:
+            stream._generation.stop()
+
+    async def _open_stream(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        params: ModelRequestParameters,
+    ) -> LocalStreamedResponse:
+        loaded = await self._ensure_loaded_async()
+        settings = model_settings or {}
+        max_tokens = min(settings.get("max_tokens", self.max_tokens), self.n_ctx // 2)
+        tools = [*params.function_tools, *params.output_tools]
+        instructions = "\n\n".join(part.content for part in self._get_instruction_parts(messages, params) or [])
+        system_prompt = "\n\n".join(text for text in (instructions, tool_instructions(tools)) if text.strip())
+        turns = render_turns(messages, system_prompt)
+        fitted = await asyncio.to_thread(fit_turns, turns, loaded.count_prompt_tokens, self.n_ctx - max_tokens)
+        chat = chat_messages(fitted)
+        prompt_tokens = await asyncio.to_thread(loaded.count_prompt_tokens, chat)
+        sampling = self._sampling(settings, max_tokens, loaded.stop)
+        generation = _Generation(loaded=loaded, chat=chat, sampling=sampling)
+        generation.start()
+        return LocalStreamedResponse(
+            model_request_parameters=params,
+            _model_name=self.model_name,
+            _generation=generation,
+            _tool_names={tool.name for tool in tools},
+            _prompt_tokens=prompt_tokens,
+            _single_call=settings.get("parallel_tool_calls") is False,
+        )
+
+    def _sampling(self, settings: ModelSettings, max_tokens: int, stop: list[str]) -> dict[str, Any]:
+        sampling: dict[str, Any] = {
+            "temperature": settings.get("temperature", DEFAULT_TEMPERATURE),
+            "top_p": settings.get("top_p", DEFAULT_TOP_P),
+            "repeat_penalty": self.repeat_penalty,
+            "max_tokens": max_tokens,
+            "stop": [*stop, *settings.get("stop_sequences", [])],
+            "presence_penalty": settings.get("presence_penalty", 0.0),
+            "frequency_penalty": settings.get("frequency_penalty", 0.0),
+        }
+        if "top_k" in settings:
+            sampling["top_k"] = settings["top_k"]
+        if "seed" in settings:
+            sampling["seed"] = settings["seed"]
+        return sampling
+
+
+def load_local_model(spec: str, *, n_ctx: int, max_tokens: int) -> LocalModel:
+    """A LocalModel for ``local`` or ``local:/path/model.gguf``; the weights load on first use.
+
+    ModelConfigError at once when llama-cpp-python or the weights file is missing.
+    """
+    return LocalModel(resolve_weights(spec), n_ctx=n_ctx, max_tokens=max_tokens)

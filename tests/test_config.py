@@ -1,0 +1,147 @@
+"""Settings: precedence, provenance, errors, and the reference file."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from co_cli.config import Settings, load_settings, settings_reference
+from co_cli.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    for key in list(__import__("os").environ):
+        if key.startswith("CO_CLI_"):
+            monkeypatch.delenv(key)
+    config, project = tmp_path / "config", tmp_path / "project"
+    config.mkdir()
+    (project / ".co-cli").mkdir(parents=True)
+    monkeypatch.setenv("CO_CLI_CONFIG_DIR", str(config))
+    monkeypatch.setenv("CO_CLI_DATA_DIR", str(tmp_path / "data"))
+    return config, project
+
+
+def test_defaults(dirs: tuple[Path, Path]) -> None:
+    _, project = dirs
+    loaded = load_settings(cwd=project)
+    assert loaded.settings.model == "auto"
+    assert loaded.settings.tool_output_trim_chars == 2000
+    assert loaded.settings.max_history_messages == 40
+    assert loaded.sources["model"] == "default"
+    assert loaded.sources["data_dir"] == "environment"
+
+
+def test_precedence_env_over_project_over_user(dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    config, project = dirs
+    (config / "settings.json").write_text(json.dumps({"model": "user-model", "max_history_messages": 10}))
+    (project / ".co-cli" / "settings.json").write_text(json.dumps({"model": "project-model"}))
+    loaded = load_settings(cwd=project)
+    assert loaded.settings.model == "project-model"
+    assert loaded.sources["model"] == "project file"
+    assert loaded.settings.max_history_messages == 10
+    assert loaded.sources["max_history_messages"] == "user file"
+    monkeypatch.setenv("CO_CLI_MODEL", "env-model")
+    loaded = load_settings(cwd=project)
+    assert loaded.settings.model == "env-model"
+    assert loaded.sources["model"] == "environment"
+    loaded = load_settings(cwd=project, model="cli-model")
+    assert loaded.settings.model == "cli-model"
+    assert loaded.sources["model"] == "command line"
+
+
+def test_invalid_env_value_names_the_variable(dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CO_CLI_MAX_HISTORY_MESSAGES", "abc")
+    with pytest.raises(ConfigError) as err:
+        load_settings(cwd=dirs[1])
+    assert "CO_CLI_MAX_HISTORY_MESSAGES" in err.value.message
+    assert err.value.exit_code == 2
+    assert "\n" not in err.value.message
+
+
+def test_malformed_file_names_the_file(dirs: tuple[Path, Path]) -> None:
+    config, project = dirs
+    (config / "settings.json").write_text("{not json")
+    with pytest.raises(ConfigError) as err:
+        load_settings(cwd=project)
+    assert str(config / "settings.json") in err.value.message
+
+
+def test_invalid_value_in_project_file(dirs: tuple[Path, Path]) -> None:
+    _, project = dirs
+    (project / ".co-cli" / "settings.json").write_text(json.dumps({"compact_threshold": 3}))
+    with pytest.raises(ConfigError) as err:
+        load_settings(cwd=project)
+    assert "compact_threshold" in err.value.message and "settings.json" in err.value.message
+
+
+def test_unknown_key_is_an_error(dirs: tuple[Path, Path]) -> None:
+    config, project = dirs
+    (config / "settings.json").write_text(json.dumps({"modle": "x"}))
+    with pytest.raises(ConfigError, match="modle"):
+        load_settings(cwd=project)
+
+
+def test_reference_file_matches_settings_model() -> None:
+    data = json.loads((ROOT / "settings.reference.json").read_text())
+    assert data["settings"] == json.loads(json.dumps(settings_reference(), default=str))
+    assert set(data["settings"]) == set(Settings.model_fields)
+    for name, entry in data["settings"].items():
+        assert entry["env"] == f"CO_CLI_{name.upper()}"
+        assert entry["description"]
+
+
+def _run_co(args: list[str], env_extra: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CO_CLI_")}
+    env.update(CO_CLI_CONFIG_DIR=str(tmp_path / "c"), CO_CLI_DATA_DIR=str(tmp_path / "d"), **env_extra)
+    return subprocess.run(
+        [sys.executable, "-m", "co_cli", *args], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+
+
+def test_cli_bad_setting_is_one_line_exit_2(tmp_path: Path) -> None:
+    result = _run_co(["config", "show"], {"CO_CLI_MAX_HISTORY_MESSAGES": "abc"}, tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.strip().count("\n") == 0
+    assert "CO_CLI_MAX_HISTORY_MESSAGES" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_cli_config_show_masks_secrets(tmp_path: Path) -> None:
+    result = _run_co(["config", "show", "--json"], {"CO_CLI_API_KEY": "sk-very-secret"}, tmp_path)
+    assert result.returncode == 0, result.stderr
+    rows = {row["name"]: row for row in json.loads(result.stdout)}
+    assert rows["api_key"]["value"] == "********"
+    assert rows["api_key"]["source"] == "environment"
+    assert "sk-very-secret" not in result.stdout
+
+
+def test_cli_config_path(tmp_path: Path) -> None:
+    result = _run_co(["config", "path"], {}, tmp_path)
+    assert result.returncode == 0
+    assert str(tmp_path / "d" / "co-cli.db") in result.stdout
+    assert str(tmp_path / "c" / "settings.json") in result.stdout
+
+
+def test_help_does_not_import_pydantic_ai(tmp_path: Path) -> None:
+    code = (
+        "import sys\nfrom co_cli.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "heavy = [m for m in sys.modules if m.startswith(('pydantic_ai', 'openai', 'anthropic', 'google.genai', "
+        "'groq', 'mistralai', 'llama_cpp'))]\nprint('HEAVY', heavy)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert "HEAVY []" in result.stdout, result.stdout + result.stderr
+    assert "chat" in result.stdout and "sessions" in result.stdout
+
+
+def test_version(tmp_path: Path) -> None:
+    result = _run_co(["--version"], {}, tmp_path)
+    assert result.returncode == 0 and result.stdout.startswith("co ")

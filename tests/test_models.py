@@ -1,0 +1,96 @@
+"""Model resolution: explicit strings, base_url, auto order, errors, context windows."""
+
+from __future__ import annotations
+
+import pytest
+
+from co_cli.config import Settings
+from co_cli.errors import ModelConfigError
+from co_cli.models import ASSUMED_CONTEXT_WINDOW, build_model, choose_model, context_window_for, resolve_model
+
+PROVIDER_KEYS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    for key in PROVIDER_KEYS:
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("CO_CLI_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("CO_CLI_CONFIG_DIR", str(tmp_path))
+
+
+def settings(**kw: object) -> Settings:
+    return Settings(**kw)  # type: ignore[arg-type]
+
+
+def test_explicit_model_string_wins() -> None:
+    choice = choose_model(settings(model="openai-chat:gpt-4o"), "environment")
+    assert choice.spec == "openai-chat:gpt-4o"
+    assert "environment" in choice.reason
+
+
+def test_base_url_comes_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "x")
+    choice = choose_model(settings(base_url="http://127.0.0.1:9/v1", model="qwen"))
+    assert choice.base_url and choice.spec == "qwen"
+    assert "127.0.0.1" in choice.reason
+
+
+@pytest.mark.parametrize(
+    ("keys", "expected"),
+    [
+        ({"ANTHROPIC_API_KEY": "a", "OPENAI_API_KEY": "o"}, "anthropic:"),
+        ({"OPENAI_API_KEY": "o", "GEMINI_API_KEY": "g"}, "openai:"),
+        ({"GEMINI_API_KEY": "g"}, "google:"),
+        ({"GOOGLE_API_KEY": "g"}, "google:"),
+    ],
+)
+def test_auto_picks_provider_by_key(monkeypatch: pytest.MonkeyPatch, keys: dict[str, str], expected: str) -> None:
+    for key, value in keys.items():
+        monkeypatch.setenv(key, value)
+    choice = choose_model(settings())
+    assert choice.spec.startswith(expected)
+    assert "auto" in choice.reason
+
+
+def test_auto_falls_back_to_local_or_explains(monkeypatch: pytest.MonkeyPatch) -> None:
+    import co_cli.local.weights as weights
+
+    monkeypatch.setattr(weights, "local_model_available", lambda: True)
+    assert choose_model(settings()).spec == "local"
+    monkeypatch.setattr(weights, "local_model_available", lambda: False)
+    with pytest.raises(ModelConfigError) as err:
+        choose_model(settings())
+    assert "CO_CLI_MODEL" in err.value.message and "co-cli[local]" in err.value.message
+
+
+def test_unknown_model_is_a_clear_error() -> None:
+    with pytest.raises(ModelConfigError, match="unknown model"):
+        build_model(choose_model(settings(model="gpt-nonsense")), settings())
+    with pytest.raises(ModelConfigError, match="nosuchprovider"):
+        build_model(choose_model(settings(model="nosuchprovider:model")), settings())
+
+
+def test_missing_key_is_a_clear_error() -> None:
+    with pytest.raises(ModelConfigError) as err:
+        build_model(choose_model(settings(model="anthropic:claude-sonnet-4-5")), settings())
+    assert "ANTHROPIC_API_KEY" in err.value.message
+
+
+def test_compatible_server_never_gets_openai_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-secret")
+    s = settings(base_url="http://127.0.0.1:9/v1", model="m", api_key="server-key")
+    model = build_model(choose_model(s), s)
+    client = model._provider.client  # type: ignore[attr-defined]
+    assert client.api_key == "server-key"
+    s2 = settings(base_url="http://127.0.0.1:9/v1", model="m")
+    client2 = build_model(choose_model(s2), s2)._provider.client  # type: ignore[attr-defined]
+    assert client2.api_key != "sk-openai-secret"
+
+
+def test_context_window_sources() -> None:
+    resolved = resolve_model(settings(model="test"))
+    assert resolved.context_window == ASSUMED_CONTEXT_WINDOW
+    assert "assumed" in resolved.window_source
+    window, source = context_window_for(resolved.model, settings(context_window=32000))
+    assert (window, source) == (32000, "context_window setting")
