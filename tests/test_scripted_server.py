@@ -1,16 +1,24 @@
-"""The scripted server speaks Chat Completions well enough for the OpenAI client path co uses."""
+"""Self-tests of the test harness.
+
+The scripted server speaks Chat Completions well enough for the OpenAI client path co uses, and the terminal
+helpers can drive a prompt_toolkit REPL.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 from typing import Any
 
+import pexpect
 import pytest
 
+from tests.support import co_process
 from tests.support.scripted_server import Error, Hang, ScriptedServer, Text, ToolCalls, Usage
 
 allow_model_requests = pytest.mark.allow_model_requests
@@ -340,3 +348,84 @@ def test_model_requests_are_blocked_without_the_marker(scripted_server: Scripted
         make_agent(scripted_server).run_sync("hi")
 
     assert scripted_server.requests == []
+
+
+FAKE_REPL = """
+import sys
+from prompt_toolkit import PromptSession
+
+session = PromptSession(bottom_toolbar=lambda: "context 3%")
+while True:
+    try:
+        line = session.prompt("co> ")
+    except KeyboardInterrupt:
+        print("cancelled")
+        continue
+    except EOFError:
+        print("bye")
+        break
+    for ch in f"answer: {line}":  # printed piecemeal, as a streamed answer is
+        sys.stdout.write(ch)
+        sys.stdout.flush()
+    print()
+"""
+
+
+def test_pty_helpers_drive_a_prompt_toolkit_repl(
+    tmp_path: Path, co_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = tmp_path / "fake_repl.py"
+    script.write_text(FAKE_REPL)
+    monkeypatch.setattr(co_process, "CO_COMMAND", [sys.executable, str(script)])
+    child = co_process.spawn_co([], co_env, tmp_path, timeout=10)
+
+    assert co_process.expect_prompt(child) == ""
+    co_process.send_line(child, "hello co> world")
+    assert co_process.expect_prompt(child).endswith("answer: hello co> world\n")
+    co_process.ctrl_c(child)
+    assert co_process.expect_prompt(child).endswith("cancelled\n")
+    co_process.ctrl_d(child)
+    child.expect(pexpect.EOF)
+    assert "bye" in co_process.transcript(child)
+    assert "\x1b" not in co_process.transcript(child)
+
+
+def test_run_co_pipes_input_and_sets_up_the_environment(
+    tmp_path: Path, co_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = tmp_path / "show.py"
+    script.write_text("import os, sys\nprint(sys.argv[1:], sys.stdin.read().upper(), os.environ['TERM'])\n")
+    monkeypatch.setattr(co_process, "CO_COMMAND", [sys.executable, str(script)])
+
+    result = co_process.run_co(["chat", "-p"], co_env, tmp_path, input="piped")
+
+    assert result.returncode == 0
+    assert result.stdout == "['chat', '-p'] PIPED xterm-256color\n"
+
+
+def test_strip_ansi() -> None:
+    styled = "\x1b[?2004h\x1b[0;32;1mco>\x1b[0m hi\x1b]8;;http://x\x07link\x1b]8;;\x07\r\n\x1b=\x1b(B"
+    assert co_process.strip_ansi(styled) == "co> hilink\n"
+
+
+def test_co_env_is_hermetic(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "CO_CLI_MODEL", "NO_COLOR", "SOME_OTHER_API_KEY"):
+        monkeypatch.setenv(name, "leak")
+    monkeypatch.setenv("KEEP_ME", "yes")
+    env: dict[str, str] = request.getfixturevalue("co_env")
+
+    assert not any(v == "leak" for v in env.values())
+    assert env["KEEP_ME"] == "yes"
+    for name in ("HOME", "CO_CLI_DATA_DIR", "CO_CLI_CONFIG_DIR"):
+        assert Path(env[name]).is_dir()
+        assert Path(env[name]).is_relative_to(tmp_path)
+
+
+def test_co_server_env_points_at_the_server(
+    co_server_env: dict[str, str], scripted_server: ScriptedServer
+) -> None:
+    assert co_server_env["CO_CLI_BASE_URL"] == scripted_server.base_url
+    assert co_server_env["CO_CLI_MODEL"] == "scripted"
+    assert co_server_env["CO_CLI_API_KEY"] == "test-key"

@@ -10,7 +10,14 @@ from typing import Any
 import pytest
 from pydantic_ai import Agent
 from pydantic_ai.capabilities import HandleDeferredToolCalls
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+)
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import DeferredToolRequests, ToolApproved
 
@@ -206,7 +213,9 @@ def test_handler_uses_deps_getter(deps: CoDeps) -> None:
 
 
 def test_describe_call_shows_exact_command_and_paths() -> None:
-    assert describe_call("run_shell", {"command": "rm -rf build && make"}) == "run_shell: rm -rf build && make"
+    assert (
+        describe_call("run_shell", {"command": "rm -rf build && make"}) == "run_shell: rm -rf build && make"
+    )
     assert describe_call("run_shell", {"command": "echo a\nrm x"}) == "run_shell: 'echo a\\nrm x'"
     assert describe_call("run_shell", {"command": "ls", "timeout": 5}) == "run_shell: ls  (timeout 5 s)"
     assert describe_call("read_file", {"path": "../x.txt"}) == "read_file: ../x.txt"

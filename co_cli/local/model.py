@@ -17,12 +17,11 @@ import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic_ai import _utils
-from pydantic_ai._run_context import RunContext
+from pydantic_ai import RunContext
 from pydantic_ai.messages import (
     ERROR_OUTCOMES,
     CompactionPart,
@@ -46,7 +45,7 @@ from pydantic_ai.usage import RequestUsage
 
 from co_cli.errors import ModelConfigError, ProviderError
 from co_cli.local.toolcalls import ParsedCall, parse_tool_calls, streamable_length
-from co_cli.local.weights import resolve_weights
+from co_cli.local.weights import INSTALL_HINT, resolve_weights
 
 DEFAULT_TEMPERATURE = 0.4
 DEFAULT_TOP_P = 0.9
@@ -59,10 +58,6 @@ LoadHook = Callable[[str], AbstractContextManager[object]]
 
 _SPECIAL_TOKEN = re.compile(r"<\|[A-Za-z0-9_]{1,64}\|>")
 _TRUNCATION_MARK = "\n[... cut to fit the context window ...]\n"
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Loading
 
 
 @dataclass
@@ -106,7 +101,7 @@ def _load(path: Path, n_ctx: int) -> LoadedLlama:
         from llama_cpp import llama_chat_format
         from llama_cpp import llama_cpp as llama_api
     except ImportError:
-        raise ModelConfigError("the embedded model needs llama-cpp-python: pip install 'co-cli[local]'") from None
+        raise ModelConfigError(f"the embedded model needs llama-cpp-python: {INSTALL_HINT}") from None
     default_params = llama_api.llama_model_default_params
 
     def params_without_extra_buffers() -> Any:
@@ -131,7 +126,9 @@ def _load(path: Path, n_ctx: int) -> LoadedLlama:
         raise ModelConfigError(f"model file {path} has no chat template")
     eos_token = _token_text(llama, llama.token_eos())
     bos_token = _token_text(llama, llama.token_bos())
-    formatter = llama_chat_format.Jinja2ChatFormatter(template=template, eos_token=eos_token, bos_token=bos_token)
+    formatter = llama_chat_format.Jinja2ChatFormatter(
+        template=template, eos_token=eos_token, bos_token=bos_token
+    )
     stop = sorted(set(_SPECIAL_TOKEN.findall(template)) | ({eos_token} if eos_token else set()))
     return LoadedLlama(llama=llama, formatter=formatter, stop=stop)
 
@@ -145,10 +142,6 @@ def _token_text(llama: Any, token: int) -> str:
 def _one_line(exc: BaseException) -> str:
     text = " ".join(str(exc).split()) or type(exc).__name__
     return text[:300]
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Rendering messages into chat turns
 
 
 @dataclass
@@ -172,7 +165,9 @@ def tool_instructions(tools: Sequence[ToolDefinition]) -> str:
     ]
     for tool in tools:
         lines.append(f"- {tool.name}: {(tool.description or '').strip() or 'no description'}")
-        lines.append(f"  Arguments (JSON schema): {json.dumps(tool.parameters_json_schema, ensure_ascii=False)}")
+        lines.append(
+            f"  Arguments (JSON schema): {json.dumps(tool.parameters_json_schema, ensure_ascii=False)}"
+        )
     example = {"name": tools[0].name, "arguments": _example_arguments(tools[0].parameters_json_schema)}
     lines += [
         "",
@@ -197,7 +192,7 @@ def _example_arguments(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def render_turns(messages: Sequence[ModelMessage], system_prompt: str) -> list[ChatTurn]:
-    """The conversation as chat turns: one system turn (``system_prompt`` plus system parts), then the rest."""
+    """The conversation as chat turns: one system turn (``system_prompt`` and system parts), then the rest."""
     system_texts = [system_prompt] if system_prompt.strip() else []
     turns: list[ChatTurn] = []
     for message in messages:
@@ -276,20 +271,25 @@ def chat_messages(turns: Sequence[ChatTurn]) -> list[dict[str, str]]:
     return merged
 
 
-def fit_turns(turns: list[ChatTurn], count_tokens: Callable[[list[dict[str, str]]], int], budget: int) -> list[ChatTurn]:
-    """Drop the oldest turns (never the system turn or anything from the latest prompt on) until the chat fits
-    ``budget`` tokens; then cut the longest turn in the middle. ProviderError if it still cannot fit."""
+def fit_turns(
+    turns: list[ChatTurn], count_tokens: Callable[[list[dict[str, str]]], int], budget: int
+) -> list[ChatTurn]:
+    """Fit the chat into ``budget`` tokens.
+
+    Drops the oldest exchanges (never the system turn, nor anything from the latest prompt on), then cuts
+    the longest turn in the middle. ProviderError when it still cannot fit.
+    """
     turns = list(turns)
     while count_tokens(chat_messages(turns)) > budget:
         keep_from = _latest_prompt_index(turns)
-        droppable = [index for index, turn in enumerate(turns[:keep_from]) if turn.kind != "system"]
-        if not droppable:
+        first = next((index for index, turn in enumerate(turns) if turn.kind != "system"), keep_from)
+        if first >= keep_from:
             break
-        del turns[droppable[0]]
-        while len(turns) > 1 and turns[0].kind == "system" and turns[1].kind in ("assistant", "tool_result"):
-            if _latest_prompt_index(turns) <= 1:
-                break
-            del turns[1]
+        # The oldest exchange goes as a whole: a prompt with the replies and tool results after it.
+        end = next(
+            (index for index in range(first + 1, keep_from) if turns[index].kind == "prompt"), keep_from
+        )
+        del turns[first:end]
     for _ in range(12):
         total = count_tokens(chat_messages(turns))
         if total <= budget:
@@ -301,7 +301,9 @@ def fit_turns(turns: list[ChatTurn], count_tokens: Callable[[list[dict[str, str]
             break
         head = keep * 2 // 3
         turns[longest] = ChatTurn(
-            turns[longest].role, content[:head] + _TRUNCATION_MARK + content[-(keep - head) :], turns[longest].kind
+            turns[longest].role,
+            content[:head] + _TRUNCATION_MARK + content[-(keep - head) :],
+            turns[longest].kind,
         )
     raise ProviderError(f"the conversation does not fit the local model's context window ({budget} tokens)")
 
@@ -311,10 +313,6 @@ def _latest_prompt_index(turns: Sequence[ChatTurn]) -> int:
         if turns[index].kind == "prompt":
             return index
     return len(turns) - 1 if turns else 0
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Generation
 
 
 @dataclass
@@ -332,6 +330,7 @@ class _Generation:
     sampling: dict[str, Any]
     queue: asyncio.Queue[str | _Finished] = field(default_factory=asyncio.Queue)
     stop_event: threading.Event = field(default_factory=threading.Event)
+    finish_reason: str | None = None
 
     def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -355,7 +354,9 @@ class _Generation:
                 return
             chunks: Any = None
             try:
-                chunks = self.loaded.llama.create_chat_completion(messages=self.chat, stream=True, **self.sampling)
+                chunks = self.loaded.llama.create_chat_completion(
+                    messages=self.chat, stream=True, **self.sampling
+                )
                 for chunk in chunks:
                     if self.stop_event.is_set():
                         break
@@ -380,8 +381,6 @@ class _Generation:
                 return
             yield item
 
-    finish_reason: str | None = None
-
 
 @dataclass
 class LocalStreamedResponse(StreamedResponse):
@@ -392,7 +391,7 @@ class LocalStreamedResponse(StreamedResponse):
     _tool_names: set[str]
     _prompt_tokens: int
     _single_call: bool = False
-    _timestamp: datetime = field(default_factory=_utils.now_utc)
+    _timestamp: datetime = field(default_factory=lambda: datetime.now(UTC))
 
     async def _get_event_iterator(self) -> AsyncIterator[ModelResponseStreamEvent]:
         produced: list[str] = []
@@ -402,20 +401,23 @@ class LocalStreamedResponse(StreamedResponse):
             pending += text
             ready = streamable_length(pending) if self._tool_names else len(pending)
             if ready:
-                for event in self._parts_manager.handle_text_delta(vendor_part_id="text", content=pending[:ready]):
+                for event in self._parts_manager.handle_text_delta(
+                    vendor_part_id="text", content=pending[:ready]
+                ):
                     yield event
                 pending = pending[ready:]
         leftover, calls = parse_tool_calls(pending, self._tool_names)
         if self._single_call:
             calls = calls[:1]
-        if leftover.strip() or (pending.strip() and not calls):
-            for event in self._parts_manager.handle_text_delta(vendor_part_id="text", content=leftover or pending):
+        if leftover.strip():
+            for event in self._parts_manager.handle_text_delta(vendor_part_id="text", content=leftover):
                 yield event
         for index, call in enumerate(calls):
             yield self._tool_call_event(index, call)
         completion = "".join(produced)
         self._usage = RequestUsage(
-            input_tokens=self._prompt_tokens, output_tokens=self._generation.loaded.count_text_tokens(completion)
+            input_tokens=self._prompt_tokens,
+            output_tokens=self._generation.loaded.count_text_tokens(completion),
         )
         self.finish_reason = _finish_reason(self._generation.finish_reason, bool(calls))
 
@@ -427,8 +429,11 @@ class LocalStreamedResponse(StreamedResponse):
             tool_call_id=f"call_{uuid.uuid4().hex[:24]}",
         )
 
-    async def close_stream(self) -> None:
+    def stop_generation(self) -> None:
         self._generation.stop()
+
+    async def close_stream(self) -> None:
+        self.stop_generation()
 
     @property
     def model_name(self) -> str:
@@ -453,10 +458,6 @@ def _finish_reason(reason: str | None, called_tools: bool) -> Literal["stop", "l
     if reason == "length":
         return "length"
     return "stop" if reason else None
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# The model
 
 
 @dataclass(init=False)
@@ -522,7 +523,7 @@ class LocalModel(Model):
         return is_loaded(self.weights_path, self.n_ctx)
 
     def ensure_loaded(self) -> LoadedLlama:
-        """Load the weights now (once per process), inside the ``on_load`` hook when they are not loaded yet."""
+        """Load the weights now (once per process), inside the ``on_load`` hook if not loaded yet."""
         if self.loaded:
             return load_llama(self.weights_path, self.n_ctx)
         with self._load_context():
@@ -544,13 +545,15 @@ class LocalModel(Model):
         model_settings: ModelSettings | None,
         model_request_parameters: ModelRequestParameters,
     ) -> ModelResponse:
-        model_settings, model_request_parameters = self.prepare_request(model_settings, model_request_parameters)
+        model_settings, model_request_parameters = self.prepare_request(
+            model_settings, model_request_parameters
+        )
         stream = await self._open_stream(messages, model_settings, model_request_parameters)
         try:
             async for _ in stream:
                 pass
         finally:
-            stream._generation.stop()
+            stream.stop_generation()
         return stream.get()
 
     @asynccontextmanager
@@ -561,12 +564,14 @@ class LocalModel(Model):
         model_request_parameters: ModelRequestParameters,
         run_context: RunContext[Any] | None = None,
     ) -> AsyncGenerator[StreamedResponse]:
-        model_settings, model_request_parameters = self.prepare_request(model_settings, model_request_parameters)
+        model_settings, model_request_parameters = self.prepare_request(
+            model_settings, model_request_parameters
+        )
         stream = await self._open_stream(messages, model_settings, model_request_parameters)
         try:
             yield stream
         finally:
-            stream._generation.stop()
+            stream.stop_generation()
 
     async def _open_stream(
         self,
@@ -578,10 +583,14 @@ class LocalModel(Model):
         settings = model_settings or {}
         max_tokens = min(settings.get("max_tokens", self.max_tokens), self.n_ctx // 2)
         tools = [*params.function_tools, *params.output_tools]
-        instructions = "\n\n".join(part.content for part in self._get_instruction_parts(messages, params) or [])
+        instructions = "\n\n".join(
+            part.content for part in self._get_instruction_parts(messages, params) or []
+        )
         system_prompt = "\n\n".join(text for text in (instructions, tool_instructions(tools)) if text.strip())
         turns = render_turns(messages, system_prompt)
-        fitted = await asyncio.to_thread(fit_turns, turns, loaded.count_prompt_tokens, self.n_ctx - max_tokens)
+        fitted = await asyncio.to_thread(
+            fit_turns, turns, loaded.count_prompt_tokens, self.n_ctx - max_tokens
+        )
         chat = chat_messages(fitted)
         prompt_tokens = await asyncio.to_thread(loaded.count_prompt_tokens, chat)
         sampling = self._sampling(settings, max_tokens, loaded.stop)

@@ -63,7 +63,9 @@ def describe_call(tool_name: str, args: Mapping[str, Any]) -> str:
     return f"{tool_name}({shown_args})"
 
 
-def build_request(tool_name: str, args: dict[str, Any], metadata: Mapping[str, Any] | None) -> ApprovalRequest:
+def build_request(
+    tool_name: str, args: dict[str, Any], metadata: Mapping[str, Any] | None
+) -> ApprovalRequest:
     """An ApprovalRequest from a deferred call and the metadata its tool attached to ``ApprovalRequired``."""
     metadata = metadata or {}
     reason = str(metadata.get("reason") or DEFAULT_REASON)

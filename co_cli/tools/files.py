@@ -116,7 +116,9 @@ def list_dir(ctx: RunContext[CoDeps], path: str = ".") -> str:
     for entry in entries[:LIST_DIR_CAP]:
         kind, size = _describe_entry(entry)
         name = entry.name + "/" if kind == "dir" else entry.name
-        lines.append(f"{kind:<5} {size:>10}  {name}" if kind != "link" else f"{kind:<5} {'':>10}  {name} {size}")
+        lines.append(
+            f"{kind:<5} {size:>10}  {name}" if kind != "link" else f"{kind:<5} {'':>10}  {name} {size}"
+        )
     if len(entries) > LIST_DIR_CAP:
         lines.append(f"[{len(entries) - LIST_DIR_CAP} more entries not shown; {len(entries)} in total]")
     return "\n".join(lines)
@@ -144,7 +146,11 @@ def _glob_matches(glob: str, file_path: Path, root: Path) -> bool:
 
 def _searchable(file_path: Path) -> bool:
     try:
-        return file_path.is_file() and file_path.stat().st_size <= GREP_MAX_FILE_BYTES and not is_binary(file_path)
+        return (
+            file_path.is_file()
+            and file_path.stat().st_size <= GREP_MAX_FILE_BYTES
+            and not is_binary(file_path)
+        )
     except OSError:
         return False
 

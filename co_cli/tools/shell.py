@@ -90,7 +90,7 @@ def effective_timeout(requested: float | None, configured: float) -> float:
 
 def _signal_group(pid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.kill(pid, sig)
+        os.killpg(pid, sig)
 
 
 async def kill_process_group(process: asyncio.subprocess.Process) -> None:
@@ -147,7 +147,10 @@ async def execute_command(command: str, *, cwd: str, timeout: float, output_limi
         return f"Error: cannot start bash: {exc.strerror or exc}"
     assert process.stdout is not None and process.stderr is not None
     out, err = BoundedCapture(output_limit * 4), BoundedCapture(output_limit * 4)
-    pumps = [asyncio.ensure_future(_pump(process.stdout, out)), asyncio.ensure_future(_pump(process.stderr, err))]
+    pumps = [
+        asyncio.ensure_future(_pump(process.stdout, out)),
+        asyncio.ensure_future(_pump(process.stderr, err)),
+    ]
     waiter = asyncio.ensure_future(process.wait())
     timed_out_after: float | None = None
     try:
@@ -165,7 +168,9 @@ async def execute_command(command: str, *, cwd: str, timeout: float, output_limi
             with contextlib.suppress(ProcessLookupError):
                 await asyncio.shield(process.wait())
     out_budget, err_budget = split_budget(out.size(), err.size(), output_limit)
-    return format_result(process.returncode, out.shortened(out_budget), err.shortened(err_budget), timed_out_after)
+    return format_result(
+        process.returncode, out.shortened(out_budget), err.shortened(err_budget), timed_out_after
+    )
 
 
 async def run_shell(ctx: RunContext[CoDeps], command: str, timeout: float | None = None) -> str:

@@ -38,7 +38,9 @@ def _prompt_pattern(prompt: str) -> str:
     """
     shown = _ANSI_GAP.join(re.escape(ch) for ch in prompt.rstrip(" "))
     trailing = r"(?: |\x1b\[\d*C)?" if prompt != prompt.rstrip(" ") else ""
-    return f"{_BRACKETED_PASTE_ON}{_ANSI_GAP}{shown}{trailing}|(?:\\A|(?<=[\\r\\n])){_ANSI_GAP}{shown}{trailing}{_ANSI_GAP}\\Z"
+    after_paste_mode_on = f"{_BRACKETED_PASTE_ON}{_ANSI_GAP}{shown}{trailing}"
+    last_on_its_line = rf"(?:\A|(?<=[\r\n])){_ANSI_GAP}{shown}{trailing}{_ANSI_GAP}\Z"
+    return f"{after_paste_mode_on}|{last_on_its_line}"
 
 
 PROMPT_PATTERN = re.compile(_prompt_pattern(PROMPT))
