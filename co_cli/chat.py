@@ -6,8 +6,15 @@ import asyncio
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from co_cli.config import LoadedSettings, load_settings
+from co_cli.config import LoadedSettings, Settings, load_settings
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from co_cli.repl.conversation import Conversation
+    from co_cli.store.sessions import SessionInfo, SessionStore
 
 
 @dataclass(frozen=True)
@@ -28,11 +35,8 @@ def run_chat(options: ChatOptions) -> int:
 async def _chat(options: ChatOptions, loaded: LoadedSettings) -> int:
     from rich.console import Console
 
-    from co_cli.deps import CoDeps
-    from co_cli.errors import SessionNotFound
-    from co_cli.models import resolve_model
+    from co_cli.models import choose_model
     from co_cli.repl.app import ChatApp
-    from co_cli.repl.conversation import Conversation
 
     settings, paths = loaded.settings, loaded.paths
     interactive = options.prompt is None and sys.stdin.isatty() and sys.stdout.isatty()
@@ -44,61 +48,98 @@ async def _chat(options: ChatOptions, loaded: LoadedSettings) -> int:
 
         paths.ensure_data_dir()
         store = SessionStore.open(paths.db)
-
-    session = None
-    if options.resume is not None:
-        assert store is not None
-        session = store.latest() if options.resume == "@latest" else store.get(options.resume)
-        if session is None:
-            raise SessionNotFound("no saved sessions to resume yet")
-        if options.model is None and session.model:
-            settings = settings.model_copy(update={"model": session.model})
-
-    source = loaded.sources.get("model", "default")
-    _install_local_spinner(console if interactive else None)
-    resolved = resolve_model(settings, source)
-    deps = CoDeps(settings=settings, paths=paths, cwd=Path.cwd(), store=store)
-    app: ChatApp | None = None
-
-    async def ask(request):  # type: ignore[no-untyped-def]
-        assert app is not None
-        return await app.ask_approval(request)
-
-    conv = Conversation(
-        resolved=resolved,
-        deps=deps,
-        store=store,
-        ask_approval=ask if interactive and not options.approve_all else None,
-        approve_all=options.approve_all,
-    )
     try:
-        if session is not None:
-            assert store is not None
-            if options.fork:
-                session = store.fork(session.id)
-            conv.load(session)
-        app = ChatApp(conv, loaded, interactive=interactive, console=console)
-        if options.prompt is not None:
-            return await app.run_once(options.prompt)
-        if not interactive:
-            if session is not None:
-                app.show_resumed()
-            return await app.run_lines(sys.stdin)
-        await app.run_interactive()
-        return 0
+        session = _session_to_resume(store, options)
+        if session is not None and options.model is None and session.model:
+            settings = settings.model_copy(update={"model": session.model})
+        source = (
+            "session"
+            if session is not None and options.model is None
+            else loaded.sources.get("model", "default")
+        )
+        choice = choose_model(settings, source)
+        app: ChatApp
+
+        async def ask(request: Any) -> str:
+            return await app.ask_approval(request)
+
+        def build() -> Conversation:
+            return _build_conversation(
+                settings, loaded, choice, store, session, options, ask if interactive else None, console
+            )
+
+        if interactive and session is None:
+            # Draw the prompt at once; pydantic-ai and the provider SDK load while the user types.
+            pending = asyncio.ensure_future(asyncio.to_thread(build))
+            app = ChatApp(pending, loaded, choice=choice, store=store, interactive=True, console=console)
+            await app.run_interactive()
+            return 0
+        conv = build()
+        app = ChatApp(conv, loaded, choice=choice, store=store, interactive=interactive, console=console)
+        try:
+            if options.prompt is not None:
+                return await app.run_once(options.prompt)
+            if not interactive:
+                if session is not None:
+                    app.show_resumed()
+                return await app.run_lines(sys.stdin)
+            await app.run_interactive()
+            return 0
+        finally:
+            conv.release()
     finally:
-        conv.release()
         if store is not None:
             store.close()
 
 
-def _install_local_spinner(console: object | None) -> None:
-    """Show a spinner while the embedded model loads (interactive only)."""
-    if console is None:
-        return
-    from rich.console import Console
+def _session_to_resume(store: SessionStore | None, options: ChatOptions) -> SessionInfo | None:
+    from co_cli.errors import SessionNotFound
 
-    assert isinstance(console, Console)
+    if options.resume is None:
+        return None
+    assert store is not None
+    session = store.latest() if options.resume == "@latest" else store.get(options.resume)
+    if session is None:
+        raise SessionNotFound("no saved sessions to resume yet")
+    if options.fork:
+        session = store.fork(session.id)
+    return session
+
+
+def _build_conversation(
+    settings: Settings,
+    loaded: LoadedSettings,
+    choice: Any,
+    store: SessionStore | None,
+    session: SessionInfo | None,
+    options: ChatOptions,
+    ask: Any,
+    console: Console,
+) -> Conversation:
+    from co_cli.deps import CoDeps
+    from co_cli.models import ResolvedModel, build_model, context_window_for
+    from co_cli.repl.conversation import Conversation
+
+    if ask is not None:
+        _install_local_spinner(console)
+    model = build_model(choice, settings)
+    window, window_source = context_window_for(model, settings)
+    resolved = ResolvedModel(model=model, choice=choice, context_window=window, window_source=window_source)
+    deps = CoDeps(settings=settings, paths=loaded.paths, cwd=Path.cwd(), store=store)
+    conv = Conversation(
+        resolved=resolved,
+        deps=deps,
+        store=store,
+        ask_approval=None if options.approve_all else ask,
+        approve_all=options.approve_all,
+    )
+    if session is not None:
+        conv.load(session)
+    return conv
+
+
+def _install_local_spinner(console: Console) -> None:
+    """Show a spinner while the embedded model loads (interactive only)."""
     try:
         from co_cli.local.model import LocalModel
     except ImportError:

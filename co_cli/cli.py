@@ -29,7 +29,9 @@ app.add_typer(config_app, name="config")
 def _mount_sessions() -> None:
     from co_cli.sessions_cli import app as sessions_app
 
-    app.add_typer(sessions_app, name="sessions", help="List, show, search, export, import, rename and delete sessions.")
+    app.add_typer(
+        sessions_app, name="sessions", help="List, show, search, export, import, rename and delete sessions."
+    )
 
 
 def _version(value: bool) -> None:
@@ -49,18 +51,30 @@ def _root(
 
 @app.command()
 def chat(
-    model: Annotated[str | None, typer.Option("--model", "-m", help="Model for this run (overrides the setting).")] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", "-m", help="Model for this run (overrides the setting).")
+    ] = None,
     prompt: Annotated[
-        str | None, typer.Option("--print", "-p", help="One turn, non-interactive: print the answer and exit.")
+        str | None,
+        typer.Option("--print", "-p", help="One turn, non-interactive: print the answer and exit."),
     ] = None,
     resume: Annotated[
         str | None,
-        typer.Option("--resume", "-r", help="Continue a session by id or unique prefix; alone, the latest one."),
+        typer.Option(
+            "--resume", "-r", help="Continue a session by id or unique prefix; alone, the latest one."
+        ),
     ] = None,
-    continue_: Annotated[bool, typer.Option("--continue", "-c", help="Continue the most recently updated session.")] = False,
-    fork: Annotated[bool, typer.Option("--fork", help="With --resume: continue in a copy; the original is untouched.")] = False,
+    continue_: Annotated[
+        bool, typer.Option("--continue", "-c", help="Continue the most recently updated session.")
+    ] = False,
+    fork: Annotated[
+        bool, typer.Option("--fork", help="With --resume: continue in a copy; the original is untouched.")
+    ] = False,
     approve_all: Annotated[
-        bool, typer.Option("--approve-all", help="Approve every tool call without asking (for non-interactive use).")
+        bool,
+        typer.Option(
+            "--approve-all", help="Approve every tool call without asking (for non-interactive use)."
+        ),
     ] = False,
     no_save: Annotated[bool, typer.Option("--no-save", help="Do not save this conversation.")] = False,
 ) -> None:

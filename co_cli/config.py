@@ -69,17 +69,27 @@ class Settings(BaseSettings):
         40, ge=0, description="Summarise the middle of the history past this many messages; 0 disables."
     )
     context_window: int = Field(
-        0, ge=0, description="Context window in tokens; 0 looks it up for the model (assumes 128k if unknown)."
+        0,
+        ge=0,
+        description="Context window in tokens; 0 looks it up for the model (assumes 128k if unknown).",
     )
     compact_threshold: float = Field(
         0.8, gt=0, le=1, description="Summarise the middle of the history past this fraction of the window."
     )
     local_n_ctx: int = Field(4096, ge=512, description="Context size (n_ctx) of the embedded local model.")
-    local_max_tokens: int = Field(512, ge=16, description="Cap on tokens per answer of the embedded local model.")
-    request_timeout: float = Field(120.0, gt=0, description="Seconds to wait for a model provider's response.")
-    shell_timeout: float = Field(60.0, gt=0, description="Seconds a run_shell command may take before it is killed.")
+    local_max_tokens: int = Field(
+        512, ge=16, description="Cap on tokens per answer of the embedded local model."
+    )
+    request_timeout: float = Field(
+        120.0, gt=0, description="Seconds to wait for a model provider's response."
+    )
+    shell_timeout: float = Field(
+        60.0, gt=0, description="Seconds a run_shell command may take before it is killed."
+    )
     shell_output_limit: int = Field(
-        20000, ge=100, description="Characters of run_shell output returned to the model (head and tail kept)."
+        20000,
+        ge=100,
+        description="Characters of run_shell output returned to the model (head and tail kept).",
     )
     data_dir: Path = Field(
         default_factory=default_data_dir,

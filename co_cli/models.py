@@ -57,7 +57,9 @@ def choose_model(settings: Settings, source: str = "default") -> ModelChoice:
     spec = settings.model.strip()
     if settings.base_url:
         name = "default" if spec in ("", "auto") else spec
-        return ModelChoice(spec=name, reason=f"OpenAI-compatible server at {settings.base_url}", base_url=settings.base_url)
+        return ModelChoice(
+            spec=name, reason=f"OpenAI-compatible server at {settings.base_url}", base_url=settings.base_url
+        )
     if spec not in ("", "auto"):
         return ModelChoice(spec=spec, reason=f"model setting ({source})")
     for keys, model in AUTO_PROVIDERS:
@@ -67,7 +69,9 @@ def choose_model(settings: Settings, source: str = "default") -> ModelChoice:
     from co_cli.local.weights import local_model_available
 
     if local_model_available():
-        return ModelChoice(spec="local", reason="auto: no provider key or server configured; embedded local model")
+        return ModelChoice(
+            spec="local", reason="auto: no provider key or server configured; embedded local model"
+        )
     raise ModelConfigError(HOW_TO_CONFIGURE)
 
 
@@ -121,7 +125,9 @@ def context_window_for(model: Model, settings: Settings) -> tuple[int, str]:
         return settings.context_window, "context_window setting"
     window = getattr(model, "context_window", None)
     if window:
-        source = "local model n_ctx" if getattr(model, "system", "") == "local" else "model profile (genai-prices)"
+        source = (
+            "local model n_ctx" if getattr(model, "system", "") == "local" else "model profile (genai-prices)"
+        )
         return int(window), source
     return ASSUMED_CONTEXT_WINDOW, "assumed (unknown model; set context_window)"
 

@@ -57,7 +57,7 @@ def deps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CoDeps:
 
 
 class Script:
-    """A FunctionModel that makes the given tool calls one per step, then answers with the last tool result."""
+    """A FunctionModel making the given tool calls one per step, then answering with the last tool result."""
 
     def __init__(self, calls: list[tuple[str, dict[str, Any]]]) -> None:
         self.calls = calls

@@ -111,7 +111,7 @@ def test_list_dir_types_sizes_sorted(deps: CoDeps) -> None:
     assert len(lines) == 3
     assert lines[0].split() == ["dir", "-", "a_dir/"]
     assert lines[1].split() == ["file", "5", "b.txt"]
-    assert lines[2].split() == ["link", "c_link", "->", "b.txt"]
+    assert lines[2].split() == ["link", "-", "c_link", "->", "b.txt"]
 
 
 def test_list_dir_caps_entries(deps: CoDeps) -> None:

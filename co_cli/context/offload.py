@@ -21,7 +21,9 @@ HEAD_CHARS = 1500
 TAIL_CHARS = 700
 MAX_READ_LIMIT = 50_000
 SUFFIX = ".txt"
-REFERENCE = "[Full output ({n} chars) saved as ref={ref}; call read_tool_output(ref, offset, limit) to read it]"
+REFERENCE = (
+    "[Full output ({n} chars) saved as ref={ref}; call read_tool_output(ref, offset, limit) to read it]"
+)
 
 _SAFE_REF = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}$")
 _UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9_.-]")
@@ -100,7 +102,9 @@ def preview(text: str, ref: str) -> str:
     return "\n".join(pieces)
 
 
-def offload_large_outputs(messages: Sequence[ModelMessage], threshold: int, directory: Path) -> list[ModelMessage]:
+def offload_large_outputs(
+    messages: Sequence[ModelMessage], threshold: int, directory: Path
+) -> list[ModelMessage]:
     """Copy of ``messages`` where every tool result longer than ``threshold`` characters is saved under
     ``directory`` and replaced by a preview. ``threshold`` 0 disables; the input is never mutated."""
     if threshold <= 0:

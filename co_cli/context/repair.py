@@ -29,7 +29,9 @@ INTERRUPTED_CONTENT = "interrupted: the tool call did not complete"
 
 def is_tool_result(part: object) -> bool:
     """A part answering a tool call: a tool return or a tool-bound retry prompt."""
-    return isinstance(part, ToolReturnPart) or (isinstance(part, RetryPromptPart) and part.tool_name is not None)
+    return isinstance(part, ToolReturnPart) or (
+        isinstance(part, RetryPromptPart) and part.tool_name is not None
+    )
 
 
 def synthesized_return(call: ToolCallPart, response: ModelResponse) -> ToolReturnPart:

@@ -9,6 +9,7 @@ stretch can be cut into chunks at any message boundary.
 from __future__ import annotations
 
 from collections.abc import Sequence
+
 from pydantic_ai import Agent
 from pydantic_ai.messages import (
     ModelMessage,
@@ -88,7 +89,9 @@ def render_message(msg: ModelMessage) -> list[str]:
                 body = _clip(content_text(part.content), TOOL_RESULT_CHARS)
                 lines.append(f"Tool result ({part.tool_name}{note}): {body}")
             elif isinstance(part, RetryPromptPart):
-                lines.append(f"Retry ({part.tool_name or 'output'}): {_clip(content_text(part.content), 500)}")
+                lines.append(
+                    f"Retry ({part.tool_name or 'output'}): {_clip(content_text(part.content), 500)}"
+                )
             elif isinstance(part, SystemPromptPart):
                 lines.append(f"System: {_clip(part.content, SYSTEM_CHARS)}")
     else:
@@ -111,7 +114,9 @@ def render_transcript(messages: Sequence[ModelMessage]) -> list[str]:
     return entries
 
 
-def build_summary_prompt(transcript: str, *, focus: str | None = None, part: tuple[int, int] | None = None) -> str:
+def build_summary_prompt(
+    transcript: str, *, focus: str | None = None, part: tuple[int, int] | None = None
+) -> str:
     """The request sent to the summariser for one transcript (or one part of it)."""
     pieces = [SUMMARY_REQUEST]
     if part is not None:
@@ -144,7 +149,9 @@ def chunk_entries(entries: Sequence[str], budget_tokens: int) -> list[list[str]]
     current: list[str] = []
     used = 0
     for entry in entries:
-        for piece in _split_entry(entry, budget_tokens) if estimate_text_tokens(entry) > budget_tokens else [entry]:
+        for piece in (
+            _split_entry(entry, budget_tokens) if estimate_text_tokens(entry) > budget_tokens else [entry]
+        ):
             cost = estimate_text_tokens(piece) + 1
             if current and used + cost > budget_tokens:
                 chunks.append(current)

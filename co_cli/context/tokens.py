@@ -99,7 +99,9 @@ def estimate_part_tokens(part: Any) -> int:
     if isinstance(part, UserPromptPart):
         return _user_content_tokens(part.content)
     if isinstance(part, BaseToolReturnPart):
-        return PART_OVERHEAD_TOKENS + estimate_text_tokens(part.tool_name) + _tool_content_tokens(part.content)
+        return (
+            PART_OVERHEAD_TOKENS + estimate_text_tokens(part.tool_name) + _tool_content_tokens(part.content)
+        )
     if isinstance(part, TextPart | ThinkingPart | SystemPromptPart):
         return estimate_text_tokens(part.content)
     if isinstance(part, BaseToolCallPart):
@@ -134,43 +136,48 @@ def estimate_overhead(instructions: str, tool_defs: Sequence[ToolDefinition]) ->
     return total
 
 
-def _summary_time(msg: ModelMessage) -> datetime | None:
-    if isinstance(msg, ModelRequest):
-        if msg.timestamp is not None:
-            return msg.timestamp
-        for part in msg.parts:
-            if isinstance(part, UserPromptPart):
-                return part.timestamp
-    return None
+def _request_time(msg: ModelMessage) -> datetime | None:
+    """When a request was made, by the local clock (the request's own stamp, else its parts')."""
+    if not isinstance(msg, ModelRequest):
+        return None
+    if msg.timestamp is not None:
+        return msg.timestamp
+    stamps = [part.timestamp for part in msg.parts if isinstance(getattr(part, "timestamp", None), datetime)]
+    return max(stamps) if stamps else None
+
+
+def _at_or_after(a: datetime | None, b: datetime | None) -> bool:
+    if a is None or b is None:
+        return False
+    try:
+        return a >= b
+    except TypeError:  # naive vs aware: cannot tell
+        return False
 
 
 def _anchor_index(messages: Sequence[ModelMessage]) -> int | None:
     """Index of the last response whose reported usage measured this history, or None.
 
-    A response only qualifies after the last summary message *and* later in time than it: a response kept
-    verbatim in the tail of a compaction sits after the summary but measured the uncompacted history.
+    After a summary, a response only qualifies when the request it answered was made after the summary:
+    responses kept verbatim in a compaction's tail sit after the summary but measured the longer history.
+    Request stamps come from the local clock, unlike response stamps, which some providers set.
     """
     summary_index = -1
     for i in range(len(messages) - 1, -1, -1):
         if is_summary_message(messages[i]):
             summary_index = i
             break
-    summary_time = _summary_time(messages[summary_index]) if summary_index >= 0 else None
+    summary_time = _request_time(messages[summary_index]) if summary_index >= 0 else None
     for i in range(len(messages) - 1, summary_index, -1):
         msg = messages[i]
         if not isinstance(msg, ModelResponse) or msg.usage.input_tokens <= 0:
             continue
-        if summary_time is not None and _before(msg.timestamp, summary_time):
-            continue
+        if summary_index >= 0:
+            previous = messages[i - 1] if i - 1 > summary_index else None
+            if previous is None or not _at_or_after(_request_time(previous), summary_time):
+                return None  # earlier responses answered even older requests
         return i
     return None
-
-
-def _before(a: datetime, b: datetime) -> bool:
-    try:
-        return a < b
-    except TypeError:  # naive vs aware timestamps: cannot tell, so do not trust the anchor
-        return True
 
 
 def estimate_history(messages: Sequence[ModelMessage], *, overhead_tokens: int = 0) -> TokenEstimate:

@@ -7,45 +7,72 @@ import contextlib
 import html
 import signal
 import sys
-from collections.abc import Iterator
-from datetime import datetime
-from typing import TextIO
+from collections.abc import Awaitable, Iterator
+from typing import TYPE_CHECKING, Any, TextIO
 
-from pydantic_ai import CancellationToken
-from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
 from rich.console import Console
 from rich.text import Text
 
 from co_cli.config import LoadedSettings
 from co_cli.errors import CoError
-from co_cli.models import resolve_model
+from co_cli.models import ModelChoice, resolve_model
 from co_cli.provider_errors import describe_provider_error
 from co_cli.repl import commands
-from co_cli.repl.conversation import Conversation, TurnOutcome, TurnView
 from co_cli.repl.render import PlainView, TerminalView, print_error
-from co_cli.sessions_view import search_table, sessions_table
-from co_cli.tools.approval import ApprovalRequest, describe_call
+
+if TYPE_CHECKING:
+    from pydantic_ai import CancellationToken
+
+    from co_cli.repl.conversation import Conversation, TurnOutcome, TurnView
+    from co_cli.store.sessions import SessionStore
+    from co_cli.tools.approval import ApprovalRequest
 
 
 class ChatApp:
+    """The terminal side of a conversation.
+
+    ``conv`` may still be under construction (importing pydantic-ai and the provider SDK takes about a
+    second): the prompt is drawn at once and the first input waits for it.
+    """
+
     def __init__(
         self,
-        conv: Conversation,
+        conv: Conversation | Awaitable[Conversation],
         loaded: LoadedSettings,
         *,
+        choice: ModelChoice,
+        store: SessionStore | None,
         interactive: bool,
         console: Console | None = None,
         out: TextIO | None = None,
     ) -> None:
-        self.conv = conv
+        self._conv: Conversation | None = None
+        self._pending: Awaitable[Conversation] | None = None
+        if hasattr(conv, "run_turn"):
+            self._conv = conv  # type: ignore[assignment]
+        else:
+            self._pending = conv  # type: ignore[assignment]
+        self.choice = choice
         self.loaded = loaded
-        self.store = conv.store
+        self.store = store
         self.interactive = interactive
         self.console = console or Console(highlight=False)
         self.out = out or sys.stdout
         self.running = True
         self.view: TurnView = TerminalView(self.console) if interactive else PlainView(self.out)
         self._prompt_session = None
+
+    @property
+    def conv(self) -> Conversation:
+        assert self._conv is not None, "conversation not ready"
+        return self._conv
+
+    async def ready(self) -> Conversation:
+        if self._conv is None:
+            assert self._pending is not None
+            self._conv = await self._pending
+            self._pending = None
+        return self._conv
 
     # ----- output helpers ----------------------------------------------------------------------------
     def info(self, message: str) -> None:
@@ -61,23 +88,26 @@ class ChatApp:
             print(f"error: {message}", file=sys.stderr, flush=True)
 
     def banner(self) -> None:
-        r = self.conv.resolved
-        session = self.conv.session
+        session = self._conv.session if self._conv else None
         where = f"session {session.id[:8]} · {session.title}" if session else "new session"
         if self.store is None:
             where = "not saving (--no-save)"
-        self.info(f"co · {r.label} ({r.choice.reason}) · {where}")
+        self.info(f"co · {self.choice.spec} ({self.choice.reason}) · {where}")
         if self.interactive:
             self.console.print(Text("Type /help for commands, Ctrl-D to quit.", style="dim"))
 
     def toolbar(self) -> str:
-        r = self.conv.resolved
-        session = self.conv.session.id[:8] if self.conv.session else "new"
-        pct = self.conv.percent_used()
+        if self._conv is None:
+            return html.escape(f" {self.choice.spec} │ loading… ")
+        r = self._conv.resolved
+        session = self._conv.session.id[:8] if self._conv.session else "new"
+        pct = self._conv.percent_used()
         return html.escape(f" {r.label} │ session {session} │ context {pct:.0f}% of {r.context_window:,} ")
 
     # ----- turns -------------------------------------------------------------------------------------
     async def turn(self, prompt: str) -> TurnOutcome:
+        from pydantic_ai import CancellationToken
+
         token = CancellationToken()
         loop = asyncio.get_running_loop()
         with self._sigint_cancels(loop, token):
@@ -106,15 +136,23 @@ class ChatApp:
         """y = once, n = deny, a = allow this exact command for the rest of the session."""
         from prompt_toolkit import PromptSession
 
+        from co_cli.tools.approval import describe_call
+
         if isinstance(self.view, TerminalView):
             self.view.pause()
-        self.console.print(Text(f"Approve {describe_call(request.tool_name, request.args)}?", style="bold yellow"))
+        self.console.print(
+            Text(f"Approve {describe_call(request.tool_name, request.args)}?", style="bold yellow")
+        )
         if request.reason:
             self.console.print(Text(f"  ({request.reason})", style="yellow"))
         session: PromptSession[str] = PromptSession()
         while True:
             try:
-                answer = (await session.prompt_async("  [y]es once / [n]o / [a]lways this command: ")).strip().lower()
+                answer = (
+                    (await session.prompt_async("  [y]es once / [n]o / [a]lways this command: "))
+                    .strip()
+                    .lower()
+                )
             except (KeyboardInterrupt, EOFError):
                 return "n"
             if answer in ("y", "yes"):
@@ -142,7 +180,9 @@ class ChatApp:
         except Exception as exc:
             self.error(f"compaction failed, history unchanged: {describe_provider_error(exc)}")
             return
-        self.info(f"Compacted {result.n_replaced} messages: ~{result.tokens_before} -> ~{result.tokens_after} tokens")
+        self.info(
+            f"Compacted {result.n_replaced} messages: ~{result.tokens_before} -> ~{result.tokens_after} tokens"
+        )
 
     def show_context(self) -> None:
         from co_cli.repl.context_view import render_context
@@ -158,6 +198,8 @@ class ChatApp:
         return True
 
     def show_sessions(self, query: str) -> None:
+        from co_cli.sessions_view import search_table, sessions_table
+
         if not self._need_store():
             return
         assert self.store is not None
@@ -245,7 +287,9 @@ class ChatApp:
             from prompt_toolkit import PromptSession
 
             try:
-                answer = await PromptSession[str]().prompt_async(f"Delete {session.id} ({session.title})? [y/N] ")
+                answer = await PromptSession[str]().prompt_async(
+                    f"Delete {session.id} ({session.title})? [y/N] "
+                )
             except (KeyboardInterrupt, EOFError):
                 answer = ""
             if answer.strip().lower() not in ("y", "yes"):
@@ -259,6 +303,7 @@ class ChatApp:
 
     # ----- loops -------------------------------------------------------------------------------------
     async def handle(self, line: str) -> None:
+        await self.ready()
         if line.strip().startswith("/"):
             await commands.dispatch(self, line)
         elif line.strip():
@@ -268,9 +313,10 @@ class ChatApp:
         from co_cli.repl.prompt import PROMPT, make_session
 
         self.banner()
-        if self.conv.session:
+        if self._conv is not None and self._conv.session:
             self.show_resumed()
         session = make_session(self, self.loaded.paths.input_history, self.toolbar)
+        watcher = asyncio.ensure_future(self._exit_if_build_fails(session))
         while self.running:
             try:
                 line = await session.prompt_async(PROMPT)
@@ -282,10 +328,21 @@ class ChatApp:
                 await self.handle(line)
             except CoError as exc:
                 self.error(exc.message)
-        self.conv.release()
+        watcher.cancel()
+        if self._conv is not None:
+            self._conv.release()
+
+    async def _exit_if_build_fails(self, session: Any) -> None:
+        """A model that cannot be built (e.g. a missing key) ends the prompt with its one-line error."""
+        try:
+            await self.ready()
+        except CoError as exc:
+            if session.app.is_running:
+                session.app.exit(exception=exc)
 
     async def run_lines(self, lines: TextIO) -> int:
         """Piped stdin: each line is one input; exit at EOF. Returns the exit code."""
+        await self.ready()
         failed = False
         for raw in lines:
             line = raw.rstrip("\n")
@@ -306,6 +363,7 @@ class ChatApp:
         return 1 if failed else 0
 
     async def run_once(self, prompt: str) -> int:
+        await self.ready()
         outcome = await self.turn(prompt)
         self.conv.release()
         return 0 if outcome.status == "ok" else 1
@@ -313,6 +371,8 @@ class ChatApp:
 
 def last_exchanges(messages: list, count: int) -> list[tuple[str, str]]:
     """The last few (role, text) pairs of user prompts and assistant answers."""
+    from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
+
     pairs: list[tuple[str, str]] = []
     for message in messages:
         if isinstance(message, ModelRequest):
@@ -324,7 +384,3 @@ def last_exchanges(messages: list, count: int) -> list[tuple[str, str]]:
             if text.strip():
                 pairs.append(("co", text))
     return pairs[-2 * count :]
-
-
-def stamp(ts: float) -> str:
-    return datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M")

@@ -30,7 +30,9 @@ class Command:
 REGISTRY: dict[str, Command] = {}
 
 
-def command(name: str, args: str, help: str, complete: Completer | None = None) -> Callable[[Handler], Handler]:
+def command(
+    name: str, args: str, help: str, complete: Completer | None = None
+) -> Callable[[Handler], Handler]:
     def register(handler: Handler) -> Handler:
         REGISTRY[name] = Command(name, args, help, handler, complete)
         return handler
@@ -69,7 +71,10 @@ async def _help(app: ChatApp, arg: str) -> None:
         table.add_row(Text(f"/{cmd.name} {cmd.args}".rstrip(), style="bold cyan"), cmd.help)
     app.console.print(table)
     app.console.print(
-        Text("Enter sends · Esc-Enter or Alt-Enter adds a newline · Ctrl-C cancels a turn · Ctrl-D quits", style="dim")
+        Text(
+            "Enter sends · Esc-Enter or Alt-Enter adds a newline · Ctrl-C cancels a turn · Ctrl-D quits",
+            style="dim",
+        )
     )
 
 
@@ -100,7 +105,9 @@ async def _clear(app: ChatApp, arg: str) -> None:
 async def _model(app: ChatApp, arg: str) -> None:
     if not arg:
         r = app.conv.resolved
-        app.info(f"Model: {r.label} ({r.choice.reason}); context window {r.context_window:,} ({r.window_source})")
+        app.info(
+            f"Model: {r.label} ({r.choice.reason}); context window {r.context_window:,} ({r.window_source})"
+        )
         return
     app.switch_model(arg)
 

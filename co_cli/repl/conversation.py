@@ -22,7 +22,6 @@ from pydantic_ai.messages import (
     PartStartEvent,
     TextPart,
     TextPartDelta,
-    ToolCallPart,
     UserPromptPart,
 )
 from pydantic_ai.run import AgentRunResultEvent
@@ -98,7 +97,9 @@ class Conversation:
             overhead_tokens=self.overhead_tokens(),
             on_event=self._on_governor_event,
         )
-        handler = make_approval_handler(self.ask_approval, approve_all=self.approve_all, deps_getter=lambda: self.deps)
+        handler = make_approval_handler(
+            self.ask_approval, approve_all=self.approve_all, deps_getter=lambda: self.deps
+        )
         self.agent: Agent[CoDeps, str] = build_agent(
             self.resolved.model,
             capabilities=[self.governor, HandleDeferredToolCalls(handler=handler)],
@@ -167,7 +168,9 @@ class Conversation:
     def _ensure_session(self, prompt: str) -> None:
         if self.store is None or self.session is not None:
             return
-        self.session = self.store.create_session(model=self.resolved.label, cwd=str(self.deps.cwd), title=prompt)
+        self.session = self.store.create_session(
+            model=self.resolved.label, cwd=str(self.deps.cwd), title=prompt
+        )
         self.store.acquire(self.session.id)
         self.deps.session_id = self.session.id
 
@@ -209,21 +212,23 @@ class Conversation:
                         view.tool_call(event.part.tool_name, event.part.args)
                     elif isinstance(event, FunctionToolResultEvent):
                         result = event.result
-                        view.tool_result(result.tool_name or tool_names.get(result.tool_call_id, "?"), result.content)
+                        view.tool_result(
+                            result.tool_name or tool_names.get(result.tool_call_id, "?"), result.content
+                        )
                     elif isinstance(event, AgentRunResultEvent):
                         run_result = event.result
                         output = run_result.output
             self._flush_notices(view)
             view.end()
             new = run_result.new_messages()
-            usage = run_result.usage()
+            usage = run_result.usage
             self._finish(base, run_result.all_messages(), new, prompt_seq, "ok", usage)
             return TurnOutcome("ok", output=output)
         except RunCancelled as cancelled:
             self._flush_notices(view)
             view.end(interrupted=True)
             new = mark_interrupted(cancelled.new_messages(), prompt)
-            self._finish(base, base + new, new, prompt_seq, "cancelled", cancelled.usage())
+            self._finish(base, base + new, new, prompt_seq, "cancelled", cancelled.usage)
             return TurnOutcome("cancelled")
         except Exception as exc:  # provider failures: one clear line, nothing lost
             self._flush_notices(view)
@@ -410,4 +415,3 @@ def turn_cost(messages: list[ModelMessage]) -> float:
             except Exception:  # unknown model or provider: no price
                 continue
     return total
-

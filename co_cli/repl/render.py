@@ -92,10 +92,7 @@ def short_args(args: Any, limit: int = 160) -> str:
             args = json.loads(args) if args.strip() else {}
         except json.JSONDecodeError:
             return args[:limit]
-    if isinstance(args, dict):
-        text = ", ".join(f"{k}={v!r}" for k, v in args.items())
-    else:
-        text = repr(args)
+    text = ", ".join(f"{k}={v!r}" for k, v in args.items()) if isinstance(args, dict) else repr(args)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

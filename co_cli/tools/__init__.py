@@ -1,4 +1,4 @@
-"""The agent's tools: files (confined to the working directory) and the shell (always approved by the user)."""
+"""The agent's tools: files (confined to the working directory) and the shell (approved by the user)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ TOOL_NAMES = ("read_file", "list_dir", "grep", "run_shell")
 
 
 def build_toolset() -> FunctionToolset[CoDeps]:
-    """All of co's tools in one toolset; approval is requested from inside the tools (``ApprovalRequired``)."""
+    """co's file and shell tools in one toolset; they ask for approval themselves (``ApprovalRequired``)."""
     return FunctionToolset[CoDeps]([read_file, list_dir, grep, run_shell], id="co-tools")
 
 

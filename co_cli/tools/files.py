@@ -51,7 +51,8 @@ def read_file(ctx: RunContext[CoDeps], path: str, offset: int = 0, limit: int = 
         return "Error: offset must be >= 0 and limit >= 1."
     try:
         if is_binary(resolved):
-            return f"Error: {path} is a binary file ({resolved.stat().st_size} bytes); it cannot be shown as text."
+            size = resolved.stat().st_size
+            return f"Error: {path} is a binary file ({size} bytes); it cannot be shown as text."
         shown: list[str] = []
         more = False
         total = 0
@@ -80,18 +81,19 @@ def read_file(ctx: RunContext[CoDeps], path: str, offset: int = 0, limit: int = 
     return text
 
 
-def _describe_entry(entry: os.DirEntry[str]) -> tuple[str, str]:
-    """(type, size) of a directory entry, without following symlinks."""
+def _describe_entry(entry: os.DirEntry[str]) -> str:
+    """One line: type, size in bytes ("-" when not a file) and name; symlinks are not followed."""
+    kind, size, name = "other", "-", entry.name
     try:
         if entry.is_symlink():
-            return "link", "-> " + os.readlink(entry.path)
-        if entry.is_dir(follow_symlinks=False):
-            return "dir", "-"
-        if entry.is_file(follow_symlinks=False):
-            return "file", str(entry.stat(follow_symlinks=False).st_size)
+            kind, name = "link", f"{entry.name} -> {os.readlink(entry.path)}"
+        elif entry.is_dir(follow_symlinks=False):
+            kind, name = "dir", entry.name + "/"
+        elif entry.is_file(follow_symlinks=False):
+            kind, size = "file", str(entry.stat(follow_symlinks=False).st_size)
     except OSError:
-        return "?", "-"
-    return "other", "-"
+        kind = "?"
+    return f"{kind:<5} {size:>10}  {name}"
 
 
 def list_dir(ctx: RunContext[CoDeps], path: str = ".") -> str:
@@ -112,13 +114,7 @@ def list_dir(ctx: RunContext[CoDeps], path: str = ".") -> str:
         return f"Error: cannot list {path}: {exc.strerror or exc}"
     if not entries:
         return f"{path} is empty."
-    lines = []
-    for entry in entries[:LIST_DIR_CAP]:
-        kind, size = _describe_entry(entry)
-        name = entry.name + "/" if kind == "dir" else entry.name
-        lines.append(
-            f"{kind:<5} {size:>10}  {name}" if kind != "link" else f"{kind:<5} {'':>10}  {name} {size}"
-        )
+    lines = [_describe_entry(entry) for entry in entries[:LIST_DIR_CAP]]
     if len(entries) > LIST_DIR_CAP:
         lines.append(f"[{len(entries) - LIST_DIR_CAP} more entries not shown; {len(entries)} in total]")
     return "\n".join(lines)

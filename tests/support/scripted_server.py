@@ -236,7 +236,7 @@ class ScriptedServer:
 
     @property
     def chat_requests(self) -> list[RecordedRequest]:
-        return [r for r in self.requests if r.path.rstrip("/").endswith("/chat/completions")]
+        return [r for r in self.requests if r.path == "/v1/chat/completions"]
 
     def wait_for_requests(self, count: int, timeout: float = 5.0) -> list[RecordedRequest]:
         """Wait until at least ``count`` chat-completion requests arrived; return them."""
@@ -300,7 +300,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
     def _handle_get(self, path: str) -> None:
-        self.scripted._record(RecordedRequest("GET", self.path, self._header_dict(), None))
+        self.scripted._record(RecordedRequest("GET", path, self._header_dict(), None))
         if path == "/v1/models":
             data = [
                 {"id": m, "object": "model", "created": 0, "owned_by": "scripted"}
@@ -315,15 +315,15 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             body = json.loads(raw or b"{}")
         except json.JSONDecodeError:
-            self.scripted._record(RecordedRequest("POST", self.path, self._header_dict(), None))
+            self.scripted._record(RecordedRequest("POST", path, self._header_dict(), None))
             self._send_json(400, _error_body("Request body is not valid JSON", "invalid_request_error", None))
             return
         if path != "/v1/chat/completions":
-            self.scripted._record(RecordedRequest("POST", self.path, self._header_dict(), body))
+            self.scripted._record(RecordedRequest("POST", path, self._header_dict(), body))
             self._send_json(404, _error_body(f"Unknown path {path}", "invalid_request_error", None))
             return
         reply = self.scripted._choose_reply(body)
-        self.scripted._record(RecordedRequest("POST", self.path, self._header_dict(), body, reply))
+        self.scripted._record(RecordedRequest("POST", path, self._header_dict(), body, reply))
         self._answer(body, len(raw), reply)
 
     def _header_dict(self) -> dict[str, str]:

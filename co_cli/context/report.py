@@ -1,0 +1,143 @@
+"""What fills the context window: totals, a breakdown by kind and the largest items (for /context)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic_ai.messages import (
+    BaseToolCallPart,
+    BaseToolReturnPart,
+    ModelMessage,
+    ModelRequest,
+    RetryPromptPart,
+    TextPart,
+    ThinkingPart,
+    UserPromptPart,
+)
+
+from co_cli.context.offload import list_offloaded
+from co_cli.context.tokens import MESSAGE_OVERHEAD_TOKENS, estimate_history, estimate_part_tokens
+from co_cli.context.window import is_summary_text
+
+KINDS = ("instructions+tools", "user", "assistant", "tool returns", "summaries")
+LABEL_CHARS = 48
+
+
+@dataclass(frozen=True)
+class ReportItem:
+    kind: str
+    label: str
+    tokens: int
+
+
+@dataclass
+class ContextReport:
+    tokens_used: int
+    token_source: str
+    """"reported" (anchored on the provider's last usage) or "estimated"."""
+    context_window: int
+    window_source: str
+    percent: float
+    threshold: float
+    threshold_tokens: int
+    message_count: int
+    transcript_count: int
+    compactions: int
+    breakdown: dict[str, int] = field(default_factory=dict)
+    largest: list[ReportItem] = field(default_factory=list)
+    offloaded_count: int = 0
+    offloaded_chars: int = 0
+
+    def lines(self) -> list[str]:
+        """Plain-text rendering, one fact per line."""
+        out = [
+            f"Context: {self.tokens_used:,} / {self.context_window:,} tokens ({self.percent:.1f}%, "
+            f"{self.token_source}); window from {self.window_source}",
+            f"Compaction threshold: {self.threshold:.0%} = {self.threshold_tokens:,} tokens",
+            f"Messages: {self.message_count} in context, {self.transcript_count} in transcript; "
+            f"compactions: {self.compactions}",
+            "Breakdown (estimated): "
+            + ", ".join(f"{kind} {self.breakdown.get(kind, 0):,}" for kind in KINDS),
+        ]
+        if self.largest:
+            out.append("Largest: " + "; ".join(f"{i.kind} {i.label} ({i.tokens:,})" for i in self.largest))
+        if self.offloaded_count:
+            out.append(f"Offloaded tool outputs: {self.offloaded_count} ({self.offloaded_chars:,} chars)")
+        return out
+
+
+def _label(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= LABEL_CHARS else flat[: LABEL_CHARS - 1] + "…"
+
+
+def _classify(part: object) -> tuple[str, str] | None:
+    """(kind, label) of a part, or None when it does not count."""
+    if isinstance(part, UserPromptPart):
+        text = (
+            part.content
+            if isinstance(part.content, str)
+            else " ".join(item for item in part.content if isinstance(item, str))
+        )
+        if is_summary_text(text):
+            return "summaries", _label(text.split("\n", 1)[0])
+        return "user", _label(text)
+    if isinstance(part, BaseToolReturnPart):
+        return "tool returns", f"{part.tool_name} ({part.tool_call_id})"
+    if isinstance(part, RetryPromptPart):
+        return "tool returns", f"retry {part.tool_name or 'output'}"
+    if isinstance(part, BaseToolCallPart):
+        return "assistant", f"call {part.tool_name}"
+    if isinstance(part, TextPart | ThinkingPart):
+        return "assistant", _label(part.content)
+    return None
+
+
+def context_report(
+    messages: Sequence[ModelMessage],
+    *,
+    context_window: int,
+    window_source: str,
+    threshold: float,
+    overhead_tokens: int,
+    transcript_count: int,
+    compactions: int,
+    offload_dir: Path | None,
+) -> ContextReport:
+    """A snapshot of the working context ``messages`` (as it would be sent)."""
+    estimate = estimate_history(messages, overhead_tokens=overhead_tokens)
+    breakdown = dict.fromkeys(KINDS, 0)
+    breakdown["instructions+tools"] = overhead_tokens
+    items: list[ReportItem] = []
+    for msg in messages:
+        default_kind = "user" if isinstance(msg, ModelRequest) else "assistant"
+        breakdown[default_kind] += MESSAGE_OVERHEAD_TOKENS
+        for part in msg.parts:
+            classified = _classify(part)
+            if classified is None:
+                continue
+            kind, label = classified
+            tokens = estimate_part_tokens(part)
+            breakdown[kind] += tokens
+            items.append(ReportItem(kind=kind, label=label, tokens=tokens))
+    items.sort(key=lambda item: item.tokens, reverse=True)
+    offloaded = list_offloaded(offload_dir) if offload_dir is not None else []
+    percent = 100.0 * estimate.total / context_window if context_window > 0 else 0.0
+    return ContextReport(
+        tokens_used=estimate.total,
+        token_source=estimate.source,
+        context_window=context_window,
+        window_source=window_source,
+        percent=percent,
+        threshold=threshold,
+        threshold_tokens=int(threshold * context_window),
+        message_count=len(messages),
+        transcript_count=transcript_count,
+        compactions=compactions,
+        breakdown=breakdown,
+        largest=items[:3],
+        offloaded_count=len(offloaded),
+        offloaded_chars=sum(size for _, size in offloaded),
+    )

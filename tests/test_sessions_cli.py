@@ -1,0 +1,166 @@
+"""``co sessions``: the typer app on its own, against a store in a temporary data dir."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from pydantic_ai.messages import (
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from typer.testing import CliRunner
+
+from co_cli.errors import CoError, SessionNotFound
+from co_cli.sessions_cli import app
+from co_cli.store.sessions import SessionStore
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    data = tmp_path / "data"
+    monkeypatch.setenv("CO_CLI_DATA_DIR", str(data))
+    monkeypatch.setenv("CO_CLI_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.chdir(tmp_path)
+    return data
+
+
+def _populate(data_dir: Path) -> tuple[str, str]:
+    with SessionStore.open(data_dir / "co-cli.db") as store:
+        first = store.create_session(model="test", cwd="/proj", title="Configure the pelican").id
+        seq = store.begin_turn(first, "where is the pelican config?")
+        store.finish_turn(
+            first,
+            seq,
+            [
+                ModelRequest(parts=[UserPromptPart("where is the pelican config?")]),
+                ModelResponse(parts=[ToolCallPart("read_file", {"path": "pelican.toml"}, "c1")]),
+                ModelRequest(parts=[ToolReturnPart("read_file", "wings = 2", "c1")]),
+                ModelResponse(parts=[TextPart("It is in **pelican.toml**.")]),
+            ],
+        )
+        second = store.create_session(model="test", cwd="/proj", title="Second talk").id
+        seq = store.begin_turn(second, "hello")
+        store.finish_turn(second, seq, [ModelResponse(parts=[TextPart("hi")])])
+    return first, second
+
+
+def test_list_empty(data_dir: Path) -> None:
+    result = runner.invoke(app, ["list"])
+    assert result.exit_code == 0, result.output
+    assert "No saved sessions" in result.output
+
+
+def test_list_table_and_json(data_dir: Path) -> None:
+    first, second = _populate(data_dir)
+    result = runner.invoke(app, ["list"])
+    assert result.exit_code == 0, result.output
+    assert first in result.output and "Configure the pelican" in result.output
+    assert result.output.index(second) < result.output.index(first)  # most recently updated first
+    as_json = json.loads(runner.invoke(app, ["list", "--json"]).output)
+    assert [s["id"] for s in as_json] == [second, first]
+    assert as_json[1]["message_count"] == 4
+    limited = runner.invoke(app, ["list", "--limit", "1"])
+    assert second in limited.output and first not in limited.output and "1 of 2" in limited.output
+
+
+def test_show_renders_transcript(data_dir: Path) -> None:
+    first, _ = _populate(data_dir)
+    result = runner.invoke(app, ["show", first[:14]])
+    assert result.exit_code == 0, result.output
+    for expected in ("Configure the pelican", "where is the pelican config?", "read_file", "wings = 2", "pelican.toml"):
+        assert expected in result.output
+    missing = runner.invoke(app, ["show", "ffffffff"])
+    assert isinstance(missing.exception, SessionNotFound)
+
+
+def test_search(data_dir: Path) -> None:
+    first, _ = _populate(data_dir)
+    result = runner.invoke(app, ["search", "pelican"])
+    assert result.exit_code == 0, result.output
+    assert first in result.output and "pelican" in result.output
+    for query in ['"', "NEAR(", "AND OR", "*"]:
+        nasty = runner.invoke(app, ["search", query])
+        assert nasty.exit_code == 0, (query, nasty.output)
+    assert "No messages match" in runner.invoke(app, ["search", "albatross"]).output
+
+
+def test_export_import_round_trip(data_dir: Path, tmp_path: Path) -> None:
+    first, _ = _populate(data_dir)
+    markdown = runner.invoke(app, ["export", first])
+    assert markdown.exit_code == 0 and markdown.output.startswith("# Configure the pelican")
+    out = tmp_path / "export.json"
+    result = runner.invoke(app, ["export", first, "--format", "json", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600
+    assert json.loads(out.read_text())["session"]["id"] == first
+    imported = runner.invoke(app, ["import", str(out)])
+    assert imported.exit_code == 0, imported.output
+    assert "imported" in imported.output and "4 messages" in imported.output
+    with SessionStore.open(data_dir / "co-cli.db") as store:
+        assert store.count() == 3
+
+
+def test_import_of_invalid_file_is_a_co_error(data_dir: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text("{ nope")
+    result = runner.invoke(app, ["import", str(bad)])
+    assert isinstance(result.exception, CoError) and "invalid JSON" in str(result.exception)
+    missing = runner.invoke(app, ["import", str(tmp_path / "missing.json")])
+    assert isinstance(missing.exception, CoError) and "cannot read" in str(missing.exception)
+
+
+def test_rename(data_dir: Path) -> None:
+    first, _ = _populate(data_dir)
+    result = runner.invoke(app, ["rename", first[:14], "Pelican\nsetup"])
+    assert result.exit_code == 0, result.output
+    with SessionStore.open(data_dir / "co-cli.db") as store:
+        assert store.get(first).title == "Pelican setup"
+
+
+def test_delete_asks_and_removes_tool_outputs(data_dir: Path) -> None:
+    first, second = _populate(data_dir)
+    outputs = data_dir / "tool-outputs" / first
+    outputs.mkdir(parents=True)
+    (outputs / "c1.txt").write_text("offloaded")
+    declined = runner.invoke(app, ["delete", first], input="n\n")
+    assert declined.exit_code == 1 and "not deleted" in declined.output
+    assert outputs.exists()
+    accepted = runner.invoke(app, ["delete", first], input="y\n")
+    assert accepted.exit_code == 0, accepted.output
+    assert not outputs.exists()
+    forced = runner.invoke(app, ["delete", second, "--yes"])
+    assert forced.exit_code == 0, forced.output
+    with SessionStore.open(data_dir / "co-cli.db") as store:
+        assert store.count() == 0
+    gone = runner.invoke(app, ["delete", first, "--yes"])
+    assert isinstance(gone.exception, SessionNotFound)
+
+
+def test_list_search_rename_delete_do_not_import_pydantic_ai(data_dir: Path) -> None:
+    first, _ = _populate(data_dir)
+    script = (
+        "import sys\n"
+        "from typer.testing import CliRunner\n"
+        "from co_cli.sessions_cli import app\n"
+        "runner = CliRunner()\n"
+        f"for args in (['list'], ['search', 'pelican'], ['rename', '{first}', 'x'], ['delete', '{first}', '-y']):\n"
+        "    result = runner.invoke(app, args)\n"
+        "    assert result.exit_code == 0, (args, result.output)\n"
+        "print('pydantic_ai' in sys.modules)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"

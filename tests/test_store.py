@@ -1,0 +1,662 @@
+"""SessionStore: saving turns, loading, forking, listing, searching, deleting, locking and failure modes."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import signal
+import sqlite3
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelMessagesTypeAdapter,
+    ModelRequest,
+    ModelResponse,
+    SystemPromptPart,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+
+from co_cli.errors import CoError, SessionNotFound, StoreError
+from co_cli.store import sessions as sessions_module
+from co_cli.store.db import SCHEMA_VERSION, store_error
+from co_cli.store.export import export_json, export_markdown, import_json
+from co_cli.store.sessions import (
+    SNIPPET_CLOSE,
+    SNIPPET_OPEN,
+    CompactionRecord,
+    SessionBusy,
+    SessionStore,
+    fts_query,
+    new_session_id,
+)
+
+NASTY_QUERIES = [
+    '"',
+    "'",
+    '""',
+    "AND",
+    "OR NOT",
+    "NOT",
+    "NEAR(a b, 2)",
+    "*",
+    "foo*",
+    "(",
+    ")",
+    "((",
+    ":",
+    "text:foo",
+    "^",
+    "-",
+    "+",
+    '"unterminated',
+    "a\x00b",
+    "",
+    "   ",
+    "🙂",
+    'a"b',
+    "'; DROP TABLE sessions; --",
+    "{}[]",
+    ".",
+    "\\",
+    "%_",
+    "a OR b AND (c",
+]
+
+
+def dump(messages: list[ModelMessage]) -> bytes:
+    return ModelMessagesTypeAdapter.dump_json(messages)
+
+
+def text_turn(prompt: str, answer: str) -> list[ModelMessage]:
+    return [
+        ModelRequest(parts=[SystemPromptPart("be brief"), UserPromptPart(prompt)]),
+        ModelResponse(parts=[TextPart(answer)], model_name="test"),
+    ]
+
+
+def tool_turn(prompt: str, path: str, content: str, answer: str) -> list[ModelMessage]:
+    return [
+        ModelRequest(parts=[UserPromptPart(prompt)]),
+        ModelResponse(parts=[ToolCallPart("read_file", {"path": path}, "call-1")]),
+        ModelRequest(parts=[ToolReturnPart("read_file", content, "call-1")]),
+        ModelResponse(parts=[TextPart(answer)]),
+    ]
+
+
+def save_turn(store: SessionStore, session_id: str, messages: list[ModelMessage], **usage: float) -> list[int]:
+    prompt = messages[0].parts[-1].content
+    assert isinstance(prompt, str)
+    seq = store.begin_turn(session_id, prompt)
+    return store.finish_turn(session_id, seq, messages, **usage)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "data" / "co-cli.db"
+
+
+@pytest.fixture
+def store(db_path: Path) -> Iterator[SessionStore]:
+    with SessionStore.open(db_path) as opened:
+        yield opened
+
+
+def new(store: SessionStore, title: str = "a session") -> str:
+    return store.create_session(model="test", cwd="/work", title=title).id
+
+
+# --- create, append, load -------------------------------------------------------------------------
+
+
+def test_create_session_normalises_title_and_uses_sortable_ids(store: SessionStore) -> None:
+    info = store.create_session(model="openai:gpt-5", cwd="/src", title="  first line\n\tsecond   line  ")
+    assert info.title == "first line second line"
+    assert len(info.id) == 20 and all(c in "0123456789abcdef" for c in info.id)
+    long = store.create_session(model="m", cwd="/", title="word " * 60)
+    assert len(long.title) == 100 and "\n" not in long.title
+    assert store.get(info.id) == info
+    assert new_session_id(1_000.0) < new_session_id(1_000.002) < new_session_id(2_000_000_000.0)
+
+
+def test_turns_are_saved_and_loaded_losslessly(store: SessionStore) -> None:
+    sid = new(store)
+    first = text_turn("hello there", "hi!")
+    second = tool_turn("show me setup.py", "setup.py", "from setuptools import setup", "It calls setup().")
+    assert save_turn(store, sid, first, input_tokens=10, output_tokens=3, cost_usd=0.001) == [0, 1]
+    assert save_turn(store, sid, second, input_tokens=20, output_tokens=5, cost_usd=0.002) == [2, 3, 4, 5]
+    assert dump(store.messages(sid)) == dump(first + second)
+    assert dump(store.messages(sid, after_seq=3)) == dump(second[2:])
+    transcript = store.transcript(sid)
+    assert [m.seq for m in transcript] == list(range(6))
+    assert [m.kind for m in transcript] == ["user", "assistant", "user", "tool-call", "tool-return", "assistant"]
+    assert transcript[0].text == "hello there"  # the system prompt is not searchable user text
+    assert transcript[3].text == 'read_file({"path":"setup.py"})'
+    assert transcript[4].text == "read_file: from setuptools import setup"
+    info = store.get(sid)
+    assert (info.message_count, info.input_tokens, info.output_tokens) == (6, 30, 8)
+    assert info.cost_usd == pytest.approx(0.003)
+    assert info.updated_at >= info.created_at
+
+
+def test_prompt_is_committed_before_the_turn_finishes(store: SessionStore, db_path: Path) -> None:
+    sid = new(store)
+    seq = store.begin_turn(sid, "a question that crashes the model")
+    with SessionStore.open(db_path) as other:
+        [stored] = other.transcript(sid)
+    assert (stored.seq, stored.kind, stored.status) == (seq, "user", "ok")
+    assert isinstance(stored.message, ModelRequest)
+    assert stored.message.parts[0].content == "a question that crashes the model"  # type: ignore[union-attr]
+
+
+def test_failed_turn_marks_prompt_and_is_left_out_of_messages(store: SessionStore) -> None:
+    sid = new(store)
+    save_turn(store, sid, text_turn("one", "1"))
+    seq = store.begin_turn(sid, "two")
+    assert store.finish_turn(sid, seq, [], status="failed") == []
+    assert [m.status for m in store.transcript(sid)] == ["ok", "ok", "failed"]
+    assert len(store.messages(sid)) == 2
+    assert len(store.messages(sid, include_failed=True)) == 3
+    save_turn(store, sid, text_turn("three", "3"))
+    assert [m.seq for m in store.transcript(sid)] == [0, 1, 2, 3, 4]
+
+
+def test_cancelled_turn_keeps_partial_messages(store: SessionStore) -> None:
+    sid = new(store)
+    turn = tool_turn("read it", "a.txt", "x", "done")[:2]
+    seq = store.begin_turn(sid, "read it")
+    assert store.finish_turn(sid, seq, turn, status="cancelled") == [0, 1]
+    assert [m.status for m in store.transcript(sid)] == ["cancelled", "cancelled"]
+    assert len(store.messages(sid)) == 2
+
+
+def test_finish_turn_appends_everything_when_first_message_is_not_the_prompt(store: SessionStore) -> None:
+    sid = new(store)
+    seq = store.begin_turn(sid, "continue")
+    reply = [ModelResponse(parts=[TextPart("continuing")])]
+    assert store.finish_turn(sid, seq, reply) == [1]
+    assert [m.kind for m in store.transcript(sid)] == ["user", "assistant"]
+
+
+def test_first_prompt_becomes_title_of_an_untitled_session(store: SessionStore) -> None:
+    sid = new(store, title="")
+    store.begin_turn(sid, "Explain\nWAL mode")
+    store.begin_turn(sid, "and then?")
+    assert store.get(sid).title == "Explain WAL mode"
+
+
+def test_finish_turn_cost_does_not_depend_on_session_length(store: SessionStore) -> None:
+    sid = new(store)
+    for i in range(5):
+        save_turn(store, sid, text_turn(f"q{i}", f"a{i}"))
+    statements: list[str] = []
+    store._conn.set_trace_callback(statements.append)
+    save_turn(store, sid, tool_turn("q", "p", "c", "a"))
+    store._conn.set_trace_callback(None)
+    data = [s for s in statements if s.split()[0].upper() in ("SELECT", "INSERT", "UPDATE", "DELETE")]
+    assert data
+    for sql in data:
+        plan = " | ".join(row[3] for row in store._conn.execute(f"EXPLAIN QUERY PLAN {sql}"))
+        assert "SCAN messages" not in plan and "SCAN sessions" not in plan, (sql, plan)
+
+
+def test_unknown_session_raises_session_not_found(store: SessionStore) -> None:
+    for call in (
+        lambda: store.begin_turn("0" * 20, "x"),
+        lambda: store.transcript("0" * 20),
+        lambda: store.messages("0" * 20),
+        lambda: store.rename("0" * 20, "x"),
+        lambda: store.delete("0" * 20),
+        lambda: store.fork("0" * 20),
+    ):
+        with pytest.raises(SessionNotFound):
+            call()
+
+
+def test_rename_and_set_model(store: SessionStore) -> None:
+    sid = new(store)
+    store.rename(sid, "new\nname")
+    store.set_model(sid, "anthropic:claude-sonnet-4-5")
+    info = store.get(sid)
+    assert (info.title, info.model) == ("new name", "anthropic:claude-sonnet-4-5")
+
+
+# --- get by prefix ---------------------------------------------------------------------------------
+
+
+def test_get_by_unique_and_ambiguous_prefix(store: SessionStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    ids = iter([f"abc{i:017x}" for i in range(7)] + ["fff00000000000000000"])
+    monkeypatch.setattr(sessions_module, "new_session_id", lambda now=None: next(ids))
+    created = [new(store, title=f"title {i}") for i in range(8)]
+    assert store.get("FFF").id == created[7]
+    assert store.get(created[3]).id == created[3]
+    with pytest.raises(SessionNotFound) as excinfo:
+        store.get("abc")
+    message = str(excinfo.value)
+    assert "ambiguous" in message and "and 2 more" in message and "\n" not in message
+    assert message.count("(title ") == 5
+    with pytest.raises(SessionNotFound, match="no session matches"):
+        store.get("123")
+    with pytest.raises(SessionNotFound):
+        store.get("  ")
+
+
+# --- fork ------------------------------------------------------------------------------------------
+
+
+def test_fork_copies_history_and_both_continue_independently(store: SessionStore) -> None:
+    sid = new(store, title="original")
+    save_turn(store, sid, text_turn("one", "1"))
+    save_turn(store, sid, text_turn("two", "2"))
+    before = dump(store.messages(sid))
+    fork = store.fork(sid)
+    assert (fork.parent_id, fork.fork_seq, fork.title, fork.message_count) == (sid, 3, "original (fork)", 4)
+    assert dump(store.messages(fork.id)) == before
+    save_turn(store, fork.id, text_turn("fork only", "f"))
+    save_turn(store, sid, text_turn("original only", "o"))
+    assert [m.text for m in store.transcript(fork.id)][-2:] == ["fork only", "f"]
+    assert [m.text for m in store.transcript(sid)][-2:] == ["original only", "o"]
+    assert [m.seq for m in store.transcript(fork.id)] == list(range(6))
+    assert store.get(sid).message_count == 6 and store.get(fork.id).message_count == 6
+    assert {h.session_id for h in store.search("fork only")} == {fork.id}
+
+
+def test_fork_up_to_a_message_copies_only_compactions_inside(store: SessionStore) -> None:
+    sid = new(store)
+    for i in range(3):
+        save_turn(store, sid, text_turn(f"q{i}", f"a{i}"))
+    summary = [ModelRequest(parts=[UserPromptPart("summary of q0")])]
+    for upto in (1, 3):
+        store.add_compaction(
+            sid, CompactionRecord(0, upto, f"upto {upto}", None, "auto", 100, 10, "test", summary)
+        )
+    fork = store.fork(sid, upto_seq=2)
+    assert fork.fork_seq == 2 and fork.message_count == 3
+    assert [m.text for m in store.transcript(fork.id)] == ["q0", "a0", "q1"]
+    assert [c.summary for c in store.compactions(fork.id)] == ["upto 1"]
+    assert store.get(fork.id).compaction_count == 1
+    assert store.fork(sid, upto_seq=-1).message_count == 0
+    with pytest.raises(CoError, match="cannot fork"):
+        store.fork(sid, upto_seq=6)
+
+
+# --- compactions -----------------------------------------------------------------------------------
+
+
+def test_compactions_round_trip(store: SessionStore) -> None:
+    sid = new(store)
+    save_turn(store, sid, text_turn("q", "a"))
+    assert store.latest_compaction(sid) is None
+    replacement = [
+        ModelRequest(parts=[UserPromptPart("Summary: the user asked q")]),
+        ModelResponse(parts=[TextPart("Understood.")]),
+    ]
+    first = CompactionRecord(0, 1, "the user asked q", "focus on q", "manual", 900, 120, "test", replacement)
+    first_id = store.add_compaction(sid, first)
+    second_id = store.add_compaction(sid, CompactionRecord(0, 1, "again", None, "auto", 1, 1, "m", []))
+    assert second_id > first_id and first.id == first_id and first.created_at > 0
+    latest = store.latest_compaction(sid)
+    assert latest is not None and latest.summary == "again" and latest.replacement == []
+    loaded = store.compactions(sid)[0]
+    assert (loaded.focus, loaded.trigger, loaded.tokens_before, loaded.tokens_after) == ("focus on q", "manual", 900, 120)
+    assert dump(loaded.replacement) == dump(replacement)
+    assert store.get(sid).compaction_count == 2
+    with pytest.raises(ValueError):
+        store.add_compaction(sid, CompactionRecord(0, 1, "x", None, "sometimes", 1, 1, "m", []))
+
+
+# --- list ------------------------------------------------------------------------------------------
+
+
+def test_list_orders_by_last_update(store: SessionStore) -> None:
+    a, b, c = (new(store, title=t) for t in "abc")
+    time.sleep(0.002)
+    save_turn(store, a, text_turn("bump a", "ok"))
+    assert [s.id for s in store.list()] == [a, c, b]
+    latest = store.latest()
+    assert latest is not None and latest.id == a
+    assert [s.id for s in store.list(limit=1, offset=1)] == [c]
+    assert store.count() == 3
+
+
+def test_latest_of_empty_store_is_none(store: SessionStore) -> None:
+    assert store.latest() is None and store.list() == [] and store.count() == 0
+
+
+# --- search ----------------------------------------------------------------------------------------
+
+
+def test_search_ranks_and_highlights(store: SessionStore) -> None:
+    a = new(store, title="database talk")
+    b = new(store, title="other")
+    save_turn(store, a, text_turn("how does the sqlite journal work?", "The WAL journal keeps writers apart."))
+    save_turn(store, b, text_turn("tell me about sqlite", "SQLite is a library. SQLite SQLite sqlite."))
+    hits = store.search("sqlite")
+    assert hits and hits[0].session_id == b and hits[0].seq == 1  # most occurrences ranks first
+    assert all(SNIPPET_OPEN in h.snippet and SNIPPET_CLOSE in h.snippet for h in hits)
+    assert [h.rank for h in hits] == sorted(h.rank for h in hits)
+    only_a = store.search("sqlite", session_id=a)
+    assert {h.session_id for h in only_a} == {a} and only_a[0].title == "database talk"
+    assert {h.seq for h in store.search("journal writers")} == {1}  # all terms must match
+    assert store.search("journals")  # porter stemming
+    assert len(store.search("sqlite", limit=1)) == 1
+
+
+def test_search_finds_tool_calls_and_outputs(store: SessionStore) -> None:
+    sid = new(store)
+    save_turn(store, sid, tool_turn("open it", "pyproject.toml", "requires-python = '>=3.11'", "3.11"))
+    assert [h.kind for h in store.search("pyproject.toml")] == ["tool-call"]
+    assert [h.kind for h in store.search("requires-python")] == ["tool-return"]
+
+
+@pytest.mark.parametrize("query", NASTY_QUERIES)
+def test_search_never_raises_on_fts_syntax(store: SessionStore, query: str) -> None:
+    sid = new(store)
+    save_turn(store, sid, text_turn('a "quoted" AND (bracketed) NEAR text: 🙂 *stars*', "ok"))
+    hits = store.search(query)
+    assert isinstance(hits, list)
+
+
+def test_fts_query_quotes_every_term() -> None:
+    assert fts_query('foo "bar" NEAR(x)') == '"foo" """bar""" "NEAR(x)"'
+    assert fts_query('  ""  ') == ""
+
+
+# --- delete ----------------------------------------------------------------------------------------
+
+
+def test_delete_purges_rows_search_compactions_and_files(store: SessionStore, tmp_path: Path) -> None:
+    keep = new(store, title="keep")
+    gone = new(store, title="gone")
+    save_turn(store, keep, text_turn("kept zebra", "ok"))
+    save_turn(store, gone, text_turn("deleted zebra", "ok"))
+    store.add_compaction(gone, CompactionRecord(0, 1, "s", None, "auto", 1, 1, "m", []))
+    files = tmp_path / "tool-outputs"
+    (files / gone).mkdir(parents=True)
+    (files / gone / "call-1.txt").write_text("big output")
+    (files / keep).mkdir()
+    store.delete(gone, files_root=files)
+    conn = store._conn
+    assert conn.execute("SELECT count(*) FROM messages WHERE session_id = ?", (gone,)).fetchone() == (0,)
+    assert conn.execute("SELECT count(*) FROM compactions WHERE session_id = ?", (gone,)).fetchone() == (0,)
+    fts_rows = conn.execute("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'zebra'").fetchone()
+    assert fts_rows == (1,)
+    assert [h.session_id for h in store.search("zebra")] == [keep]
+    assert not (files / gone).exists() and (files / keep).exists()
+    with pytest.raises(SessionNotFound):
+        store.get(gone)
+    assert store.get(keep).message_count == 2
+    assert store.integrity_ok()
+
+
+# --- the open-session lock -------------------------------------------------------------------------
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_acquire_refuses_a_live_owner_and_takes_over_a_dead_one(store: SessionStore) -> None:
+    sid = new(store)
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        store._conn.execute("UPDATE sessions SET owner_pid = ? WHERE id = ?", (live.pid, sid))
+        with pytest.raises(SessionBusy, match=str(live.pid)):
+            store.acquire(sid)
+        with pytest.raises(SessionBusy):
+            store.delete(sid)
+    finally:
+        live.kill()
+        live.wait()
+    store._conn.execute("UPDATE sessions SET owner_pid = ? WHERE id = ?", (_dead_pid(), sid))
+    store.acquire(sid)
+    owner = store._conn.execute("SELECT owner_pid FROM sessions WHERE id = ?", (sid,)).fetchone()
+    assert owner == (os.getpid(),)
+    store.acquire(sid)  # re-acquiring one's own session is fine
+    store.release(sid)
+    assert store._conn.execute("SELECT owner_pid FROM sessions WHERE id = ?", (sid,)).fetchone() == (None,)
+    assert issubclass(SessionBusy, CoError)
+
+
+# --- files and failure modes -----------------------------------------------------------------------
+
+
+def test_files_are_private(db_path: Path) -> None:
+    with SessionStore.open(db_path) as store:
+        save_turn(store, new(store), text_turn("q", "a"))
+        assert stat.S_IMODE(db_path.parent.stat().st_mode) == 0o700
+        for name in ("co-cli.db", "co-cli.db-wal", "co-cli.db-shm"):
+            assert stat.S_IMODE((db_path.parent / name).stat().st_mode) == 0o600, name
+
+
+def test_wal_and_busy_timeout_are_set(store: SessionStore) -> None:
+    assert store._conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    assert store._conn.execute("PRAGMA busy_timeout").fetchone()[0] >= 5000
+    assert store._conn.execute("PRAGMA foreign_keys").fetchone() == (1,)
+
+
+def test_corrupt_file_raises_store_error_and_is_kept(db_path: Path) -> None:
+    db_path.parent.mkdir(parents=True)
+    garbage = b"this is not an sqlite database, just some text that a user cares about" * 20
+    db_path.write_bytes(garbage)
+    with pytest.raises(StoreError) as excinfo:
+        SessionStore.open(db_path)
+    assert str(db_path) in str(excinfo.value) and "corrupt" in str(excinfo.value)
+    assert "\n" not in str(excinfo.value)
+    assert db_path.read_bytes() == garbage
+
+
+def test_foreign_sqlite_database_is_refused(db_path: Path) -> None:
+    db_path.parent.mkdir(parents=True)
+    conn = sqlite3.connect(db_path)
+    conn.execute("CREATE TABLE notes (body TEXT)")
+    conn.commit()
+    conn.close()
+    with pytest.raises(StoreError, match="did not create"):
+        SessionStore.open(db_path)
+
+
+def test_newer_schema_raises_store_error(db_path: Path) -> None:
+    SessionStore.open(db_path).close()
+    conn = sqlite3.connect(db_path)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    conn.close()
+    with pytest.raises(StoreError, match="newer co") as excinfo:
+        SessionStore.open(db_path)
+    assert str(db_path) in str(excinfo.value)
+
+
+def test_read_only_file_raises_store_error(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    SessionStore.open(db_path).close()
+    db_path.chmod(0o400)
+    if os.geteuid() == 0:  # root ignores permission bits; report the file as unwritable as a user would see it
+        real_access = os.access
+        monkeypatch.setattr(
+            os, "access", lambda p, mode: False if Path(p) == db_path and mode & os.W_OK else real_access(p, mode)
+        )
+    with pytest.raises(StoreError, match="read-only") as excinfo:
+        SessionStore.open(db_path)
+    assert str(db_path) in str(excinfo.value)
+
+
+def test_sqlite_read_only_error_is_translated(db_path: Path) -> None:
+    SessionStore.open(db_path).close()
+    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    with pytest.raises(sqlite3.OperationalError) as excinfo:
+        conn.execute("DELETE FROM sessions")
+    conn.close()
+    error = store_error(excinfo.value, db_path)
+    assert isinstance(error, StoreError) and "read-only" in str(error) and str(db_path) in str(error)
+
+
+def test_full_disk_raises_store_error_and_keeps_data(store: SessionStore) -> None:
+    sid = new(store)
+    save_turn(store, sid, text_turn("before", "ok"))
+    pages = store._conn.execute("PRAGMA page_count").fetchone()[0]
+    store._conn.execute(f"PRAGMA max_page_count = {pages + 1}")
+    with pytest.raises(StoreError, match="disk is full") as excinfo:
+        save_turn(store, sid, text_turn("x" * 200_000, "too big"))
+    assert str(store.path) in str(excinfo.value)
+    assert not store._conn.in_transaction
+    assert [m.text for m in store.transcript(sid)] == ["before", "ok"]
+    assert store.get(sid).message_count == 2
+
+
+# --- several processes -----------------------------------------------------------------------------
+
+
+def _append_turns(db_path: str, own_id: str, shared_id: str, turns: int, start: float) -> None:
+    store = SessionStore.open(Path(db_path))
+    while time.time() < start:
+        time.sleep(0.001)
+    for i in range(turns):
+        sid = shared_id if i % 2 else own_id
+        prompt = f"turn {i} of {os.getpid()}"
+        seq = store.begin_turn(sid, prompt)
+        store.finish_turn(sid, seq, text_turn(prompt, f"answer to {prompt}"), input_tokens=1)
+    store.close()
+
+
+def _seqs(store: SessionStore, sid: str) -> list[int]:
+    return [m.seq for m in store.transcript(sid)]
+
+
+def test_two_processes_append_concurrently(store: SessionStore, db_path: Path) -> None:
+    turns = 300
+    shared = new(store, title="shared")
+    own = [new(store, title=f"own {i}") for i in range(2)]
+    ctx = multiprocessing.get_context("fork")
+    start = time.time() + 0.5
+    procs = [ctx.Process(target=_append_turns, args=(str(db_path), o, shared, turns, start)) for o in own]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(timeout=90)
+    assert [proc.exitcode for proc in procs] == [0, 0]
+    assert _seqs(store, shared) == list(range(2 * turns))
+    for sid in own:
+        assert _seqs(store, sid) == list(range(turns))
+    info = store.get(shared)
+    assert info.message_count == 2 * turns and info.input_tokens == turns
+    # Each turn's reply lands after its own prompt even when the two processes interleave.
+    seq_of = {m.text: m.seq for m in store.transcript(shared)}
+    prompts = [text for text in seq_of if text.startswith("turn ")]
+    assert len(prompts) == turns
+    assert all(seq_of[f"answer to {p}"] > seq_of[p] for p in prompts)
+    assert store.integrity_ok()
+
+
+def _write_forever(db_path: str) -> None:
+    store = SessionStore.open(Path(db_path))
+    sid = store.create_session(model="test", cwd="/", title="victim").id
+    i = 0
+    while True:
+        save_turn(store, sid, tool_turn(f"prompt {i}", f"f{i}.py", "x = 1\n" * 200, f"answer {i}"))
+        if i % 25 == 24:
+            sid = store.fork(sid).id
+        i += 1
+
+
+def test_sigkill_mid_writes_leaves_a_sound_database(store: SessionStore, db_path: Path) -> None:
+    proc = multiprocessing.get_context("fork").Process(target=_write_forever, args=(str(db_path),))
+    proc.start()
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        if store._conn.execute("SELECT count(*) FROM messages").fetchone()[0] >= 400:
+            break
+        time.sleep(0.02)
+    assert proc.pid is not None
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.join()
+    with SessionStore.open(db_path) as reopened:
+        assert reopened.integrity_ok()
+        sessions = reopened.list(limit=1000)
+        assert len(sessions) >= 2
+        for info in sessions:
+            seqs = _seqs(reopened, info.id)
+            assert seqs == list(range(info.message_count))
+        sid = sessions[0].id
+        save_turn(reopened, sid, text_turn("after the crash", "fine"))
+        assert reopened.search("after the crash")[0].session_id == sid
+
+
+# --- export and import -----------------------------------------------------------------------------
+
+
+def test_export_markdown_is_readable(store: SessionStore) -> None:
+    sid = new(store, title="Reading files")
+    save_turn(store, sid, tool_turn("show ```fences```", "a.py", "print('hi')", "It prints **hi**."))
+    text = export_markdown(store, sid)
+    assert text.startswith("# Reading files\n")
+    assert f"`{sid}`" in text and "- Model: test" in text
+    assert "### User · #0" in text and "### Assistant (tool call) · #1" in text
+    assert '```json\n{\n  "path": "a.py"\n}\n```' in text
+    assert "````\nread_file" not in text and "Result of `read_file`:\n\n```\nprint('hi')\n```" in text
+    assert "It prints **hi**." in text
+
+
+def test_export_json_import_round_trip(store: SessionStore) -> None:
+    sid = new(store, title="round trip")
+    save_turn(store, sid, tool_turn("q", "a.py", "content", "answer"), input_tokens=7, cost_usd=0.5)
+    seq = store.begin_turn(sid, "failing")
+    store.finish_turn(sid, seq, [], status="failed")
+    summary = [ModelRequest(parts=[UserPromptPart("summary")])]
+    store.add_compaction(sid, CompactionRecord(0, 3, "sum", "f", "manual", 50, 5, "test", summary))
+    exported = export_json(store, sid)
+    document = json.loads(exported)
+    assert (document["format"], document["version"]) == ("co-session", 1)
+    imported = import_json(store, exported)
+    assert imported.id != sid and imported.title == "round trip" and imported.input_tokens == 7
+    assert dump(store.messages(imported.id, include_failed=True)) == dump(store.messages(sid, include_failed=True))
+    assert [m.status for m in store.transcript(imported.id)] == [m.status for m in store.transcript(sid)]
+    [record] = store.compactions(imported.id)
+    assert (record.summary, record.focus, record.upto_seq) == ("sum", "f", 3)
+    assert dump(record.replacement) == dump(summary)
+    assert store.search("content", session_id=imported.id)
+    # Into an empty database the original id is kept.
+    other_path = store.path.parent / "other.db"
+    with SessionStore.open(other_path) as other:
+        assert import_json(other, exported).id == sid
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "not json",
+        "[]",
+        '{"format": "something-else"}',
+        '{"format": "co-session", "version": 99}',
+        '{"format": "co-session", "version": 1, "session": {}}',
+    ],
+)
+def test_import_rejects_invalid_files(store: SessionStore, text: str) -> None:
+    with pytest.raises(CoError) as excinfo:
+        import_json(store, text)
+    assert "\n" not in str(excinfo.value)
+    assert store.count() == 0
+
+
+def test_import_rejects_invalid_messages(store: SessionStore) -> None:
+    sid = new(store)
+    save_turn(store, sid, text_turn("q", "a"))
+    document = json.loads(export_json(store, sid))
+    document["messages"][1]["message"] = {"kind": "response", "parts": [{"part_kind": "nonsense"}]}
+    with pytest.raises(CoError, match="does not validate"):
+        import_json(store, json.dumps(document))
+    document = json.loads(export_json(store, sid))
+    document["messages"][1]["seq"] = 5
+    with pytest.raises(CoError, match="seq"):
+        import_json(store, json.dumps(document))
+    assert store.count() == 1
