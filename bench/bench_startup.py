@@ -21,9 +21,7 @@ PROMPT = "co> "
 
 def env_for(tmp: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CO_CLI_")}
-    env.update(
-        CO_CLI_DATA_DIR=f"{tmp}/data", CO_CLI_CONFIG_DIR=f"{tmp}/config", CO_CLI_MODEL="test", TERM="xterm"
-    )
+    env.update(CO_CLI_DATA_DIR=f"{tmp}/data", CO_CLI_CONFIG_DIR=f"{tmp}/config", CO_CLI_MODEL="test", TERM="xterm")
     return env
 
 
@@ -35,9 +33,7 @@ def time_help(env: dict[str, str]) -> float:
 
 def time_to_prompt(env: dict[str, str], cwd: str) -> float:
     start = time.perf_counter()
-    child = pexpect.spawn(
-        sys.executable, ["-m", "co_cli", "chat"], env=env, cwd=cwd, encoding="utf-8", timeout=30
-    )
+    child = pexpect.spawn(sys.executable, ["-m", "co_cli", "chat"], env=env, cwd=cwd, encoding="utf-8", timeout=30)
     child.expect_exact(PROMPT)
     elapsed = time.perf_counter() - start
     child.sendcontrol("d")
@@ -60,9 +56,7 @@ def main() -> None:
         ("co --help", helps, "< 0.30 s"),
         ("co chat time-to-prompt", prompts, "< 0.60 s"),
     ):
-        print(
-            f"{name:<28}{statistics.median(values):>9.3f}s{min(values):>9.3f}s{max(values):>9.3f}s   {target}"
-        )
+        print(f"{name:<28}{statistics.median(values):>9.3f}s{min(values):>9.3f}s{max(values):>9.3f}s   {target}")
 
 
 if __name__ == "__main__":

@@ -164,6 +164,7 @@ def _normalize_argv(argv: list[str]) -> list[str]:
 def main(argv: list[str] | None = None) -> None:
     import click
 
+    os.environ.setdefault("PYDANTIC_AI_NO_BANNER", "1")
     args = _normalize_argv(list(sys.argv[1:] if argv is None else argv))
     _mount_sessions()
     command = typer.main.get_command(app)
@@ -187,4 +188,9 @@ def main(argv: list[str] | None = None) -> None:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         sys.exit(1)
+    except Exception as exc:  # a bug, not a user error: one line, the traceback only on request
+        if os.environ.get("CO_CLI_DEBUG"):
+            raise
+        print(f"error: internal error: {type(exc).__name__}: {exc} (set CO_CLI_DEBUG=1 for details)", file=sys.stderr)
+        sys.exit(70)
     sys.exit(code if isinstance(code, int) else 0)

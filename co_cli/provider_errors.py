@@ -4,7 +4,16 @@ from __future__ import annotations
 
 
 def _detail(exc: BaseException) -> str:
-    text = " ".join(str(getattr(exc, "message", "") or exc).split())
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        body = body["error"]
+    if isinstance(body, dict) and body.get("message"):
+        text = str(body["message"])
+    elif isinstance(body, str) and body.strip():
+        text = body
+    else:
+        text = str(getattr(exc, "message", "") or exc)
+    text = " ".join(text.split())
     return text[:200] + ("…" if len(text) > 200 else "")
 
 

@@ -124,9 +124,7 @@ def export(
     fmt: Annotated[ExportFormat, typer.Option("--format", "-f", help="md (readable) or json (lossless).")] = (
         ExportFormat.md
     ),
-    output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write to this file (mode 0600).")
-    ] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file (mode 0600).")] = None,
 ) -> None:
     """Export a session as Markdown or JSON."""
     from co_cli.store.export import export_json, export_markdown
@@ -134,9 +132,7 @@ def export(
     store, _ = _open_store()
     with store:
         info = store.get(session_id)
-        text = (
-            export_markdown(store, info.id) if fmt is ExportFormat.md else export_json(store, info.id) + "\n"
-        )
+        text = export_markdown(store, info.id) if fmt is ExportFormat.md else export_json(store, info.id) + "\n"
     if output is None:
         typer.echo(text, nl=False)
         return
@@ -185,9 +181,7 @@ def delete(
     with store:
         info = store.get(session_id)
         if not yes:
-            question = (
-                f"Delete session {info.id} ({info.title or 'untitled'}, {info.message_count} messages)?"
-            )
+            question = f"Delete session {info.id} ({info.title or 'untitled'}, {info.message_count} messages)?"
             if not typer.confirm(question, default=False):
                 typer.echo("not deleted")
                 raise typer.Exit(1)

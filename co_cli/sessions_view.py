@@ -97,6 +97,7 @@ def search_table(hits: Sequence[SearchHit]) -> Table:
 
 
 def _shorten(text: str, limit: int = TOOL_OUTPUT_SHOWN_CHARS) -> str:
+    text = text.rstrip()
     if len(text) <= limit:
         return text
     return f"{text[:limit]}\n… ({len(text) - limit} more characters; `co sessions export` has them all)"

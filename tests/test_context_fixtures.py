@@ -115,4 +115,5 @@ def test_conversation_shape() -> None:
     history = conversation(3)
     assert len(history) == 13
     assert isinstance(history[-1], ModelRequest)
-    assert texts_of(history).count("question") == 3
+    assert texts_of(history).count("question ") == 3
+    assert texts_of(history).endswith("latest question")

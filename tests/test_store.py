@@ -277,9 +277,7 @@ def test_fork_up_to_a_message_copies_only_compactions_inside(store: SessionStore
         save_turn(store, sid, text_turn(f"q{i}", f"a{i}"))
     summary = [ModelRequest(parts=[UserPromptPart("summary of q0")])]
     for upto in (1, 3):
-        store.add_compaction(
-            sid, CompactionRecord(0, upto, f"upto {upto}", None, "auto", 100, 10, "test", summary)
-        )
+        store.add_compaction(sid, CompactionRecord(0, upto, f"upto {upto}", None, "auto", 100, 10, "test", summary))
     fork = store.fork(sid, upto_seq=2)
     assert fork.fork_seq == 2 and fork.message_count == 3
     assert [m.text for m in store.transcript(fork.id)] == ["q0", "a0", "q1"]
@@ -308,7 +306,12 @@ def test_compactions_round_trip(store: SessionStore) -> None:
     latest = store.latest_compaction(sid)
     assert latest is not None and latest.summary == "again" and latest.replacement == []
     loaded = store.compactions(sid)[0]
-    assert (loaded.focus, loaded.trigger, loaded.tokens_before, loaded.tokens_after) == ("focus on q", "manual", 900, 120)
+    assert (loaded.focus, loaded.trigger, loaded.tokens_before, loaded.tokens_after) == (
+        "focus on q",
+        "manual",
+        900,
+        120,
+    )
     assert dump(loaded.replacement) == dump(replacement)
     assert store.get(sid).compaction_count == 2
     with pytest.raises(ValueError):

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -218,3 +221,29 @@ def test_failed_migration_leaves_the_previous_version_intact(tmp_path: Path, mon
 def test_every_version_has_one_migration() -> None:
     assert SCHEMA_VERSION == len(MIGRATIONS) >= 2
     assert all(m.__doc__ for m in MIGRATIONS)
+
+
+def _open_and_create(path: str, start: float) -> None:
+    while time.time() < start:
+        time.sleep(0.001)
+    with SessionStore.open(Path(path)) as store:
+        store.create_session(model="test", cwd="/", title=f"from {os.getpid()}")
+
+
+@pytest.mark.parametrize("version", [0, 1])
+def test_processes_opening_an_old_database_at_once_migrate_it_once(tmp_path: Path, version: int) -> None:
+    path = tmp_path / "co.db"
+    if version:
+        _build_at_version(path, version)
+    ctx = multiprocessing.get_context("fork")
+    start = time.time() + 0.3
+    procs = [ctx.Process(target=_open_and_create, args=(str(path), start)) for _ in range(4)]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(timeout=60)
+    assert [proc.exitcode for proc in procs] == [0, 0, 0, 0]
+    assert _user_version(path) == SCHEMA_VERSION
+    with SessionStore.open(path) as store:
+        assert store.count() == 4 + (1 if version else 0)
+        assert store.integrity_ok()

@@ -78,15 +78,22 @@ def ack_response() -> ModelResponse:
     return ModelResponse(parts=[TextPart(ACK_TEXT)])
 
 
+def _is_ack(msg: ModelMessage) -> bool:
+    return isinstance(msg, ModelResponse) and len(msg.parts) == 1 and msg.parts[0] == TextPart(ACK_TEXT)
+
+
 def describe_error(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def covered_count(messages: Sequence[ModelMessage]) -> int:
-    """Messages a stretch stands for: a summary counts as the messages it summarised."""
+    """Messages a stretch stands for: a summary counts as the messages it summarised, its
+    acknowledgement as none."""
     total = 0
     for msg in messages:
+        if _is_ack(msg):
+            continue
         n = None
         if is_summary_message(msg):
             for part in msg.parts:
@@ -149,8 +156,8 @@ def plan_middle(
     tail_start = _choose_tail_start(messages, head_end, min_tail, max_tail_tokens)
     if tail_start <= head_end:
         return None
-    if all(is_summary_message(msg) for msg in messages[head_end:tail_start]):
-        return None
+    if all(is_summary_message(msg) or _is_ack(msg) for msg in messages[head_end:tail_start]):
+        return None  # only an earlier summary: summarising it again gains nothing
     return head_end, tail_start
 
 

@@ -13,7 +13,7 @@ comes from the constructor, not from the serving model.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -59,25 +59,52 @@ class _Cached:
     result: CompactionResult
 
 
-@dataclass
+@dataclass(init=False, eq=False)
 class ContextGovernor(AbstractCapability[Any]):
-    """Offload, trim, repair and (past the threshold) compact the history before every model request."""
+    """Offload, trim, repair and (past the threshold) compact the history before every model request.
+
+    The ``on_event`` callback is stored as ``listener``: a field named ``on_event`` would shadow the
+    capability hook of that name and make pydantic-ai treat every run as an event stream.
+    """
 
     settings: Settings
     context_window: int
-    summarizer: Model | str | None = None
-    offload_dir: Callable[[], Path] | None = None
-    overhead_tokens: int = 0
-    on_event: Callable[[GovernorEvent], None] | None = None
+    summarizer: Model | str | None
+    offload_dir: Callable[[], Path] | None
+    overhead_tokens: int
+    listener: Callable[[GovernorEvent], None] | None
 
-    _cache: _Cached | None = field(default=None, init=False, repr=False)
-    _run_id: str | None = field(default=None, init=False, repr=False)
-    _cooldown: int = field(default=0, init=False, repr=False)
-    _failures: int = field(default=0, init=False, repr=False)
-    _llm_disabled: bool = field(default=False, init=False, repr=False)
-    _stuck_notice_sent: bool = field(default=False, init=False, repr=False)
-    _last_estimate: TokenEstimate | None = field(default=None, init=False, repr=False)
-    _compactions: int = field(default=0, init=False, repr=False)
+    def __init__(
+        self,
+        settings: Settings,
+        context_window: int,
+        summarizer: Model | str | None = None,
+        offload_dir: Callable[[], Path] | None = None,
+        overhead_tokens: int = 0,
+        on_event: Callable[[GovernorEvent], None] | None = None,
+        *,
+        listener: Callable[[GovernorEvent], None] | None = None,
+        id: str | None = None,
+        description: str | None = None,
+        defer_loading: bool = False,
+    ) -> None:
+        self.settings = settings
+        self.context_window = context_window
+        self.summarizer = summarizer
+        self.offload_dir = offload_dir
+        self.overhead_tokens = overhead_tokens
+        self.listener = on_event or listener
+        self.id = id
+        self.description = description
+        self.defer_loading = defer_loading
+        self._cache: _Cached | None = None
+        self._run_id: str | None = None
+        self._cooldown = 0
+        self._failures = 0
+        self._llm_disabled = False
+        self._stuck_notice_sent = False
+        self._last_estimate: TokenEstimate | None = None
+        self._compactions = 0
 
     @classmethod
     def get_serialization_name(cls) -> str | None:
@@ -187,8 +214,8 @@ class ContextGovernor(AbstractCapability[Any]):
     # --- internals ---------------------------------------------------------------------------------
 
     def _emit(self, event: GovernorEvent) -> None:
-        if self.on_event is not None:
-            self.on_event(event)
+        if self.listener is not None:
+            self.listener(event)
 
     def _notice(self, message: str) -> None:
         self._emit(GovernorEvent(kind="notice", message=message))

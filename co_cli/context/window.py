@@ -80,16 +80,14 @@ def latest_user_prompt_index(messages: Sequence[ModelMessage]) -> int | None:
 
 
 def current_turn_start(messages: Sequence[ModelMessage]) -> int:
-    """Start of the current turn: the last request with a user prompt (a summary counts only if nothing
-    later does); 0 when there is none, so the whole history is the current turn."""
+    """Start of the current turn: the last request with a user prompt, or the last summary when it comes
+    later (it carries the latest request once that was summarised); 0 when there is neither."""
     latest = latest_user_prompt_index(messages)
-    if latest is not None:
-        return latest
-    for i in range(len(messages) - 1, -1, -1):
-        msg = messages[i]
-        if isinstance(msg, ModelRequest) and any(isinstance(p, UserPromptPart) for p in msg.parts):
+    start = latest if latest is not None else 0
+    for i in range(len(messages) - 1, start, -1):
+        if is_summary_message(messages[i]):
             return i
-    return 0
+    return start
 
 
 def find_head_end(messages: Sequence[ModelMessage]) -> int:

@@ -37,7 +37,7 @@ from pydantic_ai.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
-from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
+from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse, check_allow_model_requests
 from pydantic_ai.profiles import ModelProfile
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import ToolDefinition
@@ -114,9 +114,7 @@ def _load(path: Path, n_ctx: int) -> LoadedLlama:
 
     llama_api.llama_model_default_params = params_without_extra_buffers
     try:
-        llama = llama_cpp.Llama(
-            model_path=str(path), n_ctx=n_ctx, n_threads=os.cpu_count() or 1, verbose=False
-        )
+        llama = llama_cpp.Llama(model_path=str(path), n_ctx=n_ctx, n_threads=os.cpu_count() or 1, verbose=False)
     except (ValueError, RuntimeError, OSError) as exc:
         raise ModelConfigError(f"cannot load model file {path}: {_one_line(exc)}") from None
     finally:
@@ -126,9 +124,7 @@ def _load(path: Path, n_ctx: int) -> LoadedLlama:
         raise ModelConfigError(f"model file {path} has no chat template")
     eos_token = _token_text(llama, llama.token_eos())
     bos_token = _token_text(llama, llama.token_bos())
-    formatter = llama_chat_format.Jinja2ChatFormatter(
-        template=template, eos_token=eos_token, bos_token=bos_token
-    )
+    formatter = llama_chat_format.Jinja2ChatFormatter(template=template, eos_token=eos_token, bos_token=bos_token)
     stop = sorted(set(_SPECIAL_TOKEN.findall(template)) | ({eos_token} if eos_token else set()))
     return LoadedLlama(llama=llama, formatter=formatter, stop=stop)
 
@@ -165,9 +161,7 @@ def tool_instructions(tools: Sequence[ToolDefinition]) -> str:
     ]
     for tool in tools:
         lines.append(f"- {tool.name}: {(tool.description or '').strip() or 'no description'}")
-        lines.append(
-            f"  Arguments (JSON schema): {json.dumps(tool.parameters_json_schema, ensure_ascii=False)}"
-        )
+        lines.append(f"  Arguments (JSON schema): {json.dumps(tool.parameters_json_schema, ensure_ascii=False)}")
     example = {"name": tools[0].name, "arguments": _example_arguments(tools[0].parameters_json_schema)}
     lines += [
         "",
@@ -286,9 +280,7 @@ def fit_turns(
         if first >= keep_from:
             break
         # The oldest exchange goes as a whole: a prompt with the replies and tool results after it.
-        end = next(
-            (index for index in range(first + 1, keep_from) if turns[index].kind == "prompt"), keep_from
-        )
+        end = next((index for index in range(first + 1, keep_from) if turns[index].kind == "prompt"), keep_from)
         del turns[first:end]
     for _ in range(12):
         total = count_tokens(chat_messages(turns))
@@ -354,9 +346,7 @@ class _Generation:
                 return
             chunks: Any = None
             try:
-                chunks = self.loaded.llama.create_chat_completion(
-                    messages=self.chat, stream=True, **self.sampling
-                )
+                chunks = self.loaded.llama.create_chat_completion(messages=self.chat, stream=True, **self.sampling)
                 for chunk in chunks:
                     if self.stop_event.is_set():
                         break
@@ -401,9 +391,7 @@ class LocalStreamedResponse(StreamedResponse):
             pending += text
             ready = streamable_length(pending) if self._tool_names else len(pending)
             if ready:
-                for event in self._parts_manager.handle_text_delta(
-                    vendor_part_id="text", content=pending[:ready]
-                ):
+                for event in self._parts_manager.handle_text_delta(vendor_part_id="text", content=pending[:ready]):
                     yield event
                 pending = pending[ready:]
         leftover, calls = parse_tool_calls(pending, self._tool_names)
@@ -545,9 +533,7 @@ class LocalModel(Model):
         model_settings: ModelSettings | None,
         model_request_parameters: ModelRequestParameters,
     ) -> ModelResponse:
-        model_settings, model_request_parameters = self.prepare_request(
-            model_settings, model_request_parameters
-        )
+        model_settings, model_request_parameters = self.prepare_request(model_settings, model_request_parameters)
         stream = await self._open_stream(messages, model_settings, model_request_parameters)
         try:
             async for _ in stream:
@@ -564,9 +550,7 @@ class LocalModel(Model):
         model_request_parameters: ModelRequestParameters,
         run_context: RunContext[Any] | None = None,
     ) -> AsyncGenerator[StreamedResponse]:
-        model_settings, model_request_parameters = self.prepare_request(
-            model_settings, model_request_parameters
-        )
+        model_settings, model_request_parameters = self.prepare_request(model_settings, model_request_parameters)
         stream = await self._open_stream(messages, model_settings, model_request_parameters)
         try:
             yield stream
@@ -579,18 +563,15 @@ class LocalModel(Model):
         model_settings: ModelSettings | None,
         params: ModelRequestParameters,
     ) -> LocalStreamedResponse:
+        check_allow_model_requests()
         loaded = await self._ensure_loaded_async()
         settings = model_settings or {}
         max_tokens = min(settings.get("max_tokens", self.max_tokens), self.n_ctx // 2)
         tools = [*params.function_tools, *params.output_tools]
-        instructions = "\n\n".join(
-            part.content for part in self._get_instruction_parts(messages, params) or []
-        )
+        instructions = "\n\n".join(part.content for part in self._get_instruction_parts(messages, params) or [])
         system_prompt = "\n\n".join(text for text in (instructions, tool_instructions(tools)) if text.strip())
         turns = render_turns(messages, system_prompt)
-        fitted = await asyncio.to_thread(
-            fit_turns, turns, loaded.count_prompt_tokens, self.n_ctx - max_tokens
-        )
+        fitted = await asyncio.to_thread(fit_turns, turns, loaded.count_prompt_tokens, self.n_ctx - max_tokens)
         chat = chat_messages(fitted)
         prompt_tokens = await asyncio.to_thread(loaded.count_prompt_tokens, chat)
         sampling = self._sampling(settings, max_tokens, loaded.stop)

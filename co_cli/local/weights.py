@@ -39,9 +39,7 @@ def default_weights_path() -> Path:
     """The bundled SmolLM2 GGUF file; ModelConfigError when the ``local`` extra is not installed."""
     path = _bundled_weights()
     if path is None:
-        raise ModelConfigError(
-            f"the embedded model's weights ({WEIGHTS_DISTRIBUTION}) are missing: {INSTALL_HINT}"
-        )
+        raise ModelConfigError(f"the embedded model's weights ({WEIGHTS_DISTRIBUTION}) are missing: {INSTALL_HINT}")
     return path
 
 

@@ -214,7 +214,7 @@ class ChatApp:
             if not sessions:
                 self.info("No saved sessions yet.")
                 return
-            self._print(sessions_table(sessions, current=self.conv.session_id))
+            self._print(sessions_table(sessions))
 
     def _print(self, renderable: object) -> None:
         if self.interactive:

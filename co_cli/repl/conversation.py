@@ -211,9 +211,9 @@ class Conversation:
                         tool_names[event.part.tool_call_id] = event.part.tool_name
                         view.tool_call(event.part.tool_name, event.part.args)
                     elif isinstance(event, FunctionToolResultEvent):
-                        result = event.result
+                        part = event.part
                         view.tool_result(
-                            result.tool_name or tool_names.get(result.tool_call_id, "?"), result.content
+                            part.tool_name or tool_names.get(part.tool_call_id, "?"), part.content
                         )
                     elif isinstance(event, AgentRunResultEvent):
                         run_result = event.result

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import sqlite3
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -125,29 +127,21 @@ def store_error(exc: sqlite3.Error, path: Path) -> StoreError:
     name = getattr(exc, "sqlite_errorname", "") or ""
     text = str(exc)
     if name.startswith("SQLITE_FULL") or "disk is full" in text:
-        return StoreError(
-            f"cannot write session database {path}: the disk is full; free some space and retry"
-        )
+        return StoreError(f"cannot write session database {path}: the disk is full; free some space and retry")
     if name.startswith("SQLITE_READONLY") or "readonly" in text:
         return StoreError(
             f"session database {path} is read-only; make the file and its directory writable "
             "or set CO_CLI_DATA_DIR to another directory"
         )
-    if (
-        name.startswith(("SQLITE_NOTADB", "SQLITE_CORRUPT"))
-        or "not a database" in text
-        or "malformed" in text
-    ):
+    if name.startswith(("SQLITE_NOTADB", "SQLITE_CORRUPT")) or "not a database" in text or "malformed" in text:
         return StoreError(
             f"session database {path} is corrupt or not a co database; move it aside (co starts a new "
             "one) or set CO_CLI_DATA_DIR to another directory"
         )
-    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in text:
+    if _is_busy(exc):
         return StoreError(f"session database {path} stayed locked by another process; retry in a moment")
     if name.startswith("SQLITE_CANTOPEN"):
-        return StoreError(
-            f"cannot open session database {path}; check that its directory exists and is writable"
-        )
+        return StoreError(f"cannot open session database {path}; check that its directory exists and is writable")
     return StoreError(f"session database {path} failed: {text}")
 
 
@@ -238,14 +232,38 @@ def migrate(conn: sqlite3.Connection, path: Path) -> int:
     return version
 
 
+def _is_busy(exc: sqlite3.Error) -> bool:
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    return name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in str(exc)
+
+
+def _enable_wal(conn: sqlite3.Connection, path: Path) -> None:
+    """Switch to write-ahead logging once per file.
+
+    The switch needs an exclusive lock and SQLite does not always wait for it through the busy
+    handler (two processes opening a new file at once), so it is retried here until the timeout.
+    """
+    if str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal":
+        return
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            break
+        except sqlite3.OperationalError as exc:
+            if not _is_busy(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(random.uniform(0.005, 0.05))
+    if str(mode).lower() != "wal":
+        raise StoreError(f"session database {path} cannot use write-ahead logging (journal mode {mode})")
+
+
 def connect(path: Path) -> sqlite3.Connection:
     """Open (creating if needed) and migrate the session database; raise StoreError on any problem."""
     path = Path(path).expanduser()
     _prepare_file(path)
     try:
-        conn = sqlite3.connect(
-            path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
-        )
+        conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
     except sqlite3.Error as exc:
         raise store_error(exc, path) from exc
     try:
@@ -255,11 +273,7 @@ def connect(path: Path) -> sqlite3.Connection:
             conn.execute("SELECT count(*) FROM sqlite_schema").fetchone()
             if _schema_version(conn) > SCHEMA_VERSION:
                 migrate(conn, path)  # raises the "newer co" error before anything is written
-            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-            if str(mode).lower() != "wal":
-                raise StoreError(
-                    f"session database {path} cannot use write-ahead logging (journal mode {mode})"
-                )
+            _enable_wal(conn, path)
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
             migrate(conn, path)

@@ -84,9 +84,7 @@ def _message_markdown(stored: StoredMessage) -> str:
                 blocks.append("> " + part.content.replace("\n", "\n> "))
         elif isinstance(part, BaseToolCallPart):
             args = json.dumps(part.args_as_dict(), indent=2, ensure_ascii=False)
-            blocks.append(
-                f"Tool call `{part.tool_name}` (id `{part.tool_call_id}`):\n\n{_fence(args, 'json')}"
-            )
+            blocks.append(f"Tool call `{part.tool_name}` (id `{part.tool_call_id}`):\n\n{_fence(args, 'json')}")
         elif isinstance(part, BaseToolReturnPart):
             outcome = "" if part.outcome == "success" else f" ({part.outcome})"
             blocks.append(f"Result of `{part.tool_name}`{outcome}:\n\n{_fence(part.model_response_str())}")
@@ -227,9 +225,7 @@ def import_json(store: SessionStore, text: str) -> SessionInfo:
                     tokens_before=_require(item, "tokens_before", int, where),
                     tokens_after=_require(item, "tokens_after", int, where),
                     model=_require(item, "model", str, where),
-                    replacement=ModelMessagesTypeAdapter.validate_python(
-                        _require(item, "replacement", list, where)
-                    ),
+                    replacement=ModelMessagesTypeAdapter.validate_python(_require(item, "replacement", list, where)),
                     created_at=float(_require(item, "created_at", (int, float), where)),
                 )
             )

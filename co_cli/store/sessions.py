@@ -96,8 +96,7 @@ _SESSION_COLUMNS = (
     "input_tokens, output_tokens, cost_usd, compaction_count"
 )
 _COMPACTION_DATA = (
-    "created_at, from_seq, upto_seq, summary, focus, trigger, tokens_before, tokens_after, model, "
-    "replacement_json"
+    "created_at, from_seq, upto_seq, summary, focus, trigger, tokens_before, tokens_after, model, replacement_json"
 )
 _COMPACTION_COLUMNS = f"id, {_COMPACTION_DATA}"
 _INSERT_COMPACTION = (
@@ -225,9 +224,7 @@ def load_messages(json_lists: Iterable[str], where: str) -> list[ModelMessage]:
     try:
         return ModelMessagesTypeAdapter.validate_json(joined)
     except ValidationError as exc:
-        raise StoreError(
-            f"{where} holds a message this co cannot read ({exc.error_count()} errors)"
-        ) from None
+        raise StoreError(f"{where} holds a message this co cannot read ({exc.error_count()} errors)") from None
 
 
 def _is_prompt_request(message: ModelMessage) -> bool:
@@ -272,9 +269,7 @@ class SessionStore:
         return write_transaction(self._conn, self.path)
 
     def _session_row(self, session_id: str) -> tuple[Any, ...]:
-        row = self._conn.execute(
-            f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)
-        ).fetchone()
+        row = self._conn.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
         if row is None:
             raise SessionNotFound(f"no session {session_id!r}; `co sessions list` shows them")
         return row
@@ -341,14 +336,11 @@ class SessionStore:
         if not key:
             raise SessionNotFound("no session id given")
         with self._lock, translated_errors(self.path):
-            row = self._conn.execute(
-                f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (key,)
-            ).fetchone()
+            row = self._conn.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (key,)).fetchone()
             if row is not None:
                 return SessionInfo(*row)
             rows = self._conn.execute(
-                f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id >= ? AND id < ? "
-                "ORDER BY updated_at DESC LIMIT ?",
+                f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id >= ? AND id < ? ORDER BY updated_at DESC LIMIT ?",
                 (key, key + "~", _AMBIGUOUS_SHOWN + 1),
             ).fetchall()
             if not rows:
@@ -360,14 +352,10 @@ class SessionStore:
             ).fetchone()[0]
         shown = ", ".join(f"{r[0]} ({r[1] or 'untitled'})" for r in rows[:_AMBIGUOUS_SHOWN])
         more = f" and {total - _AMBIGUOUS_SHOWN} more" if total > _AMBIGUOUS_SHOWN else ""
-        raise SessionNotFound(
-            f"session prefix {id_or_prefix!r} is ambiguous: {shown}{more}; give more characters"
-        )
+        raise SessionNotFound(f"session prefix {id_or_prefix!r} is ambiguous: {shown}{more}; give more characters")
 
     def latest(self) -> SessionInfo | None:
-        rows = self._read(
-            f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY updated_at DESC, id DESC LIMIT 1"
-        )
+        rows = self._read(f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY updated_at DESC, id DESC LIMIT 1")
         return SessionInfo(*rows[0]) if rows else None
 
     def list(self, limit: int = 50, offset: int = 0) -> builtins.list[SessionInfo]:
@@ -462,8 +450,7 @@ class SessionStore:
             if replace_prompt:
                 kind, text, data = encoded[0]
                 conn.execute(
-                    "UPDATE messages SET kind = ?, text = ?, json = ?, status = ? "
-                    "WHERE session_id = ? AND seq = ?",
+                    "UPDATE messages SET kind = ?, text = ?, json = ?, status = ? WHERE session_id = ? AND seq = ?",
                     (kind, text, data, status, session_id, prompt_seq),
                 )
                 seqs.append(prompt_seq)
@@ -512,8 +499,7 @@ class SessionStore:
         with self._lock, translated_errors(self.path):
             self._session_row(session_id)
             rows = self._conn.execute(
-                "SELECT json FROM messages WHERE session_id = ? AND seq > ? AND (status != 'failed' OR ?) "
-                "ORDER BY seq",
+                "SELECT json FROM messages WHERE session_id = ? AND seq > ? AND (status != 'failed' OR ?) ORDER BY seq",
                 (session_id, after_seq, int(include_failed)),
             ).fetchall()
         return load_messages((r[0] for r in rows), f"session {session_id}")
@@ -573,9 +559,7 @@ class SessionStore:
         return self._compaction(rows[0], session_id) if rows else None
 
     def compactions(self, session_id: str) -> builtins.list[CompactionRecord]:
-        return [
-            self._compaction(row, session_id) for row in self._compaction_rows(session_id, latest_only=False)
-        ]
+        return [self._compaction(row, session_id) for row in self._compaction_rows(session_id, latest_only=False)]
 
     # -- fork --
 
@@ -587,9 +571,7 @@ class SessionStore:
             last = source.message_count - 1
             upto = last if upto_seq is None else upto_seq
             if upto < -1 or upto > last:
-                raise CoError(
-                    f"cannot fork session {session_id} at message {upto_seq}: it has messages 0..{last}"
-                )
+                raise CoError(f"cannot fork session {session_id} at message {upto_seq}: it has messages 0..{last}")
             info = SessionInfo(
                 id=new_session_id(now),
                 title=f"{source.title} (fork)",

