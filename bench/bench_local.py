@@ -2,7 +2,7 @@
 
 Runs a few prompts through a pydantic-ai Agent on the default (bundled) weights and prints a table.
 
-    python bench/bench_local.py [--n-ctx 4096] [--max-tokens 128] [--model local]
+    python bench/bench_local.py [--n-ctx 4096] [--max-tokens 128] [--threads N] [--model local]
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pydantic_ai import Agent, AgentRunResultEvent
 from pydantic_ai.messages import PartDeltaEvent, PartStartEvent, TextPart, TextPartDelta
 
-from co_cli.local.model import LocalModel, load_local_model
+from co_cli.local.model import LocalModel, default_threads
+from co_cli.local.weights import resolve_weights
 
 PROMPTS = (
     "What is the capital of France?",
@@ -60,7 +61,7 @@ async def measure(agent: Agent[None, str], prompt: str) -> Measurement:
 def print_table(load_s: float, model: LocalModel, rows: list[Measurement]) -> None:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"model {model.model_name}  n_ctx {model.n_ctx}  max_tokens {model.max_tokens}  ", end="")
-    print(f"threads {os.cpu_count()}  load average {load:.2f}")
+    print(f"threads {model.n_threads or default_threads()}  load average {load:.2f}")
     print(f"load time {load_s:.2f} s\n")
     header = f"{'prompt':<54} {'in tok':>6} {'out tok':>7} {'TTFT s':>7} {'tok/s':>6} {'total s':>7}"
     print(header)
@@ -78,8 +79,8 @@ def print_table(load_s: float, model: LocalModel, rows: list[Measurement]) -> No
     print(f"median TTFT {ttft:.2f} s   overall {generated / generating if generating else 0:.1f} tok/s")
 
 
-async def run(spec: str, n_ctx: int, max_tokens: int) -> None:
-    model = load_local_model(spec, n_ctx=n_ctx, max_tokens=max_tokens)
+async def run(spec: str, n_ctx: int, max_tokens: int, n_threads: int | None) -> None:
+    model = LocalModel(resolve_weights(spec), n_ctx=n_ctx, max_tokens=max_tokens, n_threads=n_threads)
     start = time.perf_counter()
     model.ensure_loaded()
     load_s = time.perf_counter() - start
@@ -93,8 +94,9 @@ def main() -> None:
     parser.add_argument("--model", default="local", help="'local' or 'local:/path/model.gguf'")
     parser.add_argument("--n-ctx", type=int, default=4096)
     parser.add_argument("--max-tokens", type=int, default=128)
+    parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: all)")
     args = parser.parse_args()
-    asyncio.run(run(args.model, args.n_ctx, args.max_tokens))
+    asyncio.run(run(args.model, args.n_ctx, args.max_tokens, args.threads))
 
 
 if __name__ == "__main__":

@@ -13,16 +13,16 @@ from co_cli.context.summarize import summarize_messages
 from co_cli.context.tokens import content_text, estimate_messages_tokens
 from co_cli.context.trim import is_plain_tool_return
 from co_cli.context.window import (
+    LATEST_REQUEST_HEADING,
     STATIC_MARKER,
     SUMMARY_PREFIX,
     current_turn_start,
     find_head_end,
     find_tail_start,
     is_summary_message,
-    latest_user_prompt_index,
+    latest_request,
     summary_count,
     tail_boundaries,
-    user_prompt_text,
 )
 
 __all__ = [
@@ -37,7 +37,6 @@ __all__ = [
 ]
 
 ACK_TEXT = "Understood. I have the summary of our earlier conversation and will continue from there."
-LATEST_REQUEST_HEADING = "The user's latest request, verbatim:"
 INFLATION_RATIO = 0.9
 """A summary must be below this fraction of the tokens it replaces, or it is rejected."""
 MIN_TAIL = 4
@@ -109,12 +108,12 @@ def _with_latest(text: str, latest: str | None) -> str:
     return f"{text}\n\n{LATEST_REQUEST_HEADING}\n{latest}" if latest else text
 
 
-def _latest_prompt(messages: Sequence[ModelMessage], before: int) -> str | None:
-    """The user's latest prompt when it lies before ``before`` (so it would be summarised away)."""
-    index = latest_user_prompt_index(messages)
-    if index is None or index >= before:
+def _latest_prompt(messages: Sequence[ModelMessage], start: int, end: int) -> str | None:
+    """The user's latest prompt when it lies in ``messages[start:end]`` (so it would be summarised away)."""
+    found = latest_request(messages)
+    if found is None or not start <= found[0] < end:
         return None
-    return user_prompt_text(messages[index])
+    return found[1]
 
 
 def _suffix_tokens(messages: Sequence[ModelMessage]) -> list[int]:
@@ -193,7 +192,7 @@ async def compact_middle(
     head_end, tail_start = plan
     middle = messages[head_end:tail_start]
     n = covered_count(middle)
-    latest = _latest_prompt(messages, tail_start)
+    latest = _latest_prompt(messages, head_end, tail_start)
     middle_tokens = estimate_messages_tokens(middle)
 
     def added_tokens(replacement: list[ModelMessage]) -> int:
@@ -251,7 +250,7 @@ async def compact_all(
     if not messages:
         raise CompactionError("nothing to compact: the conversation is empty")
     body = await summarize_messages(messages, model, focus=focus, max_input_tokens=max_input_tokens)
-    latest = _latest_prompt(messages, len(messages))
+    latest = _latest_prompt(messages, 0, len(messages))
     text = _with_latest(f"{SUMMARY_PREFIX.format(n=covered_count(messages))}\n{body}", latest)
     replacement: list[ModelMessage] = [summary_request(text), ack_response()]
     before = estimate_messages_tokens(messages)

@@ -18,6 +18,8 @@ from pydantic_ai.messages import (
 
 SUMMARY_PREFIX = "[Summary of {n} earlier messages]"
 STATIC_MARKER = "[Earlier conversation trimmed — {n} messages removed to stay within context budget]"
+LATEST_REQUEST_HEADING = "The user's latest request, verbatim:"
+"""Ends a summary whose stretch held the user's latest prompt; the prompt follows verbatim."""
 
 _SUMMARY_RE = re.compile(r"^\[Summary of (\d+) earlier messages\]")
 _MARKER_RE = re.compile(r"^\[Earlier conversation trimmed — (\d+) messages removed")
@@ -69,6 +71,29 @@ def _has_tool_result(msg: ModelRequest) -> bool:
 def is_user_turn_start(msg: ModelMessage) -> bool:
     """A request the user wrote (not a summary) that answers no tool call, so a history may start there."""
     return isinstance(msg, ModelRequest) and user_prompt_text(msg) is not None and not _has_tool_result(msg)
+
+
+def carried_request(msg: ModelMessage) -> str | None:
+    """The user's latest prompt copied verbatim into a summary message, or None."""
+    if not isinstance(msg, ModelRequest):
+        return None
+    for part in msg.parts:
+        if isinstance(part, UserPromptPart) and isinstance(part.content, str) and is_summary_text(part.content):
+            _, sep, carried = part.content.rpartition(f"\n{LATEST_REQUEST_HEADING}\n")
+            if sep:
+                return carried
+    return None
+
+
+def latest_request(messages: Sequence[ModelMessage]) -> tuple[int, str] | None:
+    """(index, text) of the user's latest prompt: typed in a request, or carried by a summary message."""
+    for i in range(len(messages) - 1, -1, -1):
+        text = user_prompt_text(messages[i])
+        if text is None:
+            text = carried_request(messages[i])
+        if text is not None:
+            return i, text
+    return None
 
 
 def latest_user_prompt_index(messages: Sequence[ModelMessage]) -> int | None:

@@ -82,20 +82,29 @@ _LOADED: dict[tuple[str, int], LoadedLlama] = {}
 _LOAD_LOCK = threading.Lock()
 
 
-def is_loaded(path: Path, n_ctx: int) -> bool:
-    return (str(path), n_ctx) in _LOADED
+def default_threads() -> int:
+    return os.cpu_count() or 1
 
 
-def load_llama(path: Path, n_ctx: int) -> LoadedLlama:
-    """The process-wide ``Llama`` for ``path`` and ``n_ctx``, loading it on first use."""
-    key = (str(path), n_ctx)
+def is_loaded(path: Path, n_ctx: int, n_threads: int | None = None) -> bool:
+    return _cache_key(path, n_ctx, n_threads) in _LOADED
+
+
+def load_llama(path: Path, n_ctx: int, n_threads: int | None = None) -> LoadedLlama:
+    """The process-wide ``Llama`` for ``path``, ``n_ctx`` and thread count, loading it on first use."""
+    key = _cache_key(path, n_ctx, n_threads)
     with _LOAD_LOCK:
         if key not in _LOADED:
-            _LOADED[key] = _load(path, n_ctx)
+            _LOADED[key] = _load(path, n_ctx, n_threads or default_threads())
         return _LOADED[key]
 
 
-def _load(path: Path, n_ctx: int) -> LoadedLlama:
+def _cache_key(path: Path, n_ctx: int, n_threads: int | None) -> tuple[str, int] | tuple[str, int, int]:
+    threads = n_threads or default_threads()
+    return (str(path), n_ctx) if threads == default_threads() else (str(path), n_ctx, threads)
+
+
+def _load(path: Path, n_ctx: int, n_threads: int) -> LoadedLlama:
     try:
         import llama_cpp
         from llama_cpp import llama_chat_format
@@ -114,7 +123,7 @@ def _load(path: Path, n_ctx: int) -> LoadedLlama:
 
     llama_api.llama_model_default_params = params_without_extra_buffers
     try:
-        llama = llama_cpp.Llama(model_path=str(path), n_ctx=n_ctx, n_threads=os.cpu_count() or 1, verbose=False)
+        llama = llama_cpp.Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, verbose=False)
     except (ValueError, RuntimeError, OSError) as exc:
         raise ModelConfigError(f"cannot load model file {path}: {_one_line(exc)}") from None
     finally:
@@ -462,6 +471,7 @@ class LocalModel(Model):
     n_ctx: int
     max_tokens: int
     repeat_penalty: float
+    n_threads: int | None
 
     def __init__(
         self,
@@ -470,8 +480,11 @@ class LocalModel(Model):
         n_ctx: int = 4096,
         max_tokens: int = 512,
         repeat_penalty: float = DEFAULT_REPEAT_PENALTY,
+        n_threads: int | None = None,
         settings: ModelSettings | None = None,
     ) -> None:
+        """``n_threads`` defaults to every CPU; ``max_tokens`` is capped at half the context."""
+        self.n_threads = n_threads
         self.weights_path = Path(weights_path)
         self.n_ctx = n_ctx
         self.max_tokens = min(max_tokens, n_ctx // 2)
@@ -508,20 +521,20 @@ class LocalModel(Model):
 
     @property
     def loaded(self) -> bool:
-        return is_loaded(self.weights_path, self.n_ctx)
+        return is_loaded(self.weights_path, self.n_ctx, self.n_threads)
 
     def ensure_loaded(self) -> LoadedLlama:
         """Load the weights now (once per process), inside the ``on_load`` hook if not loaded yet."""
         if self.loaded:
-            return load_llama(self.weights_path, self.n_ctx)
+            return load_llama(self.weights_path, self.n_ctx, self.n_threads)
         with self._load_context():
-            return load_llama(self.weights_path, self.n_ctx)
+            return load_llama(self.weights_path, self.n_ctx, self.n_threads)
 
     async def _ensure_loaded_async(self) -> LoadedLlama:
         if self.loaded:
-            return load_llama(self.weights_path, self.n_ctx)
+            return load_llama(self.weights_path, self.n_ctx, self.n_threads)
         with self._load_context():
-            return await asyncio.to_thread(load_llama, self.weights_path, self.n_ctx)
+            return await asyncio.to_thread(load_llama, self.weights_path, self.n_ctx, self.n_threads)
 
     def _load_context(self) -> AbstractContextManager[object]:
         hook = type(self).on_load

@@ -1,0 +1,197 @@
+"""End to end: the real `co chat` in a pseudo-terminal against the scripted OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pexpect
+import pytest
+
+from tests.support.co_process import ctrl_c, ctrl_d, expect_prompt, run_co, send_line, spawn_co, transcript
+from tests.support.scripted_server import Error, ScriptedServer, Text, ToolCalls
+
+pytestmark = pytest.mark.e2e
+
+
+def tool_results(request: object) -> list[str]:
+    return [str(m.get("content")) for m in request.messages if m.get("role") == "tool"]  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+def repl(co_server_env: dict[str, str], workdir: Path):  # type: ignore[no-untyped-def]
+    child = spawn_co(["chat"], env=co_server_env, cwd=workdir)
+    expect_prompt(child)
+    yield child
+    if child.isalive():
+        child.terminate(force=True)
+
+
+def test_streamed_answer_and_ctrl_d(repl: pexpect.spawn, scripted_server: ScriptedServer) -> None:
+    scripted_server.script(Text("Hello from **the server**, streamed.", chunk_size=4, delay=0.01))
+    send_line(repl, "hi there")
+    out = expect_prompt(repl)
+    assert "Hello from the server, streamed." in out
+    request = scripted_server.chat_requests[-1]
+    assert request.stream
+    assert request.headers["authorization"] == "Bearer test-key"
+    assert request.messages[-1] == {"role": "user", "content": "hi there"}
+    ctrl_d(repl)
+    repl.expect(pexpect.EOF, timeout=10)
+
+
+def test_tool_call_approved_and_result_used(repl: pexpect.spawn, scripted_server: ScriptedServer) -> None:
+    scripted_server.script(ToolCalls([("run_shell", {"command": "echo approved-output"})]), Text("It printed it."))
+    send_line(repl, "run the command")
+    repl.expect("Approve run_shell: echo approved-output", timeout=20)
+    repl.expect("this command:", timeout=5)
+    send_line(repl, "y")
+    out = expect_prompt(repl)
+    assert "It printed it." in out
+    results = tool_results(scripted_server.chat_requests[-1])
+    assert any("approved-output" in r and "exit code: 0" in r for r in results)
+
+
+def test_tool_call_denied_reaches_model(repl: pexpect.spawn, scripted_server: ScriptedServer, workdir: Path) -> None:
+    target = workdir / "must-not-exist"
+    scripted_server.script(ToolCalls([("run_shell", {"command": f"touch {target}"})]), Text("Understood, skipped."))
+    send_line(repl, "make a file")
+    repl.expect("this command:", timeout=20)
+    send_line(repl, "n")
+    out = expect_prompt(repl)
+    assert "Understood, skipped." in out
+    assert not target.exists()
+    results = tool_results(scripted_server.chat_requests[-1])
+    assert any("denied" in r.lower() for r in results)
+
+
+def test_always_allows_only_the_exact_command(repl: pexpect.spawn, scripted_server: ScriptedServer) -> None:
+    scripted_server.script(
+        ToolCalls([("run_shell", {"command": "echo one"})]),
+        Text("first done"),
+        ToolCalls([("run_shell", {"command": "echo one"})]),
+        Text("second done"),
+        ToolCalls([("run_shell", {"command": "echo two"})]),
+    )
+    send_line(repl, "first")
+    repl.expect("this command:", timeout=20)
+    send_line(repl, "a")
+    assert "first done" in expect_prompt(repl)
+    send_line(repl, "second")
+    out = expect_prompt(repl)
+    assert "second done" in out and "Approve" not in out.split("second", 1)[1]
+    send_line(repl, "third")
+    repl.expect("Approve run_shell: echo two", timeout=20)
+    repl.expect("this command:", timeout=5)
+    send_line(repl, "n")
+    expect_prompt(repl)
+
+
+def test_ctrl_c_mid_stream_then_normal_turn(repl: pexpect.spawn, scripted_server: ScriptedServer) -> None:
+    scripted_server.script(Text("partial words " * 200, chunk_size=6, delay=0.02), Text("second answer ok"))
+    send_line(repl, "tell me a long story")
+    repl.expect("partial words", timeout=20)
+    time.sleep(0.3)
+    ctrl_c(repl)
+    out = expect_prompt(repl, timeout=20)
+    assert "[interrupted]" in out
+    send_line(repl, "and now?")
+    out = expect_prompt(repl)
+    assert "second answer ok" in out
+    sent = scripted_server.chat_requests[-1].messages
+    assistant = [m for m in sent if m.get("role") == "assistant"]
+    assert assistant and "interrupted" in str(assistant[-1].get("content"))
+    assert sent[-1] == {"role": "user", "content": "and now?"}
+
+
+def test_provider_500_then_normal_turn_and_retry(repl: pexpect.spawn, scripted_server: ScriptedServer) -> None:
+    scripted_server.script(Error(500, "upstream exploded"), Text("retried fine"))
+    send_line(repl, "this will fail")
+    out = expect_prompt(repl)
+    assert "upstream exploded" in out and "/retry" in out
+    assert "Traceback" not in out
+    send_line(repl, "/retry")
+    out = expect_prompt(repl)
+    assert "retried fine" in out
+    sent = scripted_server.chat_requests[-1].messages
+    users = [m for m in sent if m.get("role") == "user"]
+    assert users == [{"role": "user", "content": "this will fail"}]
+
+
+def test_help_and_unknown_command(repl: pexpect.spawn, scripted_server: ScriptedServer) -> None:
+    send_line(repl, "/help")
+    out = expect_prompt(repl)
+    for name in ("/compact", "/context", "/sessions", "/resume", "/fork", "/model", "/quit"):
+        assert name in out
+    send_line(repl, "/frobnicate now")
+    out = expect_prompt(repl)
+    assert "unknown command /frobnicate" in out
+    assert scripted_server.chat_requests == []
+    send_line(repl, "/model")
+    out = expect_prompt(repl)
+    assert "scripted" in out and "OpenAI-compatible server" in out
+    send_line(repl, "/quit")
+    repl.expect(pexpect.EOF, timeout=10)
+
+
+def test_ctrl_c_at_prompt_clears_line(repl: pexpect.spawn, scripted_server: ScriptedServer) -> None:
+    repl.send("half typed")
+    ctrl_c(repl)
+    expect_prompt(repl)
+    send_line(repl, "fresh")
+    expect_prompt(repl)
+    assert scripted_server.chat_requests[-1].messages[-1] == {"role": "user", "content": "fresh"}
+    assert "half typed" not in str(scripted_server.chat_requests[-1].messages)
+    assert "fresh" in transcript(repl)
+
+
+def test_print_mode(co_server_env: dict[str, str], workdir: Path, scripted_server: ScriptedServer) -> None:
+    scripted_server.script(Text("one-shot answer"))
+    result = run_co(["chat", "-p", "question?"], co_server_env, workdir)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "one-shot answer"
+    scripted_server.script(Error(401, "bad key", type="authentication_error"))
+    result = run_co(["chat", "-p", "again"], co_server_env, workdir)
+    assert result.returncode != 0
+    assert "authentication failed" in result.stderr and "Traceback" not in result.stderr
+    assert result.stdout == ""
+
+
+def test_print_mode_denies_tools_without_approve_all(
+    co_server_env: dict[str, str], workdir: Path, scripted_server: ScriptedServer
+) -> None:
+    scripted_server.script(ToolCalls([("run_shell", {"command": "echo nope"})]), Text("could not run it"))
+    result = run_co(["chat", "-p", "run echo"], co_server_env, workdir)
+    assert result.returncode == 0, result.stderr
+    assert "could not run it" in result.stdout
+    assert any("--approve-all" in r for r in tool_results(scripted_server.chat_requests[-1]))
+    scripted_server.script(ToolCalls([("run_shell", {"command": "echo yes-ran"})]), Text("ran it"))
+    result = run_co(["chat", "-p", "run echo", "--approve-all"], co_server_env, workdir)
+    assert result.returncode == 0
+    assert any("yes-ran" in r for r in tool_results(scripted_server.chat_requests[-1]))
+
+
+def test_piped_stdin(co_server_env: dict[str, str], workdir: Path, scripted_server: ScriptedServer) -> None:
+    result = run_co(["chat"], co_server_env, workdir, input="first line\n/help\n/nope\nsecond line\n")
+    assert result.returncode == 0, result.stderr
+    assert "echo: first line" in result.stdout and "echo: second line" in result.stdout
+    assert "/compact" in result.stdout
+    assert "unknown command /nope" in result.stderr
+    assert len(scripted_server.chat_requests) == 2
+    # the second turn carries the first as history
+    assert {"role": "user", "content": "first line"} in scripted_server.chat_requests[-1].messages
+
+
+def test_unreachable_server_is_one_line(co_env: dict[str, str], workdir: Path) -> None:
+    env = {**co_env, "CO_CLI_BASE_URL": "http://127.0.0.1:9/v1", "CO_CLI_MODEL": "m", "CO_CLI_REQUEST_TIMEOUT": "5"}
+    result = run_co(["chat", "-p", "hello"], env, workdir, timeout=60)
+    assert result.returncode == 1
+    assert "cannot reach the server" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_unknown_model_is_one_line(co_env: dict[str, str], workdir: Path) -> None:
+    result = run_co(["chat", "-m", "nonsense", "-p", "hi"], co_env, workdir)
+    assert result.returncode == 2
+    assert result.stderr.startswith("error: unknown model 'nonsense'")
+    assert result.stderr.count("\n") == 1
