@@ -19,11 +19,16 @@ from pydantic_ai.messages import PartDeltaEvent, PartStartEvent, TextPart, TextP
 from co_cli.local.model import LocalModel, default_threads
 from co_cli.local.weights import resolve_weights
 
+LONG_TEXT = (
+    "The terminal is where many developers spend their day. A chat assistant that lives there has to be quick "
+    "to start, keep every conversation, and stay within the model's context window as a session grows. "
+) * 12
 PROMPTS = (
     "What is the capital of France?",
     "Explain in three sentences what a context window is.",
     "Write a short poem about the sea.",
     "List five fruits, one per line.",
+    f"Summarise this text in one sentence:\n{LONG_TEXT}",
 )
 INSTRUCTIONS = "You are co, a helpful assistant in a terminal. Be concise."
 
@@ -67,7 +72,8 @@ def print_table(load_s: float, model: LocalModel, rows: list[Measurement]) -> No
     print(header)
     print("-" * len(header))
     for row in rows:
-        label = row.prompt if len(row.prompt) <= 54 else row.prompt[:51] + "..."
+        first_line = row.prompt.splitlines()[0]
+        label = first_line if len(first_line) <= 54 else first_line[:51] + "..."
         print(
             f"{label:<54} {row.prompt_tokens:>6} {row.output_tokens:>7} {row.first_token_s:>7.2f} "
             f"{row.tokens_per_second:>6.1f} {row.total_s:>7.2f}"
@@ -94,7 +100,7 @@ def main() -> None:
     parser.add_argument("--model", default="local", help="'local' or 'local:/path/model.gguf'")
     parser.add_argument("--n-ctx", type=int, default=4096)
     parser.add_argument("--max-tokens", type=int, default=128)
-    parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: all)")
+    parser.add_argument("--threads", type=int, default=None, help="generation threads (default: half the CPUs)")
     args = parser.parse_args()
     asyncio.run(run(args.model, args.n_ctx, args.max_tokens, args.threads))
 

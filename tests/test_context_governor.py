@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import copy
 import os
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from pydantic_ai import Agent
+from pydantic_ai import Agent, AgentRunResultEvent
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
@@ -292,3 +292,28 @@ async def test_latest_user_prompt_always_sent(make_settings: Callable[..., Setti
     assert "Please migrate the schema to v2." in texts_of(sent)
     assert isinstance(sent[-1], ModelRequest) and tool_pairs_valid(sent)
     assert any(isinstance(p, UserPromptPart) for p in sent[2].parts)
+
+
+async def test_streamed_run_is_governed_too(make_settings: Callable[..., Settings]) -> None:
+    summarizer, prompts = recording_model("S.")
+    governor = ContextGovernor(settings=make_settings(max_history_messages=10), context_window=0, summarizer=summarizer)
+    received: list[list[ModelMessage]] = []
+
+    async def stream(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str]:
+        received.append(list(messages))
+        yield "streamed "
+        yield "answer"
+
+    agent = Agent(FunctionModel(stream_function=stream), capabilities=[governor])
+    history = conversation(10)[:-1]
+    final = None
+    async with agent.run_stream_events("next question", message_history=history) as events:
+        async for event in events:
+            if isinstance(event, AgentRunResultEvent):
+                final = event.result
+    assert final is not None and final.output == "streamed answer"
+    assert len(final.all_messages()) == len(history) + 2
+    assert len(prompts) == 1
+    assert any(is_summary_message(m) for m in received[0]) and len(received[0]) < len(history)
+    working, result = governor.adopt(final.all_messages())
+    assert result is not None and working[-1] == final.all_messages()[-1]

@@ -126,7 +126,7 @@ def _hermetic_settings(tmp_path_factory: pytest.TempPathFactory) -> Any:
     os.environ.update(saved)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(history=histories(), knob=knobs)
 def test_processing_invariants(history: list[ModelMessage], knob: dict[str, Any], outputs_dir: Path) -> None:
     sent = asyncio.run(_send(_governor(knob, outputs_dir), history))
@@ -147,7 +147,7 @@ def _check(history: list[ModelMessage], sent: list[ModelMessage]) -> None:
     assert len(sent) <= len(repaired)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(history=histories(), knob=knobs)
 def test_invariants_hold_at_every_request_of_a_growing_run(
     history: list[ModelMessage], knob: dict[str, Any], outputs_dir: Path

@@ -8,6 +8,7 @@ from pydantic_ai.messages import ModelRequest, ToolReturnPart
 
 from co_cli.context.offload import REFERENCE
 from co_cli.context.trim import truncate_tool_returns
+from co_cli.context.window import MessageMemo
 from tests.test_context_fixtures import calls, conversation, reply, returns, user
 
 
@@ -90,3 +91,16 @@ def test_output_barely_over_the_limit_is_left_alone() -> None:
     trimmed = truncate_tool_returns(history, 100)
     assert isinstance(trimmed[2], ModelRequest)
     assert _return_part(trimmed, 2).content == "a" * 105
+
+
+def test_memo_reuses_results_and_notices_reassigned_parts() -> None:
+    history = conversation(3, "y" * 5000)
+    memo = MessageMemo()
+    first = truncate_tool_returns(history, 100, memo=memo)
+    second = truncate_tool_returns([*history, reply("more"), user("again")], 100, memo=memo)
+    assert second[2] is first[2]
+    assert truncate_tool_returns(history, 100) == first
+    history[2].parts = [ToolReturnPart("read_file", "short now", "call_0")]
+    third = truncate_tool_returns(history, 100, memo=memo)
+    assert _return_part(third, 2).content == "short now"
+    assert _return_part(truncate_tool_returns(history, 10, memo=memo), 6).content.startswith("y" * 10 + "\n[")

@@ -26,11 +26,20 @@ from pydantic_ai.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
+from pydantic_ai.tools import ToolDefinition
 
 from co_cli.errors import ModelConfigError, ProviderError
 from co_cli.local import model as local_model
 from co_cli.local import weights
-from co_cli.local.model import ChatTurn, LoadedLlama, LocalModel, fit_turns, load_local_model, render_turns
+from co_cli.local.model import (
+    ChatTurn,
+    LoadedLlama,
+    LocalModel,
+    fit_turns,
+    load_local_model,
+    render_turns,
+    tool_instructions,
+)
 
 HAVE_LLAMA_CPP = importlib.util.find_spec("llama_cpp") is not None
 
@@ -173,6 +182,27 @@ def test_render_turns_covers_every_kind_of_part() -> None:
     assert "Rain, 4 C" in turns[3].content and "plain language" in turns[3].content
 
 
+def test_tool_instructions_show_a_compact_schema_and_the_call_format() -> None:
+    tool = ToolDefinition(
+        name="grep",
+        description="Search files.\n\nBinary files are skipped.",
+        parameters_json_schema={
+            "additionalProperties": False,
+            "properties": {
+                "pattern": {"type": "string", "description": "Regular expression."},
+                "glob": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None},
+            },
+            "required": ["pattern"],
+            "type": "object",
+        },
+    )
+    text = tool_instructions([tool])
+    assert "- grep: Search files. Binary files are skipped." in text
+    assert '"glob":{"default":null,"type":["string","null"]}' in text and "additionalProperties" not in text
+    assert '<tool_call>{"name": "grep", "arguments": {"pattern": "..."}}</tool_call>' in text
+    assert tool_instructions([]) == ""
+
+
 def _chars(chat: list[dict[str, str]]) -> int:
     return sum(len(message["content"]) for message in chat)
 
@@ -312,7 +342,7 @@ def test_on_load_hook_wraps_the_first_load(monkeypatch: pytest.MonkeyPatch, tmp_
     model = LocalModel(tmp_path / "tiny.gguf", n_ctx=2048, max_tokens=48)
     assert not model.loaded
     assert model.ensure_loaded() is loaded and model.ensure_loaded() is loaded
-    assert seen == ["Loading tiny.gguf ..."] and model.loaded
+    assert seen == ["tiny"] and model.loaded
     assert model.context_window == 2048 and model.model_name == "local:tiny"
 
 

@@ -71,6 +71,7 @@ NASTY_QUERIES = [
     "\\",
     "%_",
     "a OR b AND (c",
+    "\udcff undecodable",
 ]
 
 
@@ -186,6 +187,22 @@ def test_finish_turn_appends_everything_when_first_message_is_not_the_prompt(sto
     reply = [ModelResponse(parts=[TextPart("continuing")])]
     assert store.finish_turn(sid, seq, reply) == [1]
     assert [m.kind for m in store.transcript(sid)] == ["user", "assistant"]
+
+
+def test_prompt_with_undecodable_bytes_is_saved(store: SessionStore) -> None:
+    sid = new(store, title="")
+    seq = store.begin_turn(sid, "caf\udce9 menu")
+    assert store.transcript(sid)[seq].text == "caf? menu"
+    assert store.get(sid).title == "caf? menu"
+
+
+def test_tool_output_with_undecodable_bytes_is_saved(store: SessionStore) -> None:
+    sid = new(store)
+    save_turn(store, sid, tool_turn("read the binary", "a.bin", "head \udcff\udcfe tail", "binary"))
+    stored = store.transcript(sid)[2]
+    assert stored.text == "read_file: head ?? tail"
+    part = stored.message.parts[0]
+    assert isinstance(part, ToolReturnPart) and part.content == "head ?? tail"
 
 
 def test_first_prompt_becomes_title_of_an_untitled_session(store: SessionStore) -> None:

@@ -160,9 +160,7 @@ def plan_middle(
     return head_end, tail_start
 
 
-def _replacement(
-    messages: Sequence[ModelMessage], head_end: int, tail_start: int, text: str
-) -> list[ModelMessage]:
+def _replacement(messages: Sequence[ModelMessage], head_end: int, tail_start: int, text: str) -> list[ModelMessage]:
     replacement: list[ModelMessage] = [*messages[:head_end], summary_request(text)]
     if tail_start < len(messages) and isinstance(messages[tail_start], ModelRequest):
         # Two requests in a row would be merged by pydantic-ai at the next run start, shifting indices.
@@ -257,8 +255,7 @@ async def compact_all(
     after = estimate_messages_tokens(replacement)
     if after >= before:
         raise CompactionError(
-            f"the summary ({after} tokens) is not smaller than the conversation ({before} tokens); "
-            "nothing changed"
+            f"the summary ({after} tokens) is not smaller than the conversation ({before} tokens); nothing changed"
         )
     return CompactionResult(
         messages=list(replacement),

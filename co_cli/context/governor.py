@@ -28,7 +28,7 @@ from co_cli.context.offload import offload_large_outputs
 from co_cli.context.repair import repair_orphans
 from co_cli.context.tokens import TokenEstimate, estimate_history
 from co_cli.context.trim import truncate_tool_returns
-from co_cli.context.window import is_summary_message
+from co_cli.context.window import MessageMemo, is_summary_message
 
 FALLBACK_COOLDOWN_REQUESTS = 3
 """After a static-marker fallback, this many requests compact without asking the summariser."""
@@ -105,6 +105,9 @@ class ContextGovernor(AbstractCapability[Any]):
         self._stuck_notice_sent = False
         self._last_estimate: TokenEstimate | None = None
         self._compactions = 0
+        self._offload_memo = MessageMemo()
+        self._trim_memo = MessageMemo()
+        self._repair_memo = MessageMemo()
 
     @classmethod
     def get_serialization_name(cls) -> str | None:
@@ -136,9 +139,7 @@ class ContextGovernor(AbstractCapability[Any]):
         self._cooldown = 0
         self._llm_disabled = False
 
-    def adopt(
-        self, all_messages: Sequence[ModelMessage]
-    ) -> tuple[list[ModelMessage], CompactionResult | None]:
+    def adopt(self, all_messages: Sequence[ModelMessage]) -> tuple[list[ModelMessage], CompactionResult | None]:
         """The working context to keep after a run (cached compaction applied, nothing trimmed) and the
         compaction it contains relative to ``all_messages`` (None when there was none). Clears the cache."""
         cached, self._cache = self._cache, None
@@ -170,8 +171,10 @@ class ContextGovernor(AbstractCapability[Any]):
         """Offload, then trim (both keep one message per message)."""
         out = list(messages)
         if self.settings.tool_output_offload_chars > 0 and self.offload_dir is not None:
-            out = offload_large_outputs(out, self.settings.tool_output_offload_chars, self.offload_dir())
-        return truncate_tool_returns(out, self.settings.tool_output_trim_chars)
+            out = offload_large_outputs(
+                out, self.settings.tool_output_offload_chars, self.offload_dir(), memo=self._offload_memo
+            )
+        return truncate_tool_returns(out, self.settings.tool_output_trim_chars, memo=self._trim_memo)
 
     def process(
         self, messages: Sequence[ModelMessage]
@@ -179,7 +182,7 @@ class ContextGovernor(AbstractCapability[Any]):
         """(cache applied, shrunk, sendable, estimate) for the run's history; no model call."""
         applied = self.apply_cached(messages)
         shrunk = self.shrink(applied)
-        final = repair_orphans(shrunk)
+        final = repair_orphans(shrunk, memo=self._repair_memo)
         return applied, shrunk, final, estimate_history(final, overhead_tokens=self.overhead_tokens)
 
     def over_budget(self, estimate: TokenEstimate, message_count: int) -> bool:

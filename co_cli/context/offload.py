@@ -14,6 +14,7 @@ from pydantic_ai.messages import ModelMessage, ModelRequest
 
 from co_cli.context.tokens import content_text
 from co_cli.context.trim import is_plain_tool_return
+from co_cli.context.window import MISS, MessageMemo
 
 HEAD_LINES = 20
 TAIL_LINES = 10
@@ -21,9 +22,7 @@ HEAD_CHARS = 1500
 TAIL_CHARS = 700
 MAX_READ_LIMIT = 50_000
 SUFFIX = ".txt"
-REFERENCE = (
-    "[Full output ({n} chars) saved as ref={ref}; call read_tool_output(ref, offset, limit) to read it]"
-)
+REFERENCE = "[Full output ({n} chars) saved as ref={ref}; call read_tool_output(ref, offset, limit) to read it]"
 
 _SAFE_REF = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}$")
 _UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9_.-]")
@@ -84,14 +83,15 @@ def _store(directory: Path, tool_call_id: str, text: str) -> str:
 
 def preview(text: str, ref: str) -> str:
     """The first and last lines of ``text`` (capped in characters) and the reference to the full output."""
-    lines = text.split("\n")
-    if len(lines) > HEAD_LINES + TAIL_LINES:
-        head = "\n".join(lines[:HEAD_LINES])
-        tail = "\n".join(lines[-TAIL_LINES:])
+    line_count = text.count("\n") + 1
+    if line_count > HEAD_LINES + TAIL_LINES:
+        head = "\n".join(text.split("\n", HEAD_LINES)[:HEAD_LINES])
+        tail = "\n".join(text.rsplit("\n", TAIL_LINES)[-TAIL_LINES:])
     else:
-        half = len(lines) // 2
-        head = "\n".join(lines[: max(half, 1)])
-        tail = "\n".join(lines[max(half, 1) :])
+        lines = text.split("\n")
+        half = max(len(lines) // 2, 1)
+        head = "\n".join(lines[:half])
+        tail = "\n".join(lines[half:])
     head = head[:HEAD_CHARS]
     tail = tail[-TAIL_CHARS:] if tail else ""
     omitted = len(text) - len(head) - len(tail)
@@ -102,36 +102,52 @@ def preview(text: str, ref: str) -> str:
     return "\n".join(pieces)
 
 
+def _offload_message(msg: ModelRequest, threshold: int, directory: Path) -> ModelRequest:
+    new_parts = None
+    for part_index, part in enumerate(msg.parts):
+        if not is_plain_tool_return(part):
+            continue
+        content = part.content
+        if isinstance(content, str) and len(content) <= threshold:
+            continue
+        text = content_text(content)
+        if len(text) <= threshold:
+            continue
+        ref = _store(directory, part.tool_call_id, text)
+        shown = preview(text, ref)
+        if len(shown) >= len(text):
+            continue
+        if new_parts is None:
+            new_parts = list(msg.parts)
+        new_parts[part_index] = replace(part, content=shown)
+    return msg if new_parts is None else replace(msg, parts=new_parts)
+
+
 def offload_large_outputs(
-    messages: Sequence[ModelMessage], threshold: int, directory: Path
+    messages: Sequence[ModelMessage], threshold: int, directory: Path, *, memo: MessageMemo | None = None
 ) -> list[ModelMessage]:
     """Copy of ``messages`` where every tool result longer than ``threshold`` characters is saved under
-    ``directory`` and replaced by a preview. ``threshold`` 0 disables; the input is never mutated."""
+    ``directory`` and replaced by a preview. ``threshold`` 0 disables; the input is never mutated.
+
+    ``memo`` (optional) carries results between calls on the same growing history, so each output is
+    saved and previewed once.
+    """
     if threshold <= 0:
         return list(messages)
     result = list(messages)
+    if memo is not None:
+        memo.bind((threshold, directory))
     for index, msg in enumerate(messages):
         if not isinstance(msg, ModelRequest):
             continue
-        new_parts = None
-        for part_index, part in enumerate(msg.parts):
-            if not is_plain_tool_return(part):
-                continue
-            content = part.content
-            if isinstance(content, str) and len(content) <= threshold:
-                continue
-            text = content_text(content)
-            if len(text) <= threshold:
-                continue
-            ref = _store(directory, part.tool_call_id, text)
-            shown = preview(text, ref)
-            if len(shown) >= len(text):
-                continue
-            if new_parts is None:
-                new_parts = list(msg.parts)
-            new_parts[part_index] = replace(part, content=shown)
-        if new_parts is not None:
-            result[index] = replace(msg, parts=new_parts)
+        offloaded = memo.get(msg) if memo is not None else MISS
+        if offloaded is MISS:
+            offloaded = _offload_message(msg, threshold, directory)
+            if memo is not None:
+                memo.put(msg, offloaded)
+        result[index] = offloaded
+    if memo is not None:
+        memo.prune(messages)
     return result
 
 

@@ -24,14 +24,14 @@ from pydantic_ai.messages import (
     ToolReturnPart,
 )
 
+from co_cli.context.window import MISS, MessageMemo
+
 INTERRUPTED_CONTENT = "interrupted: the tool call did not complete"
 
 
 def is_tool_result(part: object) -> bool:
     """A part answering a tool call: a tool return or a tool-bound retry prompt."""
-    return isinstance(part, ToolReturnPart) or (
-        isinstance(part, RetryPromptPart) and part.tool_name is not None
-    )
+    return isinstance(part, ToolReturnPart) or (isinstance(part, RetryPromptPart) and part.tool_name is not None)
 
 
 def synthesized_return(call: ToolCallPart, response: ModelResponse) -> ToolReturnPart:
@@ -47,11 +47,21 @@ def synthesized_return(call: ToolCallPart, response: ModelResponse) -> ToolRetur
     )
 
 
-def _answer(
-    request: ModelRequest, calls: list[ToolCallPart], response: ModelResponse | None
-) -> ModelRequest | None:
+def _answers_exactly(request: ModelRequest, calls: list[ToolCallPart]) -> bool:
+    """Fast check: the request's tool results are exactly one per call."""
+    result_ids = [part.tool_call_id for part in request.parts if is_tool_result(part)]  # type: ignore[union-attr]
+    if len(result_ids) != len(calls):
+        return False
+    if not calls:
+        return True
+    return sorted(result_ids) == sorted(call.tool_call_id for call in calls)
+
+
+def _answer(request: ModelRequest, calls: list[ToolCallPart], response: ModelResponse | None) -> ModelRequest | None:
     """``request`` with results only for ``calls`` (each answered once) and stand-ins for the unanswered;
     the same object when nothing changes, None when nothing is left."""
+    if request.parts and _answers_exactly(request, calls):
+        return request
     open_ids = Counter(call.tool_call_id for call in calls)
     kept: list[ModelRequestPart] = []
     changed = False
@@ -80,10 +90,11 @@ def _answer(
     return replace(request, parts=kept) if changed else request
 
 
-def repair_orphans(messages: Sequence[ModelMessage]) -> list[ModelMessage]:
+def repair_orphans(messages: Sequence[ModelMessage], *, memo: MessageMemo | None = None) -> list[ModelMessage]:
     """Copy of ``messages`` where every tool call is answered in the request right after its response
-    (a synthetic "interrupted" result when it is not), results without a call are dropped and requests
-    left empty are removed. The input is never mutated."""
+        (a synthetic "interrupted" result when it is not), results without a call are dropped and requests
+        left empty are removed. The input is never mutated. ``memo`` (optional) reuses the result for a request
+    whose preceding response is unchanged since an earlier call."""
     repaired: list[ModelMessage] = []
     calls: list[ToolCallPart] = []
     response: ModelResponse | None = None
@@ -95,13 +106,19 @@ def repair_orphans(messages: Sequence[ModelMessage]) -> list[ModelMessage]:
             calls = [part for part in msg.parts if isinstance(part, ToolCallPart)]
             repaired.append(msg)
             continue
-        fixed = _answer(msg, calls, response)
+        fixed = memo.get(msg, response) if memo is not None else MISS
+        if fixed is MISS:
+            fixed = _answer(msg, calls, response)
+            if memo is not None:
+                memo.put(msg, fixed, response)
         if fixed is not None:
             repaired.append(fixed)
         calls = []
         response = None
     if calls and response is not None:
         repaired.append(ModelRequest(parts=[synthesized_return(call, response) for call in calls]))
+    if memo is not None:
+        memo.prune(messages)
     return repaired
 
 

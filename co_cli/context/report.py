@@ -58,8 +58,7 @@ class ContextReport:
             f"Compaction threshold: {self.threshold:.0%} = {self.threshold_tokens:,} tokens",
             f"Messages: {self.message_count} in context, {self.transcript_count} in transcript; "
             f"compactions: {self.compactions}",
-            "Breakdown (estimated): "
-            + ", ".join(f"{kind} {self.breakdown.get(kind, 0):,}" for kind in KINDS),
+            "Breakdown (estimated): " + ", ".join(f"{kind} {self.breakdown.get(kind, 0):,}" for kind in KINDS),
         ]
         if self.largest:
             out.append("Largest: " + "; ".join(f"{i.kind} {i.label} ({i.tokens:,})" for i in self.largest))

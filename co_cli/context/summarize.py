@@ -89,9 +89,7 @@ def render_message(msg: ModelMessage) -> list[str]:
                 body = _clip(content_text(part.content), TOOL_RESULT_CHARS)
                 lines.append(f"Tool result ({part.tool_name}{note}): {body}")
             elif isinstance(part, RetryPromptPart):
-                lines.append(
-                    f"Retry ({part.tool_name or 'output'}): {_clip(content_text(part.content), 500)}"
-                )
+                lines.append(f"Retry ({part.tool_name or 'output'}): {_clip(content_text(part.content), 500)}")
             elif isinstance(part, SystemPromptPart):
                 lines.append(f"System: {_clip(part.content, SYSTEM_CHARS)}")
     else:
@@ -114,15 +112,11 @@ def render_transcript(messages: Sequence[ModelMessage]) -> list[str]:
     return entries
 
 
-def build_summary_prompt(
-    transcript: str, *, focus: str | None = None, part: tuple[int, int] | None = None
-) -> str:
+def build_summary_prompt(transcript: str, *, focus: str | None = None, part: tuple[int, int] | None = None) -> str:
     """The request sent to the summariser for one transcript (or one part of it)."""
     pieces = [SUMMARY_REQUEST]
     if part is not None:
-        pieces.append(
-            f"This is part {part[0]} of {part[1]} of a longer conversation; summarise this part only."
-        )
+        pieces.append(f"This is part {part[0]} of {part[1]} of a longer conversation; summarise this part only.")
     if focus:
         pieces.append(f"Focus the summary on: {focus}")
     pieces.append(f"<transcript>\n{transcript}\n</transcript>")
@@ -149,9 +143,7 @@ def chunk_entries(entries: Sequence[str], budget_tokens: int) -> list[list[str]]
     current: list[str] = []
     used = 0
     for entry in entries:
-        for piece in (
-            _split_entry(entry, budget_tokens) if estimate_text_tokens(entry) > budget_tokens else [entry]
-        ):
+        for piece in _split_entry(entry, budget_tokens) if estimate_text_tokens(entry) > budget_tokens else [entry]:
             cost = estimate_text_tokens(piece) + 1
             if current and used + cost > budget_tokens:
                 chunks.append(current)

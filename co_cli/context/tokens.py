@@ -99,9 +99,7 @@ def estimate_part_tokens(part: Any) -> int:
     if isinstance(part, UserPromptPart):
         return _user_content_tokens(part.content)
     if isinstance(part, BaseToolReturnPart):
-        return (
-            PART_OVERHEAD_TOKENS + estimate_text_tokens(part.tool_name) + _tool_content_tokens(part.content)
-        )
+        return PART_OVERHEAD_TOKENS + estimate_text_tokens(part.tool_name) + _tool_content_tokens(part.content)
     if isinstance(part, TextPart | ThinkingPart | SystemPromptPart):
         return estimate_text_tokens(part.content)
     if isinstance(part, BaseToolCallPart):

@@ -9,7 +9,7 @@ from dataclasses import replace
 from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart
 
 from co_cli.context.tokens import content_text
-from co_cli.context.window import current_turn_start
+from co_cli.context.window import MISS, MessageMemo, current_turn_start
 
 TRUNCATED_MARKER = "[…truncated, {n} chars total]"
 _TRUNCATED_RE = re.compile(r"\n?\[…truncated, (\d+) chars total\]")
@@ -34,28 +34,45 @@ def truncate_text(text: str, max_chars: int) -> str | None:
     return cut if len(cut) < len(text) else None
 
 
-def truncate_tool_returns(messages: Sequence[ModelMessage], max_chars: int) -> list[ModelMessage]:
+def _trim_message(msg: ModelRequest, max_chars: int) -> ModelRequest:
+    new_parts = None
+    for part_index, part in enumerate(msg.parts):
+        if not is_plain_tool_return(part):
+            continue
+        cut = truncate_text(content_text(part.content), max_chars)
+        if cut is None:
+            continue
+        if new_parts is None:
+            new_parts = list(msg.parts)
+        new_parts[part_index] = replace(part, content=cut)
+    return msg if new_parts is None else replace(msg, parts=new_parts)
+
+
+def truncate_tool_returns(
+    messages: Sequence[ModelMessage], max_chars: int, *, memo: MessageMemo | None = None
+) -> list[ModelMessage]:
     """Copy of ``messages`` where tool results before the current turn are at most ``max_chars`` long
-    (plus the marker). ``max_chars`` 0 disables. The input is never mutated."""
+    (plus the marker). ``max_chars`` 0 disables. The input is never mutated.
+
+    ``memo`` (optional) carries results between calls on the same growing history, so a message is
+    trimmed once.
+    """
     if max_chars <= 0:
         return list(messages)
     boundary = current_turn_start(messages)
     result = list(messages)
+    if memo is not None:
+        memo.bind(max_chars)
     for index in range(boundary):
         msg = messages[index]
         if not isinstance(msg, ModelRequest):
             continue
-        new_parts = None
-        for part_index, part in enumerate(msg.parts):
-            if not is_plain_tool_return(part):
-                continue
-            text = content_text(part.content)
-            cut = truncate_text(text, max_chars)
-            if cut is None:
-                continue
-            if new_parts is None:
-                new_parts = list(msg.parts)
-            new_parts[part_index] = replace(part, content=cut)
-        if new_parts is not None:
-            result[index] = replace(msg, parts=new_parts)
+        trimmed = memo.get(msg) if memo is not None else MISS
+        if trimmed is MISS:
+            trimmed = _trim_message(msg, max_chars)
+            if memo is not None:
+                memo.put(msg, trimmed)
+        result[index] = trimmed
+    if memo is not None:
+        memo.prune(messages)
     return result

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any, Final
 
 from pydantic_ai.messages import (
     ModelMessage,
@@ -31,18 +32,21 @@ def summary_count(text: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
+_SUMMARY_STARTS = ("[Summary of ", "[Earlier conversation trimmed")
+
+
 def is_summary_text(text: str) -> bool:
-    return summary_count(text) is not None
+    return text.startswith(_SUMMARY_STARTS) and summary_count(text) is not None
 
 
 def is_summary_message(msg: ModelMessage) -> bool:
     """A request carrying a compaction summary or a static trim marker."""
     if not isinstance(msg, ModelRequest):
         return False
-    return any(
-        isinstance(part, UserPromptPart) and isinstance(part.content, str) and is_summary_text(part.content)
-        for part in msg.parts
-    )
+    for part in msg.parts:
+        if isinstance(part, UserPromptPart) and isinstance(part.content, str) and is_summary_text(part.content):
+            return True
+    return False
 
 
 def user_prompt_text(msg: ModelMessage) -> str | None:
@@ -153,3 +157,40 @@ def find_tail_start(messages: Sequence[ModelMessage], min_tail: int, *, head_end
         if fitting:
             return fitting[-1]
     return 0
+
+
+MISS: Final = object()
+
+
+class MessageMemo:
+    """Per-message results kept between calls on the same growing history, so unchanged messages are not
+    processed again. Entries hold the input message (so its id cannot be reused), its parts list (a message
+    whose parts were reassigned is processed again) and an optional context object compared by identity;
+    ``bind`` drops everything when the settings the results depend on change."""
+
+    def __init__(self) -> None:
+        self._key: object = None
+        self._entries: dict[int, tuple[ModelMessage, object, Any, object]] = {}
+
+    def bind(self, key: object) -> None:
+        if key != self._key:
+            self._key = key
+            self._entries = {}
+
+    def get(self, msg: ModelMessage, context: object = None) -> Any:
+        entry = self._entries.get(id(msg))
+        if entry is not None and entry[0] is msg and entry[1] is context and entry[3] is msg.parts:
+            return entry[2]
+        return MISS
+
+    def put(self, msg: ModelMessage, result: Any, context: object = None) -> None:
+        self._entries[id(msg)] = (msg, context, result, msg.parts)
+
+    def prune(self, messages: Sequence[ModelMessage]) -> None:
+        """Forget messages no longer in the history (only once the memo has grown well past it)."""
+        if len(self._entries) > 2 * len(messages) + 64:
+            live = {id(msg) for msg in messages}
+            self._entries = {key: value for key, value in self._entries.items() if key in live}
+
+    def __len__(self) -> int:
+        return len(self._entries)

@@ -7,6 +7,7 @@ renaming, deleting and searching sessions stay fast.
 from __future__ import annotations
 
 import builtins
+import json
 import os
 import re
 import secrets
@@ -15,6 +16,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -110,9 +112,18 @@ def new_session_id(now: float | None = None) -> str:
     return f"{millis:012x}{secrets.token_hex(4)}"
 
 
+def valid_utf8(text: str) -> str:
+    """The text with lone surrogates (undecodable bytes from a terminal or a pipe) replaced by '?'."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
 def normalize_title(text: str) -> str:
     """One line, whitespace collapsed, at most TITLE_MAX_CHARS characters."""
-    line = " ".join(text.split())
+    line = " ".join(valid_utf8(text).split())
     if len(line) > TITLE_MAX_CHARS:
         line = line[: TITLE_MAX_CHARS - 1].rstrip() + "…"
     return line
@@ -120,7 +131,7 @@ def normalize_title(text: str) -> str:
 
 def fts_query(text: str) -> str:
     """Quote every whitespace-separated term so FTS5 syntax in user text is matched literally."""
-    terms = [term.replace('"', '""') for term in text.replace("\x00", " ").split()]
+    terms = [term.replace('"', '""') for term in valid_utf8(text).replace("\x00", " ").split()]
     return " ".join(f'"{term}"' for term in terms if term.strip('"'))
 
 
@@ -194,7 +205,7 @@ def message_kind_and_text(message: ModelMessage) -> tuple[str, str]:
                 texts.append(part.model_response())
             elif isinstance(part, CompactionPart) and part.content:
                 texts.append(part.content)
-        return kind, "\n".join(t for t in texts if t)
+        return kind, valid_utf8("\n".join(t for t in texts if t))
     parts = list(message.parts)
     kind = "tool-call" if any(isinstance(p, ToolCallPart) for p in parts) else "assistant"
     for part in parts:
@@ -206,13 +217,19 @@ def message_kind_and_text(message: ModelMessage) -> tuple[str, str]:
             texts.append(f"{part.tool_name}: {part.model_response_str()}")
         elif isinstance(part, CompactionPart) and part.content:
             texts.append(part.content)
-    return kind, "\n".join(t for t in texts if t)
+    return kind, valid_utf8("\n".join(t for t in texts if t))
 
 
 def dump_messages(messages: Sequence[ModelMessage]) -> str:
+    """Messages as pydantic-ai's JSON; undecodable bytes in a tool output are saved as '?'."""
     from pydantic_ai.messages import ModelMessagesTypeAdapter
+    from pydantic_core import PydanticSerializationError
 
-    return ModelMessagesTypeAdapter.dump_json(list(messages)).decode()
+    try:
+        return ModelMessagesTypeAdapter.dump_json(list(messages)).decode()
+    except PydanticSerializationError:
+        data = ModelMessagesTypeAdapter.dump_python(list(messages), mode="json")
+        return valid_utf8(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
 
 
 def load_messages(json_lists: Iterable[str], where: str) -> list[ModelMessage]:
@@ -265,7 +282,7 @@ class SessionStore:
         with self._lock, translated_errors(self.path):
             return self._conn.execute(sql, params).fetchall()
 
-    def _write(self) -> Any:
+    def _write(self) -> AbstractContextManager[sqlite3.Connection]:
         return write_transaction(self._conn, self.path)
 
     def _session_row(self, session_id: str) -> tuple[Any, ...]:
@@ -273,10 +290,6 @@ class SessionStore:
         if row is None:
             raise SessionNotFound(f"no session {session_id!r}; `co sessions list` shows them")
         return row
-
-    def _require(self, session_id: str) -> None:
-        with self._lock, translated_errors(self.path):
-            self._session_row(session_id)
 
     # -- sessions --
 
@@ -399,6 +412,7 @@ class SessionStore:
         """Commit the user's prompt before the model is called; return its seq."""
         from pydantic_ai.messages import ModelRequest, UserPromptPart
 
+        prompt = valid_utf8(prompt)
         request = ModelRequest(parts=[UserPromptPart(prompt)])
         encoded = dump_messages([request])
         now = time.time()
