@@ -10,15 +10,17 @@ import os
 from dataclasses import asdict
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 
-from co_cli.config import Paths, load_settings
 from co_cli.errors import CoError
-from co_cli.sessions_view import format_time, search_table, sessions_table
-from co_cli.store.sessions import SessionStore
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from co_cli.config import Paths
+    from co_cli.store.sessions import SessionStore
 
 app = typer.Typer(
     name="sessions",
@@ -33,7 +35,17 @@ class ExportFormat(StrEnum):
     json = "json"
 
 
+def _console() -> Console:
+    from rich.console import Console
+
+    return Console()
+
+
 def _open_store() -> tuple[SessionStore, Paths]:
+    # Imported here so `co --help` stays fast.
+    from co_cli.config import load_settings
+    from co_cli.store.sessions import SessionStore
+
     paths = load_settings().paths
     return SessionStore.open(paths.db), paths
 
@@ -62,10 +74,12 @@ def list_sessions(
     if as_json:
         typer.echo(json.dumps([asdict(s) for s in sessions], ensure_ascii=False, indent=1))
         return
-    console = Console()
+    console = _console()
     if not sessions:
         console.print("No saved sessions yet. Start one with `co chat`.", highlight=False, markup=False)
         return
+    from co_cli.sessions_view import sessions_table
+
     console.print(sessions_table(sessions))
     if total > len(sessions):
         console.print(f"{len(sessions)} of {total} sessions shown; use --limit to see more.", style="dim")
@@ -74,13 +88,13 @@ def list_sessions(
 @app.command("show")
 def show(session_id: Annotated[str, typer.Argument(help="Session id or unique prefix.")]) -> None:
     """Show a session's metadata and full transcript."""
-    from co_cli.sessions_view import render_transcript
+    from co_cli.sessions_view import format_time, render_transcript
 
     store, _ = _open_store()
     with store:
         info = store.get(session_id)
         transcript = store.transcript(info.id)
-    console = Console()
+    console = _console()
     console.print(info.title or "untitled", style="bold", markup=False, highlight=False)
     details = [
         f"id {info.id}",
@@ -111,10 +125,12 @@ def search(
     with store:
         session_id = store.get(session).id if session else None
         hits = store.search(query, session_id=session_id, limit=limit)
-    console = Console()
+    console = _console()
     if not hits:
         console.print(f"No messages match {query!r}.", markup=False, highlight=False)
         return
+    from co_cli.sessions_view import search_table
+
     console.print(search_table(hits))
 
 
