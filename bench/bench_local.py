@@ -100,7 +100,7 @@ def main() -> None:
     parser.add_argument("--model", default="local", help="'local' or 'local:/path/model.gguf'")
     parser.add_argument("--n-ctx", type=int, default=4096)
     parser.add_argument("--max-tokens", type=int, default=128)
-    parser.add_argument("--threads", type=int, default=None, help="generation threads (default: half the CPUs)")
+    parser.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: half the CPUs)")
     args = parser.parse_args()
     asyncio.run(run(args.model, args.n_ctx, args.max_tokens, args.threads))
 
