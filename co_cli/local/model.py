@@ -9,6 +9,7 @@ text it writes (see ``co_cli.local.toolcalls``).
 from __future__ import annotations
 
 import asyncio
+import atexit
 import json
 import os
 import re
@@ -101,8 +102,22 @@ def load_llama(path: Path, n_ctx: int, n_threads: int | None = None) -> LoadedLl
     key = _cache_key(path, n_ctx, n_threads)
     with _LOAD_LOCK:
         if key not in _LOADED:
+            if not _LOADED:
+                atexit.register(_close_all)
             _LOADED[key] = _load(path, n_ctx, n_threads or default_threads())
         return _LOADED[key]
+
+
+def _close_all() -> None:
+    """Free the loaded models before interpreter shutdown, when ``Llama.__del__`` would fail noisily."""
+    for key, loaded in list(_LOADED.items()):
+        close = getattr(loaded.llama, "close", None)
+        if close is not None and loaded.lock.acquire(timeout=2):  # not while a generation still runs
+            try:
+                close()
+            finally:
+                loaded.lock.release()
+            _LOADED.pop(key, None)
 
 
 def _cache_key(path: Path, n_ctx: int, n_threads: int | None) -> tuple[str, int] | tuple[str, int, int]:

@@ -31,7 +31,7 @@ from co_cli.context.compact import CompactionResult, compact_all, compact_middle
 from co_cli.context.governor import ContextGovernor, GovernorEvent
 from co_cli.context.repair import repair_orphans
 from co_cli.context.report import ContextReport, context_report
-from co_cli.context.tokens import TokenEstimate, estimate_history, estimate_overhead
+from co_cli.context.tokens import TokenEstimate, estimate_overhead
 from co_cli.deps import CoDeps
 from co_cli.models import ResolvedModel
 from co_cli.provider_errors import describe_provider_error, is_context_overflow
@@ -354,14 +354,13 @@ class Conversation:
         self.governor.reset_failures()
         return result
 
-    def estimate(self) -> TokenEstimate:
-        last = self.governor.last_sent_estimate
-        if last is not None and not self.working:
-            return last
-        return estimate_history(self.working, overhead_tokens=self.governor.overhead_tokens)
+    def sendable(self) -> tuple[list[ModelMessage], TokenEstimate]:
+        """What the next request would send (offloaded, trimmed, repaired) and its token estimate."""
+        _, _, sendable, estimate = self.governor.process(self.working)
+        return sendable, estimate
 
     def percent_used(self) -> float:
-        return 100.0 * self.estimate().total / max(1, self.resolved.context_window)
+        return 100.0 * self.sendable()[1].total / max(1, self.resolved.context_window)
 
     def report(self) -> ContextReport:
         transcript = 0
@@ -370,7 +369,7 @@ class Conversation:
             info = self.store.get(self.session.id)
             transcript, compactions = info.message_count, info.compaction_count
         return context_report(
-            self.working,
+            self.sendable()[0],
             context_window=self.resolved.context_window,
             window_source=self.resolved.window_source,
             threshold=self.deps.settings.compact_threshold,
