@@ -70,8 +70,7 @@ async def _chat(options: ChatOptions, loaded: LoadedSettings) -> int:
 
         if interactive and session is None:
             # Draw the prompt at once; pydantic-ai and the provider SDK load while the user types.
-            pending = asyncio.ensure_future(asyncio.to_thread(build))
-            app = ChatApp(pending, loaded, choice=choice, store=store, interactive=True, console=console)
+            app = ChatApp(build, loaded, choice=choice, store=store, interactive=True, console=console)
             await app.run_interactive()
             return 0
         conv = build()

@@ -7,7 +7,7 @@ import contextlib
 import html
 import signal
 import sys
-from collections.abc import Awaitable, Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, TextIO
 
 from rich.console import Console
@@ -37,7 +37,7 @@ class ChatApp:
 
     def __init__(
         self,
-        conv: Conversation | Awaitable[Conversation],
+        conv: Conversation | Callable[[], Conversation],
         loaded: LoadedSettings,
         *,
         choice: ModelChoice,
@@ -47,11 +47,12 @@ class ChatApp:
         out: TextIO | None = None,
     ) -> None:
         self._conv: Conversation | None = None
-        self._pending: Awaitable[Conversation] | None = None
-        if hasattr(conv, "run_turn"):
-            self._conv = conv  # type: ignore[assignment]
+        self._builder: Callable[[], Conversation] | None = None
+        self._pending: asyncio.Future[Conversation] | None = None
+        if callable(conv):
+            self._builder = conv
         else:
-            self._pending = conv  # type: ignore[assignment]
+            self._conv = conv
         self.choice = choice
         self.loaded = loaded
         self.store = store
@@ -67,11 +68,16 @@ class ChatApp:
         assert self._conv is not None, "conversation not ready"
         return self._conv
 
+    def _start_build(self) -> asyncio.Future[Conversation]:
+        """Build the conversation in a thread (imports pydantic-ai and the provider SDK)."""
+        if self._pending is None:
+            assert self._builder is not None
+            self._pending = asyncio.ensure_future(asyncio.to_thread(self._builder))
+        return self._pending
+
     async def ready(self) -> Conversation:
         if self._conv is None:
-            assert self._pending is not None
-            self._conv = await self._pending
-            self._pending = None
+            self._conv = await self._start_build()
         return self._conv
 
     # ----- output helpers ----------------------------------------------------------------------------
@@ -316,10 +322,17 @@ class ChatApp:
         if self._conv is not None and self._conv.session:
             self.show_resumed()
         session = make_session(self, self.loaded.paths.input_history, self.toolbar)
-        watcher = asyncio.ensure_future(self._exit_if_build_fails(session))
+        watchers: list[asyncio.Task[None]] = []
+
+        def start_build() -> None:
+            # Start loading only once the prompt is drawn: the import competes for the GIL.
+            if self._conv is None and not watchers:
+                self._start_build()
+                watchers.append(asyncio.ensure_future(self._exit_if_build_fails(session)))
+
         while self.running:
             try:
-                line = await session.prompt_async(PROMPT)
+                line = await session.prompt_async(PROMPT, pre_run=start_build)
             except KeyboardInterrupt:
                 continue  # Ctrl-C at the prompt clears the line
             except EOFError:
@@ -328,7 +341,8 @@ class ChatApp:
                 await self.handle(line)
             except CoError as exc:
                 self.error(exc.message)
-        watcher.cancel()
+        for watcher in watchers:
+            watcher.cancel()
         if self._conv is not None:
             self._conv.release()
 

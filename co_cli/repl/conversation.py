@@ -75,6 +75,7 @@ class Conversation:
     last_prompt: str | None = None
     _notices: list[str] = field(default_factory=list)
     _compactions: list[CompactionResult] = field(default_factory=list)
+    _percent_cache: tuple[tuple[int, int, int], float] | None = None
 
     def __post_init__(self) -> None:
         self._build()
@@ -360,7 +361,12 @@ class Conversation:
         return sendable, estimate
 
     def percent_used(self) -> float:
-        return 100.0 * self.sendable()[1].total / max(1, self.resolved.context_window)
+        """Context use in percent (cached until the working context changes: the toolbar asks on every key)."""
+        key = (id(self.working), len(self.working), self.resolved.context_window)
+        if self._percent_cache is None or self._percent_cache[0] != key:
+            percent = 100.0 * self.sendable()[1].total / max(1, self.resolved.context_window)
+            self._percent_cache = (key, percent)
+        return self._percent_cache[1]
 
     def report(self) -> ContextReport:
         transcript = 0

@@ -1,0 +1,420 @@
+"""End to end: context governance through the real `co` against the scripted OpenAI-compatible server.
+
+Summariser requests are told apart from chat requests by the summariser's own system instructions, so a
+test can answer them (or fail them) through the server's ``responder`` hook.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+import pexpect
+import pytest
+
+from tests.support.co_process import expect_prompt, run_co, send_line, spawn_co
+from tests.support.scripted_server import (
+    JSON,
+    Error,
+    RecordedRequest,
+    Reply,
+    Responder,
+    ScriptedServer,
+    Text,
+    ToolCalls,
+    last_user_text,
+    message_text,
+)
+
+pytestmark = pytest.mark.e2e
+
+SUMMARISER_INSTRUCTIONS = "You summarise conversations between a user and an AI assistant"
+SUMMARY_TEXT = "GOAL-SUMMARY: the user is walking through numbered steps of a checklist."
+SUMMARY_RE = re.compile(r"\A\[Summary of (\d+) earlier messages\]\n")
+STATIC_MARKER_RE = re.compile(
+    r"\[Earlier conversation trimmed — (\d+) messages removed to stay within context budget\]"
+)
+COMPACTED_RE = re.compile(r"Compacted (\d+) messages: ~(\d+) -> ~(\d+) tokens")
+LATEST_HEADING = "The user's latest request, verbatim:"
+
+
+# ----- helpers ---------------------------------------------------------------------------------------
+
+
+def is_summariser_request(body: JSON | None) -> bool:
+    messages = (body or {}).get("messages", [])
+    return any(m.get("role") == "system" and SUMMARISER_INSTRUCTIONS in message_text(m) for m in messages)
+
+
+def summariser_answers(text: str) -> Responder:
+    """A responder that answers summariser requests with ``text`` and leaves chat requests to the script."""
+
+    def respond(body: JSON) -> Reply | None:
+        return Text(text) if is_summariser_request(body) else None
+
+    return respond
+
+
+def summariser_fails(body: JSON) -> Reply | None:
+    return Error(500, "summariser is down") if is_summariser_request(body) else None
+
+
+def chat_turns(server: ScriptedServer) -> list[RecordedRequest]:
+    """The chat model's requests, in order (summariser requests left out)."""
+    return [r for r in server.chat_requests if not is_summariser_request(r.body)]
+
+
+def summariser_calls(server: ScriptedServer) -> list[RecordedRequest]:
+    return [r for r in server.chat_requests if is_summariser_request(r.body)]
+
+
+def summary_messages(request: RecordedRequest) -> list[str]:
+    return [t for t in request.texts("user") if SUMMARY_RE.match(t)]
+
+
+def tool_texts(request: RecordedRequest) -> list[str]:
+    return [message_text(m) for m in request.messages if m.get("role") == "tool"]
+
+
+def size(request: RecordedRequest) -> int:
+    return len(json.dumps(request.messages))
+
+
+def long_prompt(step: int) -> str:
+    """A prompt long enough that summarising a few of them is clearly worth it."""
+    return f"step {step}: " + " ".join(f"keep detail {step}-{i} about the checklist item" for i in range(10))
+
+
+def only_session(env: dict[str, str], cwd: Path) -> dict[str, Any]:
+    result = run_co(["sessions", "list", "--json"], env, cwd)
+    assert result.returncode == 0, result.stderr
+    sessions = json.loads(result.stdout)
+    assert len(sessions) == 1
+    return dict(sessions[0])
+
+
+def export_json(env: dict[str, str], cwd: Path, session_id: str) -> dict[str, Any]:
+    result = run_co(["sessions", "export", session_id, "--format", "json"], env, cwd)
+    assert result.returncode == 0, result.stderr
+    return dict(json.loads(result.stdout))
+
+
+def exported_parts(document: dict[str, Any], part_kind: str) -> list[dict[str, Any]]:
+    return [
+        part
+        for entry in document["messages"]
+        for part in entry["message"]["parts"]
+        if part.get("part_kind") == part_kind
+    ]
+
+
+def python_command(code: str) -> str:
+    return f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}"
+
+
+# ----- 1. automatic compaction, persisted and resumed ------------------------------------------------
+
+
+def test_long_conversation_auto_compacts_persists_and_resumes(
+    co_server_env: dict[str, str], workdir: Path, scripted_server: ScriptedServer
+) -> None:
+    scripted_server.responder = summariser_answers(SUMMARY_TEXT)
+    env = {**co_server_env, "CO_CLI_MAX_HISTORY_MESSAGES": "8"}
+    prompts = [long_prompt(i) for i in range(1, 9)]
+    result = run_co(["chat"], env, workdir, input="\n".join(prompts) + "\n")
+    assert result.returncode == 0, result.stderr
+    assert f"echo: {prompts[-1]}" in result.stdout
+
+    turns = chat_turns(scripted_server)
+    assert [last_user_text(t.body or {}) for t in turns] == prompts
+    first = next(i for i, t in enumerate(turns) if summary_messages(t))
+    assert first > 0
+    compacted = turns[first]
+    assert size(compacted) < size(turns[first - 1])
+    summary = summary_messages(compacted)[0]
+    assert SUMMARY_TEXT in summary
+    assert int(SUMMARY_RE.match(summary).group(1)) >= 2  # type: ignore[union-attr]
+    assert compacted.messages[-1] == {"role": "user", "content": prompts[first]}
+    # the first exchange is kept; what was summarised is no longer sent
+    assert prompts[0] in compacted.all_text and prompts[1] not in compacted.all_text
+    assert summariser_calls(scripted_server)
+    assert "Context compacted (summary)" in result.stderr
+
+    info = only_session(env, workdir)
+    assert info["compaction_count"] >= 1
+    shown = run_co(["sessions", "show", info["id"]], env, workdir)
+    assert shown.returncode == 0, shown.stderr
+    assert f"{info['compaction_count']} compactions" in shown.stdout
+    document = export_json(env, workdir, info["id"])
+    assert len(document["compactions"]) == info["compaction_count"]
+    assert all(c["trigger"] == "auto" and SUMMARY_TEXT in c["summary"] for c in document["compactions"])
+    # the transcript keeps every message, summarised or not
+    assert [p["content"] for p in exported_parts(document, "user-prompt")] == prompts
+
+    live_last = turns[-1]
+    resume_env = {**env, "CO_CLI_MAX_HISTORY_MESSAGES": "0"}  # no further compaction: compare exactly
+    resumed = run_co(["chat", "-c"], resume_env, workdir, input="after resume\n")
+    assert resumed.returncode == 0, resumed.stderr
+    assert "echo: after resume" in resumed.stdout
+    first_resumed = chat_turns(scripted_server)[len(turns)]
+    expected = [
+        *live_last.messages,
+        {"role": "assistant", "content": f"echo: {prompts[-1]}"},
+        {"role": "user", "content": "after resume"},
+    ]
+    assert first_resumed.messages == expected
+    assert summary_messages(first_resumed) == summary_messages(live_last)
+
+
+# ----- 2. /compact with a focus ---------------------------------------------------------------------
+
+
+def test_manual_compact_with_focus(
+    co_server_env: dict[str, str], workdir: Path, scripted_server: ScriptedServer
+) -> None:
+    scripted_server.responder = summariser_answers(SUMMARY_TEXT)
+    first, second = long_prompt(1), long_prompt(2)
+    lines = [first, second, "/compact some focus", "what now?", "/context"]
+    result = run_co(["chat"], co_server_env, workdir, input="\n".join(lines) + "\n")
+    assert result.returncode == 0, result.stderr
+
+    calls = summariser_calls(scripted_server)
+    assert len(calls) == 1
+    assert "Focus the summary on: some focus" in calls[0].all_text
+    assert first in calls[0].all_text and second in calls[0].all_text
+    match = COMPACTED_RE.search(result.stdout)
+    assert match, result.stdout
+    assert int(match.group(1)) == 4
+    assert int(match.group(2)) > int(match.group(3))
+
+    after = chat_turns(scripted_server)[-1]
+    assert after.messages[-1] == {"role": "user", "content": "what now?"}
+    summary = summary_messages(after)
+    assert len(summary) == 1 and SUMMARY_TEXT in summary[0]
+    assert summary[0].startswith("[Summary of 4 earlier messages]")
+    assert summary[0].endswith(f"{LATEST_HEADING}\n{second}")
+    assert first not in after.all_text
+    assert "compactions: 1" in result.stdout  # /context after it
+
+    document = export_json(co_server_env, workdir, only_session(co_server_env, workdir)["id"])
+    assert [(c["trigger"], c["focus"]) for c in document["compactions"]] == [("manual", "some focus")]
+
+
+# ----- 3. a failing summariser ---------------------------------------------------------------------
+
+
+def test_failing_summariser_falls_back_to_static_marker(
+    co_server_env: dict[str, str], workdir: Path, scripted_server: ScriptedServer
+) -> None:
+    scripted_server.responder = summariser_fails
+    env = {**co_server_env, "CO_CLI_MAX_HISTORY_MESSAGES": "8"}
+    prompts = [long_prompt(i) for i in range(1, 9)]
+    result = run_co(["chat"], env, workdir, input="\n".join(prompts) + "\n")
+    assert result.returncode == 0, result.stderr
+    assert f"echo: {prompts[-1]}" in result.stdout
+    assert summariser_calls(scripted_server)
+
+    turns = chat_turns(scripted_server)
+    first = next(i for i, t in enumerate(turns) if STATIC_MARKER_RE.search(t.all_text))
+    assert first > 0
+    marked = turns[first]
+    assert size(marked) < size(turns[first - 1])
+    assert int(STATIC_MARKER_RE.search(marked.all_text).group(1)) >= 2  # type: ignore[union-attr]
+    assert not summary_messages(marked)
+    assert marked.messages[-1] == {"role": "user", "content": prompts[first]}
+    assert "Summariser failed" in result.stderr and "static marker" in result.stderr
+
+
+def test_failing_manual_compact_leaves_history_unchanged(
+    co_server_env: dict[str, str], workdir: Path, scripted_server: ScriptedServer
+) -> None:
+    scripted_server.responder = summariser_fails
+    first, second = long_prompt(1), long_prompt(2)
+    lines = [first, second, "/compact", "still there?"]
+    result = run_co(["chat"], co_server_env, workdir, input="\n".join(lines) + "\n")
+    assert result.returncode == 0, result.stderr
+    assert "compaction failed, history unchanged" in result.stderr
+    assert "Compacted" not in result.stdout
+    assert len(summariser_calls(scripted_server)) == 1
+
+    before, after = chat_turns(scripted_server)[-2:]
+    assert after.messages == [
+        *before.messages,
+        {"role": "assistant", "content": f"echo: {second}"},
+        {"role": "user", "content": "still there?"},
+    ]
+    assert only_session(co_server_env, workdir)["compaction_count"] == 0
+
+
+# ----- 4. /context ---------------------------------------------------------------------------------
+
+
+def test_context_command_in_terminal(
+    co_server_env: dict[str, str], workdir: Path, scripted_server: ScriptedServer
+) -> None:
+    env = {**co_server_env, "CO_CLI_CONTEXT_WINDOW": "20000"}
+    scripted_server.script(
+        ToolCalls([("run_shell", {"command": python_command("print('z' * 3000)")})]),
+        Text("printed many z"),
+    )
+    child = spawn_co(["chat", "--approve-all"], env=env, cwd=workdir)
+    try:
+        expect_prompt(child)
+        send_line(child, "print a lot of z please")
+        assert "printed many z" in expect_prompt(child)
+        send_line(child, "/context")
+        out = expect_prompt(child)
+        send_line(child, "/quit")
+        child.expect(pexpect.EOF, timeout=10)
+    finally:
+        if child.isalive():
+            child.terminate(force=True)
+
+    percent = re.search(r"[█░│]+ (\d+\.\d)%", out)
+    assert percent, out
+    assert 0 < float(percent.group(1)) < 80
+    used = re.search(r"used\s+~([\d,]+) tokens \((reported|estimated)\)", out)
+    assert used, out
+    assert int(used.group(1).replace(",", "")) > 750  # the 3000-char output is in context
+    assert re.search(r"window\s+20,000 tokens \(context_window setting\)", out)
+    assert re.search(r"auto-compaction\s+at 80% = 16,000 tokens", out)
+    assert re.search(r"messages\s+4 in context · 4 in transcript", out)
+    assert re.search(r"compactions\s+0", out)
+    for kind in ("instructions+tools", "user", "assistant", "tool returns", "summaries"):
+        assert re.search(rf"  {re.escape(kind)}\s+~[\d,]+", out), kind
+    largest = re.search(r"largest #1\s+(.+)", out)
+    assert largest and largest.group(1).startswith("tool returns: run_shell"), out
+    assert "largest #3" in out
+
+
+def test_context_command_plain(co_server_env: dict[str, str], workdir: Path) -> None:
+    lines = [long_prompt(1), "/context"]
+    result = run_co(["chat"], co_server_env, workdir, input="\n".join(lines) + "\n")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert re.search(r"Context: [\d,]+ / 128,000 tokens \(\d+\.\d%, (reported|estimated)\); window from assumed", out)
+    assert "Compaction threshold: 80% = 102,400 tokens" in out
+    assert "Messages: 2 in context, 2 in transcript; compactions: 0" in out
+    assert re.search(
+        r"Breakdown \(estimated\): instructions\+tools [\d,]+, user [\d,]+, assistant [\d,]+, "
+        r"tool returns 0, summaries 0",
+        out,
+    )
+    assert "Largest: user step 1: keep detail" in out
+
+
+# ----- 5. trimmed and offloaded tool outputs ---------------------------------------------------------
+
+
+def offloaded_ref(text: str) -> str | None:
+    match = re.search(r"saved as ref=([^\s;\]]+);", text)
+    return match.group(1) if match else None
+
+
+def test_tool_outputs_trimmed_later_and_offloaded_with_ref(
+    co_server_env: dict[str, str], workdir: Path, scripted_server: ScriptedServer
+) -> None:
+    env = {
+        **co_server_env,
+        "CO_CLI_TOOL_OUTPUT_TRIM_CHARS": "300",
+        "CO_CLI_TOOL_OUTPUT_OFFLOAD_CHARS": "5000",
+        "CO_CLI_SHELL_OUTPUT_LIMIT": "100000",
+    }
+    medium = python_command("print('y' * 1200)")
+    big = python_command("print('\\n'.join('line %05d' % i for i in range(5000)))")
+
+    def read_offloaded(body: JSON) -> Reply | None:
+        last = body.get("messages", [])[-1]
+        ref = offloaded_ref(message_text(last)) if last.get("role") == "tool" else None
+        return ToolCalls([("read_tool_output", {"ref": ref, "offset": 0, "limit": 40000})]) if ref else None
+
+    scripted_server.responder = read_offloaded
+    scripted_server.script(
+        ToolCalls([("run_shell", {"command": medium})]),
+        Text("made the medium output"),
+        ToolCalls([("run_shell", {"command": big})]),
+        Text("read the big output"),
+    )
+    prompts = ["make a medium output", "make a big output", "anything else?"]
+    result = run_co(["chat", "--approve-all"], env, workdir, input="\n".join(prompts) + "\n")
+    assert result.returncode == 0, result.stderr
+    assert "read the big output" in result.stdout and "echo: anything else?" in result.stdout
+
+    turns = chat_turns(scripted_server)
+    assert len(turns) == 6
+    # its own turn: whole
+    (medium_whole,) = tool_texts(turns[1])
+    assert "y" * 1200 in medium_whole and "truncated" not in medium_whole
+    # a later turn: trimmed, with the original length
+    medium_later = tool_texts(turns[2])[0]
+    assert medium_later.endswith(f"[…truncated, {len(medium_whole)} chars total]")
+    assert len(medium_later) < 400
+
+    # offloaded even in its own turn: a preview with a ref
+    big_preview = tool_texts(turns[3])[1]
+    ref = offloaded_ref(big_preview)
+    assert ref, big_preview
+    assert len(big_preview) < 5000
+    assert "line 00000" in big_preview and "line 04999" in big_preview and "line 02500" not in big_preview
+    # the model's read_tool_output(ref) call gets the content back
+    read_back = tool_texts(turns[4])[-1]
+    assert "line 02500" in read_back
+    assert re.search(rf"\[ref={re.escape(ref)}: chars 0-40000 of \d+; next offset=40000\]", read_back)
+    # later turns: the preview is trimmed too, but its ref survives
+    later = turns[5].all_text
+    assert f"ref={ref}" in later and "line 02500" not in later
+
+    document = export_json(env, workdir, only_session(env, workdir)["id"])
+    returns = [p["content"] for p in exported_parts(document, "tool-return") if p["tool_name"] == "run_shell"]
+    assert len(returns) == 2
+    assert "y" * 1200 in returns[0]
+    assert "line 02500" in returns[1] and "line 04999" in returns[1] and len(returns[1]) > 50000
+
+
+# ----- 6. the provider says the context is too long -------------------------------------------------
+
+
+def test_context_length_exceeded_compacts_and_retries_once(
+    co_server_env: dict[str, str], workdir: Path, scripted_server: ScriptedServer
+) -> None:
+    prompts = [long_prompt(i) for i in range(1, 7)]
+    failed: list[bool] = []
+
+    def respond(body: JSON) -> Reply | None:
+        if is_summariser_request(body):
+            return Text(SUMMARY_TEXT)
+        if last_user_text(body) == prompts[-1] and not failed:
+            failed.append(True)
+            return Error(
+                400,
+                "This model's maximum context length is 4096 tokens.",
+                type="invalid_request_error",
+                code="context_length_exceeded",
+            )
+        return None
+
+    scripted_server.responder = respond
+    env = {**co_server_env, "CO_CLI_MAX_HISTORY_MESSAGES": "12"}
+    result = run_co(["chat"], env, workdir, input="\n".join(prompts) + "\n")
+    assert result.returncode == 0, result.stderr
+    assert f"echo: {prompts[-1]}" in result.stdout
+    assert "context is too long" in result.stderr and "retrying once" in result.stderr
+
+    turns = chat_turns(scripted_server)
+    assert len(turns) == 7  # five turns, the rejected request and its one retry
+    rejected, retry = turns[-2:]
+    assert not summary_messages(rejected)
+    assert len(summariser_calls(scripted_server)) == 1
+    assert size(retry) < size(rejected)
+    assert SUMMARY_TEXT in summary_messages(retry)[0]
+    assert retry.messages[-1] == {"role": "user", "content": prompts[-1]}
+
+    info = only_session(env, workdir)
+    assert info["compaction_count"] == 1
+    document = export_json(env, workdir, info["id"])
+    assert [p["content"] for p in exported_parts(document, "user-prompt")] == prompts
+    assert [e["status"] for e in document["messages"]].count("failed") == 0
