@@ -21,7 +21,13 @@ PROMPT = r"\x1b\[\?2004h.*?co>"  # prompt_toolkit switches on bracketed paste, t
 
 def env_for(tmp: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CO_CLI_")}
-    env.update(CO_CLI_DATA_DIR=f"{tmp}/data", CO_CLI_CONFIG_DIR=f"{tmp}/config", CO_CLI_MODEL="test", TERM="xterm", PROMPT_TOOLKIT_NO_CPR="1")
+    env.update(
+        CO_CLI_DATA_DIR=f"{tmp}/data",
+        CO_CLI_CONFIG_DIR=f"{tmp}/config",
+        CO_CLI_MODEL="test",
+        TERM="xterm",
+        PROMPT_TOOLKIT_NO_CPR="1",
+    )
     return env
 
 

@@ -25,9 +25,7 @@ def instructions_text(deps: CoDeps) -> str:
     )
 
 
-def build_agent(
-    model: Model, *, capabilities: list[Any], request_timeout: float = 120.0
-) -> Agent[CoDeps, str]:
+def build_agent(model: Model, *, capabilities: list[Any], request_timeout: float = 120.0) -> Agent[CoDeps, str]:
     from pydantic_ai import Agent, RunContext
 
     from co_cli.tools import build_toolset

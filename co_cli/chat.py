@@ -52,11 +52,7 @@ async def _chat(options: ChatOptions, loaded: LoadedSettings) -> int:
         session = _session_to_resume(store, options)
         if session is not None and options.model is None and session.model:
             settings = settings.model_copy(update={"model": session.model})
-        source = (
-            "session"
-            if session is not None and options.model is None
-            else loaded.sources.get("model", "default")
-        )
+        source = "session" if session is not None and options.model is None else loaded.sources.get("model", "default")
         choice = choose_model(settings, source)
         app: ChatApp
 

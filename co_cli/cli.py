@@ -29,9 +29,7 @@ app.add_typer(config_app, name="config")
 def _mount_sessions() -> None:
     from co_cli.sessions_cli import app as sessions_app
 
-    app.add_typer(
-        sessions_app, name="sessions", help="List, show, search, export, import, rename and delete sessions."
-    )
+    app.add_typer(sessions_app, name="sessions", help="List, show, search, export, import, rename and delete sessions.")
 
 
 def _version(value: bool) -> None:
@@ -60,9 +58,7 @@ def chat(
     ] = None,
     resume: Annotated[
         str | None,
-        typer.Option(
-            "--resume", "-r", help="Continue a session by id or unique prefix; alone, the latest one."
-        ),
+        typer.Option("--resume", "-r", help="Continue a session by id or unique prefix; alone, the latest one."),
     ] = None,
     continue_: Annotated[
         bool, typer.Option("--continue", "-c", help="Continue the most recently updated session.")
@@ -72,9 +68,7 @@ def chat(
     ] = False,
     approve_all: Annotated[
         bool,
-        typer.Option(
-            "--approve-all", help="Approve every tool call without asking (for non-interactive use)."
-        ),
+        typer.Option("--approve-all", help="Approve every tool call without asking (for non-interactive use)."),
     ] = False,
     no_save: Annotated[bool, typer.Option("--no-save", help="Do not save this conversation.")] = False,
 ) -> None:

@@ -53,9 +53,7 @@ class Settings(BaseSettings):
     api_key: SecretStr = Field(
         SecretStr(""), description="API key sent to base_url's server (never to any other). Masked in output."
     )
-    summarization_model: str = Field(
-        "", description="Model that summarises old history; empty uses the chat model."
-    )
+    summarization_model: str = Field("", description="Model that summarises old history; empty uses the chat model.")
     tool_output_trim_chars: int = Field(
         2000, ge=0, description="Tool outputs in older turns are cut to this many characters; 0 disables."
     )
@@ -77,15 +75,9 @@ class Settings(BaseSettings):
         0.8, gt=0, le=1, description="Summarise the middle of the history past this fraction of the window."
     )
     local_n_ctx: int = Field(4096, ge=512, description="Context size (n_ctx) of the embedded local model.")
-    local_max_tokens: int = Field(
-        512, ge=16, description="Cap on tokens per answer of the embedded local model."
-    )
-    request_timeout: float = Field(
-        120.0, gt=0, description="Seconds to wait for a model provider's response."
-    )
-    shell_timeout: float = Field(
-        60.0, gt=0, description="Seconds a run_shell command may take before it is killed."
-    )
+    local_max_tokens: int = Field(512, ge=16, description="Cap on tokens per answer of the embedded local model.")
+    request_timeout: float = Field(120.0, gt=0, description="Seconds to wait for a model provider's response.")
+    shell_timeout: float = Field(60.0, gt=0, description="Seconds a run_shell command may take before it is killed.")
     shell_output_limit: int = Field(
         20000,
         ge=100,
@@ -95,9 +87,7 @@ class Settings(BaseSettings):
         default_factory=default_data_dir,
         description="Where sessions (co-cli.db), input history and offloaded tool outputs live.",
     )
-    config_dir: Path = Field(
-        default_factory=default_config_dir, description="Where the user settings.json lives."
-    )
+    config_dir: Path = Field(default_factory=default_config_dir, description="Where the user settings.json lives.")
 
     @classmethod
     def settings_customise_sources(

@@ -69,9 +69,7 @@ def choose_model(settings: Settings, source: str = "default") -> ModelChoice:
     from co_cli.local.weights import local_model_available
 
     if local_model_available():
-        return ModelChoice(
-            spec="local", reason="auto: no provider key or server configured; embedded local model"
-        )
+        return ModelChoice(spec="local", reason="auto: no provider key or server configured; embedded local model")
     raise ModelConfigError(HOW_TO_CONFIGURE)
 
 
@@ -125,9 +123,7 @@ def context_window_for(model: Model, settings: Settings) -> tuple[int, str]:
         return settings.context_window, "context_window setting"
     window = getattr(model, "context_window", None)
     if window:
-        source = (
-            "local model n_ctx" if getattr(model, "system", "") == "local" else "model profile (genai-prices)"
-        )
+        source = "local model n_ctx" if getattr(model, "system", "") == "local" else "model profile (genai-prices)"
         return int(window), source
     return ASSUMED_CONTEXT_WINDOW, "assumed (unknown model; set context_window)"
 

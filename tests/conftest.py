@@ -30,9 +30,7 @@ PROVIDER_ENV_VARS = (
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers", "e2e: end-to-end tests that run the real co binary in a pseudo-terminal"
-    )
+    config.addinivalue_line("markers", "e2e: end-to-end tests that run the real co binary in a pseudo-terminal")
     config.addinivalue_line("markers", "local: tests that load the embedded local model")
     config.addinivalue_line(
         "markers", "allow_model_requests: let pydantic-ai models send requests (e.g. to the scripted server)"

@@ -38,9 +38,7 @@ def test_defaults(dirs: tuple[Path, Path]) -> None:
     assert loaded.sources["data_dir"] == "environment"
 
 
-def test_precedence_env_over_project_over_user(
-    dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_precedence_env_over_project_over_user(dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     config, project = dirs
     (config / "settings.json").write_text(json.dumps({"model": "user-model", "max_history_messages": 10}))
     (project / ".co-cli" / "settings.json").write_text(json.dumps({"model": "project-model"}))
@@ -58,9 +56,7 @@ def test_precedence_env_over_project_over_user(
     assert loaded.sources["model"] == "command line"
 
 
-def test_invalid_env_value_names_the_variable(
-    dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_invalid_env_value_names_the_variable(dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CO_CLI_MAX_HISTORY_MESSAGES", "abc")
     with pytest.raises(ConfigError) as err:
         load_settings(cwd=dirs[1])
@@ -146,9 +142,7 @@ def test_help_does_not_import_pydantic_ai(tmp_path: Path) -> None:
         "heavy = [m for m in sys.modules if m.startswith(('pydantic_ai', 'openai', 'anthropic', 'google.genai', "
         "'groq', 'mistralai', 'llama_cpp'))]\nprint('HEAVY', heavy)\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path
-    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert "HEAVY []" in result.stdout, result.stdout + result.stderr
     assert "chat" in result.stdout and "sessions" in result.stdout
 

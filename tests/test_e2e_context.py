@@ -123,7 +123,7 @@ def test_long_conversation_auto_compacts_persists_and_resumes(
     co_server_env: dict[str, str], workdir: Path, scripted_server: ScriptedServer
 ) -> None:
     scripted_server.responder = summariser_answers(SUMMARY_TEXT)
-    env = {**co_server_env, "CO_CLI_MAX_HISTORY_MESSAGES": "8"}
+    env = {**co_server_env, "CO_CLI_MAX_HISTORY_MESSAGES": "10"}
     prompts = [long_prompt(i) for i in range(1, 9)]
     result = run_co(["chat"], env, workdir, input="\n".join(prompts) + "\n")
     assert result.returncode == 0, result.stderr
@@ -211,7 +211,7 @@ def test_failing_summariser_falls_back_to_static_marker(
     co_server_env: dict[str, str], workdir: Path, scripted_server: ScriptedServer
 ) -> None:
     scripted_server.responder = summariser_fails
-    env = {**co_server_env, "CO_CLI_MAX_HISTORY_MESSAGES": "8"}
+    env = {**co_server_env, "CO_CLI_MAX_HISTORY_MESSAGES": "10"}
     prompts = [long_prompt(i) for i in range(1, 9)]
     result = run_co(["chat"], env, workdir, input="\n".join(prompts) + "\n")
     assert result.returncode == 0, result.stderr
@@ -304,7 +304,7 @@ def test_context_command_plain(co_server_env: dict[str, str], workdir: Path) -> 
         r"tool returns 0, summaries 0",
         out,
     )
-    assert "Largest: user step 1: keep detail" in out
+    assert re.search(r"Largest: assistant echo: step 1: keep detail .* \(\d+\); user step 1: keep detail", out)
 
 
 # ----- 5. trimmed and offloaded tool outputs ---------------------------------------------------------
@@ -327,10 +327,16 @@ def test_tool_outputs_trimmed_later_and_offloaded_with_ref(
     medium = python_command("print('y' * 1200)")
     big = python_command("print('\\n'.join('line %05d' % i for i in range(5000)))")
 
+    reads: list[str] = []
+
     def read_offloaded(body: JSON) -> Reply | None:
+        """Once a preview arrives, ask for the saved output back (once: a second preview is a failure)."""
         last = body.get("messages", [])[-1]
-        ref = offloaded_ref(message_text(last)) if last.get("role") == "tool" else None
-        return ToolCalls([("read_tool_output", {"ref": ref, "offset": 0, "limit": 40000})]) if ref else None
+        ref = offloaded_ref(message_text(last)) if last.get("role") == "tool" and not reads else None
+        if ref is None:
+            return None
+        reads.append(ref)
+        return ToolCalls([("read_tool_output", {"ref": ref, "offset": 0, "limit": 40000})])
 
     scripted_server.responder = read_offloaded
     scripted_server.script(

@@ -45,9 +45,7 @@ def test_base_url_comes_first(monkeypatch: pytest.MonkeyPatch) -> None:
         ({"GOOGLE_API_KEY": "g"}, "google:"),
     ],
 )
-def test_auto_picks_provider_by_key(
-    monkeypatch: pytest.MonkeyPatch, keys: dict[str, str], expected: str
-) -> None:
+def test_auto_picks_provider_by_key(monkeypatch: pytest.MonkeyPatch, keys: dict[str, str], expected: str) -> None:
     for key, value in keys.items():
         monkeypatch.setenv(key, value)
     choice = choose_model(settings())

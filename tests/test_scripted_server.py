@@ -102,9 +102,7 @@ def test_tool_call_is_streamed_executed_and_answered(scripted_server: ScriptedSe
         calls.append((a, b))
         return a + b
 
-    scripted_server.script(
-        ToolCalls([("add", {"a": 20, "b": 22})], text="Let me add.", chunk_size=3), Text("42")
-    )
+    scripted_server.script(ToolCalls([("add", {"a": 20, "b": 22})], text="Let me add.", chunk_size=3), Text("42"))
     texts, result = asyncio.run(stream_run(agent, "what is 20 + 22?"))
 
     assert calls == [(20, 22)]
@@ -152,9 +150,7 @@ def test_error_status_raises_model_http_error(scripted_server: ScriptedServer) -
 def test_context_length_error_carries_code(scripted_server: ScriptedServer) -> None:
     from pydantic_ai.exceptions import ModelHTTPError
 
-    scripted_server.script(
-        Error(400, "too long", type="invalid_request_error", code="context_length_exceeded")
-    )
+    scripted_server.script(Error(400, "too long", type="invalid_request_error", code="context_length_exceeded"))
     with pytest.raises(ModelHTTPError) as info:
         asyncio.run(stream_run(make_agent(scripted_server), "hi"))
 
@@ -191,9 +187,7 @@ def test_requests_record_authorization_header(scripted_server: ScriptedServer) -
 
 @allow_model_requests
 def test_usage_is_reported(scripted_server: ScriptedServer) -> None:
-    scripted_server.script(
-        Text("first", usage=Usage(prompt_tokens=1234, completion_tokens=56)), Text("second")
-    )
+    scripted_server.script(Text("first", usage=Usage(prompt_tokens=1234, completion_tokens=56)), Text("second"))
     agent = make_agent(scripted_server)
     _, streamed = asyncio.run(stream_run(agent, "hi"))
     estimated = agent.run_sync("x" * 400)
@@ -252,9 +246,7 @@ def test_raw_tool_call_deltas_and_no_usage_unless_asked(scripted_server: Scripte
     scripted_server.script(ToolCalls([("f", {"x": "1234567890"}), ("g", "{bad")], chunk_size=6))
     _, _, raw = post_json(f"{scripted_server.base_url}/chat/completions", chat_body("hi", True))
 
-    chunks = [
-        json.loads(e.removeprefix("data: ")) for e in raw.decode().split("\n\n") if e and "[DONE]" not in e
-    ]
+    chunks = [json.loads(e.removeprefix("data: ")) for e in raw.decode().split("\n\n") if e and "[DONE]" not in e]
     assert all(c["choices"] and "usage" not in c for c in chunks)
     deltas = [d for c in chunks for d in c["choices"][0]["delta"].get("tool_calls", [])]
     starts = [d for d in deltas if "id" in d]
@@ -408,9 +400,7 @@ def test_strip_ansi() -> None:
     assert co_process.strip_ansi(styled) == "co> hilink\n"
 
 
-def test_co_env_is_hermetic(
-    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
+def test_co_env_is_hermetic(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "CO_CLI_MODEL", "NO_COLOR", "SOME_OTHER_API_KEY"):
         monkeypatch.setenv(name, "leak")
     monkeypatch.setenv("KEEP_ME", "yes")
@@ -423,9 +413,7 @@ def test_co_env_is_hermetic(
         assert Path(env[name]).is_relative_to(tmp_path)
 
 
-def test_co_server_env_points_at_the_server(
-    co_server_env: dict[str, str], scripted_server: ScriptedServer
-) -> None:
+def test_co_server_env_points_at_the_server(co_server_env: dict[str, str], scripted_server: ScriptedServer) -> None:
     assert co_server_env["CO_CLI_BASE_URL"] == scripted_server.base_url
     assert co_server_env["CO_CLI_MODEL"] == "scripted"
     assert co_server_env["CO_CLI_API_KEY"] == "test-key"

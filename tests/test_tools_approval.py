@@ -213,9 +213,7 @@ def test_handler_uses_deps_getter(deps: CoDeps) -> None:
 
 
 def test_describe_call_shows_exact_command_and_paths() -> None:
-    assert (
-        describe_call("run_shell", {"command": "rm -rf build && make"}) == "run_shell: rm -rf build && make"
-    )
+    assert describe_call("run_shell", {"command": "rm -rf build && make"}) == "run_shell: rm -rf build && make"
     assert describe_call("run_shell", {"command": "echo a\nrm x"}) == "run_shell: 'echo a\\nrm x'"
     assert describe_call("run_shell", {"command": "ls", "timeout": 5}) == "run_shell: ls  (timeout 5 s)"
     assert describe_call("read_file", {"path": "../x.txt"}) == "read_file: ../x.txt"

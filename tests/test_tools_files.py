@@ -246,9 +246,7 @@ def test_agent_calls_each_file_tool(deps: CoDeps) -> None:
     returns: list[ToolReturnPart] = []
 
     def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        returns[:] = [
-            part for message in messages for part in message.parts if isinstance(part, ToolReturnPart)
-        ]
+        returns[:] = [part for message in messages for part in message.parts if isinstance(part, ToolReturnPart)]
         step = sum(isinstance(message, ModelResponse) for message in messages)
         if step < len(calls):
             name, args = calls[step]

@@ -146,9 +146,7 @@ def test_cancellation_kills_the_process_group(deps: CoDeps) -> None:
     pid_file = deps.cwd / "child.pid"
 
     async def cancel_midway() -> None:
-        task = asyncio.ensure_future(
-            run_shell(ctx_for(deps, approved=True), f"sleep 30 & echo $! > {pid_file}; wait")
-        )
+        task = asyncio.ensure_future(run_shell(ctx_for(deps, approved=True), f"sleep 30 & echo $! > {pid_file}; wait"))
         await asyncio.to_thread(wait_for_file, pid_file)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):

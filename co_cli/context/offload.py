@@ -22,6 +22,9 @@ HEAD_CHARS = 1500
 TAIL_CHARS = 700
 MAX_READ_LIMIT = 50_000
 SUFFIX = ".txt"
+READER_TOOL = "read_tool_output"
+"""Its results are pages of an offloaded output (at most ``MAX_READ_LIMIT`` chars): never offloaded again,
+or the model would get another ref instead of the text it asked for."""
 REFERENCE = "[Full output ({n} chars) saved as ref={ref}; call read_tool_output(ref, offset, limit) to read it]"
 
 _SAFE_REF = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}$")
@@ -105,7 +108,7 @@ def preview(text: str, ref: str) -> str:
 def _offload_message(msg: ModelRequest, threshold: int, directory: Path) -> ModelRequest:
     new_parts = None
     for part_index, part in enumerate(msg.parts):
-        if not is_plain_tool_return(part):
+        if not is_plain_tool_return(part) or part.tool_name == READER_TOOL:
             continue
         content = part.content
         if isinstance(content, str) and len(content) <= threshold:
@@ -127,7 +130,8 @@ def offload_large_outputs(
     messages: Sequence[ModelMessage], threshold: int, directory: Path, *, memo: MessageMemo | None = None
 ) -> list[ModelMessage]:
     """Copy of ``messages`` where every tool result longer than ``threshold`` characters is saved under
-    ``directory`` and replaced by a preview. ``threshold`` 0 disables; the input is never mutated.
+    ``directory`` and replaced by a preview (pages read back with ``read_tool_output`` excepted).
+    ``threshold`` 0 disables; the input is never mutated.
 
     ``memo`` (optional) carries results between calls on the same growing history, so each output is
     saved and previewed once.

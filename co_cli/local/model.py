@@ -145,7 +145,12 @@ def _load(path: Path, n_ctx: int, n_threads: int) -> LoadedLlama:
     llama_api.llama_model_default_params = params_without_extra_buffers
     try:
         llama = llama_cpp.Llama(
-            model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, n_threads_batch=n_threads, verbose=False
+            model_path=str(path),
+            n_ctx=n_ctx,
+            n_threads=n_threads,
+            # Reading the prompt is compute-bound and scales with cores; generating is memory-bound.
+            n_threads_batch=os.cpu_count() or n_threads,
+            verbose=False,
         )
     except (ValueError, RuntimeError, OSError) as exc:
         raise ModelConfigError(f"cannot load model file {path}: {_one_line(exc)}") from None
@@ -192,7 +197,9 @@ def tool_instructions(tools: Sequence[ToolDefinition]) -> str:
         "",
     ]
     for tool in tools:
-        lines.append(f"- {tool.name}: {' '.join((tool.description or '').split()) or 'no description'}")
+        # The first paragraph only: argument docs are in the schema, and every token costs prompt time.
+        summary = " ".join((tool.description or "").strip().split("\n\n")[0].split())
+        lines.append(f"- {tool.name}: {summary or 'no description'}")
         lines.append(f"  Arguments (JSON schema): {compact_schema(tool.parameters_json_schema)}")
     example = {"name": tools[0].name, "arguments": _example_arguments(tools[0].parameters_json_schema)}
     lines += [

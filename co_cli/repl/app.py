@@ -146,19 +146,13 @@ class ChatApp:
 
         if isinstance(self.view, TerminalView):
             self.view.pause()
-        self.console.print(
-            Text(f"Approve {describe_call(request.tool_name, request.args)}?", style="bold yellow")
-        )
+        self.console.print(Text(f"Approve {describe_call(request.tool_name, request.args)}?", style="bold yellow"))
         if request.reason:
             self.console.print(Text(f"  ({request.reason})", style="yellow"))
         session: PromptSession[str] = PromptSession()
         while True:
             try:
-                answer = (
-                    (await session.prompt_async("  [y]es once / [n]o / [a]lways this command: "))
-                    .strip()
-                    .lower()
-                )
+                answer = (await session.prompt_async("  [y]es once / [n]o / [a]lways this command: ")).strip().lower()
             except (KeyboardInterrupt, EOFError):
                 return "n"
             if answer in ("y", "yes"):
@@ -186,9 +180,7 @@ class ChatApp:
         except Exception as exc:
             self.error(f"compaction failed, history unchanged: {describe_provider_error(exc)}")
             return
-        self.info(
-            f"Compacted {result.n_replaced} messages: ~{result.tokens_before} -> ~{result.tokens_after} tokens"
-        )
+        self.info(f"Compacted {result.n_replaced} messages: ~{result.tokens_before} -> ~{result.tokens_after} tokens")
 
     def show_context(self) -> None:
         from co_cli.repl.context_view import render_context
@@ -293,9 +285,7 @@ class ChatApp:
             from prompt_toolkit import PromptSession
 
             try:
-                answer = await PromptSession[str]().prompt_async(
-                    f"Delete {session.id} ({session.title})? [y/N] "
-                )
+                answer = await PromptSession[str]().prompt_async(f"Delete {session.id} ({session.title})? [y/N] ")
             except (KeyboardInterrupt, EOFError):
                 answer = ""
             if answer.strip().lower() not in ("y", "yes"):

@@ -30,9 +30,7 @@ class Command:
 REGISTRY: dict[str, Command] = {}
 
 
-def command(
-    name: str, args: str, help: str, complete: Completer | None = None
-) -> Callable[[Handler], Handler]:
+def command(name: str, args: str, help: str, complete: Completer | None = None) -> Callable[[Handler], Handler]:
     def register(handler: Handler) -> Handler:
         REGISTRY[name] = Command(name, args, help, handler, complete)
         return handler
@@ -105,9 +103,7 @@ async def _clear(app: ChatApp, arg: str) -> None:
 async def _model(app: ChatApp, arg: str) -> None:
     if not arg:
         r = app.conv.resolved
-        app.info(
-            f"Model: {r.label} ({r.choice.reason}); context window {r.context_window:,} ({r.window_source})"
-        )
+        app.info(f"Model: {r.label} ({r.choice.reason}); context window {r.context_window:,} ({r.window_source})")
         return
     app.switch_model(arg)
 

@@ -98,9 +98,7 @@ class Conversation:
             overhead_tokens=self.overhead_tokens(),
             on_event=self._on_governor_event,
         )
-        handler = make_approval_handler(
-            self.ask_approval, approve_all=self.approve_all, deps_getter=lambda: self.deps
-        )
+        handler = make_approval_handler(self.ask_approval, approve_all=self.approve_all, deps_getter=lambda: self.deps)
         self.agent: Agent[CoDeps, str] = build_agent(
             self.resolved.model,
             capabilities=[self.governor, HandleDeferredToolCalls(handler=handler)],
@@ -169,9 +167,7 @@ class Conversation:
     def _ensure_session(self, prompt: str) -> None:
         if self.store is None or self.session is not None:
             return
-        self.session = self.store.create_session(
-            model=self.resolved.label, cwd=str(self.deps.cwd), title=prompt
-        )
+        self.session = self.store.create_session(model=self.resolved.label, cwd=str(self.deps.cwd), title=prompt)
         self.store.acquire(self.session.id)
         self.deps.session_id = self.session.id
 
@@ -213,9 +209,7 @@ class Conversation:
                         view.tool_call(event.part.tool_name, event.part.args)
                     elif isinstance(event, FunctionToolResultEvent):
                         part = event.part
-                        view.tool_result(
-                            part.tool_name or tool_names.get(part.tool_call_id, "?"), part.content
-                        )
+                        view.tool_result(part.tool_name or tool_names.get(part.tool_call_id, "?"), part.content)
                     elif isinstance(event, AgentRunResultEvent):
                         run_result = event.result
                         output = run_result.output

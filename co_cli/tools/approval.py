@@ -17,8 +17,7 @@ from co_cli.deps import CoDeps
 
 USER_DENIED_MESSAGE = "The user denied this tool call."
 NON_INTERACTIVE_DENIED_MESSAGE = (
-    "The user's approval is needed to run this and could not be asked "
-    "(non-interactive; rerun with --approve-all)."
+    "The user's approval is needed to run this and could not be asked (non-interactive; rerun with --approve-all)."
 )
 DEFAULT_REASON = "needs the user's approval"
 
@@ -63,9 +62,7 @@ def describe_call(tool_name: str, args: Mapping[str, Any]) -> str:
     return f"{tool_name}({shown_args})"
 
 
-def build_request(
-    tool_name: str, args: dict[str, Any], metadata: Mapping[str, Any] | None
-) -> ApprovalRequest:
+def build_request(tool_name: str, args: dict[str, Any], metadata: Mapping[str, Any] | None) -> ApprovalRequest:
     """An ApprovalRequest from a deferred call and the metadata its tool attached to ``ApprovalRequired``."""
     metadata = metadata or {}
     reason = str(metadata.get("reason") or DEFAULT_REASON)

@@ -142,11 +142,7 @@ def _glob_matches(glob: str, file_path: Path, root: Path) -> bool:
 
 def _searchable(file_path: Path) -> bool:
     try:
-        return (
-            file_path.is_file()
-            and file_path.stat().st_size <= GREP_MAX_FILE_BYTES
-            and not is_binary(file_path)
-        )
+        return file_path.is_file() and file_path.stat().st_size <= GREP_MAX_FILE_BYTES and not is_binary(file_path)
     except OSError:
         return False
 

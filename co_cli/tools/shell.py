@@ -110,9 +110,7 @@ async def _pump(stream: asyncio.StreamReader, capture: BoundedCapture) -> None:
 def format_result(exit_code: int | None, stdout: str, stderr: str, timed_out_after: float | None) -> str:
     lines: list[str] = []
     if timed_out_after is not None:
-        lines.append(
-            f"Timed out after {timed_out_after:g} s: the command and every process it started were killed."
-        )
+        lines.append(f"Timed out after {timed_out_after:g} s: the command and every process it started were killed.")
     if exit_code is not None and exit_code < 0:
         lines.append(f"exit code: {exit_code} (killed by {signal.Signals(-exit_code).name})")
     else:
@@ -168,9 +166,7 @@ async def execute_command(command: str, *, cwd: str, timeout: float, output_limi
             with contextlib.suppress(ProcessLookupError):
                 await asyncio.shield(process.wait())
     out_budget, err_budget = split_budget(out.size(), err.size(), output_limit)
-    return format_result(
-        process.returncode, out.shortened(out_budget), err.shortened(err_budget), timed_out_after
-    )
+    return format_result(process.returncode, out.shortened(out_budget), err.shortened(err_budget), timed_out_after)
 
 
 async def run_shell(ctx: RunContext[CoDeps], command: str, timeout: float | None = None) -> str:

@@ -19,9 +19,7 @@ PROMPT = "co> "
 
 # Escape sequences a terminal program may emit: CSI (colours, cursor moves), OSC (titles, links), and
 # two-character escapes such as ``ESC =`` (keypad mode) or charset selection.
-ANSI_RE = re.compile(
-    r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][A-Za-z0-9]|\x1b[=>78MDEHc]"
-)
+ANSI_RE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][A-Za-z0-9]|\x1b[=>78MDEHc]")
 _CSI = r"\x1b\[[0-?]*[ -/]*[@-~]"
 _ANSI_GAP = f"(?:{_CSI})*"
 _BRACKETED_PASTE_ON = r"\x1b\[\?2004h"

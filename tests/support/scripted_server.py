@@ -302,10 +302,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _handle_get(self, path: str) -> None:
         self.scripted._record(RecordedRequest("GET", path, self._header_dict(), None))
         if path == "/v1/models":
-            data = [
-                {"id": m, "object": "model", "created": 0, "owned_by": "scripted"}
-                for m in self.scripted.models
-            ]
+            data = [{"id": m, "object": "model", "created": 0, "owned_by": "scripted"} for m in self.scripted.models]
             self._send_json(200, {"object": "list", "data": data})
         else:
             self._send_json(404, _error_body(f"Unknown path {path}", "invalid_request_error", None))
@@ -342,9 +339,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
         else:
             builder = _CompletionBuilder(self.scripted._next_id("chatcmpl"), str(body.get("model", "")))
-            usage = reply.usage or Usage(
-                estimate_tokens(request_chars), estimate_tokens(_completion_chars(reply))
-            )
+            usage = reply.usage or Usage(estimate_tokens(request_chars), estimate_tokens(_completion_chars(reply)))
             if body.get("stream"):
                 include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
                 self._stream(builder, reply, usage if include_usage else None)
@@ -444,9 +439,7 @@ class _CompletionBuilder:
         for piece in _chunks(reply.text, reply.chunk_size):
             yield self._chunk({"content": piece})
         if isinstance(reply, ToolCalls):
-            for index, (call_id, (name, args)) in enumerate(
-                zip(self._tool_call_ids(reply), reply.calls, strict=True)
-            ):
+            for index, (call_id, (name, args)) in enumerate(zip(self._tool_call_ids(reply), reply.calls, strict=True)):
                 first = {
                     "index": index,
                     "id": call_id,

@@ -1,0 +1,63 @@
+"""The slash-command registry: one table for dispatch, /help and completion."""
+
+from __future__ import annotations
+
+import asyncio
+from types import SimpleNamespace
+
+from prompt_toolkit.completion import CompleteEvent
+from prompt_toolkit.document import Document
+
+from co_cli.repl import commands
+from co_cli.repl.prompt import SlashCompleter
+
+REQUIRED = {
+    "help", "model", "new", "clear", "quit", "exit", "retry", "compact", "context",
+    "sessions", "resume", "fork", "rename", "delete",
+}  # fmt: skip
+
+
+class FakeApp:
+    def __init__(self) -> None:
+        self.errors: list[str] = []
+        self.running = True
+        self.store = SimpleNamespace(list=lambda limit: [SimpleNamespace(id="01abc"), SimpleNamespace(id="01abd")])
+
+    def error(self, message: str) -> None:
+        self.errors.append(message)
+
+
+def test_registry_has_every_command_with_help() -> None:
+    assert set(commands.REGISTRY) >= REQUIRED
+    for cmd in commands.REGISTRY.values():
+        assert cmd.help and cmd.name == cmd.name.lower()
+
+
+def test_parse() -> None:
+    assert commands.parse("/compact  keep the API   ") == ("compact", "keep the API")
+    assert commands.parse("/HELP") == ("help", "")
+
+
+def test_unknown_command_is_reported_not_sent() -> None:
+    app = FakeApp()
+    asyncio.run(commands.dispatch(app, "/nope arg"))  # type: ignore[arg-type]
+    assert app.errors and "unknown command /nope" in app.errors[0]
+
+
+def test_quit_stops_the_loop() -> None:
+    app = FakeApp()
+    asyncio.run(commands.dispatch(app, "/quit"))  # type: ignore[arg-type]
+    assert app.running is False
+
+
+def completions(text: str) -> list[str]:
+    completer = SlashCompleter(FakeApp())  # type: ignore[arg-type]
+    return [c.text for c in completer.get_completions(Document(text), CompleteEvent())]
+
+
+def test_completion_of_names_and_session_ids() -> None:
+    assert completions("/co") == ["/compact", "/context"]
+    assert "/help" in completions("/")
+    assert completions("/resume 01ab") == ["01abc", "01abd"]
+    assert completions("/resume 01abd") == ["01abd"]
+    assert completions("hello") == []

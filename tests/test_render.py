@@ -1,0 +1,58 @@
+"""Streaming Markdown: finished blocks are printed once; only the growing block is re-rendered."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from co_cli.repl.render import MarkdownStream, PlainView, short_args, stable_split, summarize_result
+
+
+def test_stable_split_at_blank_lines_outside_fences() -> None:
+    text = "para one\n\npara two\n\n```py\ncode\n\nmore code\n"
+    split = stable_split(text)
+    assert text[:split] == "para one\n\npara two\n\n"
+    closed = text + "```\nafter"
+    assert closed[: stable_split(closed)].endswith("```\n")
+
+
+def test_stable_split_ignores_the_growing_line() -> None:
+    assert stable_split("no newline yet") == 0
+    assert stable_split("line\n") == 0
+    assert stable_split("line\n\nnext") == len("line\n\n")
+
+
+def test_markdown_stream_prints_each_block_once() -> None:
+    out = io.StringIO()
+    console = Console(file=out, width=80, force_terminal=False)
+    stream = MarkdownStream(console)
+    answer = "# Title\n\nFirst paragraph with **bold**.\n\n- item one\n- item two\n\nLast words."
+    for i in range(0, len(answer), 3):
+        stream.feed(answer[i : i + 3])
+    assert stream.finish() == answer
+    text = out.getvalue()
+    assert text.count("First paragraph with bold.") == 1
+    assert text.count("item two") == 1
+    assert "Last words." in text and "**" not in text
+
+
+def test_plain_view_writes_raw_text_and_tools_to_stderr() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    view = PlainView(out, err)
+    view.text("hello ")
+    view.tool_call("read_file", {"path": "a.txt"})
+    view.tool_result("read_file", "line1\nline2")
+    view.text("world")
+    view.end()
+    assert out.getvalue() == "hello \nworld\n"
+    assert "read_file(path='a.txt')" in err.getvalue()
+    assert "line1" in err.getvalue()
+
+
+def test_short_args_and_result_summary() -> None:
+    assert short_args('{"command": "ls -la"}') == "command='ls -la'"
+    assert short_args({"x": "y" * 500}).endswith("…")
+    assert summarize_result("first line\nsecond") == "17 chars: first line"
+    assert summarize_result({"a": 1}).startswith("8 chars")
+    assert "KB" in summarize_result("x" * 5000)
