@@ -147,8 +147,16 @@ class Conversation:
         stored = [m for m in self.store.transcript(session.id, after_seq=after) if m.status != "failed"]
         working = list(latest.replacement) if latest else []
         seqs: list[int | None] = [None] * len(working)
-        working += [m.message for m in stored]
-        seqs += [m.seq for m in stored]
+        for m in stored:
+            # A turn cut off by a crash left its prompt unanswered: close it as interrupted.
+            if isinstance(m.message, ModelRequest) and _is_prompt(m.message) and working and _open_turn(working[-1]):
+                working.append(ModelResponse(parts=[TextPart(INTERRUPTED_NOTE)]))
+                seqs.append(None)
+            working.append(m.message)
+            seqs.append(m.seq)
+        if working and _open_turn(working[-1]):
+            working.append(ModelResponse(parts=[TextPart(INTERRUPTED_NOTE)]))
+            seqs.append(None)
         self.working, self.seqs = working, seqs
         self._build()
 
@@ -390,6 +398,15 @@ def build_agent_tool_defs() -> list[Any]:
         for tool in toolset.tools.values():
             defs.append(tool.tool_def)
     return defs
+
+
+def _is_prompt(message: ModelRequest) -> bool:
+    return any(isinstance(part, UserPromptPart) for part in message.parts)
+
+
+def _open_turn(message: ModelMessage) -> bool:
+    """A request waiting for an answer (its turn never finished)."""
+    return isinstance(message, ModelRequest)
 
 
 def mark_interrupted(new: list[ModelMessage], prompt: str) -> list[ModelMessage]:
