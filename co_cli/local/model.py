@@ -197,9 +197,7 @@ def tool_instructions(tools: Sequence[ToolDefinition]) -> str:
         "",
     ]
     for tool in tools:
-        # The first paragraph only: argument docs are in the schema, and every token costs prompt time.
-        summary = " ".join((tool.description or "").strip().split("\n\n")[0].split())
-        lines.append(f"- {tool.name}: {summary or 'no description'}")
+        lines.append(f"- {tool.name}: {' '.join((tool.description or '').split()) or 'no description'}")
         lines.append(f"  Arguments (JSON schema): {compact_schema(tool.parameters_json_schema)}")
     example = {"name": tools[0].name, "arguments": _example_arguments(tools[0].parameters_json_schema)}
     lines += [
