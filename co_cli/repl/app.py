@@ -315,14 +315,18 @@ class ChatApp:
         watchers: list[asyncio.Task[None]] = []
 
         def start_build() -> None:
-            # Start loading only once the prompt is drawn: the import competes for the GIL.
             if self._conv is None and not watchers:
                 self._start_build()
                 watchers.append(asyncio.ensure_future(self._exit_if_build_fails(session)))
 
+        def after_first_draw() -> None:
+            # pre_run runs just before the first redraw; start loading right after it, as the import
+            # thread competes with drawing for the GIL.
+            asyncio.get_running_loop().call_soon(start_build)
+
         while self.running:
             try:
-                line = await session.prompt_async(PROMPT, pre_run=start_build)
+                line = await session.prompt_async(PROMPT, pre_run=after_first_draw)
             except KeyboardInterrupt:
                 continue  # Ctrl-C at the prompt clears the line
             except EOFError:

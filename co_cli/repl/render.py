@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from rich.console import Console
-from rich.live import Live
-from rich.markdown import Markdown
 from rich.text import Text
+
+if TYPE_CHECKING:
+    from rich.live import Live
 
 FENCE = "```"
 
@@ -49,6 +50,10 @@ class MarkdownStream:
     def feed(self, delta: str) -> None:
         if not delta:
             return
+        # Imported on the first token, not at startup (markdown-it costs ~40 ms).
+        from rich.live import Live
+        from rich.markdown import Markdown
+
         self.buffer += delta
         split = stable_split(self.buffer, self.done)
         if split > self.done:
@@ -81,6 +86,8 @@ class MarkdownStream:
         self._stop_live()
         tail = self.buffer[self.done :]
         if tail.strip():
+            from rich.markdown import Markdown
+
             self.console.print(Markdown(tail))
         text, self.buffer, self.done = self.buffer, "", 0
         return text
