@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from pydantic_ai.models import Model
 
 ASSUMED_CONTEXT_WINDOW = 128_000
+OLLAMA_DEFAULT_URL = "http://127.0.0.1:11434/v1"
 
 # Provider picked by model=auto when its key is in the environment, in this order.
 AUTO_PROVIDERS: tuple[tuple[tuple[str, ...], str], ...] = (
@@ -95,6 +96,8 @@ def build_model(choice: ModelChoice, settings: Settings) -> Model:
     from pydantic_ai.models import infer_model
 
     try:
+        if spec.startswith("ollama:"):
+            return _ollama_model(spec.removeprefix("ollama:"))
         return infer_model(spec)
     except UserError as exc:
         raise ModelConfigError(f"cannot use model {spec!r}: {_first_line(str(exc))}") from None
@@ -115,6 +118,15 @@ def _compatible_model(name: str, base_url: str, settings: Settings) -> Model:
         api_key=settings.api_key.get_secret_value() or None,
     )
     return OpenAIChatModel(name, provider=provider)
+
+
+def _ollama_model(name: str) -> Model:
+    """Ollama on localhost unless OLLAMA_BASE_URL says otherwise."""
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.ollama import OllamaProvider
+
+    base_url = os.environ.get("OLLAMA_BASE_URL") or OLLAMA_DEFAULT_URL
+    return OpenAIChatModel(name, provider=OllamaProvider(base_url=base_url))
 
 
 def context_window_for(model: Model, settings: Settings) -> tuple[int, str]:

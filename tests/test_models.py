@@ -94,3 +94,13 @@ def test_context_window_sources() -> None:
     assert "assumed" in resolved.window_source
     window, source = context_window_for(resolved.model, settings(context_window=32000))
     assert (window, source) == (32000, "context_window setting")
+
+
+def test_ollama_defaults_to_localhost(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OLLAMA_BASE_URL", raising=False)
+    model = build_model(choose_model(settings(model="ollama:qwen2.5")), settings())
+    assert model.model_name == "qwen2.5"
+    assert "127.0.0.1:11434" in str(model._provider.client.base_url)  # type: ignore[attr-defined]
+    monkeypatch.setenv("OLLAMA_BASE_URL", "http://10.1.2.3:9999/v1")
+    model = build_model(choose_model(settings(model="ollama:llama3.2")), settings())
+    assert "10.1.2.3:9999" in str(model._provider.client.base_url)  # type: ignore[attr-defined]

@@ -5,7 +5,6 @@ No terminal I/O here: the caller passes a ``TurnView`` that receives what happen
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -24,9 +23,11 @@ from pydantic_ai.messages import (
     TextPartDelta,
     UserPromptPart,
 )
+from pydantic_ai.models import Model
 from pydantic_ai.run import AgentRunResultEvent
 
 from co_cli.agent import build_agent, instructions_text
+from co_cli.config import Settings
 from co_cli.context.compact import CompactionResult, compact_all, compact_middle, drop_tool_outputs
 from co_cli.context.governor import ContextGovernor, GovernorEvent
 from co_cli.context.repair import repair_orphans
@@ -67,7 +68,6 @@ class Conversation:
     store: SessionStore | None
     ask_approval: ApprovalPrompt | None = None
     approve_all: bool = False
-    on_event: Callable[[str], None] | None = None
     working: list[ModelMessage] = field(default_factory=list)
     # Transcript seq of each working message (None for summaries and other synthetic messages).
     seqs: list[int | None] = field(default_factory=list)
@@ -83,17 +83,11 @@ class Conversation:
     # ----- model and agent -------------------------------------------------------------------------
     def _build(self) -> None:
         settings = self.deps.settings
-        summarizer: Any = None
-        if settings.summarization_model:
-            from co_cli.models import build_model, choose_model
-
-            choice = choose_model(settings.model_copy(update={"model": settings.summarization_model}))
-            summarizer = build_model(choice, settings)
-        self.summarizer = summarizer
+        self.summarizer = summarizer_model(settings)
         self.governor = ContextGovernor(
             settings=settings,
             context_window=self.resolved.context_window,
-            summarizer=summarizer,
+            summarizer=self.summarizer,
             offload_dir=lambda: self.deps.tool_output_dir,
             overhead_tokens=self.overhead_tokens(),
             on_event=self._on_governor_event,
@@ -106,11 +100,7 @@ class Conversation:
         )
 
     def overhead_tokens(self) -> int:
-        try:
-            toolsets = build_agent_tool_defs()
-        except Exception:
-            toolsets = []
-        return estimate_overhead(instructions_text(self.deps), toolsets)
+        return estimate_overhead(instructions_text(self.deps), build_agent_tool_defs())
 
     def switch_model(self, resolved: ResolvedModel) -> None:
         self.resolved = resolved
@@ -386,6 +376,22 @@ class Conversation:
             compactions=compactions,
             offload_dir=self.deps.tool_output_dir,
         )
+
+
+def summarizer_model(settings: Settings) -> Model | None:
+    """The model that writes summaries: ``summarization_model`` if set, else None (the chat model).
+
+    A 'provider:model' string is used as such even when base_url is set; a bare name goes to that server.
+    """
+    spec = settings.summarization_model.strip()
+    if not spec:
+        return None
+    from co_cli.models import build_model, choose_model
+
+    if ":" in spec or spec in ("local", "test"):
+        settings = settings.model_copy(update={"base_url": ""})
+    settings = settings.model_copy(update={"model": spec})
+    return build_model(choose_model(settings, "summarization_model setting"), settings)
 
 
 def build_agent_tool_defs() -> list[Any]:
