@@ -21,7 +21,6 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import DeferredToolRequests, ToolApproved
 
-from co_cli.config import Paths, Settings
 from co_cli.deps import CoDeps
 from co_cli.tools import build_toolset
 from co_cli.tools.approval import (
@@ -33,6 +32,7 @@ from co_cli.tools.approval import (
     make_approval_handler,
 )
 from co_cli.tools.paths import OUTSIDE_CWD_REASON
+from tests.support.deps import make_deps
 
 
 @pytest.fixture
@@ -40,20 +40,10 @@ def deps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CoDeps:
     for name in list(os.environ):
         if name.startswith("CO_CLI_"):
             monkeypatch.delenv(name)
-    monkeypatch.setenv("CO_CLI_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("CO_CLI_CONFIG_DIR", str(tmp_path / "config"))
-    settings = Settings()
-    paths = Paths(
-        config_dir=settings.config_dir,
-        data_dir=settings.data_dir,
-        user_settings=settings.config_dir / "settings.json",
-        project_settings=tmp_path / "work" / ".co-cli" / "settings.json",
-    )
-    work = tmp_path / "work"
-    work.mkdir()
-    (work / "inside.txt").write_text("inside line\n")
+    deps = make_deps(tmp_path)
+    (deps.cwd / "inside.txt").write_text("inside line\n")
     (tmp_path / "secret.txt").write_text("outside secret\n")
-    return CoDeps(settings=settings, paths=paths, cwd=work)
+    return deps
 
 
 class Script:

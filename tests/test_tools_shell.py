@@ -8,14 +8,11 @@ import time
 from pathlib import Path
 
 import pytest
-from pydantic_ai import Agent, ApprovalRequired, RunContext
+from pydantic_ai import Agent, ApprovalRequired
 from pydantic_ai.capabilities import HandleDeferredToolCalls
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
-from pydantic_ai.models.test import TestModel
-from pydantic_ai.usage import RunUsage
 
-from co_cli.config import Paths, Settings
 from co_cli.deps import CoDeps
 from co_cli.tools import build_toolset
 from co_cli.tools.approval import make_approval_handler
@@ -27,6 +24,7 @@ from co_cli.tools.shell import (
     run_shell,
     split_budget,
 )
+from tests.support.deps import ctx_for, make_deps
 
 
 @pytest.fixture
@@ -34,22 +32,7 @@ def deps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CoDeps:
     for name in list(os.environ):
         if name.startswith("CO_CLI_"):
             monkeypatch.delenv(name)
-    monkeypatch.setenv("CO_CLI_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("CO_CLI_CONFIG_DIR", str(tmp_path / "config"))
-    settings = Settings()
-    work = tmp_path / "work"
-    work.mkdir()
-    paths = Paths(
-        config_dir=settings.config_dir,
-        data_dir=settings.data_dir,
-        user_settings=settings.config_dir / "settings.json",
-        project_settings=work / ".co-cli" / "settings.json",
-    )
-    return CoDeps(settings=settings, paths=paths, cwd=work)
-
-
-def ctx_for(deps: CoDeps, *, approved: bool = False) -> RunContext[CoDeps]:
-    return RunContext(deps=deps, model=TestModel(), usage=RunUsage(), tool_call_approved=approved)
+    return make_deps(tmp_path)
 
 
 def shell(deps: CoDeps, command: str, timeout: float | None = None) -> str:
