@@ -64,7 +64,10 @@ class Settings(BaseSettings):
         "by a head/tail preview that the read_tool_output tool can page through; 0 disables.",
     )
     max_history_messages: int = Field(
-        40, ge=0, description="Summarise the middle of the history past this many messages; 0 disables."
+        40,
+        ge=0,
+        description="Summarise the middle of the history past this many messages (the newest half is kept "
+        "verbatim, so values under about 16 summarise almost every turn); 0 disables.",
     )
     context_window: int = Field(
         0,

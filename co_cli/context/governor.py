@@ -267,7 +267,8 @@ class ContextGovernor(AbstractCapability[Any]):
             max_tail_tokens=int(window * TAIL_TOKEN_FRACTION) if window > 0 else None,
         )
         if result is None:
-            if not self._stuck_notice_sent:
+            # Only the token budget is worth a notice: past the message count alone the context still fits.
+            if estimate.total > self.threshold_tokens and not self._stuck_notice_sent:
                 self._stuck_notice_sent = True
                 self._notice(
                     f"Context is at ~{estimate.total} tokens (threshold {self.threshold_tokens}) and nothing "

@@ -21,8 +21,6 @@ from co_cli.repl import commands
 from co_cli.repl.render import PlainView, TerminalView, print_error
 
 if TYPE_CHECKING:
-    from pydantic_ai import CancellationToken
-
     from co_cli.repl.conversation import Conversation, TurnOutcome, TurnView
     from co_cli.store.sessions import SessionStore
     from co_cli.tools.approval import ApprovalRequest
@@ -116,7 +114,7 @@ class ChatApp:
 
         token = CancellationToken()
         loop = asyncio.get_running_loop()
-        with self._sigint_cancels(loop, token):
+        with self._on_sigint(loop, token.cancel):
             outcome = await self.conv.run_turn(prompt, self.view, token)
         if outcome.status == "failed" and outcome.error:
             self.error(outcome.error)
@@ -125,10 +123,10 @@ class ChatApp:
         return outcome
 
     @contextlib.contextmanager
-    def _sigint_cancels(self, loop: asyncio.AbstractEventLoop, token: CancellationToken) -> Iterator[None]:
-        """Ctrl-C while a turn runs cancels that turn only."""
+    def _on_sigint(self, loop: asyncio.AbstractEventLoop, cancel: Callable[[], object]) -> Iterator[None]:
+        """Ctrl-C while a turn (or a compaction) runs cancels that only, not co."""
         try:
-            loop.add_signal_handler(signal.SIGINT, token.cancel)
+            loop.add_signal_handler(signal.SIGINT, cancel)
             installed = True
         except (NotImplementedError, RuntimeError):
             installed = False
@@ -174,9 +172,16 @@ class ChatApp:
         if before == 0:
             self.error("nothing to compact yet")
             return
+        task = asyncio.ensure_future(self.conv.compact(focus))
         try:
-            with self.console.status("Compacting…") if self.interactive else contextlib.nullcontext():
-                result = await self.conv.compact(focus)
+            with (
+                self._on_sigint(asyncio.get_running_loop(), task.cancel),
+                self.console.status("Compacting…") if self.interactive else contextlib.nullcontext(),
+            ):
+                result = await task
+        except asyncio.CancelledError:
+            self.info("Compaction cancelled; history unchanged.")
+            return
         except Exception as exc:
             self.error(f"compaction failed, history unchanged: {describe_provider_error(exc)}")
             return
