@@ -135,7 +135,7 @@ def context_window_for(model: Model, settings: Settings) -> tuple[int, str]:
         return settings.context_window, "context_window setting"
     window = getattr(model, "context_window", None)
     if window:
-        source = "local model n_ctx" if getattr(model, "system", "") == "local" else "model profile (genai-prices)"
+        source = "local model n_ctx" if getattr(model, "system", "") == "llama_cpp" else "model profile (genai-prices)"
         return int(window), source
     return ASSUMED_CONTEXT_WINDOW, "assumed (unknown model; set context_window)"
 

@@ -363,3 +363,12 @@ def test_bundled_model_streams_an_answer() -> None:
     assert isinstance(response, ModelResponse)
     assert response.usage.input_tokens > 10 and 0 < response.usage.output_tokens <= 48
     assert response.model_name == "local:SmolLM2-135M-Instruct.Q4_1"
+
+
+def test_context_window_comes_from_n_ctx() -> None:
+    from co_cli.config import Settings
+    from co_cli.local.model import load_local_model
+    from co_cli.models import context_window_for
+
+    model = load_local_model("local", n_ctx=2048, max_tokens=32)
+    assert context_window_for(model, Settings(data_dir="/tmp/x", config_dir="/tmp/y")) == (2048, "local model n_ctx")
