@@ -195,3 +195,21 @@ def test_unknown_model_is_one_line(co_env: dict[str, str], workdir: Path) -> Non
     assert result.returncode == 2
     assert result.stderr.startswith("error: unknown model 'nonsense'")
     assert result.stderr.count("\n") == 1
+
+
+def test_multiline_input_paste_and_up_arrow_after_failure(
+    repl: pexpect.spawn, scripted_server: ScriptedServer
+) -> None:
+    send_line(repl, "first line\x1b\rsecond line")  # Esc-Enter inserts a newline; Enter sends
+    expect_prompt(repl)
+    assert scripted_server.chat_requests[-1].messages[-1]["content"] == "first line\nsecond line"
+    repl.send("\x1b[200~pasted one\npasted two\x1b[201~\r")  # a bracketed paste is one input
+    expect_prompt(repl)
+    assert scripted_server.chat_requests[-1].messages[-1]["content"] == "pasted one\npasted two"
+    scripted_server.script(Error(503, "try later"))
+    send_line(repl, "keep this prompt")
+    assert "try later" in expect_prompt(repl)
+    repl.send("\x1b[A")  # Up brings the failed prompt back
+    send_line(repl, "")
+    expect_prompt(repl)
+    assert scripted_server.chat_requests[-1].messages[-1] == {"role": "user", "content": "keep this prompt"}
