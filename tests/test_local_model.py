@@ -372,3 +372,18 @@ def test_context_window_comes_from_n_ctx() -> None:
 
     model = load_local_model("local", n_ctx=2048, max_tokens=32)
     assert context_window_for(model, Settings(data_dir="/tmp/x", config_dir="/tmp/y")) == (2048, "local model n_ctx")
+
+
+@pytest.mark.local
+@pytest.mark.e2e
+def test_co_chat_print_on_the_embedded_model(co_env: dict[str, str], workdir: Path) -> None:
+    """`co chat -p` with no key, no server and no network answers from the bundled model (model=auto)."""
+    from tests.support.co_process import run_co
+
+    env = {**co_env, "CO_CLI_LOCAL_MAX_TOKENS": "24", "CO_CLI_LOCAL_N_CTX": "2048"}
+    result = run_co(["chat", "-p", "Say hello."], env, workdir, timeout=240)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip()
+    assert "Traceback" not in result.stderr
+    listed = run_co(["sessions", "list", "--json"], env, workdir)
+    assert '"model": "local"' in listed.stdout
