@@ -213,3 +213,23 @@ def test_multiline_input_paste_and_up_arrow_after_failure(
     send_line(repl, "")
     expect_prompt(repl)
     assert scripted_server.chat_requests[-1].messages[-1] == {"role": "user", "content": "keep this prompt"}
+
+
+def test_ctrl_c_at_approval_question_cancels_the_turn(
+    repl: pexpect.spawn, scripted_server: ScriptedServer, workdir: Path
+) -> None:
+    target = workdir / "never"
+    scripted_server.script(ToolCalls([("run_shell", {"command": f"touch {target}"})]))
+    send_line(repl, "do it")
+    repl.expect("this command:", timeout=20)
+    ctrl_c(repl)
+    out = expect_prompt(repl, timeout=20)
+    assert "[interrupted]" in out
+    assert not target.exists()
+    send_line(repl, "next")
+    out = expect_prompt(repl)
+    assert "echo: next" in out
+    sent = scripted_server.chat_requests[-1].messages
+    calls = [c["id"] for m in sent for c in m.get("tool_calls") or []]
+    results = [m["tool_call_id"] for m in sent if m.get("role") == "tool"]
+    assert sorted(calls) == sorted(results)

@@ -21,6 +21,8 @@ from co_cli.repl import commands
 from co_cli.repl.render import PlainView, TerminalView, print_error
 
 if TYPE_CHECKING:
+    from pydantic_ai import CancellationToken
+
     from co_cli.repl.conversation import Conversation, TurnOutcome, TurnView
     from co_cli.store.sessions import SessionStore
     from co_cli.tools.approval import ApprovalRequest
@@ -58,6 +60,7 @@ class ChatApp:
         self.console = console or Console(highlight=False)
         self.out = out or sys.stdout
         self.running = True
+        self._token: CancellationToken | None = None
         self.view: TurnView = TerminalView(self.console) if interactive else PlainView(self.out)
         self._prompt_session = None
 
@@ -112,7 +115,7 @@ class ChatApp:
     async def turn(self, prompt: str) -> TurnOutcome:
         from pydantic_ai import CancellationToken
 
-        token = CancellationToken()
+        token = self._token = CancellationToken()
         loop = asyncio.get_running_loop()
         with self._on_sigint(loop, token.cancel):
             outcome = await self.conv.run_turn(prompt, self.view, token)
@@ -151,7 +154,11 @@ class ChatApp:
         while True:
             try:
                 answer = (await session.prompt_async("  [y]es once / [n]o / [a]lways this command: ")).strip().lower()
-            except (KeyboardInterrupt, EOFError):
+            except EOFError:
+                return "n"
+            except KeyboardInterrupt:  # Ctrl-C at the question cancels the whole turn
+                if self._token is not None:
+                    self._token.cancel()
                 return "n"
             if answer in ("y", "yes"):
                 return "y"
