@@ -156,7 +156,8 @@ def _normalize_argv(argv: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    import click
+    from typer._click.exceptions import ClickException
+    from typer.exceptions import Abort, Exit
 
     os.environ.setdefault("PYDANTIC_AI_NO_BANNER", "1")
     args = _normalize_argv(list(sys.argv[1:] if argv is None else argv))
@@ -167,16 +168,13 @@ def main(argv: list[str] | None = None) -> None:
     except CoError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
         sys.exit(exc.exit_code)
-    except click.exceptions.Exit as exc:
+    except Exit as exc:
         sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
-        print("aborted", file=sys.stderr)
-        sys.exit(130)
-    except click.ClickException as exc:
+    except ClickException as exc:  # usage errors: unknown option, missing argument, bad value
         exc.show()
         sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        print("", file=sys.stderr)
+    except (Abort, KeyboardInterrupt):
+        print("aborted", file=sys.stderr)
         sys.exit(130)
     except BrokenPipeError:
         devnull = os.open(os.devnull, os.O_WRONLY)

@@ -63,7 +63,7 @@ def _write_private(path: Path, text: str) -> None:
 
 @app.command("list")
 def list_sessions(
-    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="How many sessions to show.")] = 50,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=1_000_000, help="How many sessions to show.")] = 50,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """List sessions, most recently updated first."""
@@ -117,7 +117,7 @@ def show(session_id: Annotated[str, typer.Argument(help="Session id or unique pr
 @app.command("search")
 def search(
     query: Annotated[str, typer.Argument(help="Words to find (matched literally, all of them).")],
-    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="Most hits to show.")] = 20,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=1_000_000, help="Most hits to show.")] = 20,
     session: Annotated[str | None, typer.Option("--session", "-s", help="Search only this session.")] = None,
 ) -> None:
     """Full-text search over every saved transcript."""

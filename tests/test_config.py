@@ -150,3 +150,14 @@ def test_help_does_not_import_pydantic_ai(tmp_path: Path) -> None:
 def test_version(tmp_path: Path) -> None:
     result = _run_co(["--version"], {}, tmp_path)
     assert result.returncode == 0 and result.stdout.startswith("co ")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["chat", "--bogus"], ["nosuchcmd"], ["sessions", "show"], ["sessions", "list", "-n", "99999999999999999999"]],
+)
+def test_usage_errors_are_short_and_exit_2(tmp_path: Path, args: list[str]) -> None:
+    result = _run_co(args, {}, tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert "Error:" in result.stderr
+    assert "internal error" not in result.stderr and "Traceback" not in result.stderr
