@@ -233,3 +233,22 @@ def test_ctrl_c_at_approval_question_cancels_the_turn(
     calls = [c["id"] for m in sent for c in m.get("tool_calls") or []]
     results = [m["tool_call_id"] for m in sent if m.get("role") == "tool"]
     assert sorted(calls) == sorted(results)
+
+
+def test_failure_after_a_tool_ran_keeps_it_in_the_transcript(
+    co_server_env: dict[str, str], workdir: Path, scripted_server: ScriptedServer
+) -> None:
+    scripted_server.script(ToolCalls([("run_shell", {"command": "echo ran >> side-effect.txt"})]), Error(500, "late"))
+    result = run_co(["chat", "--approve-all", "-p", "do the thing"], co_server_env, workdir)
+    assert result.returncode == 1 and "late" in result.stderr
+    assert (workdir / "side-effect.txt").read_text() == "ran\n"
+    listed = run_co(["sessions", "list", "--json"], co_server_env, workdir)
+    session_id = __import__("json").loads(listed.stdout)[0]["id"]
+    shown = run_co(["sessions", "show", session_id], co_server_env, workdir)
+    assert "echo ran >> side-effect.txt" in shown.stdout
+    # /retry-style resend: the failed turn is not in the working context, so roles still alternate
+    scripted_server.script(Text("fine now"))
+    result = run_co(["chat", "--resume", session_id, "-p", "again"], co_server_env, workdir)
+    assert result.returncode == 0 and "fine now" in result.stdout
+    sent = scripted_server.chat_requests[-1].messages
+    assert [m["role"] for m in sent if m["role"] != "system"] == ["user"]

@@ -133,6 +133,10 @@ class ContextGovernor(AbstractCapability[Any]):
     def summarizer_disabled(self) -> bool:
         return self._llm_disabled
 
+    def discard(self) -> None:
+        """Forget a compaction made during a run that failed: the next run starts from the working context."""
+        self._cache = None
+
     def reset_failures(self) -> None:
         """Let the summariser be called again (after a manual /compact)."""
         self._failures = 0

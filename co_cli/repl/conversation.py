@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from pydantic_ai import Agent, CancellationToken
+from pydantic_ai import Agent, CancellationToken, capture_run_messages
 from pydantic_ai.capabilities import HandleDeferredToolCalls
 from pydantic_ai.exceptions import RunCancelled
 from pydantic_ai.messages import (
@@ -32,7 +32,7 @@ from co_cli.context.compact import CompactionResult, compact_all, compact_middle
 from co_cli.context.governor import ContextGovernor, GovernorEvent
 from co_cli.context.repair import repair_orphans
 from co_cli.context.report import ContextReport, context_report
-from co_cli.context.tokens import TokenEstimate, estimate_overhead
+from co_cli.context.tokens import TokenEstimate, estimate_history, estimate_overhead
 from co_cli.deps import CoDeps
 from co_cli.models import ResolvedModel
 from co_cli.provider_errors import describe_provider_error, is_context_overflow
@@ -189,50 +189,55 @@ class Conversation:
         base = list(self.working)
         self._notices.clear()
         self._compactions.clear()
-        output = ""
         tool_names: dict[str, str] = {}
-        try:
-            async with self.agent.run_stream_events(
-                prompt, message_history=base, deps=self.deps, cancellation_token=token
-            ) as events:
-                async for event in events:
-                    self._flush_notices(view)
-                    if isinstance(event, PartStartEvent) and isinstance(event.part, TextPart):
-                        if event.part.content:
-                            view.text(event.part.content)
-                    elif isinstance(event, PartDeltaEvent) and isinstance(event.delta, TextPartDelta):
-                        view.text(event.delta.content_delta)
-                    elif isinstance(event, FunctionToolCallEvent):
-                        tool_names[event.part.tool_call_id] = event.part.tool_name
-                        view.tool_call(event.part.tool_name, event.part.args)
-                    elif isinstance(event, FunctionToolResultEvent):
-                        part = event.part
-                        view.tool_result(part.tool_name or tool_names.get(part.tool_call_id, "?"), part.content)
-                    elif isinstance(event, AgentRunResultEvent):
-                        run_result = event.result
-                        output = run_result.output
-            self._flush_notices(view)
-            view.end()
-            new = run_result.new_messages()
-            usage = run_result.usage
-            self._finish(base, run_result.all_messages(), new, prompt_seq, "ok", usage)
-            return TurnOutcome("ok", output=output)
-        except RunCancelled as cancelled:
-            self._flush_notices(view)
-            view.end(interrupted=True)
+        run_result: Any = None
+        failure: Exception | None = None
+        cancelled: RunCancelled | None = None
+        with capture_run_messages() as captured:
+            try:
+                async with self.agent.run_stream_events(
+                    prompt, message_history=base, deps=self.deps, cancellation_token=token
+                ) as events:
+                    async for event in events:
+                        self._flush_notices(view)
+                        if isinstance(event, PartStartEvent) and isinstance(event.part, TextPart):
+                            if event.part.content:
+                                view.text(event.part.content)
+                        elif isinstance(event, PartDeltaEvent) and isinstance(event.delta, TextPartDelta):
+                            view.text(event.delta.content_delta)
+                        elif isinstance(event, FunctionToolCallEvent):
+                            tool_names[event.part.tool_call_id] = event.part.tool_name
+                            view.tool_call(event.part.tool_name, event.part.args)
+                        elif isinstance(event, FunctionToolResultEvent):
+                            part = event.part
+                            view.tool_result(part.tool_name or tool_names.get(part.tool_call_id, "?"), part.content)
+                        elif isinstance(event, AgentRunResultEvent):
+                            run_result = event.result
+            except RunCancelled as exc:
+                cancelled = exc
+            except Exception as exc:  # provider failures: one clear line, nothing lost
+                failure = exc
+        self._flush_notices(view)
+        view.end(interrupted=cancelled is not None)
+        if cancelled is not None:
             new = mark_interrupted(cancelled.new_messages(), prompt)
             self._finish(base, base + new, new, prompt_seq, "cancelled", cancelled.usage)
             return TurnOutcome("cancelled")
-        except Exception as exc:  # provider failures: one clear line, nothing lost
-            self._flush_notices(view)
-            view.end()
-            if retry_on_overflow and is_context_overflow(exc):
-                view.notice("The provider says the context is too long: compacting harder and retrying once.")
-                if await self._compact_harder(view):
-                    return await self._run(prompt, view, token, prompt_seq, retry_on_overflow=False)
-            if self.store and self.session and prompt_seq is not None:
-                self.store.finish_turn(self.session.id, prompt_seq, [], status="failed")
-            return TurnOutcome("failed", error=describe_provider_error(exc))
+        if failure is None and run_result is not None:
+            self._finish(base, run_result.all_messages(), run_result.new_messages(), prompt_seq, "ok", run_result.usage)
+            return TurnOutcome("ok", output=run_result.output)
+        failure = failure or RuntimeError("the run ended without a result")
+        self.governor.discard()  # a compaction made during the failed run is not adopted
+        if retry_on_overflow and is_context_overflow(failure):
+            view.notice("The provider says the context is too long: compacting harder and retrying once.")
+            if await self._compact_harder(view):
+                return await self._run(prompt, view, token, prompt_seq, retry_on_overflow=False)
+        if self.store and self.session and prompt_seq is not None:
+            # Keep what the failed run did (tool calls that ran, their results) in the transcript; the
+            # working context stays as it was, so /retry sends the prompt again.
+            partial = repair_orphans(list(captured[len(base) :])) if len(captured) > len(base) else []
+            self.store.finish_turn(self.session.id, prompt_seq, partial, status="failed")
+        return TurnOutcome("failed", error=describe_provider_error(failure))
 
     def _on_governor_event(self, event: GovernorEvent) -> None:
         if event.kind == "compaction" and event.result is not None:
@@ -323,8 +328,19 @@ class Conversation:
         if result is None:
             if lean == self.working:
                 return False
-            self.working = lean
-            return True
+            # Dropping the tool outputs is the compaction: record it, so a resumed session sends the same.
+            before = estimate_history(self.working).total
+            result = CompactionResult(
+                messages=lean,
+                covered=len(self.working),
+                replacement=lean,
+                summary="[tool outputs dropped to fit the context window]",
+                tokens_before=before,
+                tokens_after=estimate_history(lean).total,
+                used_fallback=True,
+                error=None,
+                n_replaced=len(self.working),
+            )
         self._record(result, self.seqs, trigger="auto", focus="")
         self.seqs = [None] * len(result.replacement) + self.seqs[result.covered :]
         self.working = result.messages
