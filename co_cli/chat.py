@@ -29,6 +29,8 @@ class ChatOptions:
 
 def run_chat(options: ChatOptions) -> int:
     loaded = load_settings(model=options.model)
+    for warning in loaded.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     return asyncio.run(_chat(options, loaded))
 
 

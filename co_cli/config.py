@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from platformdirs import user_config_dir, user_data_dir
-from pydantic import Field, SecretStr, ValidationError
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from co_cli.errors import ConfigError
@@ -92,6 +92,14 @@ class Settings(BaseSettings):
     )
     config_dir: Path = Field(default_factory=default_config_dir, description="Where the user settings.json lives.")
 
+    @field_validator("data_dir", "config_dir", mode="after")
+    @classmethod
+    def _absolute_dir(cls, value: Path) -> Path:
+        value = value.expanduser()
+        if not str(value).strip() or not value.is_absolute():
+            raise ValueError("must be an absolute directory path")
+        return value
+
     @classmethod
     def settings_customise_sources(
         cls,
@@ -127,9 +135,13 @@ class Paths:
         return self.data_dir / "tool-outputs"
 
     def ensure_data_dir(self) -> Path:
-        """Create the data dir private to the user (0700)."""
-        self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        os.chmod(self.data_dir, 0o700)
+        """Create the data dir private to the user (0700); an existing directory is left as it is."""
+        if not self.data_dir.is_dir():
+            try:
+                self.data_dir.mkdir(parents=True, mode=0o700)
+                os.chmod(self.data_dir, 0o700)  # mkdir's mode is reduced by the umask
+            except OSError as exc:
+                raise ConfigError(f"cannot create data dir {self.data_dir}: {exc.strerror}") from None
         return self.data_dir
 
 
@@ -138,6 +150,12 @@ class LoadedSettings:
     settings: Settings
     paths: Paths
     sources: dict[str, Source]
+    warnings: tuple[str, ...] = ()
+
+
+# A project file comes with the code in the working directory (e.g. a cloned repository): it may choose a
+# server, but not where co keeps its data.
+NOT_FROM_PROJECT = ("data_dir", "config_dir")
 
 
 def env_var(field: str) -> str:
@@ -169,6 +187,9 @@ def load_settings(cwd: Path | None = None, **overrides: Any) -> LoadedSettings:
     project_file = cwd / PROJECT_SETTINGS
     user = _read_settings_file(user_file)
     project = _read_settings_file(project_file)
+    for key in NOT_FROM_PROJECT:
+        if key in project:
+            raise ConfigError(f"{key!r} cannot be set in a project settings file ({project_file}); use the user file")
     merged = {**user, **project}
     try:
         settings = Settings(**merged)
@@ -199,13 +220,21 @@ def load_settings(cwd: Path | None = None, **overrides: Any) -> LoadedSettings:
             sources[name] = "user file"
         else:
             sources[name] = "default"
+    warnings: list[str] = []
+    if sources["base_url"] == "project file" and sources["api_key"] != "project file" and settings.api_key:
+        # Never send the user's key to a server that a project file chose.
+        settings.api_key = SecretStr("")
+        warnings.append(
+            f"base_url comes from {project_file}: your api_key is not sent there (set api_key in that file "
+            "or CO_CLI_BASE_URL to allow it)"
+        )
     paths = Paths(
         config_dir=settings.config_dir,
-        data_dir=settings.data_dir.expanduser(),
+        data_dir=settings.data_dir,
         user_settings=user_file,
         project_settings=project_file,
     )
-    return LoadedSettings(settings=settings, paths=paths, sources=sources)
+    return LoadedSettings(settings=settings, paths=paths, sources=sources, warnings=tuple(warnings))
 
 
 def settings_reference() -> dict[str, Any]:

@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from co_cli.store.sessions import SNIPPET_CLOSE, SNIPPET_OPEN
+from co_cli.terminal_text import printable
 
 if TYPE_CHECKING:
     from co_cli.store.sessions import SearchHit, SessionInfo, StoredMessage
@@ -53,7 +54,7 @@ def sessions_table(sessions: Sequence[SessionInfo]) -> Table:
     table.add_column("Title", overflow="fold")
     now = time.time()
     for info in sessions:
-        title = Text(info.title or "untitled")
+        title = Text(printable(info.title) or "untitled")
         if info.parent_id:
             title.append(f"  ⑂ {info.parent_id[:12]}", style="dim")
         table.add_row(info.id, format_time(info.updated_at, now), str(info.message_count), info.model, title)
@@ -63,7 +64,7 @@ def sessions_table(sessions: Sequence[SessionInfo]) -> Table:
 def highlighted_snippet(snippet: str) -> Text:
     """A search snippet with the matched terms (between SNIPPET_OPEN and SNIPPET_CLOSE) in bold."""
     text = Text()
-    rest = snippet.replace("\n", " ")
+    rest = printable(snippet.replace("\n", " "))
     while SNIPPET_OPEN in rest:
         before, _, after = rest.partition(SNIPPET_OPEN)
         match, _, rest = after.partition(SNIPPET_CLOSE)
@@ -85,7 +86,7 @@ def search_table(hits: Sequence[SearchHit]) -> Table:
     for hit in hits:
         session = Text(hit.session_id, style="cyan")
         if hit.title:
-            session.append("\n" + hit.title[:40], style="dim")
+            session.append("\n" + printable(hit.title)[:40], style="dim")
         table.add_row(
             session,
             str(hit.seq),
@@ -97,7 +98,7 @@ def search_table(hits: Sequence[SearchHit]) -> Table:
 
 
 def _shorten(text: str, limit: int = TOOL_OUTPUT_SHOWN_CHARS) -> str:
-    text = text.rstrip()
+    text = printable(text).rstrip()
     if len(text) <= limit:
         return text
     return f"{text[:limit]}\n… ({len(text) - limit} more characters; `co sessions export` has them all)"
@@ -120,13 +121,13 @@ def _message_body(stored: StoredMessage) -> list[RenderableType]:
     body: list[RenderableType] = []
     for part in stored.message.parts:
         if isinstance(part, UserPromptPart):
-            body.append(Text(prompt_content_text(part.content)))
+            body.append(Text(printable(prompt_content_text(part.content))))
         elif isinstance(part, SystemPromptPart):
             if stored.kind == "system":
-                body.append(Text(part.content, style="dim"))
+                body.append(Text(printable(part.content), style="dim"))
         elif isinstance(part, TextPart):
             if part.content.strip():
-                body.append(Markdown(part.content))
+                body.append(Markdown(printable(part.content)))
         elif isinstance(part, BaseToolCallPart):
             args = json.dumps(part.args_as_dict(), ensure_ascii=False)
             line = Text("→ ", style="yellow")
@@ -140,9 +141,9 @@ def _message_body(stored: StoredMessage) -> list[RenderableType]:
             body.append(label)
             body.append(Padding(Text(_shorten(part.model_response_str()), style="dim"), (0, 0, 0, 2)))
         elif isinstance(part, RetryFeedbackPart):
-            body.append(Text(part.model_response(), style="dim red"))
+            body.append(Text(printable(part.model_response()), style="dim red"))
         elif isinstance(part, CompactionPart) and part.content:
-            body.append(Text(part.content, style="italic"))
+            body.append(Text(printable(part.content), style="italic"))
     return body
 
 

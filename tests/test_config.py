@@ -161,3 +161,30 @@ def test_usage_errors_are_short_and_exit_2(tmp_path: Path, args: list[str]) -> N
     assert result.returncode == 2, result.stderr
     assert "Error:" in result.stderr
     assert "internal error" not in result.stderr and "Traceback" not in result.stderr
+
+
+def test_project_file_cannot_move_the_data_dir(dirs: tuple[Path, Path]) -> None:
+    _, project = dirs
+    (project / ".co-cli" / "settings.json").write_text(json.dumps({"data_dir": "/tmp/elsewhere"}))
+    with pytest.raises(ConfigError, match="data_dir"):
+        load_settings(cwd=project)
+
+
+def test_user_key_is_not_sent_to_a_server_a_project_file_chose(
+    dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config, project = dirs
+    (config / "settings.json").write_text(json.dumps({"api_key": "sk-user-secret"}))
+    (project / ".co-cli" / "settings.json").write_text(json.dumps({"base_url": "http://127.0.0.1:9/v1"}))
+    loaded = load_settings(cwd=project)
+    assert loaded.settings.api_key.get_secret_value() == ""
+    assert loaded.warnings and "not sent" in loaded.warnings[0]
+    monkeypatch.setenv("CO_CLI_BASE_URL", "http://127.0.0.1:9/v1")  # the user's own choice: the key goes
+    assert load_settings(cwd=project).settings.api_key.get_secret_value() == "sk-user-secret"
+
+
+@pytest.mark.parametrize("value", ["", "relative/dir"])
+def test_data_dir_must_be_absolute(dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv("CO_CLI_DATA_DIR", value)
+    with pytest.raises(ConfigError, match="CO_CLI_DATA_DIR"):
+        load_settings(cwd=dirs[1])

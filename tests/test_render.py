@@ -56,3 +56,14 @@ def test_short_args_and_result_summary() -> None:
     assert summarize_result("first line\nsecond") == "17 chars: first line"
     assert summarize_result({"a": 1}).startswith("8 chars")
     assert "KB" in summarize_result("x" * 5000)
+
+
+def test_control_sequences_from_the_model_never_reach_the_terminal() -> None:
+    from co_cli.terminal_text import printable
+
+    assert printable("ok\x1b]52;c;ZXZpbA==\x07 done\n\tx") == "ok]52;c;ZXZpbA== done\n\tx"
+    out = io.StringIO()
+    stream = MarkdownStream(Console(file=out, width=80, force_terminal=True))
+    stream.feed("title \x1b]0;PWNED\x07 and \x1b[2J clear\n\n")
+    stream.finish()
+    assert "\x1b]0;" not in out.getvalue() and "\x1b[2J" not in out.getvalue()

@@ -245,3 +245,8 @@ def test_agent_calls_each_file_tool(deps: CoDeps) -> None:
     assert contents[1].startswith("     2\tline 2")
     assert contents[2].splitlines() == ["notes.txt:1: line 1", "notes.txt:3: line 3"]
     assert contents[3].startswith("Error: invalid regular expression")
+
+
+def test_read_file_refuses_a_fifo(deps: CoDeps) -> None:
+    os.mkfifo(deps.cwd / "pipe")
+    assert "not a regular file" in read_file(ctx_for(deps), "pipe")

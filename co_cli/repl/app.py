@@ -19,6 +19,7 @@ from co_cli.models import ModelChoice, resolve_model
 from co_cli.provider_errors import describe_provider_error
 from co_cli.repl import commands
 from co_cli.repl.render import PlainView, TerminalView, print_error
+from co_cli.terminal_text import printable
 
 if TYPE_CHECKING:
     from pydantic_ai import CancellationToken
@@ -253,7 +254,7 @@ class ChatApp:
             f"{info.compaction_count} compactions · model {info.model}"
         )
         for role, text in last_exchanges(self.conv.working, exchanges):
-            line = " ".join(text.split())
+            line = " ".join(printable(text).split())
             line = line if len(line) <= 200 else line[:199] + "…"
             if self.interactive:
                 self.console.print(Text(f"{role}: {line}", style="dim"))

@@ -132,6 +132,7 @@ class Conversation:
         self.release()
         self.session = session
         self.deps.session_id = session.id
+        self.deps.approved_commands.clear()  # "always" was said for the other session
         latest = self.store.latest_compaction(session.id)
         after = latest.upto_seq if latest else -1
         stored = [m for m in self.store.transcript(session.id, after_seq=after) if m.status != "failed"]
@@ -171,6 +172,8 @@ class Conversation:
 
     # ----- turns -----------------------------------------------------------------------------------
     async def run_turn(self, prompt: str, view: TurnView, token: CancellationToken) -> TurnOutcome:
+        # Text that is not valid UTF-8 (e.g. stray bytes from a pipe) is sent and saved with U+FFFD instead.
+        prompt = prompt.encode("utf-8", "replace").decode("utf-8")
         self.last_prompt = prompt
         self._ensure_session(prompt)
         prompt_seq = self.store.begin_turn(self.session.id, prompt) if self.store and self.session else None

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 from rich.console import Console
 from rich.text import Text
 
+from co_cli.terminal_text import printable
+
 if TYPE_CHECKING:
     from rich.live import Live
 
@@ -48,6 +50,7 @@ class MarkdownStream:
         self.refresh_per_second = refresh_per_second
 
     def feed(self, delta: str) -> None:
+        delta = printable(delta)
         if not delta:
             return
         # Imported on the first token, not at startup (markdown-it costs ~40 ms).
@@ -129,14 +132,14 @@ class TerminalView:
 
     def tool_call(self, name: str, args: Any) -> None:
         self.stream.finish()
-        self.console.print(Text(f"⚙ {name}({short_args(args)})", style="dim"))
+        self.console.print(Text(printable(f"⚙ {name}({short_args(args)})"), style="dim"))
 
     def tool_result(self, name: str, content: Any) -> None:
-        self.console.print(Text(f"  ↳ {name}: {summarize_result(content)}", style="dim"))
+        self.console.print(Text(printable(f"  ↳ {name}: {summarize_result(content)}"), style="dim"))
 
     def notice(self, message: str) -> None:
         self.stream.finish()
-        self.console.print(Text(f"• {message}", style="yellow"))
+        self.console.print(Text(printable(f"• {message}"), style="yellow"))
 
     def end(self, interrupted: bool = False) -> None:
         self.stream.finish()
@@ -155,6 +158,8 @@ class PlainView:
         self._ends_newline = True
 
     def text(self, delta: str) -> None:
+        if delta and self.out.isatty():
+            delta = printable(delta)
         if delta:
             self.out.write(delta)
             self.out.flush()
@@ -188,4 +193,4 @@ class PlainView:
 
 
 def print_error(console: Console, message: str) -> None:
-    console.print(Text(f"✗ {message}", style="bold red"))
+    console.print(Text(printable(f"✗ {message}"), style="bold red"))

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from co_cli.errors import CoError, SessionNotFound, StoreError
 from co_cli.store.db import MESSAGE_STATUSES, connect, translated_errors, write_transaction
+from co_cli.terminal_text import printable
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
@@ -123,7 +124,7 @@ def valid_utf8(text: str) -> str:
 
 def normalize_title(text: str) -> str:
     """One line, whitespace collapsed, at most TITLE_MAX_CHARS characters."""
-    line = " ".join(valid_utf8(text).split())
+    line = " ".join(printable(valid_utf8(text)).split())
     if len(line) > TITLE_MAX_CHARS:
         line = line[: TITLE_MAX_CHARS - 1].rstrip() + "…"
     return line

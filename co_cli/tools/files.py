@@ -47,6 +47,8 @@ def read_file(ctx: RunContext[CoDeps], path: str, offset: int = 0, limit: int = 
         return f"Error: {path} does not exist."
     if resolved.is_dir():
         return f"Error: {path} is a directory; use list_dir to see its entries."
+    if not resolved.is_file():  # a FIFO or device would block or never end
+        return f"Error: {path} is not a regular file."
     if offset < 0 or limit < 1:
         return "Error: offset must be >= 0 and limit >= 1."
     try:
