@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import atexit
 import sys
-from dataclasses import dataclass
+import tempfile
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +42,12 @@ async def _chat(options: ChatOptions, loaded: LoadedSettings) -> int:
     from co_cli.models import choose_model
     from co_cli.repl.app import ChatApp
 
+    if not options.save:
+        # Nothing of this conversation may stay on disk: input history and offloaded outputs go to a
+        # temporary directory that is removed at exit.
+        scratch = tempfile.TemporaryDirectory(prefix="co-nosave-")
+        atexit.register(scratch.cleanup)
+        loaded = replace(loaded, paths=replace(loaded.paths, data_dir=Path(scratch.name)))
     settings, paths = loaded.settings, loaded.paths
     interactive = options.prompt is None and sys.stdin.isatty() and sys.stdout.isatty()
     console = Console(highlight=False)
@@ -98,8 +106,6 @@ def _session_to_resume(store: SessionStore | None, options: ChatOptions) -> Sess
     session = store.latest() if options.resume == "@latest" else store.get(options.resume)
     if session is None:
         raise SessionNotFound("no saved sessions to resume yet")
-    if options.fork:
-        session = store.fork(session.id)
     return session
 
 
@@ -114,14 +120,15 @@ def _build_conversation(
     console: Console,
 ) -> Conversation:
     from co_cli.deps import CoDeps
-    from co_cli.models import ResolvedModel, build_model, context_window_for
+    from co_cli.models import resolve_choice
     from co_cli.repl.conversation import Conversation
 
     if ask is not None:
         _install_local_spinner(console)
-    model = build_model(choice, settings)
-    window, window_source = context_window_for(model, settings)
-    resolved = ResolvedModel(model=model, choice=choice, context_window=window, window_source=window_source)
+    resolved = resolve_choice(choice, settings)
+    if session is not None and options.fork:
+        assert store is not None
+        session = store.fork(session.id)  # only once the model is known to work: no stray forks
     deps = CoDeps(settings=settings, paths=loaded.paths, cwd=Path.cwd(), store=store)
     conv = Conversation(
         resolved=resolved,

@@ -75,6 +75,8 @@ def chat(
     """Chat with a model (REPL); with -p or piped stdin, non-interactive."""
     from co_cli.chat import ChatOptions, run_chat
 
+    if prompt is not None and not prompt.strip():
+        raise CoError("the prompt given with -p is empty", exit_code=2)
     if continue_ and resume is None:
         resume = LATEST
     if fork and resume is None:

@@ -140,11 +140,14 @@ def context_window_for(model: Model, settings: Settings) -> tuple[int, str]:
     return ASSUMED_CONTEXT_WINDOW, "assumed (unknown model; set context_window)"
 
 
-def resolve_model(settings: Settings, source: str = "default") -> ResolvedModel:
-    choice = choose_model(settings, source)
+def resolve_choice(choice: ModelChoice, settings: Settings) -> ResolvedModel:
     model = build_model(choice, settings)
     window, window_source = context_window_for(model, settings)
     return ResolvedModel(model=model, choice=choice, context_window=window, window_source=window_source)
+
+
+def resolve_model(settings: Settings, source: str = "default") -> ResolvedModel:
+    return resolve_choice(choose_model(settings, source), settings)
 
 
 def _first_line(text: str) -> str:

@@ -173,13 +173,17 @@ def test_print_mode_denies_tools_without_approve_all(
 
 def test_piped_stdin(co_server_env: dict[str, str], workdir: Path, scripted_server: ScriptedServer) -> None:
     result = run_co(["chat"], co_server_env, workdir, input="first line\n/help\n/nope\nsecond line\n")
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 1, result.stderr  # every line ran, but a command failed: scripts can tell
     assert "echo: first line" in result.stdout and "echo: second line" in result.stdout
     assert "/compact" in result.stdout
     assert "unknown command /nope" in result.stderr
     assert len(scripted_server.chat_requests) == 2
+    second = scripted_server.chat_requests[-1]
+    clean = run_co(["chat"], co_server_env, workdir, input="one\n/help\n")
+    assert clean.returncode == 0, clean.stderr
+    assert len(scripted_server.chat_requests) == 3
     # the second turn carries the first as history
-    assert {"role": "user", "content": "first line"} in scripted_server.chat_requests[-1].messages
+    assert {"role": "user", "content": "first line"} in second.messages
 
 
 def test_unreachable_server_is_one_line(co_env: dict[str, str], workdir: Path) -> None:

@@ -61,6 +61,7 @@ class ChatApp:
         self.console = console or Console(highlight=False)
         self.out = out or sys.stdout
         self.running = True
+        self.errors = 0
         self._token: CancellationToken | None = None
         self.view: TurnView = TerminalView(self.console) if interactive else PlainView(self.out)
         self._prompt_session = None
@@ -90,6 +91,7 @@ class ChatApp:
             print(message, file=self.out, flush=True)
 
     def error(self, message: str) -> None:
+        self.errors += 1
         if self.interactive:
             print_error(self.console, message)
         else:
@@ -242,6 +244,14 @@ class ChatApp:
             self.info("That is the current session.")
             return
         self.conv.load(session)
+        if session.model and session.model != self.conv.resolved.label:
+            # Continue with the model the session was using, as `co chat --resume` does.
+            try:
+                self.conv.switch_model(
+                    resolve_model(self.loaded.settings.model_copy(update={"model": session.model}), "session")
+                )
+            except CoError as exc:
+                self.error(f"keeping {self.conv.resolved.label}: the session's model cannot be used ({exc.message})")
         self.show_resumed()
 
     def show_resumed(self, exchanges: int = 3) -> None:
@@ -381,7 +391,7 @@ class ChatApp:
             if not self.running:
                 break
         self.conv.release()
-        return 1 if failed else 0
+        return 1 if failed or self.errors else 0
 
     async def run_once(self, prompt: str) -> int:
         await self.ready()
