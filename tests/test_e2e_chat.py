@@ -201,9 +201,7 @@ def test_unknown_model_is_one_line(co_env: dict[str, str], workdir: Path) -> Non
     assert result.stderr.count("\n") == 1
 
 
-def test_multiline_input_paste_and_up_arrow_after_failure(
-    repl: pexpect.spawn, scripted_server: ScriptedServer
-) -> None:
+def test_multiline_input_paste_and_up_arrow_after_failure(repl: pexpect.spawn, scripted_server: ScriptedServer) -> None:
     send_line(repl, "first line\x1b\rsecond line")  # Esc-Enter inserts a newline; Enter sends
     expect_prompt(repl)
     assert scripted_server.chat_requests[-1].messages[-1]["content"] == "first line\nsecond line"

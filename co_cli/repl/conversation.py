@@ -33,6 +33,7 @@ from co_cli.context.governor import ContextGovernor, GovernorEvent
 from co_cli.context.repair import repair_orphans
 from co_cli.context.report import ContextReport, context_report
 from co_cli.context.tokens import TokenEstimate, estimate_history, estimate_overhead
+from co_cli.context.window import is_user_turn_start
 from co_cli.deps import CoDeps
 from co_cli.models import ResolvedModel
 from co_cli.provider_errors import describe_provider_error, is_context_overflow
@@ -140,7 +141,7 @@ class Conversation:
         seqs: list[int | None] = [None] * len(working)
         for m in stored:
             # A turn cut off by a crash left its prompt unanswered: close it as interrupted.
-            if isinstance(m.message, ModelRequest) and _is_prompt(m.message) and working and _open_turn(working[-1]):
+            if is_user_turn_start(m.message) and working and _open_turn(working[-1]):
                 working.append(ModelResponse(parts=[TextPart(INTERRUPTED_NOTE)]))
                 seqs.append(None)
             working.append(m.message)
@@ -423,10 +424,6 @@ def build_agent_tool_defs() -> list[Any]:
         for tool in toolset.tools.values():
             defs.append(tool.tool_def)
     return defs
-
-
-def _is_prompt(message: ModelRequest) -> bool:
-    return any(isinstance(part, UserPromptPart) for part in message.parts)
 
 
 def _open_turn(message: ModelMessage) -> bool:
