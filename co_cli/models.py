@@ -6,6 +6,7 @@ Nothing here imports pydantic-ai at module level: only the chosen provider's SDK
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -100,6 +101,9 @@ def build_model(choice: ModelChoice, settings: Settings) -> Model:
             return _ollama_model(spec.removeprefix("ollama:"))
         return infer_model(spec)
     except UserError as exc:
+        missing = re.search(r"Set the `(\w+)` environment variable", str(exc))
+        if missing:
+            raise ModelConfigError(f"cannot use model {spec!r}: set {missing.group(1)} in the environment") from None
         raise ModelConfigError(f"cannot use model {spec!r}: {_first_line(str(exc))}") from None
     except ImportError as exc:
         raise ModelConfigError(f"cannot use model {spec!r}: missing package ({exc.name or exc})") from None
