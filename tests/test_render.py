@@ -46,12 +46,13 @@ def test_plain_view_writes_raw_text_and_tools_to_stderr() -> None:
     view.text("world")
     view.end()
     assert out.getvalue() == "hello \nworld\n"
-    assert "read_file(path='a.txt')" in err.getvalue()
+    assert "read_file(path=a.txt)" in err.getvalue()
     assert "line1" in err.getvalue()
 
 
 def test_short_args_and_result_summary() -> None:
-    assert short_args('{"command": "ls -la"}') == "command='ls -la'"
+    assert short_args('{"command": "ls -la"}') == "command=ls -la"
+    assert short_args({"command": "echo a\nb"}) == "command='echo a\\nb'"
     assert short_args({"x": "y" * 500}).endswith("…")
     assert summarize_result("first line\nsecond") == "17 chars: first line"
     assert summarize_result({"a": 1}).startswith("8 chars")

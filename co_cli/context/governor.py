@@ -40,6 +40,10 @@ TAIL_TOKEN_FRACTION = 0.3
 """A compaction's verbatim tail shrinks (down to 4 messages) to stay under this fraction of the window."""
 
 
+CHARS_PER_TOKEN = 4
+OFFLOAD_WINDOW_SHARE = 4  # an output may take at most 1/4 of the window
+
+
 @dataclass
 class GovernorEvent:
     """Something the REPL should know: a compaction happened, or a notice to print."""
@@ -133,6 +137,15 @@ class ContextGovernor(AbstractCapability[Any]):
     def summarizer_disabled(self) -> bool:
         return self._llm_disabled
 
+    @property
+    def offload_threshold(self) -> int:
+        """Characters past which a tool output goes to a file: the setting, but never more than a quarter of
+        the window (about 4 characters a token), so one output cannot fill a small window by itself."""
+        setting = self.settings.tool_output_offload_chars
+        if setting <= 0 or self.context_window <= 0:
+            return setting
+        return min(setting, self.context_window * CHARS_PER_TOKEN // OFFLOAD_WINDOW_SHARE)
+
     def discard(self) -> None:
         """Forget a compaction made during a run that failed: the next run starts from the working context."""
         self._cache = None
@@ -174,10 +187,9 @@ class ContextGovernor(AbstractCapability[Any]):
     def shrink(self, messages: Sequence[ModelMessage]) -> list[ModelMessage]:
         """Offload, then trim (both keep one message per message)."""
         out = list(messages)
-        if self.settings.tool_output_offload_chars > 0 and self.offload_dir is not None:
-            out = offload_large_outputs(
-                out, self.settings.tool_output_offload_chars, self.offload_dir(), memo=self._offload_memo
-            )
+        threshold = self.offload_threshold
+        if threshold > 0 and self.offload_dir is not None:
+            out = offload_large_outputs(out, threshold, self.offload_dir(), memo=self._offload_memo)
         return truncate_tool_returns(out, self.settings.tool_output_trim_chars, memo=self._trim_memo)
 
     def process(

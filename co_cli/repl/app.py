@@ -90,6 +90,13 @@ class ChatApp:
         else:
             print(message, file=self.out, flush=True)
 
+    def note(self, message: str) -> None:
+        """Context for the user; in piped mode on stderr, so stdout holds only answers and command output."""
+        if self.interactive:
+            self.console.print(Text(message, style="cyan"))
+        else:
+            print(message, file=sys.stderr, flush=True)
+
     def error(self, message: str) -> None:
         self.errors += 1
         if self.interactive:
@@ -192,6 +199,9 @@ class ChatApp:
         except asyncio.CancelledError:
             self.info("Compaction cancelled; history unchanged.")
             return
+        except CoError as exc:
+            self.error(exc.message)
+            return
         except Exception as exc:
             self.error(f"compaction failed, history unchanged: {describe_provider_error(exc)}")
             return
@@ -259,7 +269,7 @@ class ChatApp:
         if session is None:
             return
         info = self.store.get(session.id) if self.store else session
-        self.info(
+        self.note(
             f"Resumed {info.id} · {info.title} · {info.message_count} messages · "
             f"{info.compaction_count} compactions · model {info.model}"
         )
@@ -269,7 +279,7 @@ class ChatApp:
             if self.interactive:
                 self.console.print(Text(f"{role}: {line}", style="dim"))
             else:
-                print(f"{role}: {line}", file=self.out)
+                print(f"{role}: {line}", file=sys.stderr)
 
     def fork(self) -> None:
         if not self._need_store():
@@ -404,8 +414,18 @@ def last_exchanges(messages: list, count: int) -> list[tuple[str, str]]:
     """The last few (role, text) pairs of user prompts and assistant answers."""
     from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
 
+    from co_cli.context.window import is_summary_message
+
     pairs: list[tuple[str, str]] = []
+    after_summary = False
     for message in messages:
+        if is_summary_message(message):  # a summary is not something the user typed
+            after_summary = True
+            continue
+        if after_summary and isinstance(message, ModelResponse):  # nor is its acknowledgement an answer
+            after_summary = False
+            continue
+        after_summary = False
         if isinstance(message, ModelRequest):
             for part in message.parts:
                 if isinstance(part, UserPromptPart) and isinstance(part.content, str):

@@ -21,6 +21,7 @@ from pydantic_ai.messages import (
     PartStartEvent,
     TextPart,
     TextPartDelta,
+    ToolReturnPart,
     UserPromptPart,
 )
 from pydantic_ai.models import Model
@@ -33,8 +34,9 @@ from co_cli.context.governor import ContextGovernor, GovernorEvent
 from co_cli.context.repair import repair_orphans
 from co_cli.context.report import ContextReport, context_report
 from co_cli.context.tokens import TokenEstimate, estimate_history, estimate_overhead
-from co_cli.context.window import is_user_turn_start
+from co_cli.context.window import is_summary_message, is_user_turn_start
 from co_cli.deps import CoDeps
+from co_cli.errors import CoError
 from co_cli.models import ResolvedModel
 from co_cli.provider_errors import describe_provider_error, is_context_overflow
 from co_cli.tools.approval import ApprovalPrompt, make_approval_handler
@@ -232,15 +234,17 @@ class Conversation:
             return TurnOutcome("ok", output=run_result.output)
         failure = failure or RuntimeError("the run ended without a result")
         self.governor.discard()  # a compaction made during the failed run is not adopted
-        if retry_on_overflow and is_context_overflow(failure):
+        partial = list(captured[len(base) :]) if len(captured) > len(base) else []
+        tools_ran = any(isinstance(part, ToolReturnPart) for m in partial for part in m.parts)
+        # Retrying re-runs the turn: only when no tool has run yet (a command must not run twice).
+        if retry_on_overflow and is_context_overflow(failure) and not tools_ran:
             view.notice("The provider says the context is too long: compacting harder and retrying once.")
             if await self._compact_harder(view):
                 return await self._run(prompt, view, token, prompt_seq, retry_on_overflow=False)
         if self.store and self.session and prompt_seq is not None:
             # Keep what the failed run did (tool calls that ran, their results) in the transcript; the
             # working context stays as it was, so /retry sends the prompt again.
-            partial = repair_orphans(list(captured[len(base) :])) if len(captured) > len(base) else []
-            self.store.finish_turn(self.session.id, prompt_seq, partial, status="failed")
+            self.store.finish_turn(self.session.id, prompt_seq, repair_orphans(partial), status="failed")
         return TurnOutcome("failed", error=describe_provider_error(failure))
 
     def _on_governor_event(self, event: GovernorEvent) -> None:
@@ -354,7 +358,11 @@ class Conversation:
     async def compact(self, focus: str | None) -> CompactionResult:
         """Summarise the whole working context now (``/compact``); the history is unchanged on failure."""
         if not self.working:
-            raise ValueError("nothing to compact yet")
+            raise CoError("nothing to compact yet")
+        if all(is_summary_message(m) or isinstance(m, ModelResponse) for m in self.working) and any(
+            is_summary_message(m) for m in self.working
+        ):
+            raise CoError("nothing new to compact since the last summary")
         result = await compact_all(
             self.working,
             self.summary_model,

@@ -96,13 +96,21 @@ class MarkdownStream:
         return text
 
 
+def _arg(value: Any) -> str:
+    """A string argument as it is (a shell command stays readable); anything else, or a string with line
+    breaks or quotes that would be ambiguous, as its repr."""
+    if isinstance(value, str) and "\n" not in value and not value.startswith(("'", '"')):
+        return value
+    return repr(value)
+
+
 def short_args(args: Any, limit: int = 160) -> str:
     if isinstance(args, str):
         try:
             args = json.loads(args) if args.strip() else {}
         except json.JSONDecodeError:
             return args[:limit]
-    text = ", ".join(f"{k}={v!r}" for k, v in args.items()) if isinstance(args, dict) else repr(args)
+    text = ", ".join(f"{k}={_arg(v)}" for k, v in args.items()) if isinstance(args, dict) else repr(args)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
