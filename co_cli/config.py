@@ -60,8 +60,9 @@ class Settings(BaseSettings):
     tool_output_offload_chars: int = Field(
         40000,
         ge=0,
-        description="Tool outputs longer than this are saved to a private file and replaced in the context "
-        "by a head/tail preview that the read_tool_output tool can page through; 0 disables.",
+        description="Tool outputs longer than this (and never more than a quarter of the context window) are "
+        "saved to a private file and replaced in the context by a head/tail preview that the read_tool_output "
+        "tool can page through; 0 disables.",
     )
     max_history_messages: int = Field(
         40,
