@@ -83,7 +83,12 @@ def build_model(choice: ModelChoice, settings: Settings) -> Model:
     if spec == "local" or spec.startswith("local:"):
         from co_cli.local.model import load_local_model
 
-        return load_local_model(spec, n_ctx=settings.local_n_ctx, max_tokens=settings.local_max_tokens)
+        return load_local_model(
+            spec,
+            n_ctx=settings.local_n_ctx,
+            max_tokens=settings.local_max_tokens,
+            cache_dir=settings.data_dir / "local-model-cache",
+        )
     if spec == "test":
         from pydantic_ai.models.test import TestModel
 

@@ -387,3 +387,27 @@ def test_co_chat_print_on_the_embedded_model(co_env: dict[str, str], workdir: Pa
     assert "Traceback" not in result.stderr
     listed = run_co(["sessions", "list", "--json"], env, workdir)
     assert '"model": "local"' in listed.stdout
+
+
+@pytest.mark.local
+@pytest.mark.skipif(not HAVE_LLAMA_CPP, reason="llama-cpp-python is not installed")
+def test_prefix_state_is_saved_once_and_restored(tmp_path: Path) -> None:
+    from co_cli.local.model import load_llama
+    from co_cli.local.prefix_cache import restore_or_compute
+    from co_cli.local.weights import default_weights_path
+
+    path = default_weights_path()
+    llama = load_llama(path, 2048).llama
+    system = "<|im_start|>system\nYou are a terse assistant. " + "Be brief. " * 40 + "<|im_end|>\n<|im_start|>"
+    full = system + "user\nSay yes.<|im_end|>\n<|im_start|>assistant\n"
+    llama.reset()
+    assert restore_or_compute(llama, system, full, path, tmp_path)
+    files = list(tmp_path.glob("*.state"))
+    assert len(files) == 1 and (files[0].stat().st_mode & 0o777) == 0o600
+    prefix_tokens = llama.n_tokens
+    llama.reset()
+    assert restore_or_compute(llama, system, full, path, tmp_path)  # restored from the file this time
+    assert llama.n_tokens == prefix_tokens
+    text = llama.create_completion(full, max_tokens=4, temperature=0.0)["choices"][0]["text"]
+    assert isinstance(text, str)
+    assert not restore_or_compute(llama, system, full, path, tmp_path)  # only for a fresh model

@@ -384,6 +384,8 @@ class _Generation:
     queue: asyncio.Queue[str | _Finished] = field(default_factory=asyncio.Queue)
     stop_event: threading.Event = field(default_factory=threading.Event)
     finish_reason: str | None = None
+    cache_dir: Path | None = None
+    model_path: Path | None = None
 
     def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -391,6 +393,17 @@ class _Generation:
 
     def stop(self) -> None:
         self.stop_event.set()
+
+    def _restore_prefix(self) -> None:
+        """In a fresh process, start from the saved state after the system prompt (see prefix_cache)."""
+        if self.cache_dir is None or self.model_path is None or not self.chat or self.chat[0]["role"] != "system":
+            return
+        from co_cli.local.prefix_cache import restore_or_compute
+
+        full = self.loaded.formatter(messages=self.chat).prompt
+        system_only = self.loaded.formatter(messages=self.chat[:1]).prompt
+        prefix = os.path.commonprefix([full, system_only])
+        restore_or_compute(self.loaded.llama, prefix, full, self.model_path, self.cache_dir)
 
     def _put(self, loop: asyncio.AbstractEventLoop, item: str | _Finished) -> None:
         try:
@@ -407,6 +420,7 @@ class _Generation:
                 return
             chunks: Any = None
             try:
+                self._restore_prefix()
                 chunks = self.loaded.llama.create_chat_completion(messages=self.chat, stream=True, **self.sampling)
                 for chunk in chunks:
                     if self.stop_event.is_set():
@@ -523,6 +537,7 @@ class LocalModel(Model):
     is held around the weight load (once per process), e.g. to show a spinner."""
 
     weights_path: Path
+    cache_dir: Path | None
     n_ctx: int
     max_tokens: int
     repeat_penalty: float
@@ -537,9 +552,12 @@ class LocalModel(Model):
         repeat_penalty: float = DEFAULT_REPEAT_PENALTY,
         n_threads: int | None = None,
         settings: ModelSettings | None = None,
+        cache_dir: Path | None = None,
     ) -> None:
-        """``n_threads`` defaults to half the CPUs; ``max_tokens`` is capped at half the context."""
+        """``n_threads`` defaults to half the CPUs; ``max_tokens`` is capped at half the context;
+        ``cache_dir`` keeps the state after the system prompt between processes (None: no cache)."""
         self.n_threads = n_threads
+        self.cache_dir = cache_dir
         self.weights_path = Path(weights_path)
         self.n_ctx = n_ctx
         self.max_tokens = min(max_tokens, n_ctx // 2)
@@ -643,7 +661,9 @@ class LocalModel(Model):
         chat = chat_messages(fitted)
         prompt_tokens = await asyncio.to_thread(loaded.count_prompt_tokens, chat)
         sampling = self._sampling(settings, max_tokens, loaded.stop)
-        generation = _Generation(loaded=loaded, chat=chat, sampling=sampling)
+        generation = _Generation(
+            loaded=loaded, chat=chat, sampling=sampling, cache_dir=self.cache_dir, model_path=self.weights_path
+        )
         generation.start()
         return LocalStreamedResponse(
             model_request_parameters=params,
@@ -671,9 +691,9 @@ class LocalModel(Model):
         return sampling
 
 
-def load_local_model(spec: str, *, n_ctx: int, max_tokens: int) -> LocalModel:
+def load_local_model(spec: str, *, n_ctx: int, max_tokens: int, cache_dir: Path | None = None) -> LocalModel:
     """A LocalModel for ``local`` or ``local:/path/model.gguf``; the weights load on first use.
 
     ModelConfigError at once when llama-cpp-python or the weights file is missing.
     """
-    return LocalModel(resolve_weights(spec), n_ctx=n_ctx, max_tokens=max_tokens)
+    return LocalModel(resolve_weights(spec), n_ctx=n_ctx, max_tokens=max_tokens, cache_dir=cache_dir)
