@@ -141,7 +141,7 @@ class ChatApp:
         try:
             loop.add_signal_handler(signal.SIGINT, cancel)
             installed = True
-        except (NotImplementedError, RuntimeError):
+        except (NotImplementedError, RuntimeError):  # loops without signal support (e.g. on Windows)
             installed = False
         try:
             yield
