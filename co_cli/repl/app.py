@@ -7,6 +7,7 @@ import contextlib
 import html
 import signal
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -138,11 +139,10 @@ class ChatApp:
     @contextlib.contextmanager
     def _on_sigint(self, loop: asyncio.AbstractEventLoop, cancel: Callable[[], object]) -> Iterator[None]:
         """Ctrl-C while a turn (or a compaction) runs cancels that only, not co."""
-        try:
+        # asyncio signal handlers exist only on Unix and only in the main thread; elsewhere Ctrl-C stays default.
+        installed = sys.platform != "win32" and threading.current_thread() is threading.main_thread()
+        if installed:
             loop.add_signal_handler(signal.SIGINT, cancel)
-            installed = True
-        except (NotImplementedError, RuntimeError):  # loops without signal support (e.g. on Windows)
-            installed = False
         try:
             yield
         finally:
