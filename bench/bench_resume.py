@@ -23,7 +23,7 @@ from bench_store import populate  # noqa: E402
 from co_cli.config import load_settings  # noqa: E402
 from co_cli.deps import CoDeps  # noqa: E402
 from co_cli.models import resolve_model  # noqa: E402
-from co_cli.repl.conversation import Conversation  # noqa: E402
+from co_cli.session import Conversation  # noqa: E402
 from co_cli.store.sessions import SessionStore  # noqa: E402
 
 

@@ -8,14 +8,16 @@ import sys
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from co_cli.config import LoadedSettings, Settings, load_settings
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from co_cli.repl.conversation import Conversation
+    from co_cli.models import ModelChoice
+    from co_cli.repl.approval_prompt import TerminalApprover
+    from co_cli.session import Conversation
     from co_cli.store.sessions import SessionInfo, SessionStore
 
 
@@ -64,23 +66,24 @@ async def _chat(options: ChatOptions, loaded: LoadedSettings) -> int:
             settings = settings.model_copy(update={"model": session.model})
         source = "session" if session is not None and options.model is None else loaded.sources.get("model", "default")
         choice = choose_model(settings, source)
-        app: ChatApp
+        from co_cli.repl.approval_prompt import TerminalApprover
 
-        async def ask(request: Any) -> str:
-            return await app.ask_approval(request)
+        approver = TerminalApprover(console) if interactive else None
 
         def build() -> Conversation:
-            return _build_conversation(
-                settings, loaded, choice, store, session, options, ask if interactive else None, console
-            )
+            return _build_conversation(settings, loaded, choice, store, session, options, approver, console)
 
         if interactive and session is None:
             # Draw the prompt at once; pydantic-ai and the provider SDK load while the user types.
-            app = ChatApp(build, loaded, choice=choice, store=store, interactive=True, console=console)
+            app = ChatApp(
+                build, loaded, choice=choice, store=store, interactive=True, console=console, approver=approver
+            )
             await app.run_interactive()
             return 0
         conv = build()
-        app = ChatApp(conv, loaded, choice=choice, store=store, interactive=interactive, console=console)
+        app = ChatApp(
+            conv, loaded, choice=choice, store=store, interactive=interactive, console=console, approver=approver
+        )
         try:
             if options.prompt is not None:
                 return await app.run_once(options.prompt)
@@ -112,20 +115,20 @@ def _session_to_resume(store: SessionStore | None, options: ChatOptions) -> Sess
 def _build_conversation(
     settings: Settings,
     loaded: LoadedSettings,
-    choice: Any,
+    choice: ModelChoice,
     store: SessionStore | None,
     session: SessionInfo | None,
     options: ChatOptions,
-    ask: Any,
+    approver: TerminalApprover | None,
     console: Console,
 ) -> Conversation:
     from co_cli.deps import CoDeps
     from co_cli.models import resolve_choice
-    from co_cli.repl.conversation import Conversation
+    from co_cli.session import Conversation
 
-    if ask is not None:
+    if approver is not None:
         _install_local_spinner(console)
-    resolved = resolve_choice(choice, settings)
+    resolved = resolve_choice(choice, settings, loaded.paths)
     if session is not None and options.fork:
         assert store is not None
         session = store.fork(session.id)  # only once the model is known to work: no stray forks
@@ -134,7 +137,7 @@ def _build_conversation(
         resolved=resolved,
         deps=deps,
         store=store,
-        ask_approval=None if options.approve_all else ask,
+        ask_approval=None if options.approve_all else approver,
         approve_all=options.approve_all,
     )
     if session is not None:

@@ -140,6 +140,7 @@ def config_path() -> None:
         ("sessions database", paths.db),
         ("input history", paths.input_history),
         ("offloaded tool outputs", paths.tool_outputs),
+        ("local model cache", paths.local_model_cache),
     ):
         state = "" if Path(path).exists() else "  (not created yet)"
         print(f"{label + ':':<24}{path}{state}")

@@ -135,6 +135,11 @@ class Paths:
     def tool_outputs(self) -> Path:
         return self.data_dir / "tool-outputs"
 
+    @property
+    def local_model_cache(self) -> Path:
+        """The embedded model's saved state after the system prompt (see local/prefix_cache.py)."""
+        return self.data_dir / "local-model-cache"
+
     def ensure_data_dir(self) -> Path:
         """Create the data dir private to the user (0700); an existing directory is left as it is."""
         if not self.data_dir.is_dir():

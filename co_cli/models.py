@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from co_cli.config import Settings
+from co_cli.config import Paths, Settings
 from co_cli.errors import ModelConfigError
 
 if TYPE_CHECKING:
@@ -75,8 +75,10 @@ def choose_model(settings: Settings, source: str = "default") -> ModelChoice:
     raise ModelConfigError(HOW_TO_CONFIGURE)
 
 
-def build_model(choice: ModelChoice, settings: Settings) -> Model:
-    """Instantiate the pydantic-ai model for a choice; ModelConfigError (one line) when it cannot be."""
+def build_model(choice: ModelChoice, settings: Settings, paths: Paths | None = None) -> Model:
+    """Instantiate the pydantic-ai model for a choice; ModelConfigError (one line) when it cannot be.
+
+    ``paths`` gives the embedded model its state cache; without it nothing is written to disk."""
     spec = choice.spec
     if choice.base_url:
         return _compatible_model(spec, choice.base_url, settings)
@@ -87,7 +89,7 @@ def build_model(choice: ModelChoice, settings: Settings) -> Model:
             spec,
             n_ctx=settings.local_n_ctx,
             max_tokens=settings.local_max_tokens,
-            cache_dir=settings.data_dir / "local-model-cache",
+            cache_dir=paths.local_model_cache if paths is not None else None,
         )
     if spec == "test":
         from pydantic_ai.models.test import TestModel
@@ -149,14 +151,14 @@ def context_window_for(model: Model, settings: Settings) -> tuple[int, str]:
     return ASSUMED_CONTEXT_WINDOW, "assumed for an unknown model; set context_window"
 
 
-def resolve_choice(choice: ModelChoice, settings: Settings) -> ResolvedModel:
-    model = build_model(choice, settings)
+def resolve_choice(choice: ModelChoice, settings: Settings, paths: Paths | None = None) -> ResolvedModel:
+    model = build_model(choice, settings, paths)
     window, window_source = context_window_for(model, settings)
     return ResolvedModel(model=model, choice=choice, context_window=window, window_source=window_source)
 
 
-def resolve_model(settings: Settings, source: str = "default") -> ResolvedModel:
-    return resolve_choice(choose_model(settings, source), settings)
+def resolve_model(settings: Settings, source: str = "default", paths: Paths | None = None) -> ResolvedModel:
+    return resolve_choice(choose_model(settings, source), settings, paths)
 
 
 def _first_line(text: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 
 import pytest
+from co_cli.context.window import is_summary_message
 from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, ToolReturnPart, UserPromptPart
 
 from co_cli.context.compact import (
@@ -17,7 +18,6 @@ from co_cli.context.compact import (
     summary_request,
 )
 from co_cli.context.repair import tool_pairs_valid
-from co_cli.context.window import is_summary_message
 from tests.test_context_fixtures import (
     calls,
     conversation,

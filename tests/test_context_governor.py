@@ -10,6 +10,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from co_cli.context.window import is_summary_message
 from pydantic_ai import Agent, AgentRunResultEvent
 from pydantic_ai.messages import (
     ModelMessage,
@@ -26,7 +27,6 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from co_cli.config import Settings
 from co_cli.context.governor import FALLBACK_COOLDOWN_REQUESTS, ContextGovernor, GovernorEvent
 from co_cli.context.repair import tool_pairs_valid
-from co_cli.context.window import is_summary_message
 from tests.test_context_fixtures import (
     calls,
     conversation,

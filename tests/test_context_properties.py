@@ -15,6 +15,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from co_cli.context.window import latest_user_prompt_index, user_prompt_text
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart
@@ -26,7 +27,6 @@ from co_cli.context.compact import ACK_TEXT, static_marker, summary_request
 from co_cli.context.governor import ContextGovernor
 from co_cli.context.repair import repair_orphans, tool_pairs_valid
 from co_cli.context.tokens import estimate_messages_tokens
-from co_cli.context.window import latest_user_prompt_index, user_prompt_text
 from tests.test_context_fixtures import calls, reply, returns, texts_of, user
 
 OUTPUT_SIZES = (5, 120, 900, 6000)

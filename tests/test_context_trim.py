@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import copy
 
+from co_cli.context.window import MessageMemo
 from pydantic_ai.messages import ModelRequest, ToolReturnPart
 
 from co_cli.context.offload import REFERENCE
 from co_cli.context.trim import truncate_tool_returns
-from co_cli.context.window import MessageMemo
 from tests.test_context_fixtures import calls, conversation, reply, returns, user
 
 

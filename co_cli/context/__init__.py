@@ -1,16 +1,17 @@
-"""Context governance: pure functions over ``list[ModelMessage]`` and the capability that applies them.
+"""Context governance: functions over ``list[ModelMessage]`` and the capability that applies them.
 
-Nothing here knows about the REPL or the session database.
+Nothing here knows about the REPL or the session database. Most modules are pure; ``offload`` writes the
+files it offloads to, and ``summarize`` calls a model.
 """
 
+from co_cli.context.boundaries import find_head_end, find_tail_start
 from co_cli.context.compact import (
-    SUMMARY_PREFIX,
     CompactionError,
     CompactionResult,
+    NothingToCompact,
     compact_all,
     compact_middle,
     drop_tool_outputs,
-    static_marker,
 )
 from co_cli.context.governor import ContextGovernor, GovernorEvent
 from co_cli.context.offload import list_offloaded, offload_large_outputs, read_tool_output
@@ -25,15 +26,14 @@ from co_cli.context.tokens import (
     estimate_text_tokens,
 )
 from co_cli.context.trim import truncate_tool_returns
-from co_cli.context.window import find_head_end, find_tail_start, is_summary_message
 
 __all__ = [
-    "SUMMARY_PREFIX",
     "CompactionError",
     "CompactionResult",
     "ContextGovernor",
     "ContextReport",
     "GovernorEvent",
+    "NothingToCompact",
     "TokenEstimate",
     "compact_all",
     "compact_middle",
@@ -45,12 +45,10 @@ __all__ = [
     "estimate_text_tokens",
     "find_head_end",
     "find_tail_start",
-    "is_summary_message",
     "list_offloaded",
     "offload_large_outputs",
     "read_tool_output",
     "repair_orphans",
-    "static_marker",
     "summarize_messages",
     "truncate_tool_returns",
 ]

@@ -4,46 +4,45 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
+from pydantic_ai.messages import ModelMessage, ModelRequest
 from pydantic_ai.models import Model
 
-from co_cli.context.summarize import summarize_messages
-from co_cli.context.tokens import content_text, estimate_messages_tokens
-from co_cli.context.trim import is_plain_tool_return
-from co_cli.context.window import (
-    LATEST_REQUEST_HEADING,
-    STATIC_MARKER,
-    SUMMARY_PREFIX,
+from co_cli.context.boundaries import (
     current_turn_start,
     find_head_end,
     find_tail_start,
-    is_summary_message,
     latest_request,
-    summary_count,
     tail_boundaries,
 )
+from co_cli.context.summarize import summarize_messages
+from co_cli.context.tokens import estimate_messages_tokens
+from co_cli.context.trim import is_plain_tool_return
+from co_cli.errors import CoError
+from co_cli.message_view import content_text, part_text
+from co_cli.synthetic import ack_response, covers, is_ack, is_summary, summary_request
 
 __all__ = [
-    "SUMMARY_PREFIX",
     "CompactionError",
     "CompactionResult",
+    "NothingToCompact",
     "compact_all",
     "compact_middle",
     "drop_tool_outputs",
     "plan_middle",
-    "static_marker",
 ]
 
-ACK_TEXT = "Understood. I have the summary of our earlier conversation and will continue from there."
 INFLATION_RATIO = 0.9
 """A summary must be below this fraction of the tokens it replaces, or it is rejected."""
 MIN_TAIL = 4
 
 
-class CompactionError(Exception):
+class CompactionError(CoError):
     """A manual compaction that cannot be applied; the history stays as it was."""
+
+
+class NothingToCompact(CompactionError):
+    """Nothing is worth compacting yet (empty, already a summary, or too short for a summary to help)."""
 
 
 @dataclass
@@ -55,6 +54,8 @@ class CompactionResult:
     """Index into the input list where the kept messages start."""
     replacement: list[ModelMessage]
     """The kept head, the summary message and (before a kept request) a short assistant acknowledgement."""
+    head: int
+    """How many of the replacement's messages are the kept head (the summary message sits at this index)."""
     summary: str
     """The summary message's full text (prefix included)."""
     tokens_before: int
@@ -62,23 +63,6 @@ class CompactionResult:
     used_fallback: bool
     error: str | None
     n_replaced: int
-
-
-def static_marker(n: int) -> str:
-    return STATIC_MARKER.format(n=n)
-
-
-def summary_request(text: str) -> ModelRequest:
-    now = datetime.now(UTC)
-    return ModelRequest(parts=[UserPromptPart(text, timestamp=now)], timestamp=now)
-
-
-def ack_response() -> ModelResponse:
-    return ModelResponse(parts=[TextPart(ACK_TEXT)])
-
-
-def _is_ack(msg: ModelMessage) -> bool:
-    return isinstance(msg, ModelResponse) and len(msg.parts) == 1 and msg.parts[0] == TextPart(ACK_TEXT)
 
 
 def describe_error(exc: BaseException) -> str:
@@ -91,21 +75,11 @@ def covered_count(messages: Sequence[ModelMessage]) -> int:
     acknowledgement as none."""
     total = 0
     for msg in messages:
-        if _is_ack(msg):
+        if is_ack(msg):
             continue
-        n = None
-        if is_summary_message(msg):
-            for part in msg.parts:
-                if isinstance(part, UserPromptPart) and isinstance(part.content, str):
-                    n = summary_count(part.content)
-                    if n is not None:
-                        break
+        n = covers(msg)
         total += n if n is not None else 1
     return total
-
-
-def _with_latest(text: str, latest: str | None) -> str:
-    return f"{text}\n\n{LATEST_REQUEST_HEADING}\n{latest}" if latest else text
 
 
 def _latest_prompt(messages: Sequence[ModelMessage], start: int, end: int) -> str | None:
@@ -155,13 +129,15 @@ def plan_middle(
     tail_start = _choose_tail_start(messages, head_end, min_tail, max_tail_tokens)
     if tail_start <= head_end:
         return None
-    if all(is_summary_message(msg) or _is_ack(msg) for msg in messages[head_end:tail_start]):
+    if all(is_summary(msg) or is_ack(msg) for msg in messages[head_end:tail_start]):
         return None  # only an earlier summary: summarising it again gains nothing
     return head_end, tail_start
 
 
-def _replacement(messages: Sequence[ModelMessage], head_end: int, tail_start: int, text: str) -> list[ModelMessage]:
-    replacement: list[ModelMessage] = [*messages[:head_end], summary_request(text)]
+def _replacement(
+    messages: Sequence[ModelMessage], head_end: int, tail_start: int, summary: ModelRequest
+) -> list[ModelMessage]:
+    replacement: list[ModelMessage] = [*messages[:head_end], summary]
     if tail_start < len(messages) and isinstance(messages[tail_start], ModelRequest):
         # Two requests in a row would be merged by pydantic-ai at the next run start, shifting indices.
         replacement.append(ack_response())
@@ -196,20 +172,20 @@ async def compact_middle(
     def added_tokens(replacement: list[ModelMessage]) -> int:
         return estimate_messages_tokens(replacement[head_end:])
 
-    static_text = _with_latest(static_marker(n), latest)
-    static_replacement = _replacement(messages, head_end, tail_start, static_text)
+    static = summary_request(n, None, latest)
+    static_replacement = _replacement(messages, head_end, tail_start, static)
     if added_tokens(static_replacement) >= middle_tokens:
         return None
 
-    text, replacement, error = static_text, static_replacement, None
+    summary, replacement, error = static, static_replacement, None
     if model is not None:
         try:
             body = await summarize_messages(middle, model, focus=focus, max_input_tokens=max_input_tokens)
         except Exception as exc:  # any provider or network failure: keep the static marker
             error = describe_error(exc)
         else:
-            candidate_text = _with_latest(f"{SUMMARY_PREFIX.format(n=n)}\n{body}", latest)
-            candidate = _replacement(messages, head_end, tail_start, candidate_text)
+            candidate_summary = summary_request(n, body, latest)
+            candidate = _replacement(messages, head_end, tail_start, candidate_summary)
             new_tokens = added_tokens(candidate)
             if new_tokens >= INFLATION_RATIO * middle_tokens:
                 error = (
@@ -217,14 +193,15 @@ async def compact_middle(
                     f"{middle_tokens} tokens it replaces"
                 )
             else:
-                text, replacement = candidate_text, candidate
-    used_fallback = text is static_text
+                summary, replacement = candidate_summary, candidate
+    used_fallback = summary is static
     new_messages = [*replacement, *messages[tail_start:]]
     return CompactionResult(
         messages=new_messages,
         covered=tail_start,
         replacement=replacement,
-        summary=text,
+        head=head_end,
+        summary=summary_text_of(summary),
         tokens_before=estimate_messages_tokens(messages),
         tokens_after=estimate_messages_tokens(new_messages),
         used_fallback=used_fallback,
@@ -242,32 +219,40 @@ async def compact_all(
 ) -> CompactionResult:
     """Summarise the whole history (manual /compact) into a summary message and an acknowledgement.
 
-    The user's latest prompt is appended verbatim. Raises on any model failure, and CompactionError when
-    there is nothing to compact or the summary would not be smaller than the history.
+    The user's latest prompt is appended verbatim. Raises on any model failure, and NothingToCompact when
+    there is nothing new to compact or the summary would not be smaller than the history.
     """
     if not messages:
-        raise CompactionError("nothing to compact: the conversation is empty")
+        raise NothingToCompact("nothing to compact yet: the conversation is empty")
+    if all(is_summary(m) or is_ack(m) for m in messages):
+        raise NothingToCompact("nothing new to compact since the last summary")
     body = await summarize_messages(messages, model, focus=focus, max_input_tokens=max_input_tokens)
     latest = _latest_prompt(messages, 0, len(messages))
-    text = _with_latest(f"{SUMMARY_PREFIX.format(n=covered_count(messages))}\n{body}", latest)
-    replacement: list[ModelMessage] = [summary_request(text), ack_response()]
+    summary = summary_request(covered_count(messages), body, latest)
+    replacement: list[ModelMessage] = [summary, ack_response()]
     before = estimate_messages_tokens(messages)
     after = estimate_messages_tokens(replacement)
     if after >= before:
-        raise CompactionError(
-            f"the summary ({after} tokens) is not smaller than the conversation ({before} tokens); nothing changed"
+        raise NothingToCompact(
+            f"nothing worth compacting yet: the conversation (~{before} tokens) is shorter than a summary of it"
         )
     return CompactionResult(
         messages=list(replacement),
         covered=len(messages),
         replacement=replacement,
-        summary=text,
+        head=0,
+        summary=summary_text_of(summary),
         tokens_before=before,
         tokens_after=after,
         used_fallback=False,
         error=None,
         n_replaced=len(messages),
     )
+
+
+def summary_text_of(summary: ModelRequest) -> str:
+    """The text of a summary message (its one user-prompt part)."""
+    return "\n".join(part_text(part) for part in summary.parts)
 
 
 def drop_tool_outputs(messages: Sequence[ModelMessage]) -> list[ModelMessage]:

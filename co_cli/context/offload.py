@@ -12,9 +12,9 @@ from pathlib import Path
 
 from pydantic_ai.messages import ModelMessage, ModelRequest
 
-from co_cli.context.tokens import content_text
+from co_cli.context.memo import MISS, MessageMemo
 from co_cli.context.trim import is_plain_tool_return
-from co_cli.context.window import MISS, MessageMemo
+from co_cli.message_view import content_text
 
 HEAD_LINES = 20
 TAIL_LINES = 10

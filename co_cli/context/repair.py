@@ -24,7 +24,7 @@ from pydantic_ai.messages import (
     ToolReturnPart,
 )
 
-from co_cli.context.window import MISS, MessageMemo
+from co_cli.context.memo import MISS, MessageMemo
 
 INTERRUPTED_CONTENT = "interrupted: the tool call did not complete"
 

@@ -6,20 +6,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pydantic_ai.messages import (
-    BaseToolCallPart,
-    BaseToolReturnPart,
-    ModelMessage,
-    ModelRequest,
-    RetryPromptPart,
-    TextPart,
-    ThinkingPart,
-    UserPromptPart,
-)
+from pydantic_ai.messages import ModelMessage, ModelRequest
 
 from co_cli.context.offload import list_offloaded
 from co_cli.context.tokens import MESSAGE_OVERHEAD_TOKENS, estimate_history, estimate_part_tokens
-from co_cli.context.window import is_summary_text
+from co_cli.message_view import PartView, view_part
+from co_cli.synthetic import is_summary
 
 KINDS = ("instructions+tools", "user", "assistant", "tool returns", "summaries")
 LABEL_CHARS = 48
@@ -72,26 +64,30 @@ def _label(text: str) -> str:
     return flat if len(flat) <= LABEL_CHARS else flat[: LABEL_CHARS - 1] + "…"
 
 
-def _classify(part: object) -> tuple[str, str] | None:
+_KIND_OF_PART = {
+    "user": "user",
+    "tool-return": "tool returns",
+    "retry": "tool returns",
+    "text": "assistant",
+    "thinking": "assistant",
+    "tool-call": "assistant",
+}
+
+
+def _classify(view: PartView, in_summary: bool) -> tuple[str, str] | None:
     """(kind, label) of a part, or None when it does not count."""
-    if isinstance(part, UserPromptPart):
-        text = (
-            part.content
-            if isinstance(part.content, str)
-            else " ".join(item for item in part.content if isinstance(item, str))
-        )
-        if is_summary_text(text):
-            return "summaries", _label(text.split("\n", 1)[0])
-        return "user", _label(text)
-    if isinstance(part, BaseToolReturnPart):
-        return "tool returns", f"{part.tool_name} ({part.tool_call_id})"
-    if isinstance(part, RetryPromptPart):
-        return "tool returns", f"retry {part.tool_name or 'output'}"
-    if isinstance(part, BaseToolCallPart):
-        return "assistant", f"call {part.tool_name}"
-    if isinstance(part, TextPart | ThinkingPart):
-        return "assistant", _label(part.content)
-    return None
+    kind = _KIND_OF_PART.get(view.kind)
+    if kind is None:
+        return None
+    if in_summary and view.kind == "user":
+        return "summaries", _label(view.text.split("\n", 1)[0])
+    if view.kind == "tool-return":
+        return kind, f"{view.tool_name} ({view.tool_call_id})"
+    if view.kind == "retry":
+        return kind, f"retry {view.tool_name or 'output'}"
+    if view.kind == "tool-call":
+        return kind, f"call {view.tool_name}"
+    return kind, _label(view.text)
 
 
 def context_report(
@@ -113,8 +109,9 @@ def context_report(
     for msg in messages:
         default_kind = "user" if isinstance(msg, ModelRequest) else "assistant"
         breakdown[default_kind] += MESSAGE_OVERHEAD_TOKENS
+        in_summary = is_summary(msg)
         for part in msg.parts:
-            classified = _classify(part)
+            classified = _classify(view_part(part), in_summary)
             if classified is None:
                 continue
             kind, label = classified

@@ -11,20 +11,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pydantic_ai import Agent
-from pydantic_ai.messages import (
-    ModelMessage,
-    ModelRequest,
-    RetryPromptPart,
-    SystemPromptPart,
-    TextPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UserPromptPart,
-)
+from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models import Model
 
-from co_cli.context.tokens import content_text, estimate_text_tokens
-from co_cli.context.window import is_summary_text
+from co_cli.context.tokens import estimate_text_tokens
+from co_cli.message_view import views
+from co_cli.synthetic import is_ack, is_summary
 
 SUMMARIZER_INSTRUCTIONS = (
     "You summarise conversations between a user and an AI assistant so that the assistant can continue "
@@ -67,38 +59,28 @@ def _clip(text: str, limit: int) -> str:
     return f"{text[:head]}\n[… {len(text) - limit} chars omitted …]\n{text[-tail:]}"
 
 
-def _user_text(part: UserPromptPart) -> str:
-    if isinstance(part.content, str):
-        return part.content
-    return "\n".join(item if isinstance(item, str) else f"[{type(item).__name__}]" for item in part.content)
-
-
 def render_message(msg: ModelMessage) -> list[str]:
-    """Transcript lines for one message (thinking and provider-internal parts are left out)."""
+    """Transcript lines for one message. Thinking and provider-internal parts are left out, and so are co's
+    acknowledgements: they are not conversation, and a small summariser may copy one as its whole answer."""
+    if is_ack(msg):
+        return []
+    if is_summary(msg):
+        return [f"[Earlier summary]\n{view.text}" for view in views(msg) if view.kind == "user"]
     lines: list[str] = []
-    if isinstance(msg, ModelRequest):
-        for part in msg.parts:
-            if isinstance(part, UserPromptPart):
-                text = _user_text(part)
-                if is_summary_text(text):
-                    lines.append(f"[Earlier summary]\n{text}")
-                else:
-                    lines.append(f"User: {text}")
-            elif isinstance(part, ToolReturnPart):
-                note = "" if part.outcome == "success" else f", {part.outcome}"
-                body = _clip(content_text(part.content), TOOL_RESULT_CHARS)
-                lines.append(f"Tool result ({part.tool_name}{note}): {body}")
-            elif isinstance(part, RetryPromptPart):
-                lines.append(f"Retry ({part.tool_name or 'output'}): {_clip(content_text(part.content), 500)}")
-            elif isinstance(part, SystemPromptPart):
-                lines.append(f"System: {_clip(part.content, SYSTEM_CHARS)}")
-    else:
-        for part in msg.parts:
-            if isinstance(part, TextPart):
-                lines.append(f"Assistant: {part.content}")
-            elif isinstance(part, ToolCallPart):
-                args = part.args if isinstance(part.args, str) else content_text(part.args)
-                lines.append(f"Assistant called {part.tool_name}({_clip(args, TOOL_ARGS_CHARS)})")
+    for view in views(msg):
+        if view.kind == "user":
+            lines.append(f"User: {view.text}")
+        elif view.kind == "tool-return":
+            note = "" if view.outcome in (None, "success") else f", {view.outcome}"
+            lines.append(f"Tool result ({view.tool_name}{note}): {_clip(view.text, TOOL_RESULT_CHARS)}")
+        elif view.kind == "retry":
+            lines.append(f"Retry ({view.tool_name or 'output'}): {_clip(view.text, 500)}")
+        elif view.kind == "system":
+            lines.append(f"System: {_clip(view.text, SYSTEM_CHARS)}")
+        elif view.kind == "text":
+            lines.append(f"Assistant: {view.text}")
+        elif view.kind == "tool-call":
+            lines.append(f"Assistant called {view.tool_name}({_clip(view.text, TOOL_ARGS_CHARS)})")
     return lines
 
 

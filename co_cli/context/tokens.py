@@ -7,22 +7,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic_ai.messages import (
-    BaseToolCallPart,
-    BaseToolReturnPart,
-    ModelMessage,
-    ModelRequest,
-    ModelResponse,
-    RetryPromptPart,
-    SystemPromptPart,
-    TextPart,
-    ThinkingPart,
-    UserPromptPart,
-)
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse
 from pydantic_ai.tools import ToolDefinition
-from pydantic_core import to_json
 
-from co_cli.context.window import is_summary_message
+from co_cli.message_view import content_text, part_kind
+from co_cli.synthetic import is_summary
 
 MESSAGE_OVERHEAD_TOKENS = 4
 """Role markers and separators a provider adds around every message."""
@@ -61,18 +50,6 @@ def estimate_text_tokens(text: str) -> int:
     return (n - non_ascii + 3) // 4 + non_ascii
 
 
-def content_text(content: Any) -> str:
-    """A tool result or call argument as the text a provider would send (dicts and lists as JSON)."""
-    if isinstance(content, str):
-        return content
-    if content is None:
-        return ""
-    try:
-        return to_json(content, fallback=str, bytes_mode="base64").decode("utf-8", "replace")
-    except (TypeError, ValueError):
-        return str(content)
-
-
 def _user_content_tokens(content: str | Sequence[Any]) -> int:
     if isinstance(content, str):
         return estimate_text_tokens(content)
@@ -96,17 +73,18 @@ def _tool_content_tokens(content: Any) -> int:
 
 def estimate_part_tokens(part: Any) -> int:
     """Estimated tokens of one request or response part."""
-    if isinstance(part, UserPromptPart):
+    kind = part_kind(part)
+    if kind == "user":
         return _user_content_tokens(part.content)
-    if isinstance(part, BaseToolReturnPart):
+    if kind == "tool-return":
         return PART_OVERHEAD_TOKENS + estimate_text_tokens(part.tool_name) + _tool_content_tokens(part.content)
-    if isinstance(part, TextPart | ThinkingPart | SystemPromptPart):
+    if kind in ("text", "thinking", "system"):
         return estimate_text_tokens(part.content)
-    if isinstance(part, BaseToolCallPart):
+    if kind == "tool-call":
         args = part.args
         args_text = args if isinstance(args, str) else content_text(args)
         return PART_OVERHEAD_TOKENS + estimate_text_tokens(part.tool_name) + estimate_text_tokens(args_text)
-    if isinstance(part, RetryPromptPart):
+    if kind == "retry":
         return PART_OVERHEAD_TOKENS + estimate_text_tokens(content_text(part.content))
     content = getattr(part, "content", None)
     if isinstance(content, str):
@@ -162,7 +140,7 @@ def _anchor_index(messages: Sequence[ModelMessage]) -> int | None:
     """
     summary_index = -1
     for i in range(len(messages) - 1, -1, -1):
-        if is_summary_message(messages[i]):
+        if is_summary(messages[i]):
             summary_index = i
             break
     summary_time = _request_time(messages[summary_index]) if summary_index >= 0 else None

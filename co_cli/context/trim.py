@@ -8,8 +8,9 @@ from dataclasses import replace
 
 from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart
 
-from co_cli.context.tokens import content_text
-from co_cli.context.window import MISS, MessageMemo, current_turn_start
+from co_cli.context.boundaries import current_turn_start
+from co_cli.context.memo import MISS, MessageMemo
+from co_cli.message_view import content_text
 
 TRUNCATED_MARKER = "[…truncated, {n} chars total]"
 _TRUNCATED_RE = re.compile(r"\n?\[…truncated, (\d+) chars total\]")

@@ -8,26 +8,28 @@ import html
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, TextIO
+from collections.abc import Callable, Coroutine, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from rich.console import Console
 from rich.text import Text
 
 from co_cli.config import LoadedSettings
 from co_cli.errors import CoError
-from co_cli.models import ModelChoice, resolve_model
-from co_cli.provider_errors import describe_provider_error
+from co_cli.models import ModelChoice
 from co_cli.repl import commands
 from co_cli.repl.render import PlainView, TerminalView, print_error
 from co_cli.terminal_text import printable
 
 if TYPE_CHECKING:
     from pydantic_ai import CancellationToken
+    from pydantic_ai.messages import ModelMessage
 
-    from co_cli.repl.conversation import Conversation, TurnOutcome, TurnView
+    from co_cli.repl.approval_prompt import TerminalApprover
+    from co_cli.session import Conversation, TurnOutcome, TurnView
     from co_cli.store.sessions import SessionStore
-    from co_cli.tools.approval import ApprovalRequest
+
+T = TypeVar("T")
 
 
 class ChatApp:
@@ -47,6 +49,7 @@ class ChatApp:
         interactive: bool,
         console: Console | None = None,
         out: TextIO | None = None,
+        approver: TerminalApprover | None = None,
     ) -> None:
         self._conv: Conversation | None = None
         self._builder: Callable[[], Conversation] | None = None
@@ -65,7 +68,9 @@ class ChatApp:
         self.errors = 0
         self._token: CancellationToken | None = None
         self.view: TurnView = TerminalView(self.console) if interactive else PlainView(self.out)
-        self._prompt_session = None
+        if approver is not None:
+            approver.before_asking = self.view.pause if isinstance(self.view, TerminalView) else None
+            approver.cancel_turn = self.cancel_turn
 
     @property
     def conv(self) -> Conversation:
@@ -136,6 +141,10 @@ class ChatApp:
                 self.console.print(Text("Your prompt is kept: press Up to edit it, or /retry.", style="dim"))
         return outcome
 
+    def cancel_turn(self) -> None:
+        if self._token is not None:
+            self._token.cancel()
+
     @contextlib.contextmanager
     def _on_sigint(self, loop: asyncio.AbstractEventLoop, cancel: Callable[[], object]) -> Iterator[None]:
         """Ctrl-C while a turn (or a compaction) runs cancels that only, not co."""
@@ -149,120 +158,39 @@ class ChatApp:
             if installed:
                 loop.remove_signal_handler(signal.SIGINT)
 
-    async def ask_approval(self, request: ApprovalRequest) -> str:
-        """y = once, n = deny, a = allow this exact command for the rest of the session."""
-        from prompt_toolkit import PromptSession
-
-        from co_cli.tools.approval import describe_call
-
-        if isinstance(self.view, TerminalView):
-            self.view.pause()
-        self.console.print(Text(f"Approve {describe_call(request.tool_name, request.args)}?", style="bold yellow"))
-        if request.reason:
-            self.console.print(Text(f"  ({request.reason})", style="yellow"))
-        session: PromptSession[str] = PromptSession()
-        while True:
-            try:
-                answer = (await session.prompt_async("  [y]es once / [n]o / [a]lways this command: ")).strip().lower()
-            except EOFError:
-                return "n"
-            except KeyboardInterrupt:  # Ctrl-C at the question cancels the whole turn
-                if self._token is not None:
-                    self._token.cancel()
-                return "n"
-            if answer in ("y", "yes"):
-                return "y"
-            if answer in ("n", "no", ""):
-                return "n"
-            if answer in ("a", "always"):
-                return "a"
-
-    # ----- commands the registry calls ----------------------------------------------------------------
-    def switch_model(self, spec: str) -> None:
-        settings = self.loaded.settings.model_copy(update={"model": spec})
-        resolved = resolve_model(settings, "command line")
-        self.conv.switch_model(resolved)
-        self.info(f"Model: {resolved.label} ({resolved.choice.reason}); window {resolved.context_window:,}")
-
-    async def compact(self, focus: str) -> None:
-        before = len(self.conv.working)
-        if before == 0:
-            self.error("nothing to compact yet")
-            return
-        task = asyncio.ensure_future(self.conv.compact(focus))
-        try:
-            with (
-                self._on_sigint(asyncio.get_running_loop(), task.cancel),
-                self.console.status("Compacting…") if self.interactive else contextlib.nullcontext(),
-            ):
-                result = await task
-        except asyncio.CancelledError:
-            self.info("Compaction cancelled; history unchanged.")
-            return
-        except CoError as exc:
-            self.error(exc.message)
-            return
-        except Exception as exc:
-            self.error(f"compaction failed, history unchanged: {describe_provider_error(exc)}")
-            return
-        self.info(f"Compacted {result.n_replaced} messages: ~{result.tokens_before} -> ~{result.tokens_after} tokens")
-
-    def show_context(self) -> None:
-        from co_cli.repl.context_view import render_context
-
-        self.console.print(render_context(self.conv.report())) if self.interactive else print(
-            render_context(self.conv.report(), plain=True), file=self.out
-        )
-
-    def _need_store(self) -> bool:
-        if self.store is None:
-            self.error("sessions are not being saved (--no-save)")
-            return False
-        return True
-
-    def show_sessions(self, query: str) -> None:
-        from co_cli.sessions_view import search_table, sessions_table
-
-        if not self._need_store():
-            return
-        assert self.store is not None
-        if query:
-            hits = self.store.search(query, limit=20)
-            if not hits:
-                self.info(f"No sessions match {query!r}.")
-                return
-            self._print(search_table(hits))
-        else:
-            sessions = self.store.list(limit=30)
-            if not sessions:
-                self.info("No saved sessions yet.")
-                return
-            self._print(sessions_table(sessions))
-
-    def _print(self, renderable: object) -> None:
+    # ----- what commands use (see commands.CommandHost) ------------------------------------------------
+    def show(self, renderable: object) -> None:
+        """Print a table or other renderable (plain, without colour, when not in a terminal)."""
         if self.interactive:
             self.console.print(renderable)
+        elif isinstance(renderable, str):
+            print(renderable, file=self.out, flush=True)
         else:
             Console(file=self.out, width=120, no_color=True).print(renderable)
 
-    def resume(self, ident: str) -> None:
-        if not self._need_store():
-            return
-        assert self.store is not None
-        session = self.store.get(ident)
-        if session.id == self.conv.session_id:
-            self.info("That is the current session.")
-            return
-        self.conv.load(session)
-        if session.model and session.model != self.conv.resolved.label:
-            # Continue with the model the session was using, as `co chat --resume` does.
-            try:
-                self.conv.switch_model(
-                    resolve_model(self.loaded.settings.model_copy(update={"model": session.model}), "session")
-                )
-            except CoError as exc:
-                self.error(f"keeping {self.conv.resolved.label}: the session's model cannot be used ({exc.message})")
-        self.show_resumed()
+    async def confirm(self, question: str) -> bool:
+        """A yes/no question (no by default); in piped mode there is nobody to ask and the answer is yes."""
+        if not self.interactive:
+            return True
+        from prompt_toolkit import PromptSession
+
+        try:
+            answer = await PromptSession[str]().prompt_async(f"{question} [y/N] ")
+        except (KeyboardInterrupt, EOFError):
+            return False
+        return answer.strip().lower() in ("y", "yes")
+
+    async def cancellable(self, work: Coroutine[Any, Any, T], status: str) -> T | None:
+        """Run ``work`` with a spinner; Ctrl-C cancels it (None) and not co."""
+        task = asyncio.ensure_future(work)
+        try:
+            with (
+                self._on_sigint(asyncio.get_running_loop(), task.cancel),
+                self.console.status(status) if self.interactive else contextlib.nullcontext(),
+            ):
+                return await task
+        except asyncio.CancelledError:
+            return None
 
     def show_resumed(self, exchanges: int = 3) -> None:
         session = self.conv.session
@@ -274,61 +202,11 @@ class ChatApp:
             f"{info.compaction_count} compactions · model {info.model}"
         )
         for role, text in last_exchanges(self.conv.working, exchanges):
-            line = " ".join(printable(text).split())
-            line = line if len(line) <= 200 else line[:199] + "…"
+            lines = preview_lines(f"{role}: {printable(text)}")
             if self.interactive:
-                self.console.print(Text(f"{role}: {line}", style="dim"))
+                self.console.print(Text("\n".join(lines), style="dim"))
             else:
-                print(f"{role}: {line}", file=sys.stderr)
-
-    def fork(self) -> None:
-        if not self._need_store():
-            return
-        if self.conv.session is None:
-            self.error("nothing to fork yet: this conversation has no messages")
-            return
-        parent = self.conv.session.id
-        forked = self.conv.fork()
-        if forked:
-            self.info(f"Forked {parent[:8]} -> {forked.id}; you are now in the fork.")
-
-    def rename(self, title: str) -> None:
-        if not self._need_store():
-            return
-        if not title:
-            self.error("usage: /rename <title>")
-            return
-        if self.conv.session is None:
-            self.error("nothing to rename yet: this conversation has no messages")
-            return
-        assert self.store is not None
-        self.store.rename(self.conv.session.id, title)
-        self.conv.session = self.store.get(self.conv.session.id)
-        self.info(f"Renamed to: {self.conv.session.title}")
-
-    async def delete(self, ident: str) -> None:
-        if not self._need_store():
-            return
-        if not ident:
-            self.error("usage: /delete <id or prefix>")
-            return
-        assert self.store is not None
-        session = self.store.get(ident)
-        if self.interactive:
-            from prompt_toolkit import PromptSession
-
-            try:
-                answer = await PromptSession[str]().prompt_async(f"Delete {session.id} ({session.title})? [y/N] ")
-            except (KeyboardInterrupt, EOFError):
-                answer = ""
-            if answer.strip().lower() not in ("y", "yes"):
-                self.info("Not deleted.")
-                return
-        current = session.id == self.conv.session_id
-        if current:
-            self.conv.new()
-        self.store.delete(session.id, files_root=self.loaded.paths.tool_outputs)
-        self.info(f"Deleted {session.id}." + (" Started a new conversation." if current else ""))
+                print("\n".join(lines), file=sys.stderr)
 
     # ----- loops -------------------------------------------------------------------------------------
     async def handle(self, line: str) -> None:
@@ -410,28 +288,35 @@ class ChatApp:
         return 0 if outcome.status == "ok" else 1
 
 
-def last_exchanges(messages: list, count: int) -> list[tuple[str, str]]:
-    """The last few (role, text) pairs of user prompts and assistant answers."""
-    from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
+PREVIEW_LINES = 6
+PREVIEW_LINE_CHARS = 200
 
-    from co_cli.context.window import is_summary_message
+
+def last_exchanges(messages: Sequence[ModelMessage], count: int) -> list[tuple[str, str]]:
+    """The last few (role, text) pairs of user prompts and assistant answers; co's own summaries and
+    acknowledgements are neither."""
+    from co_cli.message_view import answer_text, user_text
+    from co_cli.synthetic import is_ack
 
     pairs: list[tuple[str, str]] = []
-    after_summary = False
     for message in messages:
-        if is_summary_message(message):  # a summary is not something the user typed
-            after_summary = True
+        if is_ack(message):
             continue
-        if after_summary and isinstance(message, ModelResponse):  # nor is its acknowledgement an answer
-            after_summary = False
+        typed = user_text(message)
+        if typed is not None:
+            pairs.append(("you", typed))
             continue
-        after_summary = False
-        if isinstance(message, ModelRequest):
-            for part in message.parts:
-                if isinstance(part, UserPromptPart) and isinstance(part.content, str):
-                    pairs.append(("you", part.content))
-        elif isinstance(message, ModelResponse):
-            text = "".join(p.content for p in message.parts if isinstance(p, TextPart))
-            if text.strip():
-                pairs.append(("co", text))
+        answer = answer_text(message)
+        if answer.strip():
+            pairs.append(("co", answer))
     return pairs[-2 * count :]
+
+
+def preview_lines(text: str) -> list[str]:
+    """A message for the resume preview: its line breaks kept (blank lines dropped), at most a few lines,
+    each cut to a readable width."""
+    lines = [line.rstrip() for line in text.splitlines() if line.strip()]
+    shown = [line if len(line) <= PREVIEW_LINE_CHARS else line[: PREVIEW_LINE_CHARS - 1] + "…" for line in lines]
+    if len(shown) > PREVIEW_LINES:
+        shown = [*shown[: PREVIEW_LINES - 1], shown[PREVIEW_LINES - 1] + " …"]
+    return shown or [text.strip()]

@@ -1,10 +1,14 @@
-"""Slash commands: one registry, so /help and tab completion come from the same table."""
+"""Slash commands: one registry, so /help and tab completion come from the same table.
+
+Each command's logic lives with its registration, over ``CommandHost``: the few things a command needs from
+the terminal side (the conversation, the store, output, a confirmation question, a cancellable task).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from rich.table import Table
 from rich.text import Text
@@ -12,10 +16,37 @@ from rich.text import Text
 from co_cli.errors import CoError
 
 if TYPE_CHECKING:
-    from co_cli.repl.app import ChatApp
+    from rich.console import Console
 
-Handler = Callable[["ChatApp", str], Awaitable[None]]
-Completer = Callable[["ChatApp"], list[str]]
+    from co_cli.config import LoadedSettings
+    from co_cli.session import Conversation, TurnOutcome
+    from co_cli.store.sessions import SessionStore
+
+T = TypeVar("T")
+
+
+class CommandHost(Protocol):
+    """What a slash command may use."""
+
+    conv: Conversation
+    store: SessionStore | None
+    loaded: LoadedSettings
+    console: Console
+    interactive: bool
+    running: bool
+
+    def info(self, message: str) -> None: ...
+    def note(self, message: str) -> None: ...
+    def error(self, message: str) -> None: ...
+    def show(self, renderable: object) -> None: ...
+    def show_resumed(self) -> None: ...
+    async def confirm(self, question: str) -> bool: ...
+    async def cancellable(self, work: Coroutine[Any, Any, T], status: str) -> T | None: ...
+    async def turn(self, prompt: str) -> TurnOutcome: ...
+
+
+Handler = Callable[["CommandHost", str], Awaitable[None]]
+Completer = Callable[["CommandHost"], list[str]]
 
 
 @dataclass(frozen=True)
@@ -25,17 +56,28 @@ class Command:
     help: str
     handler: Handler
     complete: Completer | None = None
+    aliases: tuple[str, ...] = ()
 
 
 REGISTRY: dict[str, Command] = {}
+"""Every name a command answers to (aliases included) -> the command."""
 
 
-def command(name: str, args: str, help: str, complete: Completer | None = None) -> Callable[[Handler], Handler]:
+def command(
+    name: str, args: str, help: str, complete: Completer | None = None, aliases: tuple[str, ...] = ()
+) -> Callable[[Handler], Handler]:
     def register(handler: Handler) -> Handler:
-        REGISTRY[name] = Command(name, args, help, handler, complete)
+        cmd = Command(name, args, help, handler, complete, aliases)
+        for key in (name, *aliases):
+            REGISTRY[key] = cmd
         return handler
 
     return register
+
+
+def commands() -> list[Command]:
+    """Each command once, in registration order."""
+    return list(dict.fromkeys(REGISTRY.values()))
 
 
 def parse(line: str) -> tuple[str, str]:
@@ -44,31 +86,38 @@ def parse(line: str) -> tuple[str, str]:
     return name.lower(), arg.strip()
 
 
-async def dispatch(app: ChatApp, line: str) -> None:
+async def dispatch(host: CommandHost, line: str) -> None:
     name, arg = parse(line)
     cmd = REGISTRY.get(name)
     if cmd is None:
-        app.error(f"unknown command /{name} (type /help for the list); nothing was sent to the model")
+        host.error(f"unknown command /{name} (type /help for the list); nothing was sent to the model")
         return
     try:
-        await cmd.handler(app, arg)
+        await cmd.handler(host, arg)
     except CoError as exc:
-        app.error(exc.message)
+        host.error(exc.message)
 
 
-def _session_ids(app: ChatApp) -> list[str]:
-    if app.store is None:
+def _session_ids(host: CommandHost) -> list[str]:
+    if host.store is None:
         return []
-    return [s.id for s in app.store.list(limit=30)]
+    return [s.id for s in host.store.list(limit=30)]
+
+
+def _store(host: CommandHost) -> SessionStore | None:
+    if host.store is None:
+        host.error("sessions are not being saved (--no-save)")
+    return host.store
 
 
 @command("help", "", "show the commands")
-async def _help(app: ChatApp, arg: str) -> None:
+async def _help(host: CommandHost, arg: str) -> None:
     table = Table(show_header=False, box=None, pad_edge=False)
-    for cmd in REGISTRY.values():
-        table.add_row(Text(f"/{cmd.name} {cmd.args}".rstrip(), style="bold cyan"), cmd.help)
-    app.console.print(table)
-    app.console.print(
+    for cmd in commands():
+        names = ", ".join(f"/{n}" for n in (cmd.name, *cmd.aliases))
+        table.add_row(Text(f"{names} {cmd.args}".rstrip(), style="bold cyan"), cmd.help)
+    host.console.print(table)
+    host.console.print(
         Text(
             "Enter sends · Esc-Enter or Alt-Enter adds a newline · Ctrl-C cancels a turn · Ctrl-D quits",
             style="dim",
@@ -76,79 +125,162 @@ async def _help(app: ChatApp, arg: str) -> None:
     )
 
 
-@command("quit", "", "leave co (Ctrl-D does the same)")
-async def _quit(app: ChatApp, arg: str) -> None:
-    app.running = False
-
-
-@command("exit", "", "leave co")
-async def _exit(app: ChatApp, arg: str) -> None:
-    app.running = False
+@command("quit", "", "leave co (Ctrl-D does the same)", aliases=("exit",))
+async def _quit(host: CommandHost, arg: str) -> None:
+    host.running = False
 
 
 @command("new", "", "start a new conversation (the current one stays saved)")
-async def _new(app: ChatApp, arg: str) -> None:
-    app.conv.new()
-    app.info("New conversation.")
+async def _new(host: CommandHost, arg: str) -> None:
+    host.conv.new()
+    host.info("New conversation.")
 
 
 @command("clear", "", "clear the screen and start a new conversation")
-async def _clear(app: ChatApp, arg: str) -> None:
-    app.console.clear()
-    app.conv.new()
-    app.info("New conversation.")
+async def _clear(host: CommandHost, arg: str) -> None:
+    host.console.clear()
+    await _new(host, arg)
 
 
 @command("model", "[name]", "show the model, or switch to another for this session")
-async def _model(app: ChatApp, arg: str) -> None:
+async def _model(host: CommandHost, arg: str) -> None:
+    from co_cli.models import resolve_model
+
     if not arg:
-        r = app.conv.resolved
-        app.info(f"Model: {r.label} ({r.choice.reason}); context window {r.context_window:,} ({r.window_source})")
+        r = host.conv.resolved
+        host.info(f"Model: {r.label} ({r.choice.reason}); context window {r.context_window:,} ({r.window_source})")
         return
-    app.switch_model(arg)
+    resolved = resolve_model(host.loaded.settings.model_copy(update={"model": arg}), "command line", host.loaded.paths)
+    host.conv.switch_model(resolved)
+    host.info(f"Model: {resolved.label} ({resolved.choice.reason}); window {resolved.context_window:,}")
 
 
 @command("retry", "", "send the last prompt again (after an error)")
-async def _retry(app: ChatApp, arg: str) -> None:
-    if not app.conv.last_prompt:
-        app.error("nothing to retry yet")
+async def _retry(host: CommandHost, arg: str) -> None:
+    if not host.conv.last_prompt:
+        host.error("nothing to retry yet")
         return
-    await app.turn(app.conv.last_prompt)
+    await host.turn(host.conv.last_prompt)
 
 
 @command("compact", "[focus]", "summarise the conversation now; optional focus steers the summary")
-async def _compact(app: ChatApp, arg: str) -> None:
-    await app.compact(arg)
+async def _compact(host: CommandHost, arg: str) -> None:
+    from co_cli.context.compact import NothingToCompact
+    from co_cli.provider_errors import describe_provider_error
+
+    try:
+        result = await host.cancellable(host.conv.compact(arg), "Compacting…")
+    except NothingToCompact as exc:
+        host.info(exc.message[:1].upper() + exc.message[1:] + ".")
+        return
+    except CoError:
+        raise
+    except Exception as exc:
+        host.error(f"compaction failed, history unchanged: {describe_provider_error(exc)}")
+        return
+    if result is None:
+        host.info("Compaction cancelled; history unchanged.")
+        return
+    host.info(f"Compacted {result.n_replaced} messages: ~{result.tokens_before} -> ~{result.tokens_after} tokens")
 
 
 @command("context", "", "how full the context window is, and with what")
-async def _context(app: ChatApp, arg: str) -> None:
-    app.show_context()
+async def _context(host: CommandHost, arg: str) -> None:
+    from co_cli.repl.context_view import render_context
+
+    host.show(render_context(host.conv.report(), plain=not host.interactive))
 
 
-@command("sessions", "[query]", "list saved sessions, or search them", complete=None)
-async def _sessions(app: ChatApp, arg: str) -> None:
-    app.show_sessions(arg)
+@command("sessions", "[query]", "list saved sessions, or search them")
+async def _sessions(host: CommandHost, arg: str) -> None:
+    from co_cli.sessions_view import search_table, sessions_table
+
+    store = _store(host)
+    if store is None:
+        return
+    if arg:
+        hits = store.search(arg, limit=20)
+        if not hits:
+            host.info(f"No sessions match {arg!r}.")
+            return
+        host.show(search_table(hits))
+        return
+    sessions = store.list(limit=30)
+    if not sessions:
+        host.info("No saved sessions yet.")
+        return
+    host.show(sessions_table(sessions))
 
 
 @command("resume", "<id>", "switch to a saved session", complete=_session_ids)
-async def _resume(app: ChatApp, arg: str) -> None:
+async def _resume(host: CommandHost, arg: str) -> None:
+    from co_cli.models import resolve_model
+
     if not arg:
-        app.error("usage: /resume <id or prefix> (see /sessions)")
+        host.error("usage: /resume <id or prefix> (see /sessions)")
         return
-    app.resume(arg)
+    store = _store(host)
+    if store is None:
+        return
+    session = store.get(arg)
+    conv = host.conv
+    if session.id == conv.session_id:
+        host.info("That is the current session.")
+        return
+    conv.load(session)
+    if session.model and session.model != conv.resolved.label:
+        # Continue with the model the session was using, as `co chat --resume` does.
+        try:
+            settings = host.loaded.settings.model_copy(update={"model": session.model})
+            conv.switch_model(resolve_model(settings, "session", host.loaded.paths))
+        except CoError as exc:
+            host.error(f"keeping {conv.resolved.label}: the session's model cannot be used ({exc.message})")
+    host.show_resumed()
 
 
 @command("fork", "", "continue in a copy of this session; the original stays as it is")
-async def _fork(app: ChatApp, arg: str) -> None:
-    app.fork()
+async def _fork(host: CommandHost, arg: str) -> None:
+    if _store(host) is None:
+        return
+    if host.conv.session is None:
+        host.error("nothing to fork yet: this conversation has no messages")
+        return
+    parent = host.conv.session.id
+    forked = host.conv.fork()
+    if forked:
+        host.info(f"Forked {parent[:8]} -> {forked.id}; you are now in the fork.")
 
 
 @command("rename", "<title>", "rename this session")
-async def _rename(app: ChatApp, arg: str) -> None:
-    app.rename(arg)
+async def _rename(host: CommandHost, arg: str) -> None:
+    store = _store(host)
+    if store is None:
+        return
+    if not arg:
+        host.error("usage: /rename <title>")
+        return
+    if host.conv.session is None:
+        host.error("nothing to rename yet: this conversation has no messages")
+        return
+    store.rename(host.conv.session.id, arg)
+    host.conv.session = store.get(host.conv.session.id)
+    host.info(f"Renamed to: {host.conv.session.title}")
 
 
 @command("delete", "<id>", "delete a saved session (asks to confirm)", complete=_session_ids)
-async def _delete(app: ChatApp, arg: str) -> None:
-    await app.delete(arg)
+async def _delete(host: CommandHost, arg: str) -> None:
+    store = _store(host)
+    if store is None:
+        return
+    if not arg:
+        host.error("usage: /delete <id or prefix>")
+        return
+    session = store.get(arg)
+    if not await host.confirm(f"Delete {session.id} ({session.title})?"):
+        host.info("Not deleted.")
+        return
+    current = session.id == host.conv.session_id
+    if current:
+        host.conv.new()
+    store.delete(session.id, files_root=host.loaded.paths.tool_outputs)
+    host.info(f"Deleted {session.id}." + (" Started a new conversation." if current else ""))

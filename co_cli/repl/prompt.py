@@ -33,9 +33,9 @@ class SlashCompleter(Completer):
             return
         name, sep, arg = text[1:].partition(" ")
         if not sep:
-            for cmd in REGISTRY.values():
-                if cmd.name.startswith(name.lower()):
-                    yield Completion("/" + cmd.name, start_position=-len(text), display_meta=cmd.help)
+            for key, cmd in REGISTRY.items():
+                if key.startswith(name.lower()):
+                    yield Completion("/" + key, start_position=-len(text), display_meta=cmd.help)
             return
         cmd = REGISTRY.get(name.lower())
         if cmd is None or cmd.complete is None:

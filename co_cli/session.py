@@ -1,17 +1,20 @@
-"""One conversation: the working context, its saved transcript and the runs of the agent over it.
+"""The turn core: one conversation's working context, its saved transcript and the agent runs over it.
 
-No terminal I/O here: the caller passes a ``TurnView`` that receives what happens during a turn.
+No terminal I/O here: the caller passes a ``TurnView`` that receives what happens during a turn, and an
+approval prompter that asks the user. The REPL, ``-p`` and piped mode all drive this same class.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic_ai import Agent, CancellationToken, capture_run_messages
 from pydantic_ai.capabilities import HandleDeferredToolCalls
 from pydantic_ai.exceptions import RunCancelled
 from pydantic_ai.messages import (
+    AgentStreamEvent,
     FunctionToolCallEvent,
     FunctionToolResultEvent,
     ModelMessage,
@@ -21,30 +24,35 @@ from pydantic_ai.messages import (
     PartStartEvent,
     TextPart,
     TextPartDelta,
-    ToolReturnPart,
     UserPromptPart,
 )
 from pydantic_ai.models import Model
 from pydantic_ai.run import AgentRunResultEvent
 
 from co_cli.agent import build_agent, instructions_text
-from co_cli.config import Settings
-from co_cli.context.compact import CompactionResult, compact_all, compact_middle, drop_tool_outputs
+from co_cli.config import Paths, Settings
+from co_cli.context.boundaries import is_user_turn_start
+from co_cli.context.compact import CompactionResult, NothingToCompact, compact_all, compact_middle, drop_tool_outputs
 from co_cli.context.governor import ContextGovernor, GovernorEvent
+from co_cli.context.policy import GovernorConfig
 from co_cli.context.repair import repair_orphans
 from co_cli.context.report import ContextReport, context_report
 from co_cli.context.tokens import TokenEstimate, estimate_history, estimate_overhead
-from co_cli.context.window import is_summary_message, is_user_turn_start
+from co_cli.context.working import WorkingContext
 from co_cli.deps import CoDeps
-from co_cli.errors import CoError
+from co_cli.message_view import kinds
 from co_cli.models import ResolvedModel
 from co_cli.provider_errors import describe_provider_error, is_context_overflow
+from co_cli.synthetic import CUT_OFF_NOTE, close_interrupted, interrupted_response, upgrade_legacy
 from co_cli.tools.approval import ApprovalPrompt, make_approval_handler
+from co_cli.vocabulary import CompactionTrigger, MessageStatus
 
 if TYPE_CHECKING:
-    from co_cli.store.sessions import CompactionRecord, SessionInfo, SessionStore
+    from co_cli.store.sessions import SessionInfo, SessionStore
 
-INTERRUPTED_NOTE = "[interrupted by the user]"
+TurnStatus = Literal["ok", "cancelled", "cut-off", "failed"]
+"""ok: answered; cancelled: the user stopped it; cut-off: the stream ended before the answer was complete;
+failed: the provider or the network failed (the prompt is kept for /retry)."""
 
 
 class TurnView(Protocol):
@@ -59,9 +67,20 @@ class TurnView(Protocol):
 
 @dataclass
 class TurnOutcome:
-    status: str  # "ok" | "cancelled" | "failed"
+    status: TurnStatus
     output: str = ""
     error: str | None = None
+
+
+@dataclass
+class _Run:
+    """How one agent run ended."""
+
+    result: Any = None
+    cancelled: RunCancelled | None = None
+    failure: Exception | None = None
+    partial: list[ModelMessage] = field(default_factory=list)
+    """Messages the run added before it failed (captured)."""
 
 
 @dataclass
@@ -71,9 +90,7 @@ class Conversation:
     store: SessionStore | None
     ask_approval: ApprovalPrompt | None = None
     approve_all: bool = False
-    working: list[ModelMessage] = field(default_factory=list)
-    # Transcript seq of each working message (None for summaries and other synthetic messages).
-    seqs: list[int | None] = field(default_factory=list)
+    context: WorkingContext = field(default_factory=WorkingContext)
     session: SessionInfo | None = None
     last_prompt: str | None = None
     _notices: list[str] = field(default_factory=list)
@@ -83,13 +100,17 @@ class Conversation:
     def __post_init__(self) -> None:
         self._build()
 
+    @property
+    def working(self) -> list[ModelMessage]:
+        """What the model is sent next (before trimming)."""
+        return self.context.messages
+
     # ----- model and agent -------------------------------------------------------------------------
     def _build(self) -> None:
         settings = self.deps.settings
-        self.summarizer = summarizer_model(settings)
+        self.summarizer = summarizer_model(settings, self.deps.paths)
         self.governor = ContextGovernor(
-            settings=settings,
-            context_window=self.resolved.context_window,
+            GovernorConfig.from_settings(settings, self.resolved.context_window),
             summarizer=self.summarizer,
             offload_dir=lambda: self.deps.tool_output_dir,
             overhead_tokens=self.overhead_tokens(),
@@ -112,7 +133,7 @@ class Conversation:
             self.store.set_model(self.session.id, resolved.label)
 
     @property
-    def summary_model(self) -> Any:
+    def summary_model(self) -> Model:
         return self.summarizer or self.resolved.model
 
     # ----- sessions --------------------------------------------------------------------------------
@@ -124,7 +145,7 @@ class Conversation:
         self.release()
         self.session = None
         self.deps.session_id = None
-        self.working, self.seqs = [], []
+        self.context = WorkingContext()
         self.deps.approved_commands.clear()
         self._build()
 
@@ -136,23 +157,28 @@ class Conversation:
         self.session = session
         self.deps.session_id = session.id
         self.deps.approved_commands.clear()  # "always" was said for the other session
-        latest = self.store.latest_compaction(session.id)
-        after = latest.upto_seq if latest else -1
-        stored = [m for m in self.store.transcript(session.id, after_seq=after) if m.status != "failed"]
-        working = list(latest.replacement) if latest else []
-        seqs: list[int | None] = [None] * len(working)
-        for m in stored:
-            # A turn cut off by a crash left its prompt unanswered: close it as interrupted.
-            if is_user_turn_start(m.message) and working and _open_turn(working[-1]):
-                working.append(ModelResponse(parts=[TextPart(INTERRUPTED_NOTE)]))
-                seqs.append(None)
-            working.append(m.message)
-            seqs.append(m.seq)
-        if working and _open_turn(working[-1]):
-            working.append(ModelResponse(parts=[TextPart(INTERRUPTED_NOTE)]))
-            seqs.append(None)
-        self.working, self.seqs = working, seqs
+        self.context = self._rebuild(session.id)
         self._build()
+
+    def _rebuild(self, session_id: str) -> WorkingContext:
+        assert self.store is not None
+        latest = self.store.latest_compaction(session_id)
+        after = latest.upto_seq if latest else -1
+        stored = [m for m in self.store.transcript(session_id, after_seq=after) if m.status != "failed"]
+        replacement = [upgrade_legacy(m) for m in latest.replacement] if latest else []
+        context = WorkingContext(replacement, [None] * len(replacement))
+        for m in stored:
+            # A turn cut off by a crash in an earlier session left its prompt unanswered: close it.
+            if is_user_turn_start(m.message) and context.messages and _open_turn(context.messages[-1]):
+                context.append(interrupted_response(), None)
+            context.append(m.message, m.seq)
+        last_seq = context.seqs[-1] if context.seqs else None
+        if context.messages and _open_turn(context.messages[-1]) and last_seq is not None:
+            # The latest turn was cut off by a crash: save its closing note, so every later reader agrees.
+            note = interrupted_response()
+            saved = self.store.finish_turn(session_id, last_seq, [note], status="cancelled")
+            context.append(note, saved[0] if saved else None)
+        return context
 
     def fork(self) -> SessionInfo | None:
         """Continue in a copy of the current session; the original stays as it is."""
@@ -180,10 +206,9 @@ class Conversation:
         self.last_prompt = prompt
         self._ensure_session(prompt)
         prompt_seq = self.store.begin_turn(self.session.id, prompt) if self.store and self.session else None
-        outcome = await self._run(prompt, view, token, prompt_seq, retry_on_overflow=True)
-        return outcome
+        return await self._turn(prompt, view, token, prompt_seq, retry_on_overflow=True)
 
-    async def _run(
+    async def _turn(
         self,
         prompt: str,
         view: TurnView,
@@ -192,60 +217,67 @@ class Conversation:
         *,
         retry_on_overflow: bool,
     ) -> TurnOutcome:
-        base = list(self.working)
+        base = list(self.context.messages)
         self._notices.clear()
         self._compactions.clear()
-        tool_names: dict[str, str] = {}
-        run_result: Any = None
-        failure: Exception | None = None
-        cancelled: RunCancelled | None = None
+        run = await self._run_agent(prompt, base, view, token)
+        self._flush_notices(view)
+        cut_off = run.result is not None and _cut_off(run.result.new_messages())
+        view.end(interrupted=run.cancelled is not None or cut_off)
+        if run.cancelled is not None:
+            new = close_cancelled(run.cancelled.new_messages(), prompt)
+            self._finish(base + new, new, prompt_seq, "cancelled", run.cancelled.usage)
+            return TurnOutcome("cancelled")
+        if run.result is not None and cut_off:
+            new = close_cut_off(run.result.new_messages())
+            self._finish(base + new, new, prompt_seq, "cancelled", run.result.usage)
+            view.notice("The connection closed before the answer was complete; what arrived is kept.")
+            return TurnOutcome("cut-off", output=run.result.output, error="the answer was cut off")
+        if run.result is not None:
+            result = run.result
+            self._finish(result.all_messages(), result.new_messages(), prompt_seq, "ok", result.usage)
+            return TurnOutcome("ok", output=result.output)
+        failure = run.failure or RuntimeError("the run ended without a result")
+        self.governor.discard()  # a compaction made during the failed run is not adopted
+        tools_ran = any("tool-return" in kinds(m) for m in run.partial)
+        # Retrying re-runs the turn: only when no tool has run yet (a command must not run twice).
+        if retry_on_overflow and is_context_overflow(failure) and not tools_ran:
+            view.notice("The provider says the context is too long: compacting harder and retrying once.")
+            if await self._compact_harder(view):
+                return await self._turn(prompt, view, token, prompt_seq, retry_on_overflow=False)
+        if self.store and self.session and prompt_seq is not None:
+            # Keep what the failed run did (tool calls that ran, their results) in the transcript; the
+            # working context stays as it was, so /retry sends the prompt again.
+            self.store.finish_turn(self.session.id, prompt_seq, repair_orphans(run.partial), status="failed")
+        return TurnOutcome("failed", error=describe_provider_error(failure))
+
+    async def _run_agent(self, prompt: str, base: list[ModelMessage], view: TurnView, token: CancellationToken) -> _Run:
+        run = _Run()
         with capture_run_messages() as captured:
             try:
                 async with self.agent.run_stream_events(
                     prompt, message_history=base, deps=self.deps, cancellation_token=token
                 ) as events:
-                    async for event in events:
-                        self._flush_notices(view)
-                        if isinstance(event, PartStartEvent) and isinstance(event.part, TextPart):
-                            if event.part.content:
-                                view.text(event.part.content)
-                        elif isinstance(event, PartDeltaEvent) and isinstance(event.delta, TextPartDelta):
-                            view.text(event.delta.content_delta)
-                        elif isinstance(event, FunctionToolCallEvent):
-                            tool_names[event.part.tool_call_id] = event.part.tool_name
-                            view.tool_call(event.part.tool_name, event.part.args)
-                        elif isinstance(event, FunctionToolResultEvent):
-                            part = event.part
-                            view.tool_result(part.tool_name or tool_names.get(part.tool_call_id, "?"), part.content)
-                        elif isinstance(event, AgentRunResultEvent):
-                            run_result = event.result
+                    run.result = await self._show_events(events, view)
             except RunCancelled as exc:
-                cancelled = exc
+                run.cancelled = exc
             except Exception as exc:  # provider failures: one clear line, nothing lost
-                failure = exc
-        self._flush_notices(view)
-        view.end(interrupted=cancelled is not None)
-        if cancelled is not None:
-            new = mark_interrupted(cancelled.new_messages(), prompt)
-            self._finish(base, base + new, new, prompt_seq, "cancelled", cancelled.usage)
-            return TurnOutcome("cancelled")
-        if failure is None and run_result is not None:
-            self._finish(base, run_result.all_messages(), run_result.new_messages(), prompt_seq, "ok", run_result.usage)
-            return TurnOutcome("ok", output=run_result.output)
-        failure = failure or RuntimeError("the run ended without a result")
-        self.governor.discard()  # a compaction made during the failed run is not adopted
-        partial = list(captured[len(base) :]) if len(captured) > len(base) else []
-        tools_ran = any(isinstance(part, ToolReturnPart) for m in partial for part in m.parts)
-        # Retrying re-runs the turn: only when no tool has run yet (a command must not run twice).
-        if retry_on_overflow and is_context_overflow(failure) and not tools_ran:
-            view.notice("The provider says the context is too long: compacting harder and retrying once.")
-            if await self._compact_harder(view):
-                return await self._run(prompt, view, token, prompt_seq, retry_on_overflow=False)
-        if self.store and self.session and prompt_seq is not None:
-            # Keep what the failed run did (tool calls that ran, their results) in the transcript; the
-            # working context stays as it was, so /retry sends the prompt again.
-            self.store.finish_turn(self.session.id, prompt_seq, repair_orphans(partial), status="failed")
-        return TurnOutcome("failed", error=describe_provider_error(failure))
+                run.failure = exc
+        if run.result is None:
+            run.partial = list(captured[len(base) :])
+        return run
+
+    async def _show_events(self, events: AsyncIterator[Any], view: TurnView) -> Any:
+        """Pass a run's events to the view; return the run's result."""
+        tool_names: dict[str, str] = {}
+        result = None
+        async for event in events:
+            self._flush_notices(view)
+            if isinstance(event, AgentRunResultEvent):
+                result = event.result
+            else:
+                _show_event(event, view, tool_names)
+        return result
 
     def _on_governor_event(self, event: GovernorEvent) -> None:
         if event.kind == "compaction" and event.result is not None:
@@ -265,52 +297,47 @@ class Conversation:
 
     def _finish(
         self,
-        base: list[ModelMessage],
         all_messages: list[ModelMessage],
         new: list[ModelMessage],
         prompt_seq: int | None,
-        status: str,
+        status: MessageStatus,
         usage: Any,
     ) -> None:
-        new_seqs: list[int | None] = [None] * len(new)
+        """Save the turn, then make the run's history (with any compaction it made) the working context."""
+        saved: list[int] = []
         if self.store and self.session and prompt_seq is not None:
-            in_tokens = getattr(usage, "input_tokens", 0) or 0
-            out_tokens = getattr(usage, "output_tokens", 0) or 0
             saved = self.store.finish_turn(
                 self.session.id,
                 prompt_seq,
                 new,
                 status=status,
-                input_tokens=in_tokens,
-                output_tokens=out_tokens,
+                input_tokens=getattr(usage, "input_tokens", 0) or 0,
+                output_tokens=getattr(usage, "output_tokens", 0) or 0,
                 cost_usd=turn_cost(new),
             )
-            new_seqs = list(saved) + [None] * (len(new) - len(saved))
-        all_seqs = self.seqs[: len(base)] + new_seqs
-        working, compaction = self.governor.adopt(all_messages)
-        if compaction is not None:
-            self.seqs = [None] * len(compaction.replacement) + all_seqs[compaction.covered :]
+        context = self.context.extended(all_messages, saved)
+        _, adopted = self.governor.adopt(all_messages)
+        if adopted is not None:
+            # Each compaction of the run is recorded; the last one (the cache) is what the context keeps.
             for result in self._compactions:
-                self._record(result, all_seqs, trigger="auto", focus="")
-        else:
-            self.seqs = all_seqs
+                self._record(result, context, trigger="auto", focus="")
+            context.apply(adopted)
         self._compactions.clear()
-        self.working = working
-        if len(self.seqs) != len(self.working):  # defensive: keep the two lists aligned
-            self.seqs = (self.seqs + [None] * len(self.working))[: len(self.working)]
+        self.context = context
 
-    def _record(self, result: CompactionResult, seqs: list[int | None], *, trigger: str, focus: str) -> None:
+    def _record(
+        self, result: CompactionResult, context: WorkingContext, *, trigger: CompactionTrigger, focus: str
+    ) -> None:
+        """Save a compaction of ``context`` (a second transaction after the turn's: a crash between the two
+        loses only the compaction, which the next request makes again)."""
         if not self.store or not self.session:
             return
         from co_cli.store.sessions import CompactionRecord
 
-        head = len(result.replacement) - 1
-        known = [s for s in seqs[: result.covered] if s is not None]
-        upto = known[-1] if known else -1
-        middle = [s for s in seqs[head : result.covered] if s is not None]
-        record: CompactionRecord = CompactionRecord(
-            from_seq=middle[0] if middle else upto,
-            upto_seq=upto,
+        span = context.span(result)
+        record = CompactionRecord(
+            from_seq=span.from_seq,
+            upto_seq=span.upto_seq,
             summary=result.summary,
             focus=focus,
             trigger=trigger,
@@ -321,8 +348,12 @@ class Conversation:
         )
         self.store.add_compaction(self.session.id, record)
 
+    def _apply(self, result: CompactionResult, *, trigger: CompactionTrigger, focus: str) -> None:
+        self._record(result, self.context, trigger=trigger, focus=focus)
+        self.context.apply(result)
+
     async def _compact_harder(self, view: TurnView) -> bool:
-        lean = drop_tool_outputs(self.working)
+        lean = drop_tool_outputs(self.context.messages)
         try:
             result = await compact_middle(
                 lean,
@@ -334,55 +365,50 @@ class Conversation:
             view.notice(f"Compaction failed: {describe_provider_error(exc)}")
             result = None
         if result is None:
-            if lean == self.working:
+            if lean == self.context.messages:
                 return False
             # Dropping the tool outputs is the compaction: record it, so a resumed session sends the same.
-            before = estimate_history(self.working).total
             result = CompactionResult(
                 messages=lean,
-                covered=len(self.working),
+                covered=len(lean),
                 replacement=lean,
+                head=0,
                 summary="[tool outputs dropped to fit the context window]",
-                tokens_before=before,
+                tokens_before=estimate_history(self.context.messages).total,
                 tokens_after=estimate_history(lean).total,
                 used_fallback=True,
                 error=None,
-                n_replaced=len(self.working),
+                n_replaced=len(lean),
             )
-        self._record(result, self.seqs, trigger="auto", focus="")
-        self.seqs = [None] * len(result.replacement) + self.seqs[result.covered :]
-        self.working = result.messages
+        self._apply(result, trigger="auto", focus="")
         return True
 
     # ----- context ---------------------------------------------------------------------------------
     async def compact(self, focus: str | None) -> CompactionResult:
-        """Summarise the whole working context now (``/compact``); the history is unchanged on failure."""
-        if not self.working:
-            raise CoError("nothing to compact yet")
-        if all(is_summary_message(m) or isinstance(m, ModelResponse) for m in self.working) and any(
-            is_summary_message(m) for m in self.working
-        ):
-            raise CoError("nothing new to compact since the last summary")
+        """Summarise the whole working context now (``/compact``); the history is unchanged on failure.
+
+        Raises ``NothingToCompact`` when there is nothing (new) worth summarising."""
+        if not self.context.messages:
+            raise NothingToCompact("nothing to compact yet")
         result = await compact_all(
-            self.working,
+            self.context.messages,
             self.summary_model,
             focus=focus or None,
             max_input_tokens=self.resolved.context_window // 2,
         )
-        self._record(result, self.seqs, trigger="manual", focus=focus or "")
-        self.seqs = [None] * len(result.replacement) + self.seqs[result.covered :]
-        self.working = result.messages
+        self._apply(result, trigger="manual", focus=focus or "")
         self.governor.reset_failures()
         return result
 
     def sendable(self) -> tuple[list[ModelMessage], TokenEstimate]:
         """What the next request would send (offloaded, trimmed, repaired) and its token estimate."""
-        _, _, sendable, estimate = self.governor.process(self.working)
-        return sendable, estimate
+        processed = self.governor.process(self.context.messages)
+        return processed.sendable, processed.estimate
 
     def percent_used(self) -> float:
         """Context use in percent (cached until the working context changes: the toolbar asks on every key)."""
-        key = (id(self.working), len(self.working), self.resolved.context_window)
+        messages = self.context.messages
+        key = (id(messages), len(messages), self.resolved.context_window)
         if self._percent_cache is None or self._percent_cache[0] != key:
             percent = 100.0 * self.sendable()[1].total / max(1, self.resolved.context_window)
             self._percent_cache = (key, percent)
@@ -400,13 +426,27 @@ class Conversation:
             window_source=self.resolved.window_source,
             threshold=self.deps.settings.compact_threshold,
             overhead_tokens=self.governor.overhead_tokens,
-            transcript_count=transcript or len(self.working),
+            transcript_count=transcript or len(self.context),
             compactions=compactions,
             offload_dir=self.deps.tool_output_dir,
         )
 
 
-def summarizer_model(settings: Settings) -> Model | None:
+def _show_event(event: AgentStreamEvent, view: TurnView, tool_names: dict[str, str]) -> None:
+    if isinstance(event, PartStartEvent) and isinstance(event.part, TextPart):
+        if event.part.content:
+            view.text(event.part.content)
+    elif isinstance(event, PartDeltaEvent) and isinstance(event.delta, TextPartDelta):
+        view.text(event.delta.content_delta)
+    elif isinstance(event, FunctionToolCallEvent):
+        tool_names[event.part.tool_call_id] = event.part.tool_name
+        view.tool_call(event.part.tool_name, event.part.args)
+    elif isinstance(event, FunctionToolResultEvent):
+        part = event.part
+        view.tool_result(getattr(part, "tool_name", None) or tool_names.get(part.tool_call_id, "?"), part.content)
+
+
+def summarizer_model(settings: Settings, paths: Paths | None = None) -> Model | None:
     """The model that writes summaries: ``summarization_model`` if set, else None (the chat model).
 
     A 'provider:model' string is used as such even when base_url is set; a bare name goes to that server.
@@ -419,7 +459,7 @@ def summarizer_model(settings: Settings) -> Model | None:
     if ":" in spec or spec in ("local", "test"):
         settings = settings.model_copy(update={"base_url": ""})
     settings = settings.model_copy(update={"model": spec})
-    return build_model(choose_model(settings, "summarization_model setting"), settings)
+    return build_model(choose_model(settings, "summarization_model setting"), settings, paths)
 
 
 def build_agent_tool_defs() -> list[Any]:
@@ -439,17 +479,36 @@ def _open_turn(message: ModelMessage) -> bool:
     return isinstance(message, ModelRequest)
 
 
-def mark_interrupted(new: list[ModelMessage], prompt: str) -> list[ModelMessage]:
+def _cut_off(new: list[ModelMessage]) -> bool:
+    """The run's last answer was streamed but never finished: the connection closed without a finish reason
+    (OpenAI-compatible servers end every complete answer with one)."""
+    last = new[-1] if new else None
+    return (
+        isinstance(last, ModelResponse)
+        and last.finish_reason is None
+        and last.provider_name is not None
+        and last.provider_name.startswith(("openai", "ollama"))
+    )
+
+
+def close_cancelled(new: list[ModelMessage], prompt: str) -> list[ModelMessage]:
     """Close a cancelled turn: the partial answer is kept and marked, so the history stays well-formed."""
     new = repair_orphans(list(new)) if new else []
     if not new:
         new = [ModelRequest(parts=[UserPromptPart(prompt)])]
     last = new[-1]
     if isinstance(last, ModelResponse):
-        new[-1] = replace(last, parts=[*last.parts, TextPart(f"\n\n{INTERRUPTED_NOTE}")])
+        new[-1] = close_interrupted(last)
     else:
-        new.append(ModelResponse(parts=[TextPart(INTERRUPTED_NOTE)]))
+        new.append(interrupted_response())
     return new
+
+
+def close_cut_off(new: list[ModelMessage]) -> list[ModelMessage]:
+    """Mark a run whose last answer was cut off by the connection: the text is kept, with a note."""
+    last = new[-1]
+    assert isinstance(last, ModelResponse)
+    return [*new[:-1], close_interrupted(last, CUT_OFF_NOTE)]
 
 
 def turn_cost(messages: list[ModelMessage]) -> float:

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, ToolCallPart
-
-from co_cli.context.compact import static_marker, summary_request
 from co_cli.context.window import (
     current_turn_start,
     find_head_end,
@@ -12,6 +9,9 @@ from co_cli.context.window import (
     is_summary_message,
     is_user_turn_start,
 )
+from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, ToolCallPart
+
+from co_cli.context.compact import static_marker, summary_request
 from tests.test_context_fixtures import calls, conversation, reply, returns, user
 
 

@@ -1,0 +1,119 @@
+"""When to compact: the thresholds, and how the summariser's failures are handled (cooldown, circuit breaker).
+
+Pure bookkeeping: no messages and no model calls here, so a change of policy is a change of this module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from co_cli.context.tokens import TokenEstimate
+
+if TYPE_CHECKING:
+    from co_cli.config import Settings
+
+FALLBACK_COOLDOWN_REQUESTS = 3
+"""After a static-marker fallback, this many requests compact without asking the summariser."""
+MAX_CONSECUTIVE_FAILURES = 3
+"""After this many fallbacks in a row the summariser is not called again until ``reset()``."""
+CHARS_PER_TOKEN = 4
+OFFLOAD_WINDOW_SHARE = 4
+"""An offloaded output's threshold is at most 1/4 of the window, so one output cannot fill it."""
+
+
+@dataclass(frozen=True)
+class GovernorConfig:
+    """The settings context governance needs, and the window it works in."""
+
+    context_window: int
+    compact_threshold: float = 0.8
+    max_history_messages: int = 40
+    tool_output_trim_chars: int = 2000
+    tool_output_offload_chars: int = 40000
+
+    @classmethod
+    def from_settings(cls, settings: Settings, context_window: int) -> GovernorConfig:
+        return cls(
+            context_window=context_window,
+            compact_threshold=settings.compact_threshold,
+            max_history_messages=settings.max_history_messages,
+            tool_output_trim_chars=settings.tool_output_trim_chars,
+            tool_output_offload_chars=settings.tool_output_offload_chars,
+        )
+
+    @property
+    def threshold_tokens(self) -> int:
+        return int(self.compact_threshold * self.context_window)
+
+    @property
+    def offload_threshold(self) -> int:
+        """Characters past which a tool output goes to a file: the setting, but never more than a quarter of
+        the window (about 4 characters a token)."""
+        setting = self.tool_output_offload_chars
+        if setting <= 0 or self.context_window <= 0:
+            return setting
+        return min(setting, self.context_window * CHARS_PER_TOKEN // OFFLOAD_WINDOW_SHARE)
+
+
+@dataclass
+class CompactionPolicy:
+    """Decides whether a request must be compacted and whether the summariser may be asked."""
+
+    config: GovernorConfig
+    cooldown: int = 0
+    failures: int = 0
+    summarizer_disabled: bool = False
+    stuck_notice_sent: bool = field(default=False)
+
+    def over_budget(self, estimate: TokenEstimate, message_count: int) -> bool:
+        """Past the token threshold, or past the message-count limit."""
+        if self.config.context_window > 0 and estimate.total > self.config.threshold_tokens:
+            return True
+        limit = self.config.max_history_messages
+        return limit > 0 and message_count > limit
+
+    def over_tokens(self, estimate: TokenEstimate) -> bool:
+        return self.config.context_window > 0 and estimate.total > self.config.threshold_tokens
+
+    def take_request(self) -> bool:
+        """Called once per model request: whether the summariser may be asked for this one."""
+        may_ask = not self.summarizer_disabled and self.cooldown == 0
+        if self.cooldown > 0:
+            self.cooldown -= 1
+        return may_ask
+
+    def record(self, used_fallback: bool, error: str | None) -> list[str]:
+        """Account for a compaction the summariser was asked for; returns the notices to show."""
+        if not used_fallback:
+            self.failures = 0
+            return []
+        self.failures += 1
+        self.cooldown = FALLBACK_COOLDOWN_REQUESTS
+        notices = [f"Summariser failed ({error}); kept a static marker instead."]
+        if self.failures >= MAX_CONSECUTIVE_FAILURES:
+            self.summarizer_disabled = True
+            notices.append(
+                f"Summariser failed {self.failures} times in a row; older messages will be trimmed with a "
+                "static marker until /compact succeeds."
+            )
+        return notices
+
+    def stuck(self, estimate: TokenEstimate) -> str | None:
+        """The one notice for a context over the token threshold that nothing more can shrink."""
+        if not self.over_tokens(estimate) or self.stuck_notice_sent:
+            return None
+        self.stuck_notice_sent = True
+        return (
+            f"Context is at ~{estimate.total} tokens (threshold {self.config.threshold_tokens}) and nothing "
+            "more can be summarised automatically; /compact or /new may help."
+        )
+
+    def compacted(self) -> None:
+        self.stuck_notice_sent = False
+
+    def reset(self) -> None:
+        """Let the summariser be called again (after a manual /compact)."""
+        self.failures = 0
+        self.cooldown = 0
+        self.summarizer_disabled = False

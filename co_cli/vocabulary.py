@@ -1,0 +1,13 @@
+"""Words co stores and compares, each defined once as a ``Literal`` type."""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+MessageStatus = Literal["ok", "failed", "cancelled"]
+"""A saved message's turn: answered, failed (kept out of the working context), or cut off (kept, marked)."""
+MESSAGE_STATUSES: tuple[str, ...] = get_args(MessageStatus)
+
+CompactionTrigger = Literal["auto", "manual"]
+"""What made a compaction: co before a request (auto, including after a context overflow), or /compact."""
+COMPACTION_TRIGGERS: tuple[str, ...] = get_args(CompactionTrigger)
