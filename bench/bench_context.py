@@ -45,6 +45,7 @@ from pydantic_ai.usage import RequestUsage  # noqa: E402
 
 from co_cli.config import Settings  # noqa: E402
 from co_cli.context.governor import ContextGovernor  # noqa: E402
+from co_cli.context.policy import GovernorConfig
 from co_cli.context.tokens import estimate_history  # noqa: E402
 
 SIZES = (100, 1_000, 10_000)
@@ -87,8 +88,7 @@ def make_governor(directory: Path, *, max_history_messages: int) -> ContextGover
         context_window=0,
     )
     return ContextGovernor(
-        settings=settings,
-        context_window=10**9,
+        GovernorConfig.from_settings(settings, 10**9),
         summarizer=_summarizer(),
         offload_dir=lambda: directory,
         overhead_tokens=2_000,

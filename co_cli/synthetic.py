@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from datetime import UTC, datetime
 from typing import Any, Literal, TypeGuard, TypeVar
 
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
@@ -92,7 +93,9 @@ def summary_request(n: int, body: str | None, latest: str | None = None) -> Mode
     info: dict[str, Any] = {"covers": n}
     if latest:
         info["latest_request"] = latest
-    return mark(ModelRequest(parts=[UserPromptPart(text)]), "summary" if body is not None else "marker", **info)
+    now = datetime.now(UTC)  # the token estimate tells later usage reports from earlier ones by this stamp
+    request = ModelRequest(parts=[UserPromptPart(text, timestamp=now)], timestamp=now)
+    return mark(request, "summary" if body is not None else "marker", **info)
 
 
 def ack_response() -> ModelResponse:

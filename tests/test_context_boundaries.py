@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-from co_cli.context.window import (
+from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, ToolCallPart
+
+from co_cli.context.boundaries import (
     current_turn_start,
     find_head_end,
     find_tail_start,
-    is_summary_message,
     is_user_turn_start,
+    latest_request,
 )
-from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, ToolCallPart
-
-from co_cli.context.compact import static_marker, summary_request
-from tests.test_context_fixtures import calls, conversation, reply, returns, user
+from co_cli.context.report import context_report
+from co_cli.context.summarize import render_transcript
+from co_cli.message_view import user_text
+from co_cli.synthetic import is_summary, summary_request
+from tests.test_context_fixtures import calls, conversation, reply, returns, static_marker, summary_message, user
 
 
 def test_head_is_first_exchange() -> None:
@@ -63,14 +66,37 @@ def test_tail_is_zero_when_history_is_too_short() -> None:
 
 
 def test_summary_messages_are_recognised() -> None:
-    assert is_summary_message(summary_request("[Summary of 12 earlier messages]\nblah"))
-    assert is_summary_message(summary_request(static_marker(3)))
-    assert not is_summary_message(user("[Summary of my day]"))
-    assert not is_summary_message(reply("[Summary of 12 earlier messages]"))
+    assert is_summary(summary_message("[Summary of 12 earlier messages]\nblah"))
+    assert is_summary(summary_message(static_marker(3)))
+    assert is_summary(summary_request(3, "body")) and is_summary(summary_request(3, None))
+    assert not is_summary(user("[Summary of my day]"))
+    assert not is_summary(reply("[Summary of 12 earlier messages]"))
+
+
+def test_a_prompt_worded_like_a_summary_is_the_users() -> None:
+    """co recognises its summaries by their metadata mark, never by their wording."""
+    typed = user("[Summary of 3 earlier messages] hello")
+    history = [user("first"), reply("ok"), typed]
+    assert not is_summary(typed)
+    assert user_text(typed) == "[Summary of 3 earlier messages] hello"
+    assert is_user_turn_start(typed)
+    assert latest_request(history) == (2, "[Summary of 3 earlier messages] hello")
+    report = context_report(
+        history,
+        context_window=1000,
+        window_source="test",
+        threshold=0.8,
+        overhead_tokens=0,
+        transcript_count=3,
+        compactions=0,
+        offload_dir=None,
+    )
+    assert report.breakdown["summaries"] == 0 and report.breakdown["user"] > 0
+    assert render_transcript([typed]) == ["User: [Summary of 3 earlier messages] hello"]
 
 
 def test_summary_is_not_a_user_turn_start() -> None:
-    summary = summary_request(static_marker(3))
+    summary = summary_message(static_marker(3))
     assert not is_user_turn_start(summary)
     history = [user("a"), reply("b"), summary, reply("ack")]
     # A summary after the latest prompt carries that prompt, so the current turn starts there.

@@ -5,26 +5,27 @@ from __future__ import annotations
 import copy
 
 import pytest
-from co_cli.context.window import is_summary_message
 from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, ToolReturnPart, UserPromptPart
 
 from co_cli.context.compact import (
-    ACK_TEXT,
-    CompactionError,
+    NothingToCompact,
     compact_all,
     compact_middle,
     drop_tool_outputs,
-    static_marker,
-    summary_request,
 )
 from co_cli.context.repair import tool_pairs_valid
+from co_cli.errors import CoError
+from co_cli.synthetic import ACK_TEXT, is_summary
 from tests.test_context_fixtures import (
+    ack,
     calls,
     conversation,
     failing_model,
     recording_model,
     reply,
     returns,
+    static_marker,
+    summary_message,
     texts_of,
     user,
 )
@@ -53,7 +54,7 @@ async def test_middle_becomes_one_summary_message() -> None:
     assert result.messages == [*result.replacement, *history[result.covered :]]
     head, summary, ack = result.replacement[:4], result.replacement[4], result.replacement[5]
     assert head == history[:4]
-    assert isinstance(summary, ModelRequest) and is_summary_message(summary)
+    assert isinstance(summary, ModelRequest) and is_summary(summary)
     assert _summary_text(summary) == "[Summary of 32 earlier messages]\nGoal: answer questions."
     assert isinstance(ack, ModelResponse) and ack.parts[0] == TextPart(ACK_TEXT)
     assert result.n_replaced == 32
@@ -87,14 +88,14 @@ async def test_inflated_summary_is_rejected() -> None:
 
 
 async def test_previous_summary_is_merged() -> None:
-    earlier = summary_request("[Summary of 50 earlier messages]\nWe chose SQLite for storage.")
-    history = [*conversation(1)[:4], earlier, reply(ACK_TEXT), *conversation(10)[4:]]
+    earlier = summary_message("[Summary of 50 earlier messages]\nWe chose SQLite for storage.")
+    history = [*conversation(1)[:4], earlier, ack(), *conversation(10)[4:]]
     model, prompts = recording_model()
     result = await compact_middle(history, model, max_history_messages=10)
     assert result is not None
     assert "We chose SQLite for storage." in prompts[0]
     assert _summary_text(result.replacement[4]).startswith("[Summary of 82 earlier messages]")
-    assert sum(is_summary_message(m) for m in result.messages) == 1
+    assert sum(is_summary(m) for m in result.messages) == 1
 
 
 async def test_nothing_to_compact_returns_none() -> None:
@@ -158,11 +159,15 @@ async def test_compact_all_raises_on_failure() -> None:
 
 
 async def test_compact_all_refuses_to_grow_the_history() -> None:
+    """A conversation too short to compact is not an error: one plain line says so."""
     model, _ = recording_model("a much longer summary than the conversation itself " * 20)
-    with pytest.raises(CompactionError, match="not smaller"):
+    with pytest.raises(NothingToCompact, match="^nothing worth compacting yet") as raised:
         await compact_all([user("hi"), reply("hello")], model)
-    with pytest.raises(CompactionError, match="empty"):
+    assert isinstance(raised.value, CoError) and "\n" not in raised.value.message
+    with pytest.raises(NothingToCompact, match="empty"):
         await compact_all([], model)
+    with pytest.raises(NothingToCompact, match="nothing new"):
+        await compact_all([summary_message("[Summary of 4 earlier messages]\nx"), ack()], model)
 
 
 def test_drop_tool_outputs_outside_current_turn() -> None:

@@ -18,6 +18,8 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
+from co_cli.synthetic import STATIC_MARKER, ack_response, upgrade_legacy
+
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
@@ -28,6 +30,22 @@ def at(seconds: float) -> datetime:
 def user(text: str, *, ts: datetime | None = None) -> ModelRequest:
     stamp = ts or T0
     return ModelRequest(parts=[UserPromptPart(text, timestamp=stamp)], timestamp=stamp)
+
+
+def summary_message(text: str) -> ModelRequest:
+    """A co summary (or static marker) with this text, marked as co's own (as compaction makes them)."""
+    now = datetime.now(UTC)
+    message = upgrade_legacy(ModelRequest(parts=[UserPromptPart(text, timestamp=now)], timestamp=now))
+    assert isinstance(message, ModelRequest) and message.metadata, f"not a summary text: {text[:40]!r}"
+    return message
+
+
+def static_marker(n: int) -> str:
+    return STATIC_MARKER.format(n=n)
+
+
+def ack() -> ModelResponse:
+    return ack_response()
 
 
 def reply(text: str, *, input_tokens: int = 0, output_tokens: int = 0, ts: datetime | None = None) -> ModelResponse:

@@ -10,7 +10,6 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from co_cli.context.window import is_summary_message
 from pydantic_ai import Agent, AgentRunResultEvent
 from pydantic_ai.messages import (
     ModelMessage,
@@ -25,8 +24,10 @@ from pydantic_ai.models import ModelRequestContext, ModelRequestParameters
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from co_cli.config import Settings
-from co_cli.context.governor import FALLBACK_COOLDOWN_REQUESTS, ContextGovernor, GovernorEvent
+from co_cli.context.governor import ContextGovernor, GovernorEvent
+from co_cli.context.policy import FALLBACK_COOLDOWN_REQUESTS, GovernorConfig
 from co_cli.context.repair import tool_pairs_valid
+from co_cli.synthetic import is_summary
 from tests.test_context_fixtures import (
     calls,
     conversation,
@@ -108,8 +109,7 @@ async def test_agent_receives_compacted_history_while_run_keeps_everything(
     summarizer, prompts = recording_model("Summary: the user asked questions about files.")
     events: list[GovernorEvent] = []
     governor = ContextGovernor(
-        settings=make_settings(max_history_messages=12, tool_output_trim_chars=100),
-        context_window=1_000_000,
+        GovernorConfig.from_settings(make_settings(max_history_messages=12, tool_output_trim_chars=100), 1_000_000),
         summarizer=summarizer,
         on_event=events.append,
     )
@@ -133,10 +133,10 @@ async def test_agent_receives_compacted_history_while_run_keeps_everything(
     for turn in range(8):
         assert f"question {turn}" in texts_of(history)
     assert all(isinstance(p, ToolReturnPart) and "data data" in str(p.content) for p in history[2].parts)
-    assert not any(is_summary_message(m) for m in history)
+    assert not any(is_summary(m) for m in history)
 
     last_sent = received[-1]
-    assert any(is_summary_message(m) for m in last_sent)
+    assert any(is_summary(m) for m in last_sent)
     assert len(last_sent) < len(history)
     assert "question 7" in texts_of(last_sent)
     assert tool_pairs_valid(last_sent)
@@ -149,11 +149,13 @@ async def test_agent_receives_compacted_history_while_run_keeps_everything(
 
 async def test_cache_is_reused_within_a_run_and_across_runs(make_settings: Callable[..., Settings]) -> None:
     summarizer, prompts = recording_model("S.")
-    governor = ContextGovernor(settings=make_settings(max_history_messages=10), context_window=0, summarizer=summarizer)
+    governor = ContextGovernor(
+        GovernorConfig.from_settings(make_settings(max_history_messages=10), 0), summarizer=summarizer
+    )
     base = conversation(10)
     first = await _send(governor, base)
     assert len(prompts) == 1
-    assert is_summary_message(first[4])
+    assert is_summary(first[4])
     grown = [*base, calls(("read_file", {}, "x1")), returns(("read_file", "ok", "x1"))]
     second = await _send(governor, grown)
     assert len(prompts) == 1
@@ -163,7 +165,7 @@ async def test_cache_is_reused_within_a_run_and_across_runs(make_settings: Calla
     third = await _send(governor, [*grown, reply("done"), user("again")], run_id="run-2")
     assert len(prompts) == 2
     assert "[Earlier summary]" in prompts[1] and "question 1" not in prompts[1]
-    assert sum(is_summary_message(m) for m in third) == 1
+    assert sum(is_summary(m) for m in third) == 1
     # A different history in a new run drops the cache instead of applying it wrongly.
     fresh = conversation(2)
     assert await _send(governor, fresh, run_id="run-3") == fresh
@@ -171,7 +173,9 @@ async def test_cache_is_reused_within_a_run_and_across_runs(make_settings: Calla
 
 async def test_adopt_returns_working_context_and_clears_cache(make_settings: Callable[..., Settings]) -> None:
     summarizer, _ = recording_model("S.")
-    governor = ContextGovernor(settings=make_settings(max_history_messages=10), context_window=0, summarizer=summarizer)
+    governor = ContextGovernor(
+        GovernorConfig.from_settings(make_settings(max_history_messages=10), 0), summarizer=summarizer
+    )
     base = conversation(10)
     await _send(governor, base)
     final = [*base, reply("answer")]
@@ -183,14 +187,15 @@ async def test_adopt_returns_working_context_and_clears_cache(make_settings: Cal
     assert governor.adopt(final) == (final, None)
     # The adopted context passed back in a new run is not compacted twice.
     again = await _send(governor, [*working, user("next")], run_id="run-2")
-    assert sum(is_summary_message(m) for m in again) == 1
+    assert sum(is_summary(m) for m in again) == 1
 
 
 async def test_input_messages_are_never_mutated(make_settings: Callable[..., Settings], tmp_path: Path) -> None:
     summarizer, _ = recording_model("S.")
     governor = ContextGovernor(
-        settings=make_settings(max_history_messages=10, tool_output_trim_chars=50, tool_output_offload_chars=5000),
-        context_window=0,
+        GovernorConfig.from_settings(
+            make_settings(max_history_messages=10, tool_output_trim_chars=50, tool_output_offload_chars=5000), 0
+        ),
         summarizer=summarizer,
         offload_dir=lambda: tmp_path / "out",
     )
@@ -204,8 +209,7 @@ async def test_input_messages_are_never_mutated(make_settings: Callable[..., Set
 
 async def test_large_current_output_is_offloaded(make_settings: Callable[..., Settings], tmp_path: Path) -> None:
     governor = ContextGovernor(
-        settings=make_settings(tool_output_offload_chars=2000, max_history_messages=0),
-        context_window=0,
+        GovernorConfig.from_settings(make_settings(tool_output_offload_chars=2000, max_history_messages=0), 0),
         offload_dir=lambda: tmp_path / "out",
     )
     big = "\n".join(f"row {i}" for i in range(3000))
@@ -221,18 +225,18 @@ async def test_large_current_output_is_offloaded(make_settings: Callable[..., Se
 async def test_token_threshold_triggers_compaction(make_settings: Callable[..., Settings]) -> None:
     summarizer, prompts = recording_model("S.")
     settings = make_settings(max_history_messages=0, compact_threshold=0.5, tool_output_trim_chars=0)
-    governor = ContextGovernor(settings=settings, context_window=8000, summarizer=summarizer, overhead_tokens=200)
+    governor = ContextGovernor(GovernorConfig.from_settings(settings, 8000), summarizer=summarizer, overhead_tokens=200)
     base = conversation(12, "w" * 1200)
     sent = await _send(governor, base)
     estimate = governor.last_sent_estimate
     assert prompts and estimate is not None
     assert estimate.total <= governor.threshold_tokens
-    assert any(is_summary_message(m) for m in sent)
+    assert any(is_summary(m) for m in sent)
 
 
 async def test_under_budget_nothing_is_compacted(make_settings: Callable[..., Settings]) -> None:
     summarizer, prompts = recording_model("S.")
-    governor = ContextGovernor(settings=make_settings(), context_window=1_000_000, summarizer=summarizer)
+    governor = ContextGovernor(GovernorConfig.from_settings(make_settings(), 1_000_000), summarizer=summarizer)
     base = conversation(3)
     sent = await _send(governor, base)
     assert sent == base and prompts == []
@@ -242,8 +246,7 @@ async def test_failures_cool_down_then_disable_until_reset(make_settings: Callab
     model = CountingModel(fail=True)
     events: list[GovernorEvent] = []
     governor = ContextGovernor(
-        settings=make_settings(max_history_messages=10),
-        context_window=0,
+        GovernorConfig.from_settings(make_settings(max_history_messages=10), 0),
         summarizer=model.model,
         on_event=events.append,
     )
@@ -283,7 +286,7 @@ async def test_failures_cool_down_then_disable_until_reset(make_settings: Callab
 
 
 async def test_latest_user_prompt_always_sent(make_settings: Callable[..., Settings]) -> None:
-    governor = ContextGovernor(settings=make_settings(max_history_messages=6), context_window=0)
+    governor = ContextGovernor(GovernorConfig.from_settings(make_settings(max_history_messages=6), 0))
     history = [user("hello"), reply("hi"), user("Please migrate the schema to v2.")]
     for i in range(20):
         history += [calls(("step", {"i": i}, f"c{i}")), returns(("step", "ok", f"c{i}"))]
@@ -296,7 +299,9 @@ async def test_latest_user_prompt_always_sent(make_settings: Callable[..., Setti
 
 async def test_streamed_run_is_governed_too(make_settings: Callable[..., Settings]) -> None:
     summarizer, prompts = recording_model("S.")
-    governor = ContextGovernor(settings=make_settings(max_history_messages=10), context_window=0, summarizer=summarizer)
+    governor = ContextGovernor(
+        GovernorConfig.from_settings(make_settings(max_history_messages=10), 0), summarizer=summarizer
+    )
     received: list[list[ModelMessage]] = []
 
     async def stream(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str]:
@@ -314,6 +319,6 @@ async def test_streamed_run_is_governed_too(make_settings: Callable[..., Setting
     assert final is not None and final.output == "streamed answer"
     assert len(final.all_messages()) == len(history) + 2
     assert len(prompts) == 1
-    assert any(is_summary_message(m) for m in received[0]) and len(received[0]) < len(history)
+    assert any(is_summary(m) for m in received[0]) and len(received[0]) < len(history)
     working, result = governor.adopt(final.all_messages())
     assert result is not None and working[-1] == final.all_messages()[-1]

@@ -15,7 +15,6 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from co_cli.context.window import latest_user_prompt_index, user_prompt_text
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart
@@ -23,11 +22,13 @@ from pydantic_ai.models import ModelRequestContext, ModelRequestParameters
 from pydantic_ai.models.function import FunctionModel
 
 from co_cli.config import Settings
-from co_cli.context.compact import ACK_TEXT, static_marker, summary_request
+from co_cli.context.boundaries import latest_user_prompt_index
 from co_cli.context.governor import ContextGovernor
+from co_cli.context.policy import GovernorConfig
 from co_cli.context.repair import repair_orphans, tool_pairs_valid
 from co_cli.context.tokens import estimate_messages_tokens
-from tests.test_context_fixtures import calls, reply, returns, texts_of, user
+from co_cli.message_view import user_text
+from tests.test_context_fixtures import ack, calls, reply, returns, static_marker, summary_message, texts_of, user
 
 OUTPUT_SIZES = (5, 120, 900, 6000)
 
@@ -39,7 +40,7 @@ def histories(draw: st.DrawFn) -> list[ModelMessage]:
     for turn in range(draw(st.integers(1, 14))):
         if turn and draw(st.integers(0, 5)) == 0:
             text = draw(st.sampled_from([static_marker(7), "[Summary of 9 earlier messages]\nWe use SQLite."]))
-            messages += [summary_request(text), reply(ACK_TEXT)]
+            messages += [summary_message(text), ack()]
         words = draw(st.text(alphabet="abcdefgh ", min_size=1, max_size=30))
         messages.append(user(f"prompt {turn}: {words}"))
         interrupted = False
@@ -89,8 +90,7 @@ def _governor(knob: dict[str, Any], directory: Path) -> ContextGovernor:
         compact_threshold=0.5,
     )
     return ContextGovernor(
-        settings=config,
-        context_window=knob["context_window"],
+        GovernorConfig.from_settings(config, knob["context_window"]),
         summarizer=_summarizer(knob["summary"]),
         offload_dir=lambda: directory,
     )
@@ -140,7 +140,7 @@ def _check(history: list[ModelMessage], sent: list[ModelMessage]) -> None:
     assert tool_pairs_valid(sent)
     latest_index = latest_user_prompt_index(history)
     if latest_index is not None:
-        latest = user_prompt_text(history[latest_index])
+        latest = user_text(history[latest_index])
         assert latest is not None and latest in texts_of(sent)
     repaired = repair_orphans(history)
     assert estimate_messages_tokens(sent) <= estimate_messages_tokens(repaired)

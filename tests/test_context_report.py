@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from co_cli.context.compact import summary_request
 from co_cli.context.offload import offload_large_outputs
 from co_cli.context.report import context_report
-from tests.test_context_fixtures import at, calls, reply, returns, user
+from tests.test_context_fixtures import at, calls, reply, returns, summary_message, user
 
 
 def _history() -> list:
     return [
-        summary_request("[Summary of 20 earlier messages]\n" + "s" * 800),
+        summary_message("[Summary of 20 earlier messages]\n" + "s" * 800),
         reply("Understood."),
         user("Please read the config.", ts=at(10**9)),
         calls(("read_file", {"path": "config.toml"}, "c1")),

@@ -4,9 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from co_cli.context.compact import summary_request
 from co_cli.context.summarize import render_transcript, summarize_messages
-from tests.test_context_fixtures import calls, conversation, failing_model, recording_model, reply, returns, user
+from tests.test_context_fixtures import (
+    calls,
+    conversation,
+    failing_model,
+    recording_model,
+    reply,
+    returns,
+    summary_message,
+    user,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -37,7 +45,7 @@ async def test_focus_reaches_the_prompt() -> None:
 
 async def test_previous_summary_is_passed_to_be_merged() -> None:
     model, prompts = recording_model()
-    earlier = summary_request("[Summary of 30 earlier messages]\nThe user renamed Foo to Bar in core.py.")
+    earlier = summary_message("[Summary of 30 earlier messages]\nThe user renamed Foo to Bar in core.py.")
     await summarize_messages([earlier, reply("ack"), user("go on"), reply("done")], model)
     assert "[Earlier summary]" in prompts[0]
     assert "renamed Foo to Bar in core.py" in prompts[0]

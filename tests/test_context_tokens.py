@@ -5,14 +5,13 @@ from __future__ import annotations
 from pydantic_ai.messages import ModelRequest, ToolReturnPart
 from pydantic_ai.tools import ToolDefinition
 
-from co_cli.context.compact import static_marker, summary_request
 from co_cli.context.tokens import (
     estimate_history,
     estimate_message_tokens,
     estimate_overhead,
     estimate_text_tokens,
 )
-from tests.test_context_fixtures import at, conversation, reply, user
+from tests.test_context_fixtures import at, conversation, reply, static_marker, summary_message, user
 
 
 def test_text_tokens_about_four_chars_each() -> None:
@@ -53,7 +52,7 @@ def test_history_anchors_on_last_reported_usage() -> None:
 
 def test_anchor_before_a_summary_is_ignored() -> None:
     old = [user("q", ts=at(0)), reply("a", input_tokens=90_000, ts=at(1))]
-    summary = summary_request("[Summary of 10 earlier messages]\nstuff")
+    summary = summary_message("[Summary of 10 earlier messages]\nstuff")
     # The tail kept after the summary was produced before the compaction.
     history = [summary, *old, user("next", ts=summary.timestamp)]
     history[1] = user("q", ts=at(0))
@@ -61,7 +60,7 @@ def test_anchor_before_a_summary_is_ignored() -> None:
 
 
 def test_anchor_after_a_summary_is_used() -> None:
-    summary = summary_request(static_marker(4))
+    summary = summary_message(static_marker(4))
     later = summary.timestamp
     history = [summary, user("q", ts=later), reply("a", input_tokens=300, ts=later), user("more", ts=later)]
     estimate = estimate_history(history)

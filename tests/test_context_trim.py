@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import copy
 
-from co_cli.context.window import MessageMemo
 from pydantic_ai.messages import ModelRequest, ToolReturnPart
 
+from co_cli.context.memo import MessageMemo
 from co_cli.context.offload import REFERENCE
 from co_cli.context.trim import truncate_tool_returns
 from tests.test_context_fixtures import calls, conversation, reply, returns, user

@@ -124,10 +124,10 @@ def seed_session(db: Path, *turns: list[Any]) -> str:
 
 def add_summary(db: Path, session_id: str, upto_seq: int, summary: str) -> None:
     """Record a compaction that replaced messages 0..upto_seq by ``summary`` (as /compact would)."""
-    from co_cli.context.compact import ack_response, summary_request
     from co_cli.store.sessions import CompactionRecord, SessionStore
+    from co_cli.synthetic import ack_response, summary_request, summary_text
 
-    text = f"[Summary of {upto_seq + 1} earlier messages]\n{summary}"
+    text = summary_text(upto_seq + 1, summary, None)
     record = CompactionRecord(
         from_seq=0,
         upto_seq=upto_seq,
@@ -137,7 +137,7 @@ def add_summary(db: Path, session_id: str, upto_seq: int, summary: str) -> None:
         tokens_before=100,
         tokens_after=20,
         model="scripted",
-        replacement=[summary_request(text), ack_response()],
+        replacement=[summary_request(upto_seq + 1, summary), ack_response()],
     )
     with SessionStore.open(db) as store:
         store.add_compaction(session_id, record)
@@ -628,7 +628,8 @@ def test_kill_9_keeps_the_prompt_and_the_database(killed_turn: KilledTurn) -> No
     assert conversation(killed_turn.next_request)[-1] == ("user", "after the crash")
     assert query(killed_turn.db, "PRAGMA integrity_check") == [("ok",)]
     final = [t[3] for t in stored_texts(killed_turn.db, killed_turn.session_id)]
-    assert final[4:] == ["the killed prompt", "after the crash", "echo: after the crash"]
+    # The crash-closed turn's note is saved on resume, so every later reader sees the same transcript.
+    assert final[4:] == ["the killed prompt", "[interrupted by the user]", "after the crash", "echo: after the crash"]
 
 
 def test_kill_9_next_request_alternates_roles(killed_turn: KilledTurn) -> None:
