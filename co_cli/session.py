@@ -264,7 +264,7 @@ class Conversation:
             except Exception as exc:  # provider failures: one clear line, nothing lost
                 run.failure = exc
         if run.result is None:
-            run.partial = list(captured[len(base) :])
+            run.partial = [m for m in captured[len(base) :] if m.parts]  # a failed stream leaves an empty response
         return run
 
     async def _show_events(self, events: AsyncIterator[Any], view: TurnView) -> Any:

@@ -1,0 +1,274 @@
+"""Whole turns through the turn core (``co_cli.session.Conversation``), in process, with FunctionModel.
+
+Each test drives the same path the REPL, ``-p`` and piped mode use: a prompt in, events to a view, the turn
+saved to a real SQLite store, the working context updated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic_ai import CancellationToken
+from pydantic_ai.exceptions import ModelHTTPError
+from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelRequest, ModelResponse
+from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
+
+from co_cli.config import LoadedSettings, load_settings
+from co_cli.deps import CoDeps
+from co_cli.message_view import answer_text, user_text
+from co_cli.models import ModelChoice, ResolvedModel
+from co_cli.session import Conversation
+from co_cli.store.sessions import SessionStore
+from co_cli.synthetic import INTERRUPTED_NOTE, is_summary, synthetic_kind
+from co_cli.tools.approval import ApprovalRequest
+
+pytestmark = pytest.mark.allow_model_requests
+
+Step = Callable[[list[ModelMessage]], "str | tuple[str, dict[str, Any]]"]
+
+
+@dataclass
+class RecordingView:
+    texts: list[str] = field(default_factory=list)
+    tools: list[tuple[str, Any]] = field(default_factory=list)
+    results: list[tuple[str, Any]] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+    ends: list[bool] = field(default_factory=list)
+    on_text: Callable[[str], None] | None = None
+
+    def text(self, delta: str) -> None:
+        self.texts.append(delta)
+        if self.on_text is not None:
+            self.on_text(delta)
+
+    def tool_call(self, name: str, args: Any) -> None:
+        self.tools.append((name, args))
+
+    def tool_result(self, name: str, content: Any) -> None:
+        self.results.append((name, content))
+
+    def notice(self, message: str) -> None:
+        self.notices.append(message)
+
+    def end(self, interrupted: bool = False) -> None:
+        self.ends.append(interrupted)
+
+
+def streaming_model(step: Step, *, name: str = "scripted") -> FunctionModel:
+    """A model whose answer to each request is ``step(messages)``: text, or (tool name, args) for a call."""
+
+    async def stream(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str | DeltaToolCalls]:
+        answer = step(messages)
+        if isinstance(answer, tuple):
+            tool, args = answer
+            import json
+
+            yield {0: DeltaToolCall(name=tool, json_args=json.dumps(args), tool_call_id=f"call-{len(messages)}")}
+            return
+        for i in range(0, len(answer), 6):
+            yield answer[i : i + 6]
+            await asyncio.sleep(0)
+
+    return FunctionModel(stream_function=stream, model_name=name)
+
+
+def echo(messages: list[ModelMessage]) -> str:
+    return f"echo: {user_text(messages[-1])}"
+
+
+@dataclass
+class Core:
+    loaded: LoadedSettings
+    store: SessionStore
+    cwd: Path
+
+    def conversation(self, model: FunctionModel, *, ask: Any = None, summarizer: Any = None) -> Conversation:
+        resolved = ResolvedModel(
+            model=model, choice=ModelChoice(spec="scripted", reason="test"), context_window=100_000, window_source="t"
+        )
+        deps = CoDeps(settings=self.loaded.settings, paths=self.loaded.paths, cwd=self.cwd, store=self.store)
+        conv = Conversation(resolved=resolved, deps=deps, store=self.store, ask_approval=ask)
+        if summarizer is not None:
+            conv.summarizer = summarizer
+            conv.governor.summarizer = summarizer
+        return conv
+
+
+@pytest.fixture
+def core(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Core:
+    monkeypatch.setenv("CO_CLI_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("CO_CLI_CONFIG_DIR", str(tmp_path / "config"))
+    cwd = tmp_path / "work"
+    cwd.mkdir()
+    loaded = load_settings(cwd=cwd)
+    loaded.paths.ensure_data_dir()
+    store = SessionStore.open(loaded.paths.db)
+    yield Core(loaded, store, cwd)  # type: ignore[misc]
+    store.close()
+
+
+def run(conv: Conversation, prompt: str, view: RecordingView | None = None, token: CancellationToken | None = None):  # type: ignore[no-untyped-def]
+    return asyncio.run(conv.run_turn(prompt, view or RecordingView(), token or CancellationToken()))
+
+
+def stored(core: Core, conv: Conversation) -> list[tuple[int, str, str, str]]:
+    assert conv.session is not None
+    return [(m.seq, m.kind, m.status, m.text) for m in core.store.transcript(conv.session.id)]
+
+
+def dumped(messages: list[ModelMessage]) -> Any:
+    return ModelMessagesTypeAdapter.dump_python(messages, mode="json")
+
+
+def test_a_normal_turn_streams_saves_and_extends_the_working_context(core: Core) -> None:
+    conv = core.conversation(streaming_model(echo))
+    view = RecordingView()
+    outcome = run(conv, "hello there", view)
+    assert outcome.status == "ok" and outcome.output == "echo: hello there"
+    assert "".join(view.texts) == "echo: hello there" and view.ends == [False]
+    assert stored(core, conv) == [(0, "user", "ok", "hello there"), (1, "assistant", "ok", "echo: hello there")]
+    assert conv.context.seqs == [0, 1] and len(conv.working) == 2
+
+
+def test_a_tool_turn_asks_for_approval_and_keeps_the_tool_exchange(core: Core) -> None:
+    asked: list[ApprovalRequest] = []
+
+    async def ask(request: ApprovalRequest) -> str:
+        asked.append(request)
+        return "y"
+
+    def step(messages: list[ModelMessage]) -> str | tuple[str, dict[str, Any]]:
+        if len(messages) == 1:
+            return ("run_shell", {"command": "echo approved-output"})
+        return "done"
+
+    conv = core.conversation(streaming_model(step), ask=ask)
+    view = RecordingView()
+    outcome = run(conv, "run it", view)
+    assert outcome.status == "ok"
+    assert [r.command for r in asked] == ["echo approved-output"]
+    assert view.tools[0][0] == "run_shell" and "approved-output" in str(view.results[0][1])
+    kinds = [kind for _, kind, _, _ in stored(core, conv)]
+    assert kinds == ["user", "tool-call", "tool-return", "assistant"]
+    assert conv.context.seqs == [0, 1, 2, 3]
+
+
+def test_a_cancelled_turn_keeps_the_partial_answer_marked(core: Core) -> None:
+    token = CancellationToken()
+
+    async def slow(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str]:
+        yield "partial answer"
+        await asyncio.sleep(30)
+        yield " never"
+
+    conv = core.conversation(FunctionModel(stream_function=slow, model_name="slow"))
+    view = RecordingView(on_text=lambda _: token.cancel())
+    outcome = run(conv, "tell me", view, token)
+    assert outcome.status == "cancelled"
+    assert view.ends == [True]
+    last = conv.working[-1]
+    assert isinstance(last, ModelResponse) and synthetic_kind(last) == "interrupted"
+    assert answer_text(last).startswith("partial answer") and answer_text(last).endswith(INTERRUPTED_NOTE)
+    assert [status for _, _, status, _ in stored(core, conv)] == ["cancelled", "cancelled"]
+
+
+def test_a_failed_turn_keeps_the_prompt_for_retry_and_the_context_unchanged(core: Core) -> None:
+    failing = {"on": True}
+
+    def step(messages: list[ModelMessage]) -> str:
+        if failing["on"]:
+            raise ModelHTTPError(503, "scripted", body="overloaded")
+        return echo(messages)
+
+    conv = core.conversation(streaming_model(step))
+    outcome = run(conv, "try this")
+    assert outcome.status == "failed" and outcome.error and "\n" not in outcome.error
+    assert conv.working == [] and conv.last_prompt == "try this"
+    assert stored(core, conv) == [(0, "user", "failed", "try this")]
+    failing["on"] = False
+    again = run(conv, conv.last_prompt)
+    assert again.status == "ok"
+    assert [user_text(m) for m in conv.working if isinstance(m, ModelRequest)] == ["try this"]
+
+
+def summarizer() -> FunctionModel:
+    async def summary(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str]:
+        yield "SUMMARY: the user said hello several times."
+
+    def plain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        from pydantic_ai.messages import TextPart
+
+        return ModelResponse(parts=[TextPart("SUMMARY: the user said hello several times.")])
+
+    return FunctionModel(plain, stream_function=summary, model_name="summariser")
+
+
+def long_echo(messages: list[ModelMessage]) -> str:
+    return f"echo: {user_text(messages[-1])} " + "and some more words to make it worth summarising " * 4
+
+
+def test_a_compaction_during_a_turn_is_recorded_and_adopted(core: Core, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CO_CLI_MAX_HISTORY_MESSAGES", "6")
+    core.loaded = load_settings(cwd=core.cwd)
+    conv = core.conversation(streaming_model(long_echo), summarizer=summarizer())
+    views = [RecordingView() for _ in range(6)]
+    for i, view in enumerate(views):
+        assert run(conv, f"hello number {i} " + "with padding words " * 10, view).status == "ok"
+    assert any("Context compacted (summary)" in n for v in views for n in v.notices)
+    assert conv.session is not None
+    records = core.store.compactions(conv.session.id)
+    assert records and all(r.trigger == "auto" for r in records)
+    summaries = [m for m in conv.working if is_summary(m)]
+    assert len(summaries) == 1
+    # The head (first exchange, seqs 0-1) is kept; the first summarised message is the second prompt.
+    assert records[0].from_seq == 2
+    assert conv.context.seqs[:2] == [None, None] and conv.context.seqs[-1] is not None
+
+
+def test_resume_rebuilds_exactly_what_the_live_session_had(core: Core, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CO_CLI_MAX_HISTORY_MESSAGES", "6")
+    core.loaded = load_settings(cwd=core.cwd)
+    conv = core.conversation(streaming_model(long_echo), summarizer=summarizer())
+    for i in range(7):
+        run(conv, f"message {i} " + "with padding words " * 10)
+    assert conv.session is not None
+    live = dumped(conv.working)
+    live_sent = dumped(conv.sendable()[0])
+    conv.release()
+    resumed = core.conversation(streaming_model(long_echo), summarizer=summarizer())
+    resumed.load(core.store.get(conv.session.id))
+    assert dumped(resumed.working) == live
+    assert dumped(resumed.sendable()[0]) == live_sent
+    assert resumed.context.seqs[-1] == conv.context.seqs[-1]
+
+
+def test_manual_compaction_records_the_range_from_the_first_message(core: Core) -> None:
+    """Three turns then /compact: the compaction covers seqs 0..5 (it used to record from_seq=1)."""
+    conv = core.conversation(streaming_model(long_echo), summarizer=summarizer())
+    for i in range(3):
+        run(conv, f"turn {i} " + "with padding words " * 10)
+    result = asyncio.run(conv.compact(None))
+    assert result.n_replaced == 6
+    assert conv.session is not None
+    record = core.store.latest_compaction(conv.session.id)
+    assert record is not None and (record.from_seq, record.upto_seq) == (0, 5)
+    assert record.trigger == "manual"
+    assert [synthetic_kind(m) for m in conv.working] == ["summary", "ack"]
+
+
+def test_a_crash_closed_turn_is_saved_on_resume(core: Core) -> None:
+    conv = core.conversation(streaming_model(echo))
+    run(conv, "answered")
+    assert conv.session is not None
+    core.store.begin_turn(conv.session.id, "never answered")  # the process died here
+    conv.release()
+    resumed = core.conversation(streaming_model(echo))
+    resumed.load(core.store.get(conv.session.id))
+    rows = stored(core, resumed)
+    assert rows[-2:] == [(2, "user", "cancelled", "never answered"), (3, "assistant", "cancelled", INTERRUPTED_NOTE)]
+    assert resumed.context.seqs == [0, 1, 2, 3]
