@@ -19,6 +19,7 @@ from co_cli.errors import CoError
 from co_cli.models import ModelChoice
 from co_cli.repl import commands
 from co_cli.repl.render import PlainView, TerminalView, print_error
+from co_cli.repl.terminal_mode import quiet_input
 from co_cli.terminal_text import printable
 
 if TYPE_CHECKING:
@@ -133,7 +134,7 @@ class ChatApp:
 
         token = self._token = CancellationToken()
         loop = asyncio.get_running_loop()
-        with self._on_sigint(loop, token.cancel):
+        with self._on_sigint(loop, token.cancel), quiet_input() if self.interactive else contextlib.nullcontext():
             outcome = await self.conv.run_turn(prompt, self.view, token)
         if outcome.status == "failed" and outcome.error:
             self.error(outcome.error)

@@ -13,6 +13,7 @@ from co_cli.terminal_text import printable
 
 if TYPE_CHECKING:
     from rich.live import Live
+    from rich.markdown import Markdown
 
 FENCE = "```"
 
@@ -39,6 +40,20 @@ def stable_split(text: str, start: int = 0) -> int:
     return split
 
 
+def chat_markdown(text: str) -> Markdown:
+    """Markdown as chat interfaces show a model's answer: a single line break is a line break (plain Markdown
+    joins such lines into one paragraph, so a poem or a list of steps without bullets runs together).
+    Code blocks are unaffected: their text is not inline markup."""
+    from rich.markdown import Markdown
+
+    markdown = Markdown(text)
+    for token in markdown.parsed:
+        for child in token.children or ():
+            if child.type == "softbreak":
+                child.type = "hardbreak"
+    return markdown
+
+
 class MarkdownStream:
     """Streams Markdown: finished blocks are printed once, the growing block is shown in a small live area."""
 
@@ -55,7 +70,6 @@ class MarkdownStream:
             return
         # Imported on the first token, not at startup (markdown-it costs ~40 ms).
         from rich.live import Live
-        from rich.markdown import Markdown
 
         self.buffer += delta
         split = stable_split(self.buffer, self.done)
@@ -64,12 +78,12 @@ class MarkdownStream:
             self.done = split
             self._stop_live()
             if block.strip():
-                self.console.print(Markdown(block))
+                self.console.print(chat_markdown(block))
         tail = self.buffer[self.done :]
         if tail.strip():
             if self.live is None:
                 self.live = Live(
-                    Markdown(tail),
+                    chat_markdown(tail),
                     console=self.console,
                     refresh_per_second=self.refresh_per_second,
                     transient=True,
@@ -77,7 +91,7 @@ class MarkdownStream:
                 )
                 self.live.start()
             else:
-                self.live.update(Markdown(tail))
+                self.live.update(chat_markdown(tail))
 
     def _stop_live(self) -> None:
         if self.live is not None:
@@ -89,9 +103,7 @@ class MarkdownStream:
         self._stop_live()
         tail = self.buffer[self.done :]
         if tail.strip():
-            from rich.markdown import Markdown
-
-            self.console.print(Markdown(tail))
+            self.console.print(chat_markdown(tail))
         text, self.buffer, self.done = self.buffer, "", 0
         return text
 
