@@ -41,6 +41,18 @@ def _is_provider_or_co_var(name: str) -> bool:
     return name.startswith("CO_CLI_") or name in PROVIDER_ENV_VARS or name.endswith("_API_KEY")
 
 
+@pytest.fixture(autouse=True)
+def _hermetic_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test starts with no co settings or provider keys from the environment, and co's two directories
+    in a fresh temporary place (never the user's)."""
+    for name in list(os.environ):
+        if _is_provider_or_co_var(name):
+            monkeypatch.delenv(name)
+    home = tmp_path_factory.mktemp("co-dirs")
+    monkeypatch.setenv("CO_CLI_DATA_DIR", str(home / "data"))
+    monkeypatch.setenv("CO_CLI_CONFIG_DIR", str(home / "config"))
+
+
 @pytest.fixture
 def co_env(tmp_path: Path) -> dict[str, str]:
     """A copy of the environment with no co settings or provider keys, and every directory under tmp_path."""

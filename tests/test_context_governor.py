@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import os
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from types import SimpleNamespace
@@ -48,13 +47,7 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture
-def make_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Settings]:
-    for name in list(os.environ):
-        if name.startswith("CO_CLI_"):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("CO_CLI_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("CO_CLI_CONFIG_DIR", str(tmp_path / "config"))
-
+def make_settings() -> Callable[..., Settings]:
     def make(**overrides: Any) -> Settings:
         values: dict[str, Any] = {"tool_output_offload_chars": 0, **overrides}
         return Settings(**values)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import os
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -111,19 +110,6 @@ async def _send(governor: ContextGovernor, history: list[ModelMessage]) -> list[
 @pytest.fixture(scope="module")
 def outputs_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("offloaded")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _hermetic_settings(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    saved = {k: v for k, v in os.environ.items() if k.startswith("CO_CLI_")}
-    for name in saved:
-        del os.environ[name]
-    os.environ["CO_CLI_DATA_DIR"] = str(tmp_path_factory.mktemp("data"))
-    os.environ["CO_CLI_CONFIG_DIR"] = str(tmp_path_factory.mktemp("config"))
-    yield
-    for name in ("CO_CLI_DATA_DIR", "CO_CLI_CONFIG_DIR"):
-        os.environ.pop(name, None)
-    os.environ.update(saved)
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
