@@ -162,12 +162,12 @@ def answer_text(message: ModelMessage) -> str:
     """The text of a response (its text parts joined); empty for requests."""
     if not isinstance(message, ModelResponse):
         return ""
-    return "".join(part.content for part in message.parts if part_kind(part) == "text")
+    return "".join(part.content for part in message.parts if isinstance(part, TextPart))
 
 
 def has_tool_result(message: ModelMessage) -> bool:
     """A request answering a tool call (a tool return, or a retry prompt bound to a tool)."""
     return isinstance(message, ModelRequest) and any(
-        (kind := part_kind(part)) == "tool-return" or (kind == "retry" and part.tool_name is not None)
+        (kind := part_kind(part)) == "tool-return" or (kind == "retry" and getattr(part, "tool_name", None) is not None)
         for part in message.parts
     )

@@ -9,6 +9,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ModelRequest
 
@@ -144,7 +145,7 @@ def offload_large_outputs(
     for index, msg in enumerate(messages):
         if not isinstance(msg, ModelRequest):
             continue
-        offloaded = memo.get(msg) if memo is not None else MISS
+        offloaded: Any = memo.get(msg) if memo is not None else MISS
         if offloaded is MISS:
             offloaded = _offload_message(msg, threshold, directory)
             if memo is not None:

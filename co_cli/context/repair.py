@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any, TypeGuard
 
 from pydantic_ai.messages import (
     SYNTHESIZED_TOOL_RETURN_METADATA_KEY,
@@ -29,7 +30,7 @@ from co_cli.context.memo import MISS, MessageMemo
 INTERRUPTED_CONTENT = "interrupted: the tool call did not complete"
 
 
-def is_tool_result(part: object) -> bool:
+def is_tool_result(part: object) -> TypeGuard[ToolReturnPart | RetryPromptPart]:
     """A part answering a tool call: a tool return or a tool-bound retry prompt."""
     return isinstance(part, ToolReturnPart) or (isinstance(part, RetryPromptPart) and part.tool_name is not None)
 
@@ -49,7 +50,7 @@ def synthesized_return(call: ToolCallPart, response: ModelResponse) -> ToolRetur
 
 def _answers_exactly(request: ModelRequest, calls: list[ToolCallPart]) -> bool:
     """Fast check: the request's tool results are exactly one per call."""
-    result_ids = [part.tool_call_id for part in request.parts if is_tool_result(part)]  # type: ignore[union-attr]
+    result_ids = [part.tool_call_id for part in request.parts if is_tool_result(part)]
     if len(result_ids) != len(calls):
         return False
     if not calls:
@@ -67,7 +68,7 @@ def _answer(request: ModelRequest, calls: list[ToolCallPart], response: ModelRes
     changed = False
     for part in request.parts:
         if is_tool_result(part):
-            call_id = part.tool_call_id  # type: ignore[union-attr]
+            call_id = part.tool_call_id
             if open_ids[call_id] > 0:
                 open_ids[call_id] -= 1
                 kept.append(part)
@@ -106,7 +107,7 @@ def repair_orphans(messages: Sequence[ModelMessage], *, memo: MessageMemo | None
             calls = [part for part in msg.parts if isinstance(part, ToolCallPart)]
             repaired.append(msg)
             continue
-        fixed = memo.get(msg, response) if memo is not None else MISS
+        fixed: Any = memo.get(msg, response) if memo is not None else MISS
         if fixed is MISS:
             fixed = _answer(msg, calls, response)
             if memo is not None:

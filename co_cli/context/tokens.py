@@ -118,7 +118,7 @@ def _request_time(msg: ModelMessage) -> datetime | None:
         return None
     if msg.timestamp is not None:
         return msg.timestamp
-    stamps = [part.timestamp for part in msg.parts if isinstance(getattr(part, "timestamp", None), datetime)]
+    stamps = [stamp for part in msg.parts if isinstance(stamp := getattr(part, "timestamp", None), datetime)]
     return max(stamps) if stamps else None
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any, TypeGuard
 
 from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart
 
@@ -18,7 +19,7 @@ OFFLOAD_REF_RE = re.compile(r"\[Full output \(\d+ chars\) saved as ref=[^\]\s;]+
 """The reference line of an offloaded output's preview (see offload.py); trimming keeps it."""
 
 
-def is_plain_tool_return(part: object) -> bool:
+def is_plain_tool_return(part: object) -> TypeGuard[ToolReturnPart]:
     """A regular tool result (not a typed or provider-native one) whose content may be rewritten."""
     return type(part) is ToolReturnPart
 
@@ -68,7 +69,7 @@ def truncate_tool_returns(
         msg = messages[index]
         if not isinstance(msg, ModelRequest):
             continue
-        trimmed = memo.get(msg) if memo is not None else MISS
+        trimmed: Any = memo.get(msg) if memo is not None else MISS
         if trimmed is MISS:
             trimmed = _trim_message(msg, max_chars)
             if memo is not None:

@@ -79,7 +79,7 @@ class LoadedLlama:
         return len(self.llama.tokenize(text.encode("utf-8"), add_bos=False, special=False)) if text else 0
 
 
-_LOADED: dict[tuple[str, int], LoadedLlama] = {}
+_LOADED: dict[tuple[str, int] | tuple[str, int, int], LoadedLlama] = {}
 _LOAD_LOCK = threading.Lock()
 
 

@@ -28,13 +28,14 @@ T = TypeVar("T")
 class CommandHost(Protocol):
     """What a slash command may use."""
 
-    conv: Conversation
     store: SessionStore | None
     loaded: LoadedSettings
     console: Console
     interactive: bool
     running: bool
 
+    @property
+    def conv(self) -> Conversation: ...
     def info(self, message: str) -> None: ...
     def note(self, message: str) -> None: ...
     def error(self, message: str) -> None: ...

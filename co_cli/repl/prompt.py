@@ -37,10 +37,10 @@ class SlashCompleter(Completer):
                 if key.startswith(name.lower()):
                     yield Completion("/" + key, start_position=-len(text), display_meta=cmd.help)
             return
-        cmd = REGISTRY.get(name.lower())
-        if cmd is None or cmd.complete is None:
+        wanted = REGISTRY.get(name.lower())
+        if wanted is None or wanted.complete is None:
             return
-        for value in cmd.complete(self.app):
+        for value in wanted.complete(self.app):
             if value.startswith(arg):
                 yield Completion(value, start_position=-len(arg))
 
