@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from platformdirs import user_config_dir, user_data_dir
 from pydantic import BeforeValidator, Field, SecretStr, ValidationError, field_validator
@@ -113,6 +114,21 @@ class Settings(BaseSettings):
         description="Where sessions (co-cli.db), input history and offloaded tool outputs live.",
     )
     config_dir: Path = Field(default_factory=default_config_dir, description="Where the user settings.json lives.")
+
+    @field_validator("base_url", mode="after")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        value = value.strip()
+        if not value:
+            return value
+        try:
+            parts = urlsplit(value)
+            parts.port  # noqa: B018 - raises ValueError for a malformed port
+        except ValueError:
+            raise ValueError("must be an http:// or https:// URL") from None
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("must be an http:// or https:// URL")
+        return value
 
     @field_validator("data_dir", "config_dir", mode="after")
     @classmethod

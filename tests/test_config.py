@@ -277,3 +277,13 @@ def test_project_base_url_and_model_are_warned_about(dirs: tuple[Path, Path], mo
     monkeypatch.setenv("CO_CLI_BASE_URL", "http://127.0.0.1:9/v1")
     monkeypatch.setenv("CO_CLI_MODEL", "mine")
     assert load_settings(cwd=project).warnings == ()
+
+
+@pytest.mark.parametrize("url", ["http://bob:hunter2@[::1/v1", "ftp://h/v1", "localhost:8080/v1", "http://h:99999/v1"])
+def test_malformed_base_url_is_a_setting_error(
+    dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, url: str
+) -> None:
+    monkeypatch.setenv("CO_CLI_BASE_URL", url)
+    with pytest.raises(ConfigError, match="CO_CLI_BASE_URL.*http") as err:
+        load_settings(cwd=dirs[1])
+    assert "hunter2" not in err.value.message
