@@ -10,6 +10,7 @@ from co_cli.deps import CoDeps
 if TYPE_CHECKING:
     from pydantic_ai import Agent
     from pydantic_ai.models import Model
+    from pydantic_ai.settings import ModelSettings
 
 
 def instructions_text(deps: CoDeps) -> str:
@@ -41,5 +42,18 @@ def build_agent(model: Model, *, capabilities: list[Any], request_timeout: float
         instructions=instructions,
         toolsets=[build_toolset(), build_history_toolset()],
         capabilities=capabilities,
-        model_settings={"timeout": request_timeout},
+        model_settings=request_time_limits(model, request_timeout),
     )
+
+
+def request_time_limits(model: Model, request_timeout: float) -> ModelSettings:
+    """``request_timeout`` as the longest wait for a provider's answer, however often its SDK retries.
+
+    ``timeout`` alone is per attempt, and the provider SDKs retry a timed-out request twice, so a hung server
+    would be reported after about three times the setting. ``first_event_timeout`` is one deadline over every
+    attempt until the answer starts streaming (a long answer is never cut off); ``timeout`` still limits each
+    wait for the next chunk once it streams. The embedded model sends nothing over a network: no limit.
+    """
+    if getattr(model, "system", "") == "llama_cpp":
+        return {}
+    return {"timeout": request_timeout, "first_event_timeout": request_timeout}

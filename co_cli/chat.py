@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from co_cli.config import LoadedSettings, Settings, load_settings
+from co_cli.terminal_text import printable
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -32,10 +33,22 @@ class ChatOptions:
 
 
 def run_chat(options: ChatOptions) -> int:
+    from co_cli.project_trust import confirm_project_server
+
     loaded = load_settings(model=options.model)
     for warning in loaded.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+        print(printable(f"warning: {warning}"), file=sys.stderr)
+    can_ask = options.prompt is None and sys.stdin.isatty() and sys.stdout.isatty()
+    confirm_project_server(loaded, _ask_on_terminal if can_ask else None)
     return asyncio.run(_chat(options, loaded))
+
+
+def _ask_on_terminal(question: str) -> str:
+    try:
+        return input(question)
+    except (EOFError, KeyboardInterrupt):
+        print(file=sys.stderr)
+        return ""
 
 
 async def _chat(options: ChatOptions, loaded: LoadedSettings) -> int:

@@ -11,6 +11,8 @@ import typer
 
 from co_cli import __version__
 from co_cli.errors import CoError
+from co_cli.project_trust_cli import app as trust_app
+from co_cli.terminal_text import printable
 
 LATEST = "@latest"
 
@@ -24,6 +26,7 @@ app = typer.Typer(
 )
 config_app = typer.Typer(help="Show the effective settings and where they come from.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
+config_app.add_typer(trust_app, name="trust")
 
 
 def _mount_sessions() -> None:
@@ -106,6 +109,7 @@ def config_show(
     from pydantic import SecretStr
 
     from co_cli.config import env_var, load_settings
+    from co_cli.url_credentials import mask_url_credentials
 
     loaded = load_settings()
     rows = []
@@ -113,16 +117,19 @@ def config_show(
         value = getattr(loaded.settings, name)
         if isinstance(value, SecretStr):
             value = "********" if value.get_secret_value() else ""
+        elif name == "base_url":
+            value = mask_url_credentials(value)
         rows.append({"name": name, "value": str(value), "source": loaded.sources[name], "env": env_var(name)})
     if as_json:
         print(json.dumps(rows, indent=2))
         return
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     table = Table("setting", "value", "source", "environment variable")
     for row in rows:
-        table.add_row(row["name"], row["value"], row["source"], row["env"])
+        table.add_row(row["name"], Text(printable(row["value"])), row["source"], row["env"])
     Console().print(table)
 
 
@@ -169,7 +176,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         code = command.main(args=args, prog_name="co", standalone_mode=False)
     except CoError as exc:
-        print(f"error: {exc.message}", file=sys.stderr)
+        print(printable(f"error: {exc.message}"), file=sys.stderr)
         sys.exit(exc.exit_code)
     except Exit as exc:
         sys.exit(exc.exit_code)
@@ -186,6 +193,9 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:  # a bug, not a user error: one line, the traceback only on request
         if os.environ.get("CO_CLI_DEBUG"):
             raise
-        print(f"error: internal error: {type(exc).__name__}: {exc} (set CO_CLI_DEBUG=1 for details)", file=sys.stderr)
+        print(
+            printable(f"error: internal error: {type(exc).__name__}: {exc} (set CO_CLI_DEBUG=1 for details)"),
+            file=sys.stderr,
+        )
         sys.exit(70)
     sys.exit(code if isinstance(code, int) else 0)

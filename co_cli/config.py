@@ -11,13 +11,15 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from platformdirs import user_config_dir, user_data_dir
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import BeforeValidator, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from co_cli.errors import ConfigError
+from co_cli.url_credentials import mask_url_credentials
 
 APP_NAME = "co-cli"
 ENV_PREFIX = "CO_CLI_"
@@ -32,6 +34,21 @@ def default_config_dir() -> Path:
 
 def default_data_dir() -> Path:
     return Path(user_data_dir(APP_NAME))
+
+
+def _not_a_boolean(value: Any) -> Any:
+    """JSON ``true``/``false`` would otherwise count as 1/0; numbers and numeric strings (the environment) pass."""
+    if isinstance(value, bool):
+        raise ValueError("must be a number, not true/false")
+    return value
+
+
+# Every numeric setting uses one of these (a test checks).
+Int = Annotated[int, BeforeValidator(_not_a_boolean)]
+Number = Annotated[float, BeforeValidator(_not_a_boolean)]
+
+# Settings whose value an error message never shows.
+SECRET_FIELDS = ("api_key",)
 
 
 class Settings(BaseSettings):
@@ -54,35 +71,40 @@ class Settings(BaseSettings):
         SecretStr(""), description="API key sent to base_url's server (never to any other). Masked in output."
     )
     summarization_model: str = Field("", description="Model that summarises old history; empty uses the chat model.")
-    tool_output_trim_chars: int = Field(
+    tool_output_trim_chars: Int = Field(
         2000, ge=0, description="Tool outputs in older turns are cut to this many characters; 0 disables."
     )
-    tool_output_offload_chars: int = Field(
+    tool_output_offload_chars: Int = Field(
         40000,
         ge=0,
         description="Tool outputs longer than this (and never more than a quarter of the context window) are "
         "saved to a private file and replaced in the context by a head/tail preview that the read_tool_output "
         "tool can page through; 0 disables.",
     )
-    max_history_messages: int = Field(
+    max_history_messages: Int = Field(
         40,
         ge=0,
         description="Summarise the middle of the history past this many messages (the newest half is kept "
         "verbatim, so values under about 16 summarise almost every turn); 0 disables.",
     )
-    context_window: int = Field(
+    context_window: Int = Field(
         0,
         ge=0,
         description="Context window in tokens; 0 looks it up for the model (assumes 128k if unknown).",
     )
-    compact_threshold: float = Field(
+    compact_threshold: Number = Field(
         0.8, gt=0, le=1, description="Summarise the middle of the history past this fraction of the window."
     )
-    local_n_ctx: int = Field(4096, ge=512, description="Context size (n_ctx) of the embedded local model.")
-    local_max_tokens: int = Field(512, ge=16, description="Cap on tokens per answer of the embedded local model.")
-    request_timeout: float = Field(120.0, gt=0, description="Seconds to wait for a model provider's response.")
-    shell_timeout: float = Field(60.0, gt=0, description="Seconds a run_shell command may take before it is killed.")
-    shell_output_limit: int = Field(
+    local_n_ctx: Int = Field(4096, ge=512, description="Context size (n_ctx) of the embedded local model.")
+    local_max_tokens: Int = Field(512, ge=16, description="Cap on tokens per answer of the embedded local model.")
+    request_timeout: Number = Field(
+        120.0,
+        gt=0,
+        description="Seconds to wait for a model provider to start answering (over all of its SDK's retries), "
+        "then for each chunk of a streamed answer.",
+    )
+    shell_timeout: Number = Field(60.0, gt=0, description="Seconds a run_shell command may take before it is killed.")
+    shell_output_limit: Int = Field(
         20000,
         ge=100,
         description="Characters of run_shell output returned to the model (head and tail kept).",
@@ -92,6 +114,21 @@ class Settings(BaseSettings):
         description="Where sessions (co-cli.db), input history and offloaded tool outputs live.",
     )
     config_dir: Path = Field(default_factory=default_config_dir, description="Where the user settings.json lives.")
+
+    @field_validator("base_url", mode="after")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        value = value.strip()
+        if not value:
+            return value
+        try:
+            parts = urlsplit(value)
+            parts.port  # noqa: B018 - raises ValueError for a malformed port
+        except ValueError:
+            raise ValueError("must be an http:// or https:// URL") from None
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("must be an http:// or https:// URL")
+        return value
 
     @field_validator("data_dir", "config_dir", mode="after")
     @classmethod
@@ -170,6 +207,8 @@ def env_var(field: str) -> str:
 
 def _read_settings_file(path: Path) -> dict[str, Any]:
     if not path.is_file():
+        if path.exists() or path.is_symlink():  # a directory, a device, a dangling link: not silently skipped
+            raise ConfigError(f"settings file {path} is not a regular file")
         return {}
     try:
         data = json.loads(path.read_text(encoding="utf-8") or "{}")
@@ -183,6 +222,15 @@ def _read_settings_file(path: Path) -> dict[str, Any]:
     if unknown:
         raise ConfigError(f"unknown setting {unknown[0]!r} in {path}")
     return data
+
+
+def shown_input(field: str, value: Any) -> str:
+    """How an error message quotes a rejected value: never a secret, and a URL without its credentials."""
+    if field in SECRET_FIELDS:
+        return f"got a {type(value).__name__}, value not shown"
+    if field == "base_url":
+        return f"got {mask_url_credentials(value)!r}" if isinstance(value, str) else f"got a {type(value).__name__}"
+    return f"got {value!r}"
 
 
 def load_settings(cwd: Path | None = None, **overrides: Any) -> LoadedSettings:
@@ -210,7 +258,7 @@ def load_settings(cwd: Path | None = None, **overrides: Any) -> LoadedSettings:
             where = f"{field!r} in {user_file}"
         else:
             where = field
-        raise ConfigError(f"invalid setting {where}: {err['msg']} (got {err.get('input')!r})") from None
+        raise ConfigError(f"invalid setting {where}: {err['msg']} ({shown_input(field, err.get('input'))})") from None
     for key, value in overrides.items():
         if value is not None:
             setattr(settings, key, value)
@@ -234,6 +282,13 @@ def load_settings(cwd: Path | None = None, **overrides: Any) -> LoadedSettings:
             f"base_url comes from {project_file}: your api_key is not sent there (set api_key in that file "
             "or CO_CLI_BASE_URL to allow it)"
         )
+    if sources["base_url"] == "project file" and settings.base_url:
+        warnings.append(
+            f"base_url {mask_url_credentials(settings.base_url)} comes from {project_file}: prompts, files "
+            "and command output go to that server"
+        )
+    if sources["model"] == "project file":
+        warnings.append(f"model {settings.model!r} comes from {project_file}")
     paths = Paths(
         config_dir=settings.config_dir,
         data_dir=settings.data_dir,

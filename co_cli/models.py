@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 
 from co_cli.config import Paths, Settings
 from co_cli.errors import ModelConfigError
+from co_cli.terminal_text import printable
+from co_cli.url_credentials import mask_url_credentials
 
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
@@ -59,9 +61,9 @@ def choose_model(settings: Settings, source: str = "default") -> ModelChoice:
     spec = settings.model.strip()
     if settings.base_url:
         name = "default" if spec in ("", "auto") else spec
-        return ModelChoice(
-            spec=name, reason=f"OpenAI-compatible server at {settings.base_url}", base_url=settings.base_url
-        )
+        # The reason is shown (banner, /model): the URL without its credentials or terminal controls.
+        shown = printable(mask_url_credentials(settings.base_url))
+        return ModelChoice(spec=name, reason=f"OpenAI-compatible server at {shown}", base_url=settings.base_url)
     if spec not in ("", "auto"):
         return ModelChoice(spec=spec, reason=f"model setting ({source})")
     for keys, model in AUTO_PROVIDERS:

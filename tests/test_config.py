@@ -102,6 +102,7 @@ def _run_co(args: list[str], env_extra: dict[str, str], tmp_path: Path) -> subpr
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("CO_CLI_")}
     env.update(CO_CLI_CONFIG_DIR=str(tmp_path / "c"), CO_CLI_DATA_DIR=str(tmp_path / "d"), **env_extra)
+    env["PYTHONPATH"] = str(ROOT)  # this checkout's co_cli, whatever is installed
     return subprocess.run(
         [sys.executable, "-m", "co_cli", *args],
         env=env,
@@ -188,3 +189,101 @@ def test_data_dir_must_be_absolute(dirs: tuple[Path, Path], monkeypatch: pytest.
     monkeypatch.setenv("CO_CLI_DATA_DIR", value)
     with pytest.raises(ConfigError, match="CO_CLI_DATA_DIR"):
         load_settings(cwd=dirs[1])
+
+
+def test_settings_file_that_is_a_directory_is_an_error(dirs: tuple[Path, Path]) -> None:
+    config, project = dirs
+    (config / "settings.json").mkdir()
+    with pytest.raises(ConfigError, match="not a regular file") as err:
+        load_settings(cwd=project)
+    assert str(config / "settings.json") in err.value.message and err.value.exit_code == 2
+    (config / "settings.json").rmdir()
+    (project / ".co-cli" / "settings.json").mkdir()
+    with pytest.raises(ConfigError, match="not a regular file"):
+        load_settings(cwd=project)
+
+
+def test_cli_settings_directory_is_one_line_exit_2(tmp_path: Path) -> None:
+    (tmp_path / "c" / "settings.json").mkdir(parents=True)
+    result = _run_co(["config", "show"], {}, tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.strip().count("\n") == 0 and "not a regular file" in result.stderr
+
+
+def _numeric_fields() -> list[str]:
+    return [name for name, info in Settings.model_fields.items() if info.annotation in (int, float)]
+
+
+def test_every_numeric_setting_rejects_true(dirs: tuple[Path, Path]) -> None:
+    config, project = dirs
+    assert "max_history_messages" in _numeric_fields() and "request_timeout" in _numeric_fields()
+    for name in _numeric_fields():
+        (config / "settings.json").write_text(json.dumps({name: True}))
+        with pytest.raises(ConfigError, match=name) as err:
+            load_settings(cwd=project)
+        assert "true/false" in err.value.message
+
+
+def test_numbers_and_numeric_env_strings_still_work(dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    config, project = dirs
+    (config / "settings.json").write_text(json.dumps({"max_history_messages": 12, "request_timeout": 5}))
+    loaded = load_settings(cwd=project)
+    assert loaded.settings.max_history_messages == 12 and loaded.settings.request_timeout == 5.0
+    monkeypatch.setenv("CO_CLI_MAX_HISTORY_MESSAGES", "40")
+    monkeypatch.setenv("CO_CLI_REQUEST_TIMEOUT", "2.5")
+    loaded = load_settings(cwd=project)
+    assert loaded.settings.max_history_messages == 40 and loaded.settings.request_timeout == 2.5
+
+
+@pytest.mark.parametrize("value", [["sk-list-secret"], 12345678, {"k": "sk-dict-secret"}])
+def test_api_key_type_error_never_shows_the_value(dirs: tuple[Path, Path], value: object) -> None:
+    config, project = dirs
+    (config / "settings.json").write_text(json.dumps({"api_key": value}))
+    with pytest.raises(ConfigError, match="api_key") as err:
+        load_settings(cwd=project)
+    assert "secret" not in err.value.message and "12345678" not in err.value.message
+    assert "not shown" in err.value.message
+
+
+def test_base_url_error_masks_credentials(dirs: tuple[Path, Path]) -> None:
+    config, project = dirs
+    (config / "settings.json").write_text(json.dumps({"base_url": ["http://bob:hunter2@h/v1?key=zz"]}))
+    with pytest.raises(ConfigError, match="base_url") as err:
+        load_settings(cwd=project)
+    assert "hunter2" not in err.value.message and "zz" not in err.value.message
+
+
+def test_cli_config_show_masks_url_credentials(tmp_path: Path) -> None:
+    url = "http://bob:hunter2@127.0.0.1:9/v1?api-key=sk-in-query&api-version=7"
+    for args in (["config", "show", "--json"], ["config", "show"]):
+        result = _run_co(args, {"CO_CLI_BASE_URL": url, "COLUMNS": "300"}, tmp_path)
+        assert result.returncode == 0, result.stderr
+        assert "hunter2" not in result.stdout and "sk-in-query" not in result.stdout
+        assert "127.0.0.1:9" in result.stdout
+    shown = _run_co(["config", "show", "--json"], {"CO_CLI_BASE_URL": url}, tmp_path).stdout
+    rows = {row["name"]: row for row in json.loads(shown)}
+    assert rows["base_url"]["value"] == "http://***@127.0.0.1:9/v1?api-key=***&api-version=7"
+
+
+def test_project_base_url_and_model_are_warned_about(dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    _, project = dirs
+    (project / ".co-cli" / "settings.json").write_text(
+        json.dumps({"base_url": "http://u:pw@10.9.8.7/v1", "model": "theirs"})
+    )
+    warnings = load_settings(cwd=project).warnings
+    assert any("base_url http://***@10.9.8.7/v1" in w and "go to that server" in w for w in warnings)
+    assert any("model 'theirs'" in w for w in warnings)
+    assert not any("pw@" in w for w in warnings)
+    monkeypatch.setenv("CO_CLI_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("CO_CLI_MODEL", "mine")
+    assert load_settings(cwd=project).warnings == ()
+
+
+@pytest.mark.parametrize("url", ["http://bob:hunter2@[::1/v1", "ftp://h/v1", "localhost:8080/v1", "http://h:99999/v1"])
+def test_malformed_base_url_is_a_setting_error(
+    dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, url: str
+) -> None:
+    monkeypatch.setenv("CO_CLI_BASE_URL", url)
+    with pytest.raises(ConfigError, match="CO_CLI_BASE_URL.*http") as err:
+        load_settings(cwd=dirs[1])
+    assert "hunter2" not in err.value.message

@@ -104,3 +104,11 @@ def test_ollama_defaults_to_localhost(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OLLAMA_BASE_URL", "http://10.1.2.3:9999/v1")
     model = build_model(choose_model(settings(model="ollama:llama3.2")), settings())
     assert "10.1.2.3:9999" in str(model._provider.client.base_url)  # type: ignore[attr-defined]
+
+
+def test_shown_reason_masks_url_credentials_but_the_client_gets_the_url() -> None:
+    url = "http://bob:hunter2@127.0.0.1:9/v1?api-key=sk-in-query"
+    choice = choose_model(settings(base_url=url, model="m"))
+    assert "hunter2" not in choice.reason and "sk-in-query" not in choice.reason
+    assert "127.0.0.1:9/v1" in choice.reason
+    assert choice.base_url == url

@@ -68,3 +68,46 @@ def test_control_sequences_from_the_model_never_reach_the_terminal() -> None:
     stream.feed("title \x1b]0;PWNED\x07 and \x1b[2J clear\n\n")
     stream.finish()
     assert "\x1b]0;" not in out.getvalue() and "\x1b[2J" not in out.getvalue()
+
+
+OSC52 = "\x1b]52;c;ZXZpbA==\x07"
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_printable_drops_c0_c1_and_escape_sequence_starters() -> None:
+    from co_cli.terminal_text import printable
+
+    for control in ("\x1b", "\x9b", "\x9d", "\x90", "\x9c", "\x07", "\x08", "\r", "\x7f", "\x85"):
+        assert printable(f"a{control}b") == "ab"
+    assert printable("tab\tand\nnewline stay") == "tab\tand\nnewline stay"
+
+
+def test_plain_view_stderr_lines_carry_no_controls() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    view = PlainView(out, err)
+    view.tool_call(f"read_file{OSC52}", {"path": f"a{OSC52}.txt", "note": "\x9b2J"})
+    view.tool_result("read_file", f"{OSC52}first line\nsecond")
+    view.notice(f"offloaded \x1b[2J{OSC52}")
+    view.end()
+    text = err.getvalue()
+    assert "\x1b" not in text and "\x07" not in text and "\x9b" not in text
+    assert "first line" in text and "read_file" in text
+
+
+def test_plain_view_answer_exact_for_a_pipe_sanitised_for_a_terminal() -> None:
+    answer = f"red \x1b[31mtext\x1b[0m {OSC52} done"
+    piped = io.StringIO()
+    view = PlainView(piped, io.StringIO())
+    view.text(answer)
+    view.end()
+    assert piped.getvalue() == answer + "\n"
+    terminal = _Terminal()
+    view = PlainView(terminal, io.StringIO())
+    view.text(answer)
+    view.end()
+    assert "\x1b" not in terminal.getvalue() and "\x07" not in terminal.getvalue()
+    assert "text" in terminal.getvalue() and "done" in terminal.getvalue()

@@ -92,6 +92,7 @@ class ChatApp:
 
     # ----- output helpers ----------------------------------------------------------------------------
     def info(self, message: str) -> None:
+        message = printable(message)
         if self.interactive:
             self.console.print(Text(message, style="cyan"))
         else:
@@ -99,6 +100,7 @@ class ChatApp:
 
     def note(self, message: str) -> None:
         """Context for the user; in piped mode on stderr, so stdout holds only answers and command output."""
+        message = printable(message)
         if self.interactive:
             self.console.print(Text(message, style="cyan"))
         else:
@@ -106,6 +108,7 @@ class ChatApp:
 
     def error(self, message: str) -> None:
         self.errors += 1
+        message = printable(message)  # provider error bodies come from the server
         if self.interactive:
             print_error(self.console, message)
         else:

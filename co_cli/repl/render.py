@@ -178,6 +178,7 @@ class PlainView:
         self._ends_newline = True
 
     def text(self, delta: str) -> None:
+        # The answer is kept exact for a pipe or file (it may be data); a terminal gets it without controls.
         if delta and self.out.isatty():
             delta = printable(delta)
         if delta:
@@ -192,18 +193,22 @@ class PlainView:
             self.out.flush()
             self._ends_newline = True
 
+    def _err(self, line: str) -> None:
+        """A line on ``err``: model- and tool-chosen text in it never carries terminal controls."""
+        print(printable(line), file=self.err, flush=True)
+
     def tool_call(self, name: str, args: Any) -> None:
         self._newline()
         if self.show_tools:
-            print(f"[tool] {name}({short_args(args)})", file=self.err, flush=True)
+            self._err(f"[tool] {name}({short_args(args)})")
 
     def tool_result(self, name: str, content: Any) -> None:
         if self.show_tools:
-            print(f"[tool] {name} -> {summarize_result(content)}", file=self.err, flush=True)
+            self._err(f"[tool] {name} -> {summarize_result(content)}")
 
     def notice(self, message: str) -> None:
         self._newline()
-        print(f"note: {message}", file=self.err, flush=True)
+        self._err(f"note: {message}")
 
     def end(self, interrupted: bool = False) -> None:
         self._newline()

@@ -1,0 +1,126 @@
+"""Servers a project settings file may send the conversation to, as the user confirmed them.
+
+A project's ``.co-cli/settings.json`` comes with the code (e.g. a cloned repository). When it sets
+``base_url``, co asks once before sending prompts, files and command output there, and remembers the
+answer per project directory and exact server URL in ``trusted-servers.json`` (0600) in the config dir.
+``co config trust list`` shows the entries, ``co config trust revoke`` removes them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from co_cli.config import LoadedSettings
+from co_cli.errors import ConfigError
+from co_cli.terminal_text import printable
+from co_cli.url_credentials import mask_url_credentials
+
+TRUST_FILE = "trusted-servers.json"
+ALLOW_COMMAND = "co config trust allow"
+
+
+@dataclass(frozen=True)
+class TrustedServer:
+    project: str  # absolute path of the project directory (the one holding .co-cli/)
+    base_url: str  # exactly as the project file has it
+
+
+def trust_file(config_dir: Path) -> Path:
+    return config_dir / TRUST_FILE
+
+
+def project_dir(loaded: LoadedSettings) -> Path:
+    return loaded.paths.project_settings.parent.parent.resolve()
+
+
+def project_server(loaded: LoadedSettings) -> str:
+    """The server a project file chose (empty when base_url comes from anywhere else)."""
+    return loaded.settings.base_url if loaded.sources.get("base_url") == "project file" else ""
+
+
+def load_trusted(config_dir: Path) -> list[TrustedServer]:
+    path = trust_file(config_dir)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        entries = [TrustedServer(project=str(e["project"]), base_url=str(e["base_url"])) for e in data["trusted"]]
+    except FileNotFoundError:
+        return []
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(f"cannot read {path} ({type(exc).__name__}); remove it to start over") from None
+    return entries
+
+
+def save_trusted(config_dir: Path, entries: list[TrustedServer]) -> None:
+    """Write the list atomically, readable by the user only."""
+    path = trust_file(config_dir)
+    try:
+        if not config_dir.is_dir():
+            config_dir.mkdir(parents=True, mode=0o700)
+        fd, tmp = tempfile.mkstemp(prefix=".trusted-", dir=config_dir)  # created 0600
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump({"trusted": [asdict(e) for e in entries]}, f, indent=2)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    except OSError as exc:
+        raise ConfigError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def is_trusted(config_dir: Path, project: Path, base_url: str) -> bool:
+    return TrustedServer(str(project), base_url) in load_trusted(config_dir)
+
+
+def trust(config_dir: Path, project: Path, base_url: str) -> None:
+    entries = load_trusted(config_dir)
+    entry = TrustedServer(str(project), base_url)
+    if entry not in entries:
+        save_trusted(config_dir, [*entries, entry])
+
+
+def revoke(config_dir: Path, project: Path | None) -> list[TrustedServer]:
+    """Forget the servers allowed for ``project`` (every project if None); return what was removed."""
+    entries = load_trusted(config_dir)
+    removed = [e for e in entries if project is None or e.project == str(project)]
+    if removed:
+        save_trusted(config_dir, [e for e in entries if e not in removed])
+    return removed
+
+
+def describe(entry: TrustedServer) -> str:
+    return printable(f"{entry.project}  {mask_url_credentials(entry.base_url)}")
+
+
+def confirm_project_server(loaded: LoadedSettings, ask: Callable[[str], str] | None) -> None:
+    """Go on only if the server a project file chose was allowed for this project, or the user allows it now.
+
+    ``ask`` shows a question and returns the answer; None means there is no one to ask (``-p``, pipes), and
+    an unconfirmed server is refused with a one-line error.
+    """
+    base_url = project_server(loaded)
+    if not base_url:
+        return
+    config_dir, project = loaded.paths.user_settings.parent, project_dir(loaded)
+    if is_trusted(config_dir, project, base_url):
+        return
+    shown = printable(mask_url_credentials(base_url))
+    source = printable(str(loaded.paths.project_settings))
+    if ask is None:
+        raise ConfigError(
+            f"{source} points co at {shown}, which you have not allowed for this project: run "
+            f"`{ALLOW_COMMAND}` in {printable(str(project))} (or `co chat` there once, interactively), or set "
+            "CO_CLI_BASE_URL yourself"
+        )
+    answer = ask(
+        f"{source} asks co to send your prompts, files and command output to {shown}.\n"
+        f"Allow this server for {printable(str(project))}? (remembered; undo with `co config trust revoke`) [y/N] "
+    )
+    if answer.strip().lower() not in ("y", "yes"):
+        raise ConfigError(f"not using {shown}: not allowed for this project")
+    trust(config_dir, project, base_url)
