@@ -222,7 +222,7 @@ class Conversation:
         self._compactions.clear()
         run = await self._run_agent(prompt, base, view, token)
         self._flush_notices(view)
-        cut_off = run.result is not None and _cut_off(run.result.new_messages())
+        cut_off = run.result is not None and _cut_off(run.result.new_messages(), self.resolved.model)
         view.end(interrupted=run.cancelled is not None or cut_off)
         if run.cancelled is not None:
             new = close_cancelled(run.cancelled.new_messages(), prompt)
@@ -479,15 +479,15 @@ def _open_turn(message: ModelMessage) -> bool:
     return isinstance(message, ModelRequest)
 
 
-def _cut_off(new: list[ModelMessage]) -> bool:
-    """The run's last answer was streamed but never finished: the connection closed without a finish reason
-    (OpenAI-compatible servers end every complete answer with one)."""
+def _cut_off(new: list[ModelMessage], model: Model) -> bool:
+    """The run's last answer was streamed but never finished: a chat-completions server closed the stream
+    without a finish reason (it sends one with every complete answer; pydantic-ai then reports "stop" anyway,
+    so the server's own word in ``provider_details`` is what tells)."""
     last = new[-1] if new else None
     return (
-        isinstance(last, ModelResponse)
-        and last.finish_reason is None
-        and last.provider_name is not None
-        and last.provider_name.startswith(("openai", "ollama"))
+        type(model).__name__ == "OpenAIChatModel"
+        and isinstance(last, ModelResponse)
+        and "finish_reason" not in (last.provider_details or {})
     )
 
 

@@ -254,3 +254,19 @@ def test_failure_after_a_tool_ran_keeps_it_in_the_transcript(
     assert result.returncode == 0 and "fine now" in result.stdout
     sent = scripted_server.chat_requests[-1].messages
     assert [m["role"] for m in sent if m["role"] != "system"] == ["user"]
+
+
+def test_a_stream_cut_short_is_kept_marked_and_fails_print_mode(
+    co_server_env: dict[str, str], workdir: Path, scripted_server: ScriptedServer
+) -> None:
+    """A server that closes the stream with no finish reason and no [DONE] left a partial answer saved as ok."""
+    scripted_server.script(Text("The first half of an answer", cut_off=True), Text("whole answer"))
+    result = run_co(["chat", "-p", "explain"], co_server_env, workdir)
+    assert result.returncode == 1, result.stderr
+    assert "The first half of an answer" in result.stdout
+    assert "cut off" in result.stderr or "connection closed" in result.stderr
+    resumed = run_co(["chat", "-c", "-p", "go on"], co_server_env, workdir)
+    assert resumed.returncode == 0, resumed.stderr
+    sent = scripted_server.chat_requests[-1].messages
+    assistant = [m for m in sent if m.get("role") == "assistant"]
+    assert "The first half of an answer" in str(assistant[-1]["content"]) and "cut off" in str(assistant[-1]["content"])

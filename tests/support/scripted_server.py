@@ -46,6 +46,8 @@ class Text:
     delay: float = 0.0
     finish_reason: str = "stop"
     usage: Usage | None = None
+    cut_off: bool = False
+    """Stream the text, then close the connection with no finish reason and no ``[DONE]``."""
 
 
 @dataclass
@@ -357,7 +359,10 @@ class _Handler(BaseHTTPRequestHandler):
                 self.close_connection = True
                 return
             self._write_chunk(f"data: {json.dumps(chunk)}\n\n")
-        self._write_chunk("data: [DONE]\n\n")
+        if isinstance(reply, Text) and reply.cut_off:
+            self.close_connection = True
+        else:
+            self._write_chunk("data: [DONE]\n\n")
         self._write_chunk("")
 
     def _write_chunk(self, text: str) -> None:
@@ -450,6 +455,8 @@ class _CompletionBuilder:
                 for piece in _chunks(_arguments_json(args), reply.chunk_size):
                     yield self._chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
             yield self._chunk({}, "tool_calls")
+        elif reply.cut_off:
+            return
         else:
             yield self._chunk({}, reply.finish_reason)
         if usage is not None:
