@@ -352,6 +352,28 @@ def test_recover_salvages_session_by_session_and_keeps_the_old_file(db: Path) ->
     assert f"could not read {lost} messages" in result.output
 
 
+def test_recover_rebuilds_sessions_whose_metadata_is_lost(db: Path, tmp_path: Path) -> None:
+    ids = [seeded(db, title=f"talk {n}") for n in range(3)]
+    with SessionStore.open(db) as store:
+        store.add_compaction(ids[0], CompactionRecord(0, 1, "s", None, "manual", 5, 1, "m", []))
+    conn = sqlite3.connect(db)
+    root = conn.execute("SELECT rootpage FROM sqlite_schema WHERE name = 'sessions'").fetchone()[0]
+    conn.close()
+    data = bytearray(db.read_bytes())
+    page = int.from_bytes(data[16:18], "big")
+    data[(root - 1) * page : (root - 1) * page + 8] = b"\xff" * 8  # the sessions table is unreadable
+    db.write_bytes(bytes(data))
+    target = tmp_path / "rebuilt.db"
+    result = runner.invoke(app, ["recover", "-o", str(target)])
+    assert result.exit_code == 0, result.output
+    assert "3 sessions lost their title" in result.output
+    with SessionStore.open(target) as store:
+        rebuilt = {info.id: info for info in store.list()}
+        assert sorted(rebuilt) == sorted(ids)
+        assert all(info.title == "where is the pelican?" and info.message_count == 2 for info in rebuilt.values())
+        assert rebuilt[ids[0]].compaction_count == 1
+
+
 def test_recover_into_another_file_leaves_the_database_alone(db: Path, tmp_path: Path) -> None:
     sid = seeded(db)
     with SessionStore.open(db) as store:

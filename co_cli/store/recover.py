@@ -118,40 +118,51 @@ def _rows_one_by_one(
     conn: sqlite3.Connection, table: str, columns: str, after: int, high: int | None
 ) -> list[tuple[Any, ...]]:
     """Rows after ``after`` up to the first unreadable one, or, if the very next one cannot be read, the
-    first readable row past the damage (found by doubling the step, then a binary search back)."""
+    first readable row past the damage."""
     rows: list[tuple[Any, ...]] = []
     while len(rows) < _BATCH:
         found = _first_row_from(conn, table, columns, after + 1)
         if found is None:
             return rows
-        if not isinstance(found, Exception):
-            rows.append(found)
-            after = found[0]
-            continue
-        if rows:
-            return rows  # the caller comes back here for the damaged part
-        limit = high if high is not None else 2**62
-        step = 1
-        while True:
-            step *= 2
-            if after + step > limit:
-                return []
-            probe = _first_row_from(conn, table, columns, after + step)
-            if probe is None:
-                return []
-            if not isinstance(probe, Exception):
-                break
-        low, good = after + step // 2, probe  # reads from low fail, from after + step succeed
-        lo, hi = low + 1, after + step
-        while lo < hi:
-            mid = (lo + hi) // 2
-            attempt = _first_row_from(conn, table, columns, mid)
-            if attempt is None or isinstance(attempt, Exception):
-                lo = mid + 1
-            else:
-                hi, good = mid, attempt
-        return [good]
+        if isinstance(found, Exception):
+            if rows:
+                return rows  # the caller comes back here for the damaged part
+            past = _past_damage(conn, table, columns, after + 1, high)
+            return [] if past is None else [past]
+        rows.append(found)
+        after = found[0]
     return rows
+
+
+def _past_damage(
+    conn: sqlite3.Connection, table: str, columns: str, failing: int, high: int | None
+) -> tuple[Any, ...] | None:
+    """The first row that can be read at a rowid above ``failing`` (where reading fails), or None.
+
+    Probes at doubling distances until a read succeeds (or passes the table's highest rowid), then
+    narrows down by bisection to the lowest start that reads, so readable rows just past the damage are
+    not skipped."""
+    limit = high if high is not None else 2**62
+    step = 1
+    while True:
+        start = min(failing + step, limit)
+        if start <= failing:
+            return None
+        result = _first_row_from(conn, table, columns, start)
+        if not isinstance(result, Exception):
+            break
+        if start >= limit:
+            return None
+        failing, step = start, step * 2
+    lo, hi = failing + 1, start  # reads from ``failing`` fail; from ``hi`` they give ``result``
+    while lo < hi:
+        mid = (lo + hi) // 2
+        attempt = _first_row_from(conn, table, columns, mid)
+        if isinstance(attempt, Exception):
+            lo = mid + 1
+        else:
+            hi, result = mid, attempt
+    return result
 
 
 @contextlib.contextmanager
