@@ -222,14 +222,18 @@ def _looks_like_co_db(conn: sqlite3.Connection) -> bool:
     return conn.execute("SELECT count(*) FROM sqlite_schema").fetchone()[0] == 0
 
 
+def _newer_co(path: Path, version: int) -> StoreError:
+    return StoreError(
+        f"session database {path} was written by a newer co (schema {version}, this co knows "
+        f"{SCHEMA_VERSION}); upgrade co"
+    )
+
+
 def migrate(conn: sqlite3.Connection, path: Path) -> int:
     """Bring the schema to SCHEMA_VERSION, one version per transaction; return the final version."""
     version = _schema_version(conn)
     if version > SCHEMA_VERSION:
-        raise StoreError(
-            f"session database {path} was written by a newer co (schema {version}, this co knows "
-            f"{SCHEMA_VERSION}); upgrade co"
-        )
+        raise _newer_co(path, version)
     while version < SCHEMA_VERSION:
         with write_transaction(conn, path):
             version = _schema_version(conn)  # another process may have migrated meanwhile
@@ -352,10 +356,7 @@ def _connect_read_only(path: Path) -> sqlite3.Connection:
             conn.close()
             if version == 0:
                 raise StoreError(f"session database {path} is read-only and is not a co database yet")
-            raise StoreError(
-                f"session database {path} was written by a newer co (schema {version}, this co knows "
-                f"{SCHEMA_VERSION}); upgrade co"
-            )
+            raise _newer_co(path, version)
         conn.execute("PRAGMA query_only = ON")
         return conn
     assert failure is not None

@@ -363,7 +363,7 @@ class SessionStore:
             total = self._conn.execute(
                 "SELECT count(*) FROM sessions WHERE id >= ? AND id < ?", (key, key + "~")
             ).fetchone()[0]
-        shown = ", ".join(f"{r[0]} ({r[1] or 'untitled'})" for r in rows[:_AMBIGUOUS_SHOWN])
+        shown = ", ".join(f"{printable(r[0])} ({printable(r[1]) or 'untitled'})" for r in rows[:_AMBIGUOUS_SHOWN])
         more = f" and {total - _AMBIGUOUS_SHOWN} more" if total > _AMBIGUOUS_SHOWN else ""
         raise SessionNotFound(f"session prefix {id_or_prefix!r} is ambiguous: {shown}{more}; give more characters")
 
