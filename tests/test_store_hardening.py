@@ -253,11 +253,14 @@ def test_provider_url_credentials_are_not_saved_or_exported(db: Path) -> None:
         sid = store.create_session(model="test", cwd="/", title="keys").id
         turn = text_turn("hi", "hello", provider_url=url, provider_name="openai")
         save_turn(store, sid, turn)
-        replacement = [ModelRequest(parts=[UserPromptPart("sum")]), ModelResponse([TextPart("ok")], provider_url=url)]
+        replacement: list[ModelMessage] = [
+            ModelRequest(parts=[UserPromptPart("sum")]),
+            ModelResponse([TextPart("ok")], provider_url=url),
+        ]
         store.add_compaction(sid, CompactionRecord(0, 1, "s", None, "manual", 1, 1, "m", replacement))
         loaded = store.messages(sid)
         assert isinstance(loaded[1], ModelResponse) and loaded[1].provider_url == "https://llm.example.com/v1"
-        assert turn[1].provider_url == url  # the caller's messages are not changed
+        assert isinstance(turn[1], ModelResponse) and turn[1].provider_url == url  # the caller's are unchanged
         as_json = export_json(store, sid)
         as_markdown = export_markdown(store, sid)
     store.close()
@@ -469,7 +472,7 @@ def test_import_closes_an_unanswered_tool_call_and_a_replacement_ending_in_one(d
     document["messages"].append(
         {"seq": 2, "created_at": time.time(), "kind": "tool-call", "status": "ok", "message": as_json}
     )
-    replacement = [ModelRequest(parts=[UserPromptPart("summary")]), dangling]
+    replacement: list[ModelMessage] = [ModelRequest(parts=[UserPromptPart("summary")]), dangling]
     document["compactions"] = [
         {
             "created_at": time.time(),
