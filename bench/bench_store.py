@@ -1,7 +1,9 @@
-"""Benchmark of the session store: per-turn save, load, fork, list and search at growing sizes.
+"""Benchmark of the session store: per-turn save, load, fork, list and search at growing sizes, and the cost
+of each commit of a turn with ``synchronous=FULL`` (every commit synced to disk) against ``NORMAL``.
 
     python bench/bench_store.py           # 1k / 10k / 100k message sessions, 1k / 10k sessions (~1-2 min)
     python bench/bench_store.py --quick   # 1k / 10k only (~20 s)
+    python bench/bench_store.py --dir D   # on D's file system (fsync costs differ between disks)
 
 Everything happens in a temporary directory that is removed afterwards.
 """
@@ -31,6 +33,7 @@ from pydantic_ai.messages import (  # noqa: E402
     UserPromptPart,
 )
 
+from co_cli.store.db import SYNCHRONOUS  # noqa: E402
 from co_cli.store.sessions import SessionInfo, SessionStore, StoredMessage  # noqa: E402
 
 TURNS_PER_SAVE_SAMPLE = 50
@@ -131,7 +134,7 @@ def bench_sessions(store: SessionStore, sizes: list[int], rows: list[Row]) -> No
             seq = store.begin_turn(sid, prompt)
             store.finish_turn(sid, seq, messages, input_tokens=100, output_tokens=50, cost_usd=0.001)
 
-        rows.append(Row("save turn (begin+finish, 4 msgs)", label, *measure(save_turn, TURNS_PER_SAVE_SAMPLE), 5))
+        rows.append(Row("save turn (begin+finish, 4 msgs)", label, *measure(save_turn, TURNS_PER_SAVE_SAMPLE), 10))
         runs = 3 if size <= 10_000 else 1
         target = 500 if size <= 10_000 else None  # the targets are set at 10k messages
         rows.append(Row("load messages()", label, *measure(lambda sid=sid: store.messages(sid), runs), target))
@@ -139,11 +142,45 @@ def bench_sessions(store: SessionStore, sizes: list[int], rows: list[Row]) -> No
         print(f"  done {label}", file=sys.stderr)
 
 
+def bench_durability(store: SessionStore, rows: list[Row]) -> None:
+    """Each of a turn's two commits (the prompt before the model is called, the finished turn after) with the
+    WAL synced at every commit (FULL) and only at checkpoints (NORMAL)."""
+    sid = populate(store, 1_000)
+    counter = iter(range(10**9))
+    pending: list[tuple[int, list[ModelMessage]]] = []
+
+    def commit_prompt() -> None:
+        messages = turn(next(counter))
+        prompt = messages[0].parts[0].content
+        assert isinstance(prompt, str)
+        pending.append((store.begin_turn(sid, prompt), messages))
+
+    def commit_turn() -> None:
+        seq, messages = pending.pop()
+        store.finish_turn(sid, seq, messages, input_tokens=100, output_tokens=50, cost_usd=0.001)
+
+    for mode in ("NORMAL", "FULL"):
+        store._conn.execute(f"PRAGMA synchronous = {mode}")
+        prompts: list[tuple[float, float, float]] = []
+        turns: list[tuple[float, float, float]] = []
+        for _ in range(TURNS_PER_SAVE_SAMPLE):  # alternating, as in a conversation
+            prompts.append(measure(commit_prompt, 1))
+            turns.append(measure(commit_turn, 1))
+        for name, times in (("commit prompt (begin_turn)", prompts), ("commit turn (finish_turn)", turns)):
+            wall = [t[0] for t in times]
+            cpu = statistics.median(t[2] for t in times)
+            rows.append(Row(f"{name}, synchronous={mode}", "1,000 msgs", statistics.median(wall), max(wall), cpu, None))
+    store._conn.execute(f"PRAGMA synchronous = {SYNCHRONOUS}")
+    print("  done durability", file=sys.stderr)
+
+
 def bench_list(db: Path, counts: list[int], rows: list[Row]) -> None:
     with SessionStore.open(db) as store:
+        store._conn.execute("PRAGMA synchronous = OFF")  # setting up only: listing does not write
         for count in counts:
             for n in range(store.count(), count):
-                store.create_session(model="bench-model", cwd="/bench", title=f"session {n}")
+                sid = store.create_session(model="bench-model", cwd="/bench", title=f"session {n}").id
+                store.begin_turn(sid, f"first prompt of session {n}")  # listings skip sessions without messages
             label = f"{store.count():,} sessions"
             rows.append(Row("list(50)", label, *measure(lambda: store.list(50), 20), 100))
             rows.append(Row("get(prefix)", label, *measure(lambda: store.get(store.list(1)[0].id[:16]), 20), None))
@@ -185,10 +222,13 @@ def print_table(rows: list[Row]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="skip the 100k-message session")
+    parser.add_argument("--dir", type=Path, default=None, help="run in a temporary directory under this one")
     args = parser.parse_args()
     sizes = [1_000, 10_000] if args.quick else [1_000, 10_000, 100_000]
     rows: list[Row] = []
-    with tempfile.TemporaryDirectory(prefix="co-bench-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="co-bench-", dir=args.dir) as tmp:
+        with SessionStore.open(Path(tmp) / "durability" / "co-cli.db") as store:
+            bench_durability(store, rows)
         messages_db = Path(tmp) / "messages" / "co-cli.db"
         with SessionStore.open(messages_db) as store:
             bench_sessions(store, sizes, rows)
@@ -197,7 +237,7 @@ def main() -> None:
         size_mb = messages_db.stat().st_size / 1e6
     print_table(rows)
     load = os.getloadavg()[0]
-    print(f"\nmessage database: {size_mb:.0f} MB (WAL, synchronous=NORMAL)")
+    print(f"\nmessage database: {size_mb:.0f} MB (WAL, synchronous={SYNCHRONOUS} unless the row says otherwise)")
     print(f"load average {load:.1f} on {os.cpu_count()} cpus; cpu ms counts this process only")
 
 

@@ -30,6 +30,7 @@ class ChatOptions:
     fork: bool = False
     approve_all: bool = False
     save: bool = True
+    force: bool = False  # take the resumed session over from another co that has it open
 
 
 def run_chat(options: ChatOptions) -> int:
@@ -154,6 +155,8 @@ def _build_conversation(
         approve_all=options.approve_all,
     )
     if session is not None:
+        if options.force and store is not None:
+            store.acquire(session.id, force=True)  # load() then finds the session already held here
         conv.load(session)
     return conv
 

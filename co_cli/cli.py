@@ -74,6 +74,10 @@ def chat(
         typer.Option("--approve-all", help="Approve every tool call without asking (for non-interactive use)."),
     ] = False,
     no_save: Annotated[bool, typer.Option("--no-save", help="Do not save this conversation.")] = False,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="With --resume: take the session over even if another co has it open."),
+    ] = False,
 ) -> None:
     """Chat with a model (REPL); with -p or piped stdin, non-interactive."""
     from co_cli.chat import ChatOptions, run_chat
@@ -84,6 +88,8 @@ def chat(
         resume = LATEST
     if fork and resume is None:
         raise CoError("--fork needs --resume <id> (or -c)", exit_code=2)
+    if force and resume is None:
+        raise CoError("--force needs --resume <id> (or -c)", exit_code=2)
     if no_save and resume is not None:
         raise CoError("--no-save cannot be combined with --resume", exit_code=2)
     code = run_chat(
@@ -94,6 +100,7 @@ def chat(
             fork=fork,
             approve_all=approve_all,
             save=not no_save,
+            force=force,
         )
     )
     raise typer.Exit(code)

@@ -1,12 +1,16 @@
-"""``co sessions``: list, show, search, export, import, rename and delete saved sessions.
+"""``co sessions``: list, show, search, export, import, rename, delete and recover saved sessions.
 
-CoError is left to propagate: the main CLI prints it as one line with its exit code.
+CoError is left to propagate: the main CLI prints it as one line with its exit code. What goes to a
+terminal passes through ``printable`` (no control sequences); what goes to a file or a pipe is exact.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import stat
+import sys
 from dataclasses import asdict
 from enum import StrEnum
 from pathlib import Path
@@ -15,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from co_cli.errors import CoError
+from co_cli.terminal_text import printable
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -24,7 +29,7 @@ if TYPE_CHECKING:
 
 app = typer.Typer(
     name="sessions",
-    help="List, show, search, export, import, rename and delete saved sessions.",
+    help="List, show, search, export, import, rename, delete and recover saved sessions.",
     no_args_is_help=True,
     add_completion=False,
 )
@@ -41,13 +46,63 @@ def _console() -> Console:
     return Console()
 
 
-def _open_store() -> tuple[SessionStore, Paths]:
+IMPORT_MAX_BYTES = 256 * 1024 * 1024  # an export is one session's transcript; big tool outputs are offloaded
+_C1_AND_DEL = re.compile(r"[\x7f-\x9f]")
+
+
+def _open_store(*, reads_only: bool = False) -> tuple[SessionStore, Paths]:
+    """The store; ``reads_only`` for commands that only read (a database that cannot be written opens read-only)."""
     # Imported here so `co --help` stays fast.
     from co_cli.config import load_settings
     from co_cli.store.sessions import SessionStore
 
     paths = load_settings().paths
-    return SessionStore.open(paths.db), paths
+    return SessionStore.open(paths.db, reads_only=reads_only), paths
+
+
+def _json_text(data: object) -> str:
+    """JSON that is safe on a terminal and means the same: json.dumps escapes C0 controls in strings; DEL and
+    the C1 controls (U+0080-U+009F, which some terminals obey as escape sequences) are escaped here too."""
+    text = json.dumps(data, ensure_ascii=False, indent=1)
+    return _C1_AND_DEL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def _to_terminal() -> bool:
+    return sys.stdout.isatty()
+
+
+def _read_import_file(path: Path) -> str:
+    """The text of a regular file of at most IMPORT_MAX_BYTES; devices, FIFOs and directories are refused
+    (opened without blocking, so a FIFO with no writer does not hang)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise CoError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise CoError(f"cannot import {path}: not a regular file")
+        if info.st_size > IMPORT_MAX_BYTES:
+            raise CoError(f"cannot import {path}: larger than {IMPORT_MAX_BYTES // 2**20} MiB")
+        chunks: list[bytes] = []
+        size = 0
+        while size <= IMPORT_MAX_BYTES:  # the file may grow while it is read
+            chunk = os.read(fd, min(1 << 20, IMPORT_MAX_BYTES + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        raise CoError(f"cannot read {path}: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    if len(data) > IMPORT_MAX_BYTES:
+        raise CoError(f"cannot import {path}: larger than {IMPORT_MAX_BYTES // 2**20} MiB")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise CoError(f"cannot import {path}: not UTF-8 text") from None
 
 
 def _write_private(path: Path, text: str) -> None:
@@ -67,12 +122,12 @@ def list_sessions(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """List sessions, most recently updated first."""
-    store, _ = _open_store()
+    store, _ = _open_store(reads_only=True)
     with store:
         sessions = store.list(limit=limit)
         total = store.count()
     if as_json:
-        typer.echo(json.dumps([asdict(s) for s in sessions], ensure_ascii=False, indent=1))
+        typer.echo(_json_text([asdict(s) for s in sessions]))
         return
     console = _console()
     if not sessions:
@@ -90,12 +145,12 @@ def show(session_id: Annotated[str, typer.Argument(help="Session id or unique pr
     """Show a session's metadata and full transcript."""
     from co_cli.sessions_view import format_time, render_transcript
 
-    store, _ = _open_store()
+    store, _ = _open_store(reads_only=True)
     with store:
         info = store.get(session_id)
         transcript = store.transcript(info.id)
     console = _console()
-    console.print(info.title or "untitled", style="bold", markup=False, highlight=False)
+    console.print(printable(info.title) or "untitled", style="bold", markup=False, highlight=False)
     details = [
         f"id {info.id}",
         f"updated {format_time(info.updated_at)}",
@@ -108,8 +163,8 @@ def show(session_id: Annotated[str, typer.Argument(help="Session id or unique pr
         details.append(f"forked from {info.parent_id} at #{info.fork_seq}")
     if info.compaction_count:
         details.append(f"{info.compaction_count} compactions")
-    console.print(" · ".join(details), style="dim", markup=False, highlight=False)
-    console.print(f"cwd {info.cwd}", style="dim", markup=False, highlight=False)
+    console.print(printable(" · ".join(details)), style="dim", markup=False, highlight=False)
+    console.print(printable(f"cwd {info.cwd}"), style="dim", markup=False, highlight=False)
     console.print()
     console.print(render_transcript(transcript))
 
@@ -121,7 +176,7 @@ def search(
     session: Annotated[str | None, typer.Option("--session", "-s", help="Search only this session.")] = None,
 ) -> None:
     """Full-text search over every saved transcript."""
-    store, _ = _open_store()
+    store, _ = _open_store(reads_only=True)
     with store:
         session_id = store.get(session).id if session else None
         hits = store.search(query, session_id=session_id, limit=limit)
@@ -142,15 +197,19 @@ def export(
     ),
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file (mode 0600).")] = None,
 ) -> None:
-    """Export a session as Markdown or JSON."""
+    """Export a session as Markdown or JSON (on a terminal without control characters; exact to a file or pipe)."""
     from co_cli.store.export import export_json, export_markdown
 
-    store, _ = _open_store()
+    store, _ = _open_store(reads_only=True)
     with store:
         info = store.get(session_id)
         text = export_markdown(store, info.id) if fmt is ExportFormat.md else export_json(store, info.id) + "\n"
     if output is None:
-        typer.echo(text, nl=False)
+        if _to_terminal():
+            text = printable(text) if fmt is ExportFormat.md else _json_text(json.loads(text)) + "\n"
+        # Not typer.echo: it strips colour codes from output that is not a terminal, and a pipe gets it exact.
+        sys.stdout.write(text)
+        sys.stdout.flush()
         return
     _write_private(output, text)
     typer.echo(f"exported {info.id} to {output}", err=True)
@@ -163,14 +222,11 @@ def import_session(
     """Import a session exported as JSON (under a new id if its id is taken)."""
     from co_cli.store.export import import_json
 
-    try:
-        text = file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CoError(f"cannot read {file}: {getattr(exc, 'strerror', None) or exc}") from None
+    text = _read_import_file(file)
     store, _ = _open_store()
     with store:
         info = import_json(store, text)
-    typer.echo(f"imported {info.id} ({info.title or 'untitled'}, {info.message_count} messages)")
+    typer.echo(f"imported {info.id} ({printable(info.title) or 'untitled'}, {info.message_count} messages)")
 
 
 @app.command("rename")
@@ -197,9 +253,61 @@ def delete(
     with store:
         info = store.get(session_id)
         if not yes:
-            question = f"Delete session {info.id} ({info.title or 'untitled'}, {info.message_count} messages)?"
+            title = printable(info.title) or "untitled"
+            question = f"Delete session {info.id} ({title}, {info.message_count} messages)?"
             if not typer.confirm(question, default=False):
                 typer.echo("not deleted")
                 raise typer.Exit(1)
         store.delete(info.id, files_root=paths.tool_outputs)
     typer.echo(f"deleted {info.id}")
+
+
+@app.command("recover")
+def recover(
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Write the recovered sessions here and leave the database in place."),
+    ] = None,
+) -> None:
+    """Save what can still be read from a damaged session database into a new one; the old file is kept.
+
+    Without --output the new database takes the old one's place and the old file is renamed."""
+    import time
+
+    from co_cli.config import load_settings
+    from co_cli.store.locks import SessionLocks
+    from co_cli.store.recover import install
+    from co_cli.store.recover import recover as salvage
+
+    db = load_settings().paths.db
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    if output is None:
+        busy = SessionLocks(db.parent / f"{db.name}.locks").held_elsewhere()
+        if busy:
+            raise CoError(
+                f"{len(busy)} session(s) are open in a running co (e.g. {busy[0]}); close it first, "
+                "or recover into another file with --output"
+            )
+    target = output if output is not None else db.with_name(f"{db.stem}.recovered-{stamp}{db.suffix}")
+    report = salvage(db, target)
+    saved = f"{report.sessions} sessions, {report.messages} messages, {report.compactions} compactions"
+    if output is not None:
+        typer.echo(f"saved {saved} to {target}; {db} is unchanged")
+    else:
+        kept = install(target, db, stamp)
+        typer.echo(f"saved {saved} into a new {db}")
+        typer.echo(f"the old database is kept as {kept}")
+    lost = []
+    if report.messages_lost:
+        lost.append(f"{report.messages_lost} messages")
+    if report.compactions_lost:
+        lost.append(f"{report.compactions_lost} compactions")
+    if lost:
+        damaged = f" (damaged: {', '.join(report.damaged_tables)})" if report.damaged_tables else ""
+        typer.echo(f"could not read {' and '.join(lost)}{damaged}")
+    else:
+        typer.echo("nothing was lost")
+    if report.sessions_rebuilt:
+        typer.echo(
+            f"{report.sessions_rebuilt} sessions lost their title and settings and were rebuilt from their messages"
+        )

@@ -32,16 +32,20 @@ _KIND_LABELS = {
 
 
 def format_time(timestamp: float, now: float | None = None) -> str:
-    """Recent times relative ("5 min ago"), older ones as a local date and time."""
+    """Recent times relative ("5 min ago"), older ones as a local date and time; "?" for a value that is no
+    time (infinite, NaN, out of range or not a number: a database written by something else must still list)."""
     now = time.time() if now is None else now
-    age = now - timestamp
-    if 0 <= age < 60:
-        return "just now"
-    if 0 <= age < 3600:
-        return f"{int(age // 60)} min ago"
-    if 0 <= age < 86400:
-        return f"{int(age // 3600)} h ago"
-    return datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M")
+    try:
+        age = now - float(timestamp)
+        if 0 <= age < 60:
+            return "just now"
+        if 0 <= age < 3600:
+            return f"{int(age // 60)} min ago"
+        if 0 <= age < 86400:
+            return f"{int(age // 3600)} h ago"
+        return datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M")
+    except (OverflowError, OSError, ValueError, TypeError):
+        return "?"
 
 
 def sessions_table(sessions: Sequence[SessionInfo]) -> Table:
@@ -56,8 +60,14 @@ def sessions_table(sessions: Sequence[SessionInfo]) -> Table:
     for info in sessions:
         title = Text(printable(info.title) or "untitled")
         if info.parent_id:
-            title.append(f"  ⑂ {info.parent_id[:12]}", style="dim")
-        table.add_row(info.id, format_time(info.updated_at, now), str(info.message_count), info.model, title)
+            title.append(f"  ⑂ {printable(info.parent_id)[:12]}", style="dim")
+        table.add_row(
+            Text(printable(info.id)),
+            format_time(info.updated_at, now),
+            str(info.message_count),
+            Text(printable(info.model)),
+            title,
+        )
     return table
 
 
@@ -84,13 +94,13 @@ def search_table(hits: Sequence[SearchHit]) -> Table:
     table.add_column("Match", overflow="fold")
     now = time.time()
     for hit in hits:
-        session = Text(hit.session_id, style="cyan")
+        session = Text(printable(hit.session_id), style="cyan")
         if hit.title:
             session.append("\n" + printable(hit.title)[:40], style="dim")
         table.add_row(
             session,
             str(hit.seq),
-            hit.kind,
+            Text(printable(hit.kind)),
             format_time(hit.created_at, now),
             highlighted_snippet(hit.snippet),
         )
@@ -131,11 +141,11 @@ def _message_body(stored: StoredMessage) -> list[RenderableType]:
         elif isinstance(part, BaseToolCallPart):
             args = json.dumps(part.args_as_dict(), ensure_ascii=False)
             line = Text("→ ", style="yellow")
-            line.append(part.tool_name, style="bold yellow")
+            line.append(printable(part.tool_name), style="bold yellow")
             line.append(f"({_shorten(args, 500)})", style="yellow")
             body.append(line)
         elif isinstance(part, BaseToolReturnPart):
-            label = Text(f"← {part.tool_name}", style="magenta")
+            label = Text(f"← {printable(part.tool_name)}", style="magenta")
             if part.outcome != "success":
                 label.append(f" ({part.outcome})", style="red")
             body.append(label)
@@ -151,11 +161,11 @@ def render_transcript(stored_messages: Sequence[StoredMessage]) -> RenderableTyp
     """Every message under a role heading; tool outputs shortened, failed turns marked."""
     items: list[RenderableType] = []
     for stored in stored_messages:
-        label, style = _KIND_LABELS.get(stored.kind, (stored.kind, "bold"))
+        label, style = _KIND_LABELS.get(stored.kind, (printable(stored.kind), "bold"))
         heading = Text(f"{label} ", style=style)
         heading.append(f"#{stored.seq} · {format_time(stored.created_at)}", style="dim")
         if stored.status != "ok":
-            heading.append(f"  [{stored.status}]", style="bold red")
+            heading.append(f"  [{printable(stored.status)}]", style="bold red")
         items.append(heading)
         items.append(Padding(Group(*_message_body(stored)), (0, 0, 1, 2)))
     if not items:

@@ -340,6 +340,9 @@ def test_compactions_round_trip(store: SessionStore) -> None:
 
 def test_list_orders_by_last_update(store: SessionStore) -> None:
     a, b, c = (new(store, title=t) for t in "abc")
+    for sid in (a, b, c):
+        time.sleep(0.002)
+        save_turn(store, sid, text_turn(f"start {sid}", "ok"))
     time.sleep(0.002)
     save_turn(store, a, text_turn("bump a", "ok"))
     assert [s.id for s in store.list()] == [a, c, b]
@@ -422,32 +425,90 @@ def test_delete_purges_rows_search_compactions_and_files(store: SessionStore, tm
 # --- the open-session lock -------------------------------------------------------------------------
 
 
-def _dead_pid() -> int:
-    proc = subprocess.Popen([sys.executable, "-c", "pass"])
-    proc.wait()
-    return proc.pid
+_REPO = str(Path(__file__).resolve().parents[1])
 
 
-def test_acquire_refuses_a_live_owner_and_takes_over_a_dead_one(store: SessionStore) -> None:
+def _holder(db_path: Path, sid: str, then: str) -> subprocess.Popen[str]:
+    """A child process that opens the session, prints "held" and then runs ``then``."""
+    code = (
+        f"import sys, os, time; sys.path.insert(0, {_REPO!r})\n"
+        "from pathlib import Path\n"
+        "from co_cli.store.sessions import SessionStore\n"
+        f"store = SessionStore.open(Path({str(db_path)!r}))\n"
+        f"store.acquire({sid!r})\n"
+        "print('held', flush=True)\n"
+        f"{then}\n"
+    )
+    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+
+
+def _child_holding(db_path: Path, sid: str) -> subprocess.Popen[str]:
+    child = _holder(db_path, sid, "time.sleep(60)")
+    assert child.stdout is not None and child.stdout.readline() == "held\n"
+    return child
+
+
+def test_a_session_held_by_a_live_process_is_refused(store: SessionStore, db_path: Path) -> None:
     sid = new(store)
-    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    save_turn(store, sid, text_turn("q", "a"))
+    child = _child_holding(db_path, sid)
     try:
-        store._conn.execute("UPDATE sessions SET owner_pid = ? WHERE id = ?", (live.pid, sid))
-        with pytest.raises(SessionBusy, match=str(live.pid)):
+        with pytest.raises(SessionBusy, match=f"pid {child.pid}") as excinfo:
             store.acquire(sid)
+        assert excinfo.value.exit_code == 5 and "--fork" in str(excinfo.value) and "--force" in str(excinfo.value)
         with pytest.raises(SessionBusy):
             store.delete(sid)
+        assert store.get(sid).message_count == 2
     finally:
-        live.kill()
-        live.wait()
-    store._conn.execute("UPDATE sessions SET owner_pid = ? WHERE id = ?", (_dead_pid(), sid))
-    store.acquire(sid)
+        child.kill()
+        child.communicate()
+    store.acquire(sid)  # the kernel dropped the killed holder's lock
     owner = store._conn.execute("SELECT owner_pid FROM sessions WHERE id = ?", (sid,)).fetchone()
     assert owner == (os.getpid(),)
     store.acquire(sid)  # re-acquiring one's own session is fine
     store.release(sid)
     assert store._conn.execute("SELECT owner_pid FROM sessions WHERE id = ?", (sid,)).fetchone() == (None,)
     assert issubclass(SessionBusy, CoError)
+
+
+def test_a_lock_whose_holder_died_is_taken_without_force(store: SessionStore, db_path: Path) -> None:
+    sid = new(store)
+    save_turn(store, sid, text_turn("q", "a"))
+    child = _holder(db_path, sid, "os._exit(0)")  # dies without releasing, as a crash would
+    child.communicate(timeout=60)
+    assert child.returncode == 0
+    stale = store._conn.execute("SELECT owner_pid FROM sessions WHERE id = ?", (sid,)).fetchone()
+    assert stale == (child.pid,)  # the crash left its pid behind
+    store.acquire(sid)
+    # A stale pid that now belongs to another live process (a reused pid, or a pid from another container)
+    # means nothing either.
+    store.release(sid)
+    store._conn.execute("UPDATE sessions SET owner_pid = ? WHERE id = ?", (os.getppid(), sid))
+    store.acquire(sid)
+    store.release(sid)
+    store.delete(sid)
+
+
+def test_force_takes_a_session_from_a_live_holder(store: SessionStore, db_path: Path) -> None:
+    sid = new(store)
+    save_turn(store, sid, text_turn("q", "a"))
+    child = _child_holding(db_path, sid)
+    try:
+        with pytest.raises(SessionBusy):
+            store.acquire(sid)
+        store.acquire(sid, force=True)
+        owner = store._conn.execute("SELECT owner_pid FROM sessions WHERE id = ?", (sid,)).fetchone()
+        assert owner == (os.getpid(),)
+        # The new holder's lock is a real one.
+        with SessionStore.open(db_path) as third, pytest.raises(SessionBusy, match=f"pid {os.getpid()}"):
+            third.acquire(sid)
+    finally:
+        child.kill()
+        child.communicate()
+    store.release(sid)
+    lock_dir = db_path.parent / "co-cli.db.locks"
+    assert list(lock_dir.iterdir()) == []  # released locks leave no file behind
+    assert stat.S_IMODE(lock_dir.stat().st_mode) == 0o700
 
 
 # --- files and failure modes -----------------------------------------------------------------------

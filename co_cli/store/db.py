@@ -8,6 +8,7 @@ once migrate it exactly once.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import random
 import sqlite3
@@ -16,10 +17,21 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from co_cli.errors import StoreError
+from co_cli.terminal_text import printable
 
 BUSY_TIMEOUT_MS = 10_000
+# Every commit is on disk before co goes on (the WAL is synced at each commit): a power cut loses no
+# saved turn. NORMAL would sync only at checkpoints; docs/performance.md has the cost of each.
+SYNCHRONOUS = "FULL"
+# Text read from the database: a byte that is not UTF-8 (damage, or another program's write) becomes
+# U+FFFD instead of making the whole row, and so the whole session, unreadable.
+TEXT_FACTORY = functools.partial(str, encoding="utf-8", errors="replace")
 MESSAGE_KINDS = ("user", "assistant", "tool-call", "tool-return", "summary", "system")
 MESSAGE_STATUSES = ("ok", "failed", "cancelled")
+
+
+class ReadOnlyDatabase(StoreError):
+    """The database file or its directory cannot be written."""
 
 
 def _kinds_check(column: str, values: tuple[str, ...]) -> str:
@@ -129,20 +141,22 @@ def store_error(exc: sqlite3.Error, path: Path) -> StoreError:
     if name.startswith("SQLITE_FULL") or "disk is full" in text:
         return StoreError(f"cannot write session database {path}: the disk is full; free some space and retry")
     if name.startswith("SQLITE_READONLY") or "readonly" in text:
-        return StoreError(
+        return ReadOnlyDatabase(
             f"session database {path} is read-only; make the file and its directory writable "
             "or set CO_CLI_DATA_DIR to another directory"
         )
     if name.startswith(("SQLITE_NOTADB", "SQLITE_CORRUPT")) or "not a database" in text or "malformed" in text:
         return StoreError(
-            f"session database {path} is corrupt or not a co database; move it aside (co starts a new "
-            "one) or set CO_CLI_DATA_DIR to another directory"
+            f"session database {path} is corrupt or not a co database; `co sessions recover` saves what "
+            "can still be read into a new database (the damaged file is kept)"
         )
     if _is_busy(exc):
         return StoreError(f"session database {path} stayed locked by another process; retry in a moment")
     if name.startswith("SQLITE_CANTOPEN"):
         return StoreError(f"cannot open session database {path}; check that its directory exists and is writable")
-    return StoreError(f"session database {path} failed: {text}")
+    if "decode" in text:  # sqlite3's decoding errors quote the stored text: never echo it
+        return StoreError(f"session database {path} holds text that is not UTF-8; `co sessions recover` can repair it")
+    return StoreError(f"session database {path} failed: {' '.join(printable(text).split())[:200]}")
 
 
 @contextlib.contextmanager
@@ -183,7 +197,7 @@ def _prepare_file(path: Path) -> None:
         if not path.is_file():
             raise StoreError(f"session database {path} is not a regular file; move it aside")
         if not os.access(path, os.R_OK | os.W_OK):
-            raise StoreError(
+            raise ReadOnlyDatabase(
                 f"session database {path} is read-only; make it writable (chmod u+rw) "
                 "or set CO_CLI_DATA_DIR to another directory"
             )
@@ -208,14 +222,18 @@ def _looks_like_co_db(conn: sqlite3.Connection) -> bool:
     return conn.execute("SELECT count(*) FROM sqlite_schema").fetchone()[0] == 0
 
 
+def _newer_co(path: Path, version: int) -> StoreError:
+    return StoreError(
+        f"session database {path} was written by a newer co (schema {version}, this co knows "
+        f"{SCHEMA_VERSION}); upgrade co"
+    )
+
+
 def migrate(conn: sqlite3.Connection, path: Path) -> int:
     """Bring the schema to SCHEMA_VERSION, one version per transaction; return the final version."""
     version = _schema_version(conn)
     if version > SCHEMA_VERSION:
-        raise StoreError(
-            f"session database {path} was written by a newer co (schema {version}, this co knows "
-            f"{SCHEMA_VERSION}); upgrade co"
-        )
+        raise _newer_co(path, version)
     while version < SCHEMA_VERSION:
         with write_transaction(conn, path):
             version = _schema_version(conn)  # another process may have migrated meanwhile
@@ -258,12 +276,41 @@ def _enable_wal(conn: sqlite3.Connection, path: Path) -> None:
         raise StoreError(f"session database {path} cannot use write-ahead logging (journal mode {mode})")
 
 
-def connect(path: Path) -> sqlite3.Connection:
-    """Open (creating if needed) and migrate the session database; raise StoreError on any problem."""
+def _writable(path: Path) -> bool:
+    """Whether SQLite can write ``path`` in WAL mode (the file, and the directory for its -wal and -shm files)."""
+    return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK | os.X_OK)
+
+
+def connect(path: Path, *, reads_only: bool = False) -> sqlite3.Connection:
+    """Open (creating if needed) and migrate the session database; raise StoreError on any problem.
+
+    ``reads_only`` (for commands that only read): an existing database that cannot be written (a backup,
+    read-only media) is opened read-only instead of refused; any write through it then fails with the
+    read-only error.
+    """
     path = Path(path).expanduser()
+    if reads_only and path.is_file() and not _writable(path):
+        return _connect_read_only(path)
+    try:
+        return _connect_read_write(path)
+    except ReadOnlyDatabase:
+        if reads_only and path.is_file():
+            return _connect_read_only(path)
+        raise
+
+
+def _open(target: str | Path, *, uri: bool = False) -> sqlite3.Connection:
+    conn = sqlite3.connect(
+        target, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False, uri=uri
+    )
+    conn.text_factory = TEXT_FACTORY
+    return conn
+
+
+def _connect_read_write(path: Path) -> sqlite3.Connection:
     _prepare_file(path)
     try:
-        conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
+        conn = _open(path)
     except sqlite3.Error as exc:
         raise store_error(exc, path) from exc
     try:
@@ -274,10 +321,43 @@ def connect(path: Path) -> sqlite3.Connection:
             if _schema_version(conn) > SCHEMA_VERSION:
                 migrate(conn, path)  # raises the "newer co" error before anything is written
             _enable_wal(conn, path)
-            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute(f"PRAGMA synchronous = {SYNCHRONOUS}")
             conn.execute("PRAGMA foreign_keys = ON")
             migrate(conn, path)
     except BaseException:
         conn.close()
         raise
     return conn
+
+
+def _connect_read_only(path: Path) -> sqlite3.Connection:
+    """Open an existing database without writing anything, not even its -wal and -shm files.
+
+    ``mode=ro`` still reads a write-ahead log left next to the file; when SQLite cannot use it (no -shm
+    file and a read-only directory) ``immutable=1`` reads the main file alone.
+    """
+    base = path.resolve().as_uri()
+    failure: sqlite3.Error | None = None
+    for query in ("mode=ro", "mode=ro&immutable=1"):
+        try:
+            conn = _open(f"{base}?{query}", uri=True)
+        except sqlite3.Error as exc:
+            failure = exc
+            continue
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute("SELECT count(*) FROM sqlite_schema").fetchone()
+            version = _schema_version(conn)
+        except sqlite3.Error as exc:
+            conn.close()
+            failure = exc
+            continue
+        if version > SCHEMA_VERSION or version == 0:
+            conn.close()
+            if version == 0:
+                raise StoreError(f"session database {path} is read-only and is not a co database yet")
+            raise _newer_co(path, version)
+        conn.execute("PRAGMA query_only = ON")
+        return conn
+    assert failure is not None
+    raise store_error(failure, path) from failure

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, fields
+from dataclasses import asdict
 from datetime import datetime
-from typing import Any
 
-from co_cli.errors import CoError
+from co_cli.store.import_document import EXPORT_FORMAT, EXPORT_VERSION, parse_export
+from co_cli.store.redact import without_credentials
 from co_cli.store.sessions import (
     CompactionRecord,
     SessionInfo,
@@ -15,9 +15,6 @@ from co_cli.store.sessions import (
     StoredMessage,
     prompt_content_text,
 )
-
-EXPORT_FORMAT = "co-session"
-EXPORT_VERSION = 1
 
 _ROLE_HEADINGS = {
     "user": "User",
@@ -30,7 +27,11 @@ _ROLE_HEADINGS = {
 
 
 def _iso(timestamp: float) -> str:
-    return datetime.fromtimestamp(timestamp).astimezone().isoformat(timespec="seconds")
+    """Local ISO time; a value that is no time (from an odd database) as it is, not an error."""
+    try:
+        return datetime.fromtimestamp(timestamp).astimezone().isoformat(timespec="seconds")
+    except (OverflowError, OSError, ValueError, TypeError):
+        return f"(time {timestamp!r})"
 
 
 def _fence(text: str, lang: str = "") -> str:
@@ -124,11 +125,12 @@ def export_json(store: SessionStore, session_id: str) -> str:
 
     info = store.get(session_id)
     transcript = store.transcript(info.id)
-    messages = ModelMessagesTypeAdapter.dump_python([s.message for s in transcript], mode="json")
+    # Saving strips credentials already; stripping again covers databases written before it did.
+    messages = ModelMessagesTypeAdapter.dump_python(without_credentials([s.message for s in transcript]), mode="json")
     compactions = []
     for record in store.compactions(info.id):
         data = asdict(record)
-        data["replacement"] = ModelMessagesTypeAdapter.dump_python(record.replacement, mode="json")
+        data["replacement"] = ModelMessagesTypeAdapter.dump_python(without_credentials(record.replacement), mode="json")
         compactions.append(data)
     document = {
         "format": EXPORT_FORMAT,
@@ -143,92 +145,33 @@ def export_json(store: SessionStore, session_id: str) -> str:
     return json.dumps(document, ensure_ascii=False, indent=1)
 
 
-def _invalid(reason: str) -> CoError:
-    return CoError(f"not a co session export: {reason}")
+def _resumable(
+    messages: list[StoredMessage], compactions: list[CompactionRecord]
+) -> tuple[list[StoredMessage], list[CompactionRecord]]:
+    """Close what a live co would have closed: tool calls left unanswered at the end of the transcript (after
+    its failed turns, which a resume skips) or at the end of a compaction's replacement get the same
+    "interrupted" result a cancelled turn saves, so the session can be continued."""
+    from pydantic_ai.messages import ModelResponse
 
+    from co_cli.context.repair import repair_orphans
 
-def _require(data: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
-    value = data.get(key)
-    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
-        raise _invalid(f"{where}.{key} is missing or has the wrong type")
-    return value
-
-
-def _parse_session(data: dict[str, Any]) -> SessionInfo:
-    number = (int, float)
-    values: dict[str, Any] = {}
-    for field in fields(SessionInfo):
-        if field.name in ("parent_id", "fork_seq"):
-            value = data.get(field.name)
-            expected: type | tuple[type, ...] = str if field.name == "parent_id" else int
-            if value is not None and not isinstance(value, expected):
-                raise _invalid(f"session.{field.name} has the wrong type")
-            values[field.name] = value
-        elif field.name in ("created_at", "updated_at", "cost_usd"):
-            values[field.name] = float(_require(data, field.name, number, "session"))
-        elif field.name in ("message_count", "input_tokens", "output_tokens", "compaction_count"):
-            values[field.name] = _require(data, field.name, int, "session")
-        else:
-            values[field.name] = _require(data, field.name, str, "session")
-    return SessionInfo(**values)
+    kept = [m for m in messages if m.status != "failed"]
+    if kept and isinstance(kept[-1].message, ModelResponse):
+        last = kept[-1]
+        closing = repair_orphans([last.message])[1:]
+        messages = messages + [
+            StoredMessage(len(messages) + i, last.created_at, "", "", "ok", message)
+            for i, message in enumerate(closing)
+        ]
+    for record in compactions:
+        record.replacement = repair_orphans(record.replacement)
+    return messages, compactions
 
 
 def import_json(store: SessionStore, text: str) -> SessionInfo:
-    """Read an ``export_json`` document back; a taken id is imported under a new one."""
-    from pydantic import ValidationError
-    from pydantic_ai.messages import ModelMessagesTypeAdapter
+    """Read an ``export_json`` document back; a taken id is imported under a new one.
 
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise _invalid(f"invalid JSON ({exc.msg} at line {exc.lineno})") from None
-    if not isinstance(document, dict) or document.get("format") != EXPORT_FORMAT:
-        raise _invalid(f"expected a JSON object with format {EXPORT_FORMAT!r}")
-    version = document.get("version")
-    if version != EXPORT_VERSION:
-        raise CoError(f"unsupported co session export version {version!r} (this co reads {EXPORT_VERSION})")
-    info = _parse_session(_require(document, "session", dict, "document"))
-    raw_messages = _require(document, "messages", list, "document")
-    raw_compactions = _require(document, "compactions", list, "document")
-    try:
-        stored: list[StoredMessage] = []
-        for index, item in enumerate(raw_messages):
-            if not isinstance(item, dict):
-                raise _invalid(f"messages[{index}] is not an object")
-            seq = _require(item, "seq", int, f"messages[{index}]")
-            if seq != index:
-                raise _invalid(f"messages[{index}] has seq {seq}; seqs must run 0, 1, 2, ...")
-            status = _require(item, "status", str, f"messages[{index}]")
-            if status not in ("ok", "failed", "cancelled"):
-                raise _invalid(f"messages[{index}] has unknown status {status!r}")
-            message = ModelMessagesTypeAdapter.validate_python([item.get("message")])[0]
-            created = float(_require(item, "created_at", (int, float), f"messages[{index}]"))
-            stored.append(StoredMessage(seq, created, str(item.get("kind", "")), "", status, message))
-        records: list[CompactionRecord] = []
-        for index, item in enumerate(raw_compactions):
-            if not isinstance(item, dict):
-                raise _invalid(f"compactions[{index}] is not an object")
-            where = f"compactions[{index}]"
-            trigger = _require(item, "trigger", str, where)
-            if trigger not in ("auto", "manual"):
-                raise _invalid(f"{where} has unknown trigger {trigger!r}")
-            focus = item.get("focus")
-            if focus is not None and not isinstance(focus, str):
-                raise _invalid(f"{where}.focus has the wrong type")
-            records.append(
-                CompactionRecord(
-                    from_seq=_require(item, "from_seq", int, where),
-                    upto_seq=_require(item, "upto_seq", int, where),
-                    summary=_require(item, "summary", str, where),
-                    focus=focus,
-                    trigger=trigger,
-                    tokens_before=_require(item, "tokens_before", int, where),
-                    tokens_after=_require(item, "tokens_after", int, where),
-                    model=_require(item, "model", str, where),
-                    replacement=ModelMessagesTypeAdapter.validate_python(_require(item, "replacement", list, where)),
-                    created_at=float(_require(item, "created_at", (int, float), where)),
-                )
-            )
-    except ValidationError as exc:
-        raise _invalid(f"a message does not validate ({exc.error_count()} errors)") from None
-    return store.import_session(info, stored, records)
+    Every field is checked (``parse_export``) and the transcript closed so it can be continued."""
+    info, messages, compactions = parse_export(text)
+    messages, compactions = _resumable(messages, compactions)
+    return store.import_session(info, messages, compactions)

@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from co_cli.errors import CoError, SessionNotFound, StoreError
 from co_cli.store.db import MESSAGE_STATUSES, connect, translated_errors, write_transaction
+from co_cli.store.locks import SessionLocks
+from co_cli.store.redact import without_credentials
 from co_cli.terminal_text import printable
 
 if TYPE_CHECKING:
@@ -32,7 +34,7 @@ TITLE_MAX_CHARS = 100
 SNIPPET_OPEN = "«"
 SNIPPET_CLOSE = "»"
 _AMBIGUOUS_SHOWN = 5
-_ID_RE = re.compile(r"^[0-9a-f]{20}$")
+_ID_RE = re.compile(r"[0-9a-f]{20}")
 
 
 class SessionBusy(CoError):
@@ -113,6 +115,11 @@ def new_session_id(now: float | None = None) -> str:
     return f"{millis:012x}{secrets.token_hex(4)}"
 
 
+def is_session_id(text: str) -> bool:
+    """Whether ``text`` has the form of an id from ``new_session_id``."""
+    return _ID_RE.fullmatch(text) is not None
+
+
 def valid_utf8(text: str) -> str:
     """The text with lone surrogates (undecodable bytes from a terminal or a pipe) replaced by '?'."""
     try:
@@ -134,18 +141,6 @@ def fts_query(text: str) -> str:
     """Quote every whitespace-separated term so FTS5 syntax in user text is matched literally."""
     terms = [term.replace('"', '""') for term in valid_utf8(text).replace("\x00", " ").split()]
     return " ".join(f'"{term}"' for term in terms if term.strip('"'))
-
-
-def pid_alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 # --- message (de)serialisation -------------------------------------------------------------------
@@ -207,25 +202,26 @@ def message_kind_and_text(message: ModelMessage) -> tuple[str, str]:
             elif isinstance(part, CompactionPart) and part.content:
                 texts.append(part.content)
         return kind, valid_utf8("\n".join(t for t in texts if t))
-    parts = list(message.parts)
-    kind = "tool-call" if any(isinstance(p, ToolCallPart) for p in parts) else "assistant"
-    for part in parts:
-        if isinstance(part, TextPart):
-            texts.append(part.content)
-        elif isinstance(part, BaseToolCallPart):
-            texts.append(f"{part.tool_name}({part.args_as_json_str()})")
-        elif isinstance(part, BaseToolReturnPart):
-            texts.append(f"{part.tool_name}: {part.model_response_str()}")
-        elif isinstance(part, CompactionPart) and part.content:
-            texts.append(part.content)
+    kind = "tool-call" if any(isinstance(p, ToolCallPart) for p in message.parts) else "assistant"
+    for response_part in message.parts:
+        if isinstance(response_part, TextPart):
+            texts.append(response_part.content)
+        elif isinstance(response_part, BaseToolCallPart):
+            texts.append(f"{response_part.tool_name}({response_part.args_as_json_str()})")
+        elif isinstance(response_part, BaseToolReturnPart):
+            texts.append(f"{response_part.tool_name}: {response_part.model_response_str()}")
+        elif isinstance(response_part, CompactionPart) and response_part.content:
+            texts.append(response_part.content)
     return kind, valid_utf8("\n".join(t for t in texts if t))
 
 
 def dump_messages(messages: Sequence[ModelMessage]) -> str:
-    """Messages as pydantic-ai's JSON; undecodable bytes in a tool output are saved as '?'."""
+    """Messages as pydantic-ai's JSON; undecodable bytes in a tool output are saved as '?', credentials in a
+    response's provider URL are left out."""
     from pydantic_ai.messages import ModelMessagesTypeAdapter
     from pydantic_core import PydanticSerializationError
 
+    messages = without_credentials(messages)
     try:
         return ModelMessagesTypeAdapter.dump_json(list(messages)).decode()
     except PydanticSerializationError:
@@ -261,14 +257,17 @@ class SessionStore:
         self._conn = conn
         self.path = path
         self._lock = threading.RLock()
+        self._locks = SessionLocks(path.parent / f"{path.name}.locks")
 
     @classmethod
-    def open(cls, db_path: Path) -> SessionStore:
+    def open(cls, db_path: Path, *, reads_only: bool = False) -> SessionStore:
+        """Open the store; ``reads_only`` opens a database that cannot be written read-only (see ``connect``)."""
         path = Path(db_path).expanduser()
-        return cls(connect(path), path)
+        return cls(connect(path, reads_only=reads_only), path)
 
     def close(self) -> None:
         with self._lock:
+            self._locks.release_all()
             self._conn.close()
 
     def __enter__(self) -> SessionStore:
@@ -364,23 +363,29 @@ class SessionStore:
             total = self._conn.execute(
                 "SELECT count(*) FROM sessions WHERE id >= ? AND id < ?", (key, key + "~")
             ).fetchone()[0]
-        shown = ", ".join(f"{r[0]} ({r[1] or 'untitled'})" for r in rows[:_AMBIGUOUS_SHOWN])
+        shown = ", ".join(f"{printable(r[0])} ({printable(r[1]) or 'untitled'})" for r in rows[:_AMBIGUOUS_SHOWN])
         more = f" and {total - _AMBIGUOUS_SHOWN} more" if total > _AMBIGUOUS_SHOWN else ""
         raise SessionNotFound(f"session prefix {id_or_prefix!r} is ambiguous: {shown}{more}; give more characters")
 
+    # Listings leave out sessions without messages: one is created just before its first prompt is saved,
+    # and stays empty if that save fails.
+
     def latest(self) -> SessionInfo | None:
-        rows = self._read(f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY updated_at DESC, id DESC LIMIT 1")
+        rows = self._read(
+            f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE message_count > 0 ORDER BY updated_at DESC, id DESC LIMIT 1"
+        )
         return SessionInfo(*rows[0]) if rows else None
 
     def list(self, limit: int = 50, offset: int = 0) -> builtins.list[SessionInfo]:
         rows = self._read(
-            f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY updated_at DESC, id DESC LIMIT ? OFFSET ?",
+            f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE message_count > 0 "
+            "ORDER BY updated_at DESC, id DESC LIMIT ? OFFSET ?",
             (limit, offset),
         )
         return [SessionInfo(*row) for row in rows]
 
     def count(self) -> int:
-        return int(self._read("SELECT count(*) FROM sessions")[0][0])
+        return int(self._read("SELECT count(*) FROM sessions WHERE message_count > 0")[0][0])
 
     def rename(self, session_id: str, title: str) -> None:
         with self._lock, self._write() as conn:
@@ -393,13 +398,21 @@ class SessionStore:
             conn.execute("UPDATE sessions SET model = ? WHERE id = ?", (model, session_id))
 
     def delete(self, session_id: str, files_root: Path | None = None) -> None:
-        """Remove the session, its transcript, search entries, compactions and ``files_root/session_id``."""
-        with self._lock, self._write() as conn:
-            self._session_row(session_id)
-            self._check_not_busy(conn, session_id)
-            conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
-            conn.execute("DELETE FROM compactions WHERE session_id = ?", (session_id,))
-            conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+        """Remove the session, its transcript, search entries, compactions and ``files_root/session_id``.
+
+        SessionBusy if another process has it open."""
+        with self._lock:
+            ours = self._locks.holds(session_id)
+            self._lock_session(session_id)
+            try:
+                with self._write() as conn:
+                    self._session_row(session_id)
+                    conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
+                    conn.execute("DELETE FROM compactions WHERE session_id = ?", (session_id,))
+                    conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+            finally:
+                if not ours:
+                    self._locks.release(session_id)
         if files_root is not None:
             target = Path(files_root) / session_id
             if target.is_dir() and not target.is_symlink():
@@ -640,31 +653,51 @@ class SessionStore:
 
     # -- the open-session lock --
 
-    def _check_not_busy(self, conn: sqlite3.Connection, session_id: str) -> None:
-        owner = conn.execute("SELECT owner_pid FROM sessions WHERE id = ?", (session_id,)).fetchone()
-        pid = owner[0] if owner else None
-        if pid is not None and pid != os.getpid() and pid_alive(int(pid)):
-            raise SessionBusy(
-                f"session {session_id} is open in another co process (pid {pid}); "
-                "close it there or continue a copy with --fork"
-            )
+    # The lock itself is a lock file (co_cli.store.locks) the kernel releases when its process ends;
+    # owner_pid only says who holds it, for messages and for other tools.
 
-    def acquire(self, session_id: str) -> None:
-        """Mark the session as open by this process; SessionBusy if another live process has it."""
-        with self._lock, self._write() as conn:
+    def _lock_session(self, session_id: str, force: bool = False) -> None:
+        """Take the session's lock file; SessionBusy if another live process holds it (and not ``force``)."""
+        with translated_errors(self.path):
             self._session_row(session_id)
-            self._check_not_busy(conn, session_id)
-            conn.execute(
-                "UPDATE sessions SET owner_pid = ?, owner_since = ? WHERE id = ?",
-                (os.getpid(), time.time(), session_id),
-            )
+        if self._locks.acquire(session_id, force=force):
+            return
+        owner = self._read("SELECT owner_pid FROM sessions WHERE id = ?", (session_id,))
+        pid = owner[0][0] if owner else None
+        by = f" (pid {pid})" if pid is not None else ""
+        raise SessionBusy(
+            f"session {session_id} is open in another co process{by}; close it there, "
+            "continue a copy with --fork, or take it over with --force"
+        )
+
+    def acquire(self, session_id: str, *, force: bool = False) -> None:
+        """Hold the session open for this process; SessionBusy if another live process has it open.
+
+        A lock left by a process that has ended is free. ``force`` takes the session from a live holder."""
+        with self._lock:
+            self._lock_session(session_id, force=force)
+            try:
+                with self._write() as conn:
+                    conn.execute(
+                        "UPDATE sessions SET owner_pid = ?, owner_since = ? WHERE id = ?",
+                        (os.getpid(), time.time(), session_id),
+                    )
+            except BaseException:
+                self._locks.release(session_id)
+                raise
 
     def release(self, session_id: str) -> None:
-        with self._lock, self._write() as conn:
-            conn.execute(
-                "UPDATE sessions SET owner_pid = NULL, owner_since = NULL WHERE id = ? AND owner_pid = ?",
-                (session_id, os.getpid()),
-            )
+        with self._lock:
+            if not self._locks.holds(session_id):
+                return
+            try:
+                with self._write() as conn:
+                    conn.execute(
+                        "UPDATE sessions SET owner_pid = NULL, owner_since = NULL WHERE id = ? AND owner_pid = ?",
+                        (session_id, os.getpid()),
+                    )
+            finally:
+                self._locks.release(session_id)
 
     # -- import (used by co_cli.store.export) --
 
@@ -682,7 +715,7 @@ class SessionStore:
         encoded = [(c, dump_messages(c.replacement)) for c in compactions]
         with self._lock, self._write() as conn:
             taken = conn.execute("SELECT 1 FROM sessions WHERE id = ?", (info.id,)).fetchone()
-            if taken is not None or not _ID_RE.match(info.id):
+            if taken is not None or not is_session_id(info.id):
                 info.id = new_session_id()
             info.message_count = len(rows)
             info.compaction_count = len(encoded)

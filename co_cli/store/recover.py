@@ -1,0 +1,388 @@
+"""Salvage a damaged session database: copy whatever SQLite can still read into a new database.
+
+The damaged file is only read (from a private copy, so even its write-ahead log is applied without
+touching it). Rows are read in rowid order; when a read fails, the reader steps past the damaged part
+(a binary search finds where readable rows start again), so one bad page costs the rows on it, not the
+table. Each session is then rebuilt from its readable messages: messages pydantic-ai cannot read are
+dropped, the rest renumbered 0, 1, 2, …, compactions moved to the renumbered messages, and a session
+whose metadata row was lost is given a new one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import shutil
+import sqlite3
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from co_cli.errors import StoreError
+from co_cli.store.db import MESSAGE_STATUSES, TEXT_FACTORY, connect, write_transaction
+from co_cli.store.sessions import (
+    SessionInfo,
+    dump_messages,
+    is_session_id,
+    message_kind_and_text,
+    new_session_id,
+    normalize_title,
+)
+
+_BATCH = 256
+_SESSION_READ = (
+    "id, title, created_at, updated_at, model, cwd, parent_id, fork_seq, input_tokens, output_tokens, cost_usd, "
+    "message_count"
+)
+_MESSAGE_READ = "session_id, seq, created_at, json, status"
+_COMPACTION_READ = (
+    "session_id, created_at, from_seq, upto_seq, summary, focus, trigger, tokens_before, tokens_after, model, "
+    "replacement_json"
+)
+
+
+@dataclass
+class Recovery:
+    """What ``recover`` saved and what it could not."""
+
+    target: Path
+    sessions: int = 0
+    messages: int = 0
+    compactions: int = 0
+    messages_lost: int = 0  # unreadable, or read but not a message co can load
+    compactions_lost: int = 0
+    sessions_rebuilt: int = 0  # sessions whose metadata row was lost, rebuilt from their messages
+    damaged_tables: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Session:
+    info: SessionInfo | None = None
+    expected_messages: int = 0
+    messages: list[tuple[int, float, str, str]] = field(default_factory=list)  # seq, created_at, json, status
+    compactions: list[tuple[Any, ...]] = field(default_factory=list)
+
+
+def _finite(value: Any, default: float) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return default
+    return number if math.isfinite(number) and 0 <= number < 2.0**32 else default
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and 0 <= value < 2**53 else 0
+
+
+def _rows(conn: sqlite3.Connection, table: str, columns: str) -> tuple[list[tuple[Any, ...]], bool]:
+    """Every readable row of ``table`` (rowid first); True as well if some part could not be read."""
+    rows: list[tuple[Any, ...]] = []
+    damaged = False
+    try:
+        high = conn.execute(f"SELECT max(rowid) FROM {table}").fetchone()[0]
+    except sqlite3.DatabaseError:
+        high, damaged = None, True
+    after = -(2**63)
+    while True:
+        try:
+            batch = conn.execute(
+                f"SELECT rowid, {columns} FROM {table} WHERE rowid > ? ORDER BY rowid LIMIT {_BATCH}", (after,)
+            ).fetchall()
+        except sqlite3.DatabaseError:
+            damaged = True
+            batch = _rows_one_by_one(conn, table, columns, after, high)
+        if not batch:
+            return rows, damaged
+        rows.extend(batch)
+        after = batch[-1][0]
+
+
+def _first_row_from(
+    conn: sqlite3.Connection, table: str, columns: str, start: int
+) -> tuple[Any, ...] | None | Exception:
+    try:
+        found: tuple[Any, ...] | None = conn.execute(
+            f"SELECT rowid, {columns} FROM {table} WHERE rowid >= ? ORDER BY rowid LIMIT 1", (start,)
+        ).fetchone()
+    except sqlite3.DatabaseError as exc:
+        return exc
+    return found
+
+
+def _rows_one_by_one(
+    conn: sqlite3.Connection, table: str, columns: str, after: int, high: int | None
+) -> list[tuple[Any, ...]]:
+    """Rows after ``after`` up to the first unreadable one, or, if the very next one cannot be read, the
+    first readable row past the damage."""
+    rows: list[tuple[Any, ...]] = []
+    while len(rows) < _BATCH:
+        found = _first_row_from(conn, table, columns, after + 1)
+        if found is None:
+            return rows
+        if isinstance(found, Exception):
+            if rows:
+                return rows  # the caller comes back here for the damaged part
+            past = _past_damage(conn, table, columns, after + 1, high)
+            return [] if past is None else [past]
+        rows.append(found)
+        after = found[0]
+    return rows
+
+
+def _past_damage(
+    conn: sqlite3.Connection, table: str, columns: str, failing: int, high: int | None
+) -> tuple[Any, ...] | None:
+    """The first row that can be read at a rowid above ``failing`` (where reading fails), or None.
+
+    Probes at doubling distances until a read succeeds (or passes the table's highest rowid), then
+    narrows down by bisection to the lowest start that reads, so readable rows just past the damage are
+    not skipped."""
+    limit = high if high is not None else 2**62
+    step = 1
+    while True:
+        start = min(failing + step, limit)
+        if start <= failing:
+            return None
+        result = _first_row_from(conn, table, columns, start)
+        if not isinstance(result, Exception):
+            break
+        if start >= limit:
+            return None
+        failing, step = start, step * 2
+    lo, hi = failing + 1, start  # reads from ``failing`` fail; from ``hi`` they give ``result``
+    while lo < hi:
+        mid = (lo + hi) // 2
+        attempt = _first_row_from(conn, table, columns, mid)
+        if isinstance(attempt, Exception):
+            lo = mid + 1
+        else:
+            hi, result = mid, attempt
+    return result
+
+
+@contextlib.contextmanager
+def _readable_copy(source: Path) -> Iterator[sqlite3.Connection]:
+    """A read connection to a private copy of ``source`` (with its write-ahead log, when there is one)."""
+    with tempfile.TemporaryDirectory(prefix="co-recover-") as tmp:
+        copy = Path(tmp) / "damaged.db"
+        try:
+            shutil.copyfile(source, copy)
+            wal = source.with_name(source.name + "-wal")
+            if wal.is_file():
+                shutil.copyfile(wal, copy.with_name(copy.name + "-wal"))
+        except OSError as exc:
+            raise StoreError(f"cannot read {source}: {exc.strerror}") from None
+        conn = sqlite3.connect(copy, isolation_level=None)
+        conn.text_factory = TEXT_FACTORY
+        try:
+            yield conn
+        finally:
+            conn.close()
+
+
+class _Reader:
+    """Collects the readable rows of the three tables, grouped by session."""
+
+    def __init__(self, report: Recovery) -> None:
+        self.report = report
+        self.sessions: dict[str, _Session] = defaultdict(_Session)
+
+    def session(self, row: tuple[Any, ...]) -> None:
+        (_, sid, title, created, updated, model, cwd, parent, fork_seq, tokens_in, tokens_out, cost, count) = row
+        if not isinstance(sid, str):
+            return
+        now = time.time()
+        found = self.sessions[sid]
+        found.expected_messages = _count(count)
+        found.info = SessionInfo(
+            id=sid,
+            title=title if isinstance(title, str) else "",
+            created_at=_finite(created, now),
+            updated_at=_finite(updated, now),
+            model=model if isinstance(model, str) else "",
+            cwd=cwd if isinstance(cwd, str) else "",
+            parent_id=parent if isinstance(parent, str) and is_session_id(parent) else None,
+            fork_seq=fork_seq if isinstance(fork_seq, int) and fork_seq >= -1 else None,
+            message_count=0,
+            input_tokens=_count(tokens_in),
+            output_tokens=_count(tokens_out),
+            cost_usd=_finite(cost, 0.0),
+            compaction_count=0,
+        )
+
+    def message(self, row: tuple[Any, ...]) -> None:
+        _, sid, seq, created, data, status = row
+        if not isinstance(sid, str) or not isinstance(seq, int) or not isinstance(data, str):
+            self.report.messages_lost += 1
+            return
+        self.sessions[sid].messages.append((seq, _finite(created, 0.0), data, status))
+
+    def compaction(self, row: tuple[Any, ...]) -> None:
+        if isinstance(row[1], str):
+            self.sessions[row[1]].compactions.append(row[2:])
+        else:
+            self.report.compactions_lost += 1
+
+    def read(self, conn: sqlite3.Connection) -> dict[str, _Session]:
+        tables: list[tuple[str, str, Callable[[tuple[Any, ...]], None]]] = [
+            ("sessions", _SESSION_READ, self.session),
+            ("messages", _MESSAGE_READ, self.message),
+            ("compactions", _COMPACTION_READ, self.compaction),
+        ]
+        for table, columns, add in tables:
+            try:
+                rows, damaged = _rows(conn, table, columns)
+            except sqlite3.DatabaseError:
+                rows, damaged = [], True
+            if damaged:
+                self.report.damaged_tables.append(table)
+            for row in rows:
+                add(row)
+        return self.sessions
+
+
+def _decode(data: Any, *, single: bool) -> list[Any] | None:
+    """The messages in a stored JSON list, or None if pydantic-ai cannot read them (or ``single`` and not one)."""
+    from pydantic import ValidationError
+    from pydantic_ai.messages import ModelMessagesTypeAdapter
+
+    if not isinstance(data, str):
+        return None
+    try:
+        messages = ModelMessagesTypeAdapter.validate_json(data)
+    except (ValidationError, ValueError):
+        return None
+    return None if single and len(messages) != 1 else messages
+
+
+def _rebuild(session_id: str, found: _Session, report: Recovery) -> tuple[SessionInfo, list[Any], list[Any]] | None:
+    """The session with its readable messages renumbered and its compactions moved along; None if empty."""
+    decoded = [(m, _decode(m[2], single=True)) for m in sorted(found.messages, key=lambda m: m[0])]
+    kept = [(m, messages[0]) for m, messages in decoded if messages is not None]
+    report.messages_lost += len(decoded) - len(kept)
+    report.messages_lost += max(0, found.expected_messages - len({m[0] for m in found.messages}))
+    if not kept:
+        report.compactions_lost += len(found.compactions)
+        return None
+    old_seqs = [m[0] for m, _ in kept]
+
+    def last_kept_upto(old: int) -> int:
+        return sum(1 for s in old_seqs if s <= old) - 1
+
+    def first_kept_from(old: int) -> int:
+        return sum(1 for s in old_seqs if s < old)
+
+    compactions: list[tuple[Any, ...]] = []
+    for row in found.compactions:
+        created, from_seq, upto_seq, summary, focus, trigger, before, after, model, replacement = row
+        usable = (
+            isinstance(from_seq, int)
+            and isinstance(upto_seq, int)
+            and isinstance(summary, str)
+            and trigger in ("auto", "manual")
+            and _decode(replacement, single=False) is not None
+        )
+        if not usable:
+            report.compactions_lost += 1
+            continue
+        upto = last_kept_upto(upto_seq)
+        compactions.append(
+            (
+                _finite(created, kept[0][0][1]),
+                min(first_kept_from(from_seq), upto),
+                upto,
+                summary,
+                focus if isinstance(focus, str) else None,
+                trigger,
+                _count(before),
+                _count(after),
+                model if isinstance(model, str) else "",
+                replacement,
+            )
+        )
+    info = found.info
+    if info is None:
+        report.sessions_rebuilt += 1
+        first, last = kept[0][0][1] or time.time(), kept[-1][0][1] or time.time()
+        sid = session_id if is_session_id(session_id) else new_session_id()
+        info = SessionInfo(sid, "", first, last, "", "", None, None, 0, 0, 0, 0.0, 0)
+    info.message_count = len(kept)
+    info.compaction_count = len(compactions)
+    if info.fork_seq is not None:
+        info.fork_seq = last_kept_upto(info.fork_seq)
+    rows = []
+    for seq, ((_, created, _, status), message) in enumerate(kept):
+        kind, text = message_kind_and_text(message)
+        status = status if status in MESSAGE_STATUSES else "ok"
+        rows.append((seq, created or info.created_at, kind, text, dump_messages([message]), status))
+    if not info.title:
+        info.title = next((r[3] for r in rows if r[2] == "user"), "") or "recovered session"
+    info.title = normalize_title(info.title)
+    return info, rows, compactions
+
+
+def _write(target: Path, rebuilt: list[tuple[SessionInfo, list[Any], list[Any]]]) -> None:
+    from co_cli.store.sessions import SessionStore
+
+    conn = connect(target)
+    try:
+        for info, rows, compactions in rebuilt:
+            with write_transaction(conn, target):
+                SessionStore._insert_session(conn, info)
+                conn.executemany(
+                    "INSERT INTO messages (session_id, seq, created_at, kind, text, json, status) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    [(info.id, *row) for row in rows],
+                )
+                conn.executemany(
+                    "INSERT INTO compactions (session_id, created_at, from_seq, upto_seq, summary, focus, trigger, "
+                    "tokens_before, tokens_after, model, replacement_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [(info.id, *row) for row in compactions],
+                )
+    finally:
+        conn.close()
+
+
+def recover(source: Path, target: Path) -> Recovery:
+    """Copy what can be read from the database at ``source`` into a new database at ``target``.
+
+    ``source`` is never written. StoreError if ``target`` exists or nothing at all can be read."""
+    if target.exists():
+        raise StoreError(f"{target} already exists; choose another file for the recovered sessions")
+    if not source.is_file():
+        raise StoreError(f"there is no session database at {source}")
+    report = Recovery(target=target)
+    with _readable_copy(source) as conn:
+        try:
+            conn.execute("SELECT count(*) FROM sqlite_schema").fetchone()
+        except sqlite3.DatabaseError:
+            raise StoreError(f"{source} is not an SQLite database co can read anything from") from None
+        found = _Reader(report).read(conn)
+    rebuilt = []
+    for session_id, session in found.items():
+        result = _rebuild(session_id, session, report)
+        if result is not None:
+            rebuilt.append(result)
+    rebuilt.sort(key=lambda r: r[0].created_at)
+    _write(target, rebuilt)
+    report.sessions = len(rebuilt)
+    report.messages = sum(len(rows) for _, rows, _ in rebuilt)
+    report.compactions = sum(len(c) for _, _, c in rebuilt)
+    return report
+
+
+def install(recovered: Path, db: Path, stamp: str) -> Path:
+    """Put ``recovered`` in the place of ``db``; ``db`` (with its -wal and -shm files) is kept under a new name,
+    which is returned."""
+    kept = db.with_name(f"{db.stem}.damaged-{stamp}{db.suffix}")
+    for suffix in ("", "-wal", "-shm"):
+        old = db.with_name(db.name + suffix)
+        if old.exists():
+            old.replace(kept.with_name(kept.name + suffix))
+    recovered.replace(db)
+    return kept

@@ -1,0 +1,42 @@
+"""Keep credentials out of saved messages: a response's ``provider_url`` is the configured ``base_url``,
+which may carry a user and password (``https://user:pass@host``) or a key in its query (``?api-key=…``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit, urlunsplit
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
+
+
+def url_without_credentials(url: str) -> str:
+    """``url`` without its user info, query and fragment: scheme, host, port and path only.
+
+    The whole query goes, not only the parameters known to hold keys: a key may sit under any name
+    (``key``, ``api-key``, ``code``, ``sig``, …), and the endpoint is what the saved URL is for.
+    """
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return ""
+    if not parts.scheme and not parts.netloc:
+        return "" if ("@" in url or "?" in url or "#" in url) else url
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+def without_credentials(messages: Sequence[ModelMessage]) -> list[ModelMessage]:
+    """``messages`` with every response's ``provider_url`` stripped of credentials; the input is not changed."""
+    from pydantic_ai.messages import ModelResponse
+
+    cleaned: list[ModelMessage] = []
+    for message in messages:
+        if isinstance(message, ModelResponse) and message.provider_url:
+            safe = url_without_credentials(message.provider_url)
+            if safe != message.provider_url:
+                message = replace(message, provider_url=safe or None)
+        cleaned.append(message)
+    return cleaned
