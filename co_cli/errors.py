@@ -46,3 +46,9 @@ class SessionNotFound(CoError):
     """An unknown or ambiguous session id or prefix."""
 
     exit_code = 4
+
+
+class SessionBusy(CoError):
+    """Another live co process has the session open."""
+
+    exit_code = 5

@@ -18,6 +18,7 @@ from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
     ModelResponse,
+    RetryFeedbackPart,
     RetryPromptPart,
     SystemPromptPart,
     TextContent,
@@ -84,7 +85,7 @@ def part_kind(part: Any) -> PartKind:
         return "system"
     if isinstance(part, BaseToolReturnPart):
         return "tool-return"
-    if isinstance(part, RetryPromptPart):
+    if isinstance(part, RetryPromptPart | RetryFeedbackPart):
         return "retry"
     if isinstance(part, TextPart):
         return "text"
@@ -124,6 +125,16 @@ def view_part(part: Any) -> PartView:
         getattr(part, "tool_call_id", None),
         getattr(part, "outcome", None) if kind == "tool-return" else None,
     )
+
+
+def pretty_args(view: PartView) -> str:
+    """A tool call's arguments as indented JSON (as they came when they are not JSON)."""
+    import json
+
+    try:
+        return json.dumps(json.loads(view.text or "{}"), indent=2, ensure_ascii=False)
+    except ValueError:
+        return view.text
 
 
 def kinds(message: ModelMessage) -> set[PartKind]:

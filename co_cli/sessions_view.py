@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Sequence
 from datetime import datetime
@@ -115,45 +114,35 @@ def _shorten(text: str, limit: int = TOOL_OUTPUT_SHOWN_CHARS) -> str:
 
 
 def _message_body(stored: StoredMessage) -> list[RenderableType]:
-    from pydantic_ai.messages import (
-        BaseToolCallPart,
-        BaseToolReturnPart,
-        CompactionPart,
-        RetryFeedbackPart,
-        SystemPromptPart,
-        TextPart,
-        UserPromptPart,
-    )
     from rich.markdown import Markdown
 
-    from co_cli.store.sessions import prompt_content_text
+    from co_cli.message_view import views
 
     body: list[RenderableType] = []
-    for part in stored.message.parts:
-        if isinstance(part, UserPromptPart):
-            body.append(Text(printable(prompt_content_text(part.content))))
-        elif isinstance(part, SystemPromptPart):
+    for view in views(stored.message):
+        if view.kind == "user":
+            body.append(Text(printable(view.text)))
+        elif view.kind == "system":
             if stored.kind == "system":
-                body.append(Text(printable(part.content), style="dim"))
-        elif isinstance(part, TextPart):
-            if part.content.strip():
-                body.append(Markdown(printable(part.content)))
-        elif isinstance(part, BaseToolCallPart):
-            args = json.dumps(part.args_as_dict(), ensure_ascii=False)
+                body.append(Text(printable(view.text), style="dim"))
+        elif view.kind == "text":
+            if view.text.strip():
+                body.append(Markdown(printable(view.text)))
+        elif view.kind == "tool-call":
             line = Text("→ ", style="yellow")
-            line.append(printable(part.tool_name), style="bold yellow")
-            line.append(f"({_shorten(args, 500)})", style="yellow")
+            line.append(printable(view.tool_name or "?"), style="bold yellow")
+            line.append(f"({_shorten(view.text or '{}', 500)})", style="yellow")
             body.append(line)
-        elif isinstance(part, BaseToolReturnPart):
-            label = Text(f"← {printable(part.tool_name)}", style="magenta")
-            if part.outcome != "success":
-                label.append(f" ({part.outcome})", style="red")
+        elif view.kind == "tool-return":
+            label = Text(f"← {printable(view.tool_name or '?')}", style="magenta")
+            if view.outcome not in (None, "success"):
+                label.append(f" ({view.outcome})", style="red")
             body.append(label)
-            body.append(Padding(Text(_shorten(part.model_response_str()), style="dim"), (0, 0, 0, 2)))
-        elif isinstance(part, RetryFeedbackPart):
-            body.append(Text(printable(part.model_response()), style="dim red"))
-        elif isinstance(part, CompactionPart) and part.content:
-            body.append(Text(printable(part.content), style="italic"))
+            body.append(Padding(Text(_shorten(view.text), style="dim"), (0, 0, 0, 2)))
+        elif view.kind == "retry":
+            body.append(Text(printable(view.text), style="dim red"))
+        elif view.kind == "compaction" and view.text:
+            body.append(Text(printable(view.text), style="italic"))
     return body
 
 

@@ -13,7 +13,6 @@ from co_cli.store.sessions import (
     SessionInfo,
     SessionStore,
     StoredMessage,
-    prompt_content_text,
 )
 
 _ROLE_HEADINGS = {
@@ -56,43 +55,29 @@ def _backtick_runs(line: str) -> list[str]:
 
 
 def _message_markdown(stored: StoredMessage) -> str:
-    from pydantic_ai.messages import (
-        BaseToolCallPart,
-        BaseToolReturnPart,
-        CompactionPart,
-        ModelRequest,
-        RetryFeedbackPart,
-        SystemPromptPart,
-        TextPart,
-        ThinkingPart,
-        UserPromptPart,
-    )
+    from co_cli.message_view import pretty_args, views
 
     heading = _ROLE_HEADINGS.get(stored.kind, stored.kind)
     status = "" if stored.status == "ok" else f" — {stored.status}"
     blocks = [f"### {heading} · #{stored.seq} · {_iso(stored.created_at)}{status}"]
-    message = stored.message
-    for part in message.parts:
-        if isinstance(part, SystemPromptPart):
-            if not isinstance(message, ModelRequest) or stored.kind == "system":
-                blocks.append(_fence(part.content))
-        elif isinstance(part, UserPromptPart):
-            blocks.append(prompt_content_text(part.content))
-        elif isinstance(part, TextPart):
-            blocks.append(part.content)
-        elif isinstance(part, ThinkingPart):
-            if part.content:
-                blocks.append("> " + part.content.replace("\n", "\n> "))
-        elif isinstance(part, BaseToolCallPart):
-            args = json.dumps(part.args_as_dict(), indent=2, ensure_ascii=False)
-            blocks.append(f"Tool call `{part.tool_name}` (id `{part.tool_call_id}`):\n\n{_fence(args, 'json')}")
-        elif isinstance(part, BaseToolReturnPart):
-            outcome = "" if part.outcome == "success" else f" ({part.outcome})"
-            blocks.append(f"Result of `{part.tool_name}`{outcome}:\n\n{_fence(part.model_response_str())}")
-        elif isinstance(part, RetryFeedbackPart):
-            blocks.append(_fence(part.model_response()))
-        elif isinstance(part, CompactionPart) and part.content:
-            blocks.append(part.content)
+    for view in views(stored.message):
+        if view.kind == "system":
+            if stored.kind == "system":
+                blocks.append(_fence(view.text))
+        elif view.kind in ("user", "text", "compaction"):
+            if view.text:
+                blocks.append(view.text)
+        elif view.kind == "thinking":
+            if view.text:
+                blocks.append("> " + view.text.replace("\n", "\n> "))
+        elif view.kind == "tool-call":
+            call = f"Tool call `{view.tool_name}` (id `{view.tool_call_id}`):"
+            blocks.append(f"{call}\n\n{_fence(pretty_args(view), 'json')}")
+        elif view.kind == "tool-return":
+            outcome = "" if view.outcome in (None, "success") else f" ({view.outcome})"
+            blocks.append(f"Result of `{view.tool_name}`{outcome}:\n\n{_fence(view.text)}")
+        elif view.kind == "retry":
+            blocks.append(_fence(view.text))
     return "\n\n".join(blocks)
 
 

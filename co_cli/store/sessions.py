@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from co_cli.errors import CoError, SessionNotFound, StoreError
+from co_cli.errors import CoError, SessionBusy, SessionNotFound, StoreError
 from co_cli.store.db import MESSAGE_STATUSES, connect, translated_errors, write_transaction
 from co_cli.store.locks import SessionLocks
 from co_cli.store.redact import without_credentials
@@ -35,12 +35,6 @@ SNIPPET_OPEN = "«"
 SNIPPET_CLOSE = "»"
 _AMBIGUOUS_SHOWN = 5
 _ID_RE = re.compile(r"[0-9a-f]{20}")
-
-
-class SessionBusy(CoError):
-    """Another live co process has the session open."""
-
-    exit_code = 5
 
 
 @dataclass
@@ -146,72 +140,23 @@ def fts_query(text: str) -> str:
 # --- message (de)serialisation -------------------------------------------------------------------
 
 
-def prompt_content_text(content: Any) -> str:
-    """Text of a user prompt's content: strings as they are, other items as a short [kind] marker."""
-    from pydantic_ai.messages import TextContent
-
-    if isinstance(content, str):
-        return content
-    pieces: list[str] = []
-    for item in content:
-        if isinstance(item, str):
-            pieces.append(item)
-        elif isinstance(item, TextContent):
-            pieces.append(item.content)
-        else:
-            label = getattr(item, "url", None) or getattr(item, "media_type", None) or ""
-            pieces.append(f"[{getattr(item, 'kind', type(item).__name__)}{': ' + label if label else ''}]")
-    return "\n".join(pieces)
-
-
 def message_kind_and_text(message: ModelMessage) -> tuple[str, str]:
-    """Classify a message (user/assistant/tool-call/tool-return/summary/system) and extract its plain text."""
-    from pydantic_ai.messages import (
-        BaseToolCallPart,
-        BaseToolReturnPart,
-        CompactionPart,
-        ModelRequest,
-        RetryFeedbackPart,
-        SystemPromptPart,
-        TextPart,
-        ToolCallPart,
-        UserPromptPart,
-    )
+    """Classify a message (user/assistant/tool-call/tool-return/summary/system) and extract its plain text
+    (what the search index and the listings read)."""
+    from co_cli.message_view import message_kind, views
 
+    kind = message_kind(message)
     texts: list[str] = []
-    if isinstance(message, ModelRequest):
-        parts = list(message.parts)
-        if any(isinstance(p, CompactionPart) for p in parts):
-            kind = "summary"
-        elif any(isinstance(p, BaseToolReturnPart) for p in parts):
-            kind = "tool-return"
-        elif any(isinstance(p, UserPromptPart) for p in parts):
-            kind = "user"
-        else:
-            kind = "system"
-        for part in parts:
-            if isinstance(part, SystemPromptPart):
-                if kind == "system":
-                    texts.append(part.content)
-            elif isinstance(part, UserPromptPart):
-                texts.append(prompt_content_text(part.content))
-            elif isinstance(part, BaseToolReturnPart):
-                texts.append(f"{part.tool_name}: {part.model_response_str()}")
-            elif isinstance(part, RetryFeedbackPart):
-                texts.append(part.model_response())
-            elif isinstance(part, CompactionPart) and part.content:
-                texts.append(part.content)
-        return kind, valid_utf8("\n".join(t for t in texts if t))
-    kind = "tool-call" if any(isinstance(p, ToolCallPart) for p in message.parts) else "assistant"
-    for response_part in message.parts:
-        if isinstance(response_part, TextPart):
-            texts.append(response_part.content)
-        elif isinstance(response_part, BaseToolCallPart):
-            texts.append(f"{response_part.tool_name}({response_part.args_as_json_str()})")
-        elif isinstance(response_part, BaseToolReturnPart):
-            texts.append(f"{response_part.tool_name}: {response_part.model_response_str()}")
-        elif isinstance(response_part, CompactionPart) and response_part.content:
-            texts.append(response_part.content)
+    for view in views(message):
+        if view.kind == "system":
+            if kind == "system":
+                texts.append(view.text)
+        elif view.kind in ("user", "text", "retry", "compaction"):
+            texts.append(view.text)
+        elif view.kind == "tool-return":
+            texts.append(f"{view.tool_name}: {view.text}")
+        elif view.kind == "tool-call":
+            texts.append(f"{view.tool_name}({view.text or '{}'})")
     return kind, valid_utf8("\n".join(t for t in texts if t))
 
 
