@@ -129,8 +129,36 @@ def _migrate_to_v2(conn: sqlite3.Connection) -> None:
     )
 
 
+def _migrate_compaction_details(conn: sqlite3.Connection) -> None:
+    """What each compaction did (method, trigger detail, identifier check, cheap passes that ran), undone
+    compactions, and the pinned standing instructions of a session."""
+    run_script(
+        conn,
+        """
+        ALTER TABLE compactions ADD COLUMN method TEXT NOT NULL DEFAULT 'summary';
+        ALTER TABLE compactions ADD COLUMN detail TEXT NOT NULL DEFAULT '';
+        ALTER TABLE compactions ADD COLUMN ledger TEXT NOT NULL DEFAULT '';
+        ALTER TABLE compactions ADD COLUMN tiers TEXT NOT NULL DEFAULT '';
+        ALTER TABLE compactions ADD COLUMN undone_at REAL;
+        CREATE TABLE pins (
+            id INTEGER PRIMARY KEY,
+            session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            text TEXT NOT NULL,
+            source TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            removed_at REAL
+        );
+        CREATE INDEX pins_by_session ON pins (session_id, id);
+        """,
+    )
+
+
 # MIGRATIONS[i] brings a database from version i to version i + 1.
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_migrate_to_v1, _migrate_to_v2)
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
+    _migrate_to_v1,
+    _migrate_to_v2,
+    _migrate_compaction_details,
+)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

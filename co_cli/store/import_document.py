@@ -133,7 +133,17 @@ def _parse_compaction(item: Any, index: int, message_count: int) -> CompactionRe
         model=_text(item, "model", where),
         replacement=replacement,
         created_at=_timestamp(item, "created_at", where),
+        method=_optional_text(item, "method", where, "summary"),
+        detail=_optional_text(item, "detail", where, ""),
+        ledger=_optional_text(item, "ledger", where, ""),
+        tiers=_optional_text(item, "tiers", where, ""),
+        undone_at=None if item.get("undone_at") is None else _timestamp(item, "undone_at", where),
     )
+
+
+def _optional_text(item: dict[str, Any], key: str, where: str, default: str) -> str:
+    """A text field that exports of earlier versions lack."""
+    return default if item.get(key) is None else _text(item, key, where)
 
 
 def parse_export(text: str) -> tuple[SessionInfo, list[StoredMessage], list[CompactionRecord]]:

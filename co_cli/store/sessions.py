@@ -77,6 +77,15 @@ class CompactionRecord:
     replacement: list[ModelMessage]
     created_at: float = 0.0
     id: int | None = None
+    method: str = "summary"
+    """summary, digest (the extractive fallback), marker (the static last resort) or tools-dropped."""
+    detail: str = ""
+    """What triggered it, in words ("auto at 83% of the window", "overflow", "manual")."""
+    ledger: str = ""
+    """The identifier check ("summary kept 31/40 identifiers; 9 appended")."""
+    tiers: str = ""
+    """The cheap passes that ran before it, comma-separated."""
+    undone_at: float | None = None
 
 
 @dataclass
@@ -95,11 +104,12 @@ _SESSION_COLUMNS = (
     "input_tokens, output_tokens, cost_usd, compaction_count"
 )
 _COMPACTION_DATA = (
-    "created_at, from_seq, upto_seq, summary, focus, trigger, tokens_before, tokens_after, model, replacement_json"
+    "created_at, from_seq, upto_seq, summary, focus, trigger, tokens_before, tokens_after, model, replacement_json, "
+    "method, detail, ledger, tiers, undone_at"
 )
 _COMPACTION_COLUMNS = f"id, {_COMPACTION_DATA}"
 _INSERT_COMPACTION = (
-    f"INSERT INTO compactions (session_id, {_COMPACTION_DATA}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    f"INSERT INTO compactions (session_id, {_COMPACTION_DATA}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 
@@ -190,6 +200,30 @@ def _is_prompt_request(message: ModelMessage) -> bool:
     from pydantic_ai.messages import ModelRequest, UserPromptPart
 
     return isinstance(message, ModelRequest) and any(isinstance(p, UserPromptPart) for p in message.parts)
+
+
+def _compaction_row(
+    session_id: str, record: CompactionRecord, replacement_json: str, created_at: float | None = None
+) -> tuple[Any, ...]:
+    """The values of ``_INSERT_COMPACTION`` for a record."""
+    return (
+        session_id,
+        record.created_at if created_at is None else created_at,
+        record.from_seq,
+        record.upto_seq,
+        record.summary,
+        record.focus,
+        record.trigger,
+        record.tokens_before,
+        record.tokens_after,
+        record.model,
+        replacement_json,
+        record.method,
+        record.detail,
+        record.ledger,
+        record.tiers,
+        record.undone_at,
+    )
 
 
 # --- the store -----------------------------------------------------------------------------------
@@ -354,6 +388,7 @@ class SessionStore:
                     self._session_row(session_id)
                     conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
                     conn.execute("DELETE FROM compactions WHERE session_id = ?", (session_id,))
+                    conn.execute("DELETE FROM pins WHERE session_id = ?", (session_id,))
                     conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
             finally:
                 if not ours:
@@ -486,22 +521,7 @@ class SessionStore:
         created_at = record.created_at or time.time()
         with self._lock, self._write() as conn:
             self._session_row(session_id)
-            cursor = conn.execute(
-                _INSERT_COMPACTION,
-                (
-                    session_id,
-                    created_at,
-                    record.from_seq,
-                    record.upto_seq,
-                    record.summary,
-                    record.focus,
-                    record.trigger,
-                    record.tokens_before,
-                    record.tokens_after,
-                    record.model,
-                    replacement,
-                ),
-            )
+            cursor = conn.execute(_INSERT_COMPACTION, _compaction_row(session_id, record, replacement, created_at))
             conn.execute(
                 "UPDATE sessions SET compaction_count = compaction_count + 1, updated_at = ? WHERE id = ?",
                 (time.time(), session_id),
@@ -512,24 +532,66 @@ class SessionStore:
         return new_id
 
     def _compaction_rows(self, session_id: str, latest_only: bool) -> builtins.list[tuple[Any, ...]]:
-        order = "ORDER BY id DESC LIMIT 1" if latest_only else "ORDER BY id"
+        where = "AND undone_at IS NULL ORDER BY id DESC LIMIT 1" if latest_only else "ORDER BY id"
         with self._lock, translated_errors(self.path):
             self._session_row(session_id)
             return self._conn.execute(
-                f"SELECT {_COMPACTION_COLUMNS} FROM compactions WHERE session_id = ? {order}", (session_id,)
+                f"SELECT {_COMPACTION_COLUMNS} FROM compactions WHERE session_id = ? {where}", (session_id,)
             ).fetchall()
 
     @staticmethod
     def _compaction(row: tuple[Any, ...], session_id: str) -> CompactionRecord:
-        (cid, created_at, from_seq, upto_seq, summary, focus, trigger, before, after, model, data) = row
+        (cid, created_at, from_seq, upto_seq, summary, focus, trigger, before, after, model, data, *details) = row
         replacement = load_messages([data], f"compaction {cid} of session {session_id}")
+        method, detail, ledger, tiers, undone_at = details
         return CompactionRecord(
-            from_seq, upto_seq, summary, focus, trigger, before, after, model, replacement, created_at, cid
-        )
+            from_seq, upto_seq, summary, focus, trigger, before, after, model, replacement, created_at, cid,
+            method, detail, ledger, tiers, undone_at,
+        )  # fmt: skip
 
     def latest_compaction(self, session_id: str) -> CompactionRecord | None:
+        """The compaction the working context starts from (the latest one not undone), or None."""
         rows = self._compaction_rows(session_id, latest_only=True)
         return self._compaction(rows[0], session_id) if rows else None
+
+    def undo_compaction(self, session_id: str) -> CompactionRecord | None:
+        """Mark the latest compaction in force as undone (it stays on record); return it, or None."""
+        latest = self.latest_compaction(session_id)
+        if latest is None:
+            return None
+        now = time.time()
+        with self._lock, self._write() as conn:
+            conn.execute("UPDATE compactions SET undone_at = ? WHERE id = ?", (now, latest.id))
+            conn.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (now, session_id))
+        latest.undone_at = now
+        return latest
+
+    # -- pins: standing instructions kept verbatim in every request of the session --
+
+    def pins(self, session_id: str) -> builtins.list[tuple[int, str, str]]:
+        """The session's pins in force: (id, text, source), oldest first."""
+        with self._lock, translated_errors(self.path):
+            rows = self._conn.execute(
+                "SELECT id, text, source FROM pins WHERE session_id = ? AND removed_at IS NULL ORDER BY id",
+                (session_id,),
+            ).fetchall()
+        return [(int(r[0]), str(r[1]), str(r[2])) for r in rows]
+
+    def add_pin(self, session_id: str, text: str, source: str) -> int:
+        with self._lock, self._write() as conn:
+            self._session_row(session_id)
+            cursor = conn.execute(
+                "INSERT INTO pins (session_id, text, source, created_at) VALUES (?, ?, ?, ?)",
+                (session_id, valid_utf8(text), source, time.time()),
+            )
+            return int(cursor.lastrowid or 0)
+
+    def remove_pin(self, session_id: str, pin_id: int) -> None:
+        with self._lock, self._write() as conn:
+            conn.execute(
+                "UPDATE pins SET removed_at = ? WHERE session_id = ? AND id = ? AND removed_at IS NULL",
+                (time.time(), session_id, pin_id),
+            )
 
     def compactions(self, session_id: str) -> builtins.list[CompactionRecord]:
         return [self._compaction(row, session_id) for row in self._compaction_rows(session_id, latest_only=False)]
@@ -574,6 +636,11 @@ class SessionStore:
             ).rowcount
             info.compaction_count = copied
             conn.execute("UPDATE sessions SET compaction_count = ? WHERE id = ?", (copied, info.id))
+            conn.execute(
+                "INSERT INTO pins (session_id, text, source, created_at) SELECT ?, text, source, created_at "
+                "FROM pins WHERE session_id = ? AND removed_at IS NULL ORDER BY id",
+                (info.id, session_id),
+            )
         return info
 
     # -- search --
@@ -673,22 +740,7 @@ class SessionStore:
             )
             conn.executemany(
                 _INSERT_COMPACTION,
-                [
-                    (
-                        info.id,
-                        c.created_at,
-                        c.from_seq,
-                        c.upto_seq,
-                        c.summary,
-                        c.focus,
-                        c.trigger,
-                        c.tokens_before,
-                        c.tokens_after,
-                        c.model,
-                        data,
-                    )
-                    for c, data in encoded
-                ],
+                [_compaction_row(info.id, c, data) for c, data in encoded],
             )
         return info
 
