@@ -23,7 +23,15 @@ def instructions_text(deps: CoDeps) -> str:
         "through them with read_tool_output. Earlier parts of a long conversation may be summarised; use "
         "search_conversation_history to look up details that the summary left out. Once a tool result "
         "arrives, answer the user in plain language."
-    )
+    ) + pins_section(deps.pins)
+
+
+def pins_section(pins: list[str]) -> str:
+    """The user's pinned standing instructions, verbatim (they hold for the whole session)."""
+    if not pins:
+        return ""
+    lines = "\n".join(f"- {pin}" for pin in pins)
+    return f"\n\n## Standing instructions from the user (always follow these)\n{lines}"
 
 
 def build_agent(model: Model, *, capabilities: list[Any], request_timeout: float = 120.0) -> Agent[CoDeps, str]:

@@ -21,6 +21,8 @@ class CoDeps:
     session_id: str | None = None
     # Shell commands the user allowed, verbatim, for the rest of this session ("a" at the prompt).
     approved_commands: set[str] = field(default_factory=set)
+    # Standing instructions pinned in this session: part of every request's instructions, never summarised.
+    pins: list[str] = field(default_factory=list)
 
     @property
     def tool_output_dir(self) -> Path:

@@ -7,7 +7,7 @@ approval prompter that asks the user. The REPL, ``-p`` and piped mode all drive 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic_ai import Agent, CancellationToken, capture_run_messages
@@ -31,8 +31,15 @@ from pydantic_ai.run import AgentRunResultEvent
 
 from co_cli.agent import build_agent, instructions_text
 from co_cli.config import Paths, Settings
-from co_cli.context.boundaries import is_user_turn_start
-from co_cli.context.compact import CompactionResult, NothingToCompact, compact_all, compact_middle, drop_tool_outputs
+from co_cli.context.boundaries import is_user_turn_start, latest_request
+from co_cli.context.compact import (
+    CompactionResult,
+    NothingToCompact,
+    compact_all,
+    compact_middle,
+    compaction_line,
+    drop_tool_outputs,
+)
 from co_cli.context.governor import ContextGovernor, GovernorEvent
 from co_cli.context.policy import GovernorConfig
 from co_cli.context.repair import repair_orphans
@@ -40,10 +47,18 @@ from co_cli.context.report import ContextReport, context_report
 from co_cli.context.tokens import TokenEstimate, estimate_history, estimate_overhead
 from co_cli.context.working import WorkingContext
 from co_cli.deps import CoDeps
-from co_cli.message_view import kinds
+from co_cli.errors import CoError
+from co_cli.message_view import kinds, views
 from co_cli.models import ResolvedModel
 from co_cli.provider_errors import describe_provider_error, is_context_overflow
-from co_cli.synthetic import CUT_OFF_NOTE, close_interrupted, interrupted_response, upgrade_legacy
+from co_cli.synthetic import (
+    CUT_OFF_NOTE,
+    close_interrupted,
+    interrupted_response,
+    is_summary,
+    replace_summary_text,
+    upgrade_legacy,
+)
 from co_cli.tools.approval import ApprovalPrompt, make_approval_handler
 from co_cli.vocabulary import CompactionTrigger, MessageStatus
 
@@ -51,6 +66,18 @@ if TYPE_CHECKING:
     from co_cli.store.sessions import SessionInfo, SessionStore
 
 TurnStatus = Literal["ok", "cancelled", "cut-off", "failed"]
+PinSource = Literal["user", "summary"]
+
+
+@dataclass(frozen=True)
+class Pin:
+    """A standing instruction, kept verbatim in the instructions of every request of the session."""
+
+    id: int
+    text: str
+    source: PinSource
+
+
 """ok: answered; cancelled: the user stopped it; cut-off: the stream ended before the answer was complete;
 failed: the provider or the network failed (the prompt is kept for /retry)."""
 
@@ -93,6 +120,9 @@ class Conversation:
     context: WorkingContext = field(default_factory=WorkingContext)
     session: SessionInfo | None = None
     last_prompt: str | None = None
+    pins: list[Pin] = field(default_factory=list)
+    _undo: list[WorkingContext] = field(default_factory=list)
+    """Working contexts before each compaction, for /uncompact when nothing is saved (--no-save)."""
     _notices: list[str] = field(default_factory=list)
     _compactions: list[CompactionResult] = field(default_factory=list)
     _percent_cache: tuple[tuple[int, int, int], float] | None = None
@@ -146,7 +176,9 @@ class Conversation:
         self.session = None
         self.deps.session_id = None
         self.context = WorkingContext()
+        self._undo.clear()
         self.deps.approved_commands.clear()
+        self._set_pins([])
         self._build()
 
     def load(self, session: SessionInfo) -> None:
@@ -158,6 +190,11 @@ class Conversation:
         self.deps.session_id = session.id
         self.deps.approved_commands.clear()  # "always" was said for the other session
         self.context = self._rebuild(session.id)
+        self._undo.clear()
+        stored_pins = self.store.pins(session.id)
+        self._set_pins(
+            [Pin(id, text, "summary" if source == "summary" else "user") for id, text, source in stored_pins]
+        )
         self._build()
 
     def _rebuild(self, session_id: str) -> WorkingContext:
@@ -281,12 +318,8 @@ class Conversation:
 
     def _on_governor_event(self, event: GovernorEvent) -> None:
         if event.kind == "compaction" and event.result is not None:
-            r = event.result
-            how = "static marker" if r.used_fallback else "summary"
-            self._compactions.append(r)
-            self._notices.append(
-                f"Context compacted ({how}): {r.n_replaced} messages, ~{r.tokens_before} -> ~{r.tokens_after} tokens"
-            )
+            self._compactions.append(event.result)
+            self._notices.append(compaction_line(event.result))
         elif event.message:
             self._notices.append(event.message)
 
@@ -345,12 +378,67 @@ class Conversation:
             tokens_after=result.tokens_after,
             model=getattr(self.summary_model, "model_name", str(self.summary_model)),
             replacement=result.replacement,
+            method=result.method,
+            detail=result.detail or trigger,
+            ledger=result.check,
+            tiers=", ".join(result.tiers),
         )
         self.store.add_compaction(self.session.id, record)
 
     def _apply(self, result: CompactionResult, *, trigger: CompactionTrigger, focus: str) -> None:
         self._record(result, self.context, trigger=trigger, focus=focus)
+        self._undo.append(WorkingContext(list(self.context.messages), list(self.context.seqs)))
         self.context.apply(result)
+
+    def uncompact(self) -> int | None:
+        """Restore the working context as it was before the latest compaction in force (the transcript is
+        lossless, so this is exact); recorded, so a resumed session does the same. Returns how many
+        messages the working context now holds, or None when there is no compaction to undo."""
+        if self.store and self.session:
+            if self.store.undo_compaction(self.session.id) is None:
+                return None
+            self.context = self._rebuild(self.session.id)
+        elif self._undo:
+            self.context = self._undo.pop()
+        else:
+            return None
+        self.governor.discard()
+        return len(self.context)
+
+    # ----- pins ------------------------------------------------------------------------------------
+    def _set_pins(self, pins: list[Pin]) -> None:
+        self.pins = pins
+        self.deps.pins = [pin.text for pin in pins]
+        if hasattr(self, "governor"):
+            self.governor.pipeline.overhead_tokens = self.overhead_tokens()
+
+    def pin(self, text: str, source: PinSource = "user") -> Pin | None:
+        """Pin a standing instruction for the rest of the session (None when it is already pinned)."""
+        text = " ".join(text.split())
+        if not text or any(pin.text == text for pin in self.pins):
+            return None
+        if self.store and self.session:
+            pin_id = self.store.add_pin(self.session.id, text, source)
+        else:
+            pin_id = -(len(self.pins) + 1)
+        pin = Pin(pin_id, text, source)
+        self._set_pins([*self.pins, pin])
+        return pin
+
+    def unpin(self, number: int) -> Pin:
+        """Remove pin ``number`` (1-based, as /pins lists them)."""
+        if not 1 <= number <= len(self.pins):
+            raise CoError(f"no pin {number}: /pins lists {len(self.pins)}")
+        pin = self.pins[number - 1]
+        if self.store and self.session and pin.id > 0:
+            self.store.remove_pin(self.session.id, pin.id)
+        self._set_pins([p for p in self.pins if p is not pin])
+        return pin
+
+    def last_user_text(self) -> str | None:
+        """What the user typed last (for /pin with no text)."""
+        found = latest_request(self.context.messages)
+        return found[1] if found else self.last_prompt
 
     async def _compact_harder(self, view: TurnView) -> bool:
         lean = drop_tool_outputs(self.context.messages)
@@ -379,26 +467,55 @@ class Conversation:
                 used_fallback=True,
                 error=None,
                 n_replaced=len(lean),
+                method="tools-dropped",
             )
-        self._apply(result, trigger="auto", focus="")
+        self._apply(replace(result, detail="overflow"), trigger="auto", focus="")
         return True
 
     # ----- context ---------------------------------------------------------------------------------
-    async def compact(self, focus: str | None) -> CompactionResult:
-        """Summarise the whole working context now (``/compact``); the history is unchanged on failure.
+    async def preview_compaction(self, focus: str | None) -> CompactionResult:
+        """A summary of the whole working context, not applied (``/compact preview``).
 
         Raises ``NothingToCompact`` when there is nothing (new) worth summarising."""
         if not self.context.messages:
             raise NothingToCompact("nothing to compact yet")
-        result = await compact_all(
+        return await compact_all(
             self.context.messages,
             self.summary_model,
             focus=focus or None,
             max_input_tokens=self.resolved.context_window // 2,
         )
+
+    def apply_compaction(self, result: CompactionResult, focus: str | None) -> None:
         self._apply(result, trigger="manual", focus=focus or "")
         self.governor.reset_failures()
+
+    async def compact(self, focus: str | None) -> CompactionResult:
+        """Summarise the whole working context now (``/compact``); the history is unchanged on failure."""
+        result = await self.preview_compaction(focus)
+        self.apply_compaction(result, focus)
         return result
+
+    def with_summary_text(self, result: CompactionResult, text: str) -> CompactionResult:
+        """``result`` with its summary replaced by the user's edit of it."""
+        summary = replace_summary_text(result.replacement[result.head], text)
+        replacement = [*result.replacement[: result.head], summary, *result.replacement[result.head + 1 :]]
+        messages = [*replacement, *result.messages[len(result.replacement) :]]
+        return replace(
+            result,
+            replacement=replacement,
+            messages=messages,
+            summary=text,
+            tokens_after=estimate_history(messages).total,
+            check=f"{result.check}; edited by the user" if result.check else "edited by the user",
+        )
+
+    def current_summary(self) -> str | None:
+        """The text of the summary (or digest, or marker) the working context starts from, if any."""
+        for message in self.context.messages:
+            if is_summary(message):
+                return "\n".join(view.text for view in views(message) if view.kind == "user")
+        return None
 
     def sendable(self) -> tuple[list[ModelMessage], TokenEstimate]:
         """What the next request would send (offloaded, trimmed, repaired) and its token estimate."""

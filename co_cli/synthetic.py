@@ -98,6 +98,13 @@ def summary_request(n: int, body: str | None, latest: str | None = None) -> Mode
     return mark(request, "summary" if body is not None else "marker", **info)
 
 
+def replace_summary_text(message: ModelMessage, text: str) -> ModelRequest:
+    """A summary message with new text (the user edited it), keeping its mark."""
+    assert isinstance(message, ModelRequest) and is_summary(message), "not a summary message"
+    now = datetime.now(UTC)
+    return replace(message, parts=[UserPromptPart(text, timestamp=now)])
+
+
 def ack_response() -> ModelResponse:
     return mark(ModelResponse(parts=[TextPart(ACK_TEXT)]), "ack")
 

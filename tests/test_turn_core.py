@@ -219,7 +219,7 @@ def test_a_compaction_during_a_turn_is_recorded_and_adopted(core: Core, monkeypa
     views = [RecordingView() for _ in range(6)]
     for i, view in enumerate(views):
         assert run(conv, f"hello number {i} " + "with padding words " * 10, view).status == "ok"
-    assert any("Context compacted (summary)" in n for v in views for n in v.notices)
+    assert any(n.startswith("Compacted (summary, auto past 6 messages)") for v in views for n in v.notices)
     assert conv.session is not None
     records = core.store.compactions(conv.session.id)
     assert records and all(r.trigger == "auto" for r in records)

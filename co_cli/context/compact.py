@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Literal
 
 from pydantic_ai.messages import ModelMessage, ModelRequest
 from pydantic_ai.models import Model
@@ -31,6 +32,10 @@ __all__ = [
     "drop_tool_outputs",
     "plan_middle",
 ]
+
+CompactionMethod = Literal["summary", "digest", "marker", "tools-dropped"]
+"""summary: written by the summariser; digest: the extractive fallback; marker: the static last resort;
+tools-dropped: old tool outputs cut after the provider said the context was too long."""
 
 INFLATION_RATIO = 0.9
 """A summary must be below this fraction of the tokens it replaces, or it is rejected."""
@@ -63,6 +68,15 @@ class CompactionResult:
     used_fallback: bool
     error: str | None
     n_replaced: int
+    method: CompactionMethod = "summary"
+    check: str = ""
+    """The identifier check of an accepted summary ("summary kept 31/40 identifiers; 9 appended")."""
+    tiers: tuple[str, ...] = ()
+    """The cheap passes that had already run on what was sent (offload, trim, superseded reads, ...)."""
+    standing_instructions: tuple[str, ...] = ()
+    """Standing instructions the summariser quoted from the user's messages, verified verbatim."""
+    detail: str = ""
+    """What triggered it, in words ("auto at 83% of the window", "overflow", "manual")."""
 
 
 def describe_error(exc: BaseException) -> str:
@@ -278,3 +292,13 @@ def drop_tool_outputs(messages: Sequence[ModelMessage]) -> list[ModelMessage]:
         if new_parts is not None:
             result[index] = replace(msg, parts=new_parts)
     return result
+
+
+def compaction_line(result: CompactionResult) -> str:
+    """One line saying what a compaction did and how to read or undo it."""
+    check = f"; {result.check}" if result.check else ""
+    trigger = f", {result.detail}" if result.detail else ""
+    return (
+        f"Compacted ({result.method}{trigger}): {result.n_replaced} messages, ~{result.tokens_before:,} -> "
+        f"~{result.tokens_after:,} tokens{check}. /compact show reads it, /uncompact undoes it."
+    )

@@ -154,6 +154,12 @@ class ContextGovernor(AbstractCapability[Any]):
     def _notice(self, message: str) -> None:
         self._emit(GovernorEvent(kind="notice", message=message))
 
+    def _trigger_detail(self, processed: Processed) -> str:
+        window = self.config.context_window
+        if self.policy.over_tokens(processed.estimate):
+            return f"auto at {100 * processed.estimate.total / window:.0f}% of the window"
+        return f"auto past {self.config.max_history_messages} messages"
+
     async def _compact(
         self, base: list[ModelMessage], processed: Processed, model: Model | str | None
     ) -> tuple[list[ModelMessage], TokenEstimate] | None:
@@ -178,7 +184,13 @@ class ContextGovernor(AbstractCapability[Any]):
         # with the head as it was before shrinking.
         covered = self.cache.entry_covered + result.covered - old_len
         replacement = [*processed.applied[: result.head], *result.replacement[result.head :]]
-        relative = replace(result, covered=covered, replacement=replacement, tokens_before=processed.estimate.total)
+        relative = replace(
+            result,
+            covered=covered,
+            replacement=replacement,
+            tokens_before=processed.estimate.total,
+            detail=self._trigger_detail(processed),
+        )
         self.cache.store(base, relative)
         after = self.process(base)
         relative.messages = after.applied

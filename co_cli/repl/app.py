@@ -184,6 +184,18 @@ class ChatApp:
             return False
         return answer.strip().lower() in ("y", "yes")
 
+    async def ask(self, question: str) -> str:
+        """One line of answer from the user; empty when nobody can be asked (piped mode)."""
+        if not self.interactive:
+            self.note(f"{question}(no terminal to ask: discarded)")
+            return ""
+        from prompt_toolkit import PromptSession
+
+        try:
+            return await PromptSession[str]().prompt_async(question)
+        except (KeyboardInterrupt, EOFError):
+            return ""
+
     async def cancellable(self, work: Coroutine[Any, Any, T], status: str) -> T | None:
         """Run ``work`` with a spinner; Ctrl-C cancels it (None) and not co."""
         task = asyncio.ensure_future(work)

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from co_cli.config import LoadedSettings
+    from co_cli.context.compact import CompactionResult
     from co_cli.session import Conversation, TurnOutcome
     from co_cli.store.sessions import SessionStore
 
@@ -42,6 +43,7 @@ class CommandHost(Protocol):
     def show(self, renderable: object) -> None: ...
     def show_resumed(self) -> None: ...
     async def confirm(self, question: str) -> bool: ...
+    async def ask(self, question: str) -> str: ...
     async def cancellable(self, work: Coroutine[Any, Any, T], status: str) -> T | None: ...
     async def turn(self, prompt: str) -> TurnOutcome: ...
 
@@ -164,13 +166,24 @@ async def _retry(host: CommandHost, arg: str) -> None:
     await host.turn(host.conv.last_prompt)
 
 
-@command("compact", "[focus]", "summarise the conversation now; optional focus steers the summary")
+@command(
+    "compact",
+    "[focus] | show | preview [focus]",
+    "summarise now (a focus steers it); show: the summary in force and the pins; preview: see it first",
+)
 async def _compact(host: CommandHost, arg: str) -> None:
-    from co_cli.context.compact import NothingToCompact
+    from co_cli.context.compact import NothingToCompact, compaction_line
     from co_cli.provider_errors import describe_provider_error
 
+    word, _, rest = arg.partition(" ")
+    if word == "show":
+        _show_compaction(host)
+        return
+    preview = word == "preview"
+    focus = rest.strip() if preview else arg
     try:
-        result = await host.cancellable(host.conv.compact(arg), "Compacting…")
+        work = host.conv.preview_compaction(focus) if preview else host.conv.compact(focus)
+        result = await host.cancellable(work, "Compacting…")
     except NothingToCompact as exc:
         host.info(exc.message[:1].upper() + exc.message[1:] + ".")
         return
@@ -182,7 +195,43 @@ async def _compact(host: CommandHost, arg: str) -> None:
     if result is None:
         host.info("Compaction cancelled; history unchanged.")
         return
-    host.info(f"Compacted {result.n_replaced} messages: ~{result.tokens_before} -> ~{result.tokens_after} tokens")
+    if preview:
+        result = await _review_preview(host, result)
+        if result is None:
+            host.info("Discarded; history unchanged.")
+            return
+        host.conv.apply_compaction(result, focus)
+    host.info(compaction_line(result))
+
+
+def _show_compaction(host: CommandHost) -> None:
+    summary = host.conv.current_summary()
+    if summary is None:
+        host.info("No compaction is in force: the model sees the whole conversation.")
+    else:
+        host.show(summary)
+    if host.conv.pins:
+        host.show("\n".join(["Pins:", *(f"{n}. {pin.text}" for n, pin in enumerate(host.conv.pins, 1))]))
+
+
+async def _review_preview(host: CommandHost, result: CompactionResult) -> CompactionResult | None:
+    """Show a proposed summary; apply it as it is, edit it in $EDITOR first, or discard it."""
+    host.show(result.summary)
+    while True:
+        answer = (await host.ask("[a]pply / [e]dit / [d]iscard? ")).strip().lower()[:1]
+        if answer == "a":
+            return result
+        if answer == "d" or answer == "":
+            return None
+        if answer == "e":
+            from co_cli.repl.editor import edit_text
+
+            edited = edit_text(result.summary)
+            if edited is None:
+                host.error("no editor could be started (set $EDITOR); the summary is unchanged")
+                continue
+            result = host.conv.with_summary_text(result, edited)
+            host.show(result.summary)
 
 
 @command("context", "", "how full the context window is, and with what")
@@ -285,3 +334,47 @@ async def _delete(host: CommandHost, arg: str) -> None:
         host.conv.new()
     store.delete(session.id, files_root=host.loaded.paths.tool_outputs)
     host.info(f"Deleted {session.id}." + (" Started a new conversation." if current else ""))
+
+
+# ----- compaction you can see, steer and undo ---------------------------------------------------------------
+
+
+@command("pin", "[text]", "pin a standing instruction for this session (no text: your last message)")
+async def _pin(host: CommandHost, arg: str) -> None:
+    text = arg or host.conv.last_user_text()
+    if not text:
+        host.error("nothing to pin yet: type /pin <instruction>")
+        return
+    pin = host.conv.pin(text)
+    if pin is None:
+        host.info("Already pinned.")
+        return
+    host.info(f"Pinned #{len(host.conv.pins)}: {pin.text}  (every request carries it; /unpin {len(host.conv.pins)})")
+
+
+@command("pins", "", "list the pinned standing instructions")
+async def _pins(host: CommandHost, arg: str) -> None:
+    if not host.conv.pins:
+        host.info("No pins. /pin <instruction> keeps one verbatim in every request of this session.")
+        return
+    for number, pin in enumerate(host.conv.pins, 1):
+        origin = "" if pin.source == "user" else "  (found by a summary)"
+        host.info(f"{number}. {pin.text}{origin}")
+
+
+@command("unpin", "<n>", "remove pin n (see /pins)")
+async def _unpin(host: CommandHost, arg: str) -> None:
+    if not arg.strip().isdigit():
+        host.error("usage: /unpin <n> (see /pins)")
+        return
+    pin = host.conv.unpin(int(arg))
+    host.info(f"Unpinned: {pin.text}")
+
+
+@command("uncompact", "", "undo the latest compaction: the working context as it was before it")
+async def _uncompact(host: CommandHost, arg: str) -> None:
+    count = host.conv.uncompact()
+    if count is None:
+        host.info("Nothing to undo: no compaction is in force.")
+        return
+    host.info(f"Compaction undone: the working context holds {count} messages again (the transcript never changed).")
