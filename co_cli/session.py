@@ -479,12 +479,13 @@ class Conversation:
         Raises ``NothingToCompact`` when there is nothing (new) worth summarising."""
         if not self.context.messages:
             raise NothingToCompact("nothing to compact yet")
-        return await compact_all(
+        result = await compact_all(
             self.context.messages,
             self.summary_model,
             focus=focus or None,
             max_input_tokens=self.resolved.context_window // 2,
         )
+        return replace(result, detail="manual")
 
     def apply_compaction(self, result: CompactionResult, focus: str | None) -> None:
         self._apply(result, trigger="manual", focus=focus or "")
