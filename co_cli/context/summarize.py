@@ -8,6 +8,7 @@ stretch can be cut into chunks at any message boundary.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from pydantic_ai import Agent
@@ -20,7 +21,8 @@ from co_cli.synthetic import is_ack, is_summary
 
 SUMMARIZER_INSTRUCTIONS = (
     "You summarise conversations between a user and an AI assistant so that the assistant can continue "
-    "the work without the original messages. Return only the summary: no preamble, no questions, no offers."
+    "the work without the original messages. Return only the summary: no preamble, no questions, no offers, "
+    "and never a reply to the user such as an acknowledgement."
 )
 
 SUMMARY_REQUEST = """\
@@ -36,13 +38,38 @@ needed to continue the work:
 If the transcript contains an earlier summary, merge its content into yours: keep everything it records \
 unless later messages supersede it.
 Write compact Markdown under the headings Goal, Instructions and constraints, Decisions, Files and \
-identifiers, Errors and fixes, Failed approaches, Pending and next step. Leave out empty sections."""
+identifiers, Errors and fixes, Failed approaches, Pending and next step. Leave out empty sections.
+End with the heading "Standing instructions" and, one per line starting with "> ", every rule or \
+preference the user stated that should hold for the rest of the conversation, copied word for word \
+from the user's messages. Write "> none" when there is none."""
 
 MERGE_REQUEST = """\
 Below are summaries of consecutive parts of one conversation, oldest first. Merge them into one summary \
 with the same headings (Goal, Instructions and constraints, Decisions, Files and identifiers, Errors and \
 fixes, Failed approaches, Pending and next step). Keep every identifier, decision, failed approach and \
-pending task; where parts disagree, the later part wins. Keep the user's latest instructions verbatim."""
+pending task; where parts disagree, the later part wins. Keep the user's latest instructions verbatim, and \
+end with the "Standing instructions" heading listing every quoted rule ("> " lines) of every part."""
+
+_QUOTE_LINE = re.compile(r"^\s*>\s?(.*\S)\s*$")
+_NONE = {"none", "none.", "(none)", "n/a"}
+
+
+def standing_instruction_quotes(summary: str) -> list[str]:
+    """The "> " lines under a summary's "Standing instructions" heading (unverified: see pins.verify_pins)."""
+    heading = summary.rfind("Standing instructions")
+    if heading < 0:
+        return []
+    quotes: list[str] = []
+    for line in summary[heading:].splitlines()[1:]:
+        match = _QUOTE_LINE.match(line)
+        if match is None:
+            if line.strip().startswith("#") or (line.strip() and quotes):
+                break
+            continue
+        quote = match.group(1).strip().strip('"').strip()
+        if quote and quote.lower() not in _NONE:
+            quotes.append(quote)
+    return quotes
 
 TOOL_RESULT_CHARS = 2000
 TOOL_ARGS_CHARS = 1000
