@@ -27,7 +27,8 @@ __all__ = ["DIGEST_HEADING", "ToolCallLine", "cut_middle", "extractive_digest", 
 DIGEST_HEADING = "Digest of the earlier conversation (extracted verbatim, not summarised):"
 MIN_USER_CHARS = 80
 """Per-message floor when many user messages must share the budget."""
-KEY_ARGUMENTS = ("path", "command", "pattern", "query", "url", "ref", "file_path", "file", "glob", "name")
+KEY_ARGUMENTS = ("command", "pattern", "query", "path", "url", "ref", "file_path", "file", "glob", "name")
+"""The argument a tool call line shows, the first present (a search also shows its path: "`TODO` in src")."""
 KEY_ARGUMENT_CHARS = 100
 ERROR_CHARS = 80
 _SHELL_EXIT_RE = re.compile(r"^(?:(Timed out)[^\n]*\n)?exit code: (-?\d+|None)")
@@ -88,8 +89,11 @@ def _key_argument(args_text: str) -> str:
         return ""
     key, value = chosen
     shown = cut_middle(value, KEY_ARGUMENT_CHARS)
-    if key in ("command", "pattern", "query", "glob"):
-        return f"`{shown}`" if "`" not in shown else shown
+    if key in ("command", "pattern", "query", "glob") and "`" not in shown:
+        shown = f"`{shown}`"
+    where = args.get("path")
+    if key in ("pattern", "query") and isinstance(where, str) and where.strip() not in ("", "."):
+        shown += f" in {cut_middle(where, KEY_ARGUMENT_CHARS)}"
     return shown
 
 
@@ -102,7 +106,7 @@ def _outcome(result: PartView | None) -> str:
     """ok / failed (with why) / denied / interrupted, from the call's result."""
     if result is None:
         return "no result"
-    if result.kind == "retry":
+    if result.kind == "retry" or result.outcome == "retried":
         return f"failed: {_first_line(result.text)}"
     if result.outcome in ("denied", "interrupted"):
         return result.outcome

@@ -188,8 +188,7 @@ def _fact_turns() -> list[ScriptedTurn]:
             facts=(CONFIG_PATH,),
         ),
         ScriptedTurn(
-            f"Two more things from last week. {ERROR_FIX.statement} Also, {DECISION.statement[0].lower()}"
-            f"{DECISION.statement[1:]}",
+            f"Two more things from last week. {ERROR_FIX.statement} {DECISION.statement}",
             "Thanks, that is useful background. A stale lock after a crash is a classic; the offline requirement "
             "explains the choice of an embedded database.",
             facts=(ERROR_FIX, DECISION),
