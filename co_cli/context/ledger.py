@@ -242,11 +242,19 @@ def _classify_backtick(inner: str) -> IdentifierKind | None:
     return "command"
 
 
+_LONG_RUN_RE = re.compile(rf"\S{{{MAX_ITEM_CHARS + 1},}}")
+
+
 class _Masked:
-    """A text whose claimed spans are blanked, so a later, looser pattern cannot match inside them."""
+    """A text whose claimed spans are blanked, so a later, looser pattern cannot match inside them.
+
+    Runs of more than ``MAX_ITEM_CHARS`` non-blank characters (base64, minified code) are blanked first:
+    they hold no ledger item, and they would make the looser patterns backtrack for long."""
 
     def __init__(self, text: str) -> None:
         self.chars = list(text)
+        for match in _LONG_RUN_RE.finditer(text):
+            self.claim(match.start(), match.end())
         self.found: list[tuple[int, str, IdentifierKind]] = []
 
     @property
