@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ThinkingPart
 
@@ -77,6 +79,22 @@ def test_shell_code_block_lines_are_commands() -> None:
     assert ("git push origin main", "command") in found
     assert ("ls -la /tmp", "command") in found
     assert not any("comment" in text for text, _ in found)
+
+
+def test_shell_comments_are_not_part_of_the_command() -> None:
+    found = find_identifiers("```sh\necho '# kept' # dropped\ngit log  # show history\n```")
+    assert found == [("echo '# kept'", "command"), ("git log", "command")]
+
+
+def test_one_letter_code_spans_pair_their_own_backticks() -> None:
+    assert find_identifiers("`y` runs it once, `n` denies it (the model is told), `a` allows") == []
+
+
+def test_long_unbroken_runs_are_skipped_quickly() -> None:
+    started = time.perf_counter()
+    for text in ("x" * 100_000, "a_" * 20_000, "A1" * 20_000, "a-" * 20_000):
+        assert find_identifiers(text) == []
+    assert time.perf_counter() - started < 2.0  # seconds each before long runs were skipped
 
 
 def test_code_in_other_blocks_is_read_as_text() -> None:

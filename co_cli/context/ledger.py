@@ -95,7 +95,8 @@ class Identifier:
 
 _FENCE_RE = re.compile(r"```([\w+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
 _SHELL_LANGS = frozenset({"bash", "sh", "shell", "console", "zsh", "shell-session", "terminal", "fish"})
-_BACKTICK_RE = re.compile(r"`([^`\n]{2,200})`")
+_BACKTICK_RE = re.compile(r"`([^`\n]*)`")
+_TRAILING_COMMENT_RE = re.compile(r"\s+#(?:\s.*)?$")
 _URL_RE = re.compile(r"\b(?:https?|ftp|wss?|ssh|git|file)://[^\s<>\"'`\]\[{}|\\^]+")
 _QUOTED_RES = (
     re.compile(r"\"([^\"\n]{3,80})\""),
@@ -281,6 +282,10 @@ class _Masked:
             self.add(match.start(), match.end(), text, kind)
 
 
+def _unbalanced_quotes(text: str) -> bool:
+    return text.count("'") % 2 == 1 or text.count('"') % 2 == 1
+
+
 def _code_blocks(masked: _Masked) -> None:
     for match in _FENCE_RE.finditer(masked.text):
         language = match.group(1).lower()
@@ -291,6 +296,8 @@ def _code_blocks(masked: _Masked) -> None:
                 command = line.strip()
                 if command.startswith(("$ ", "% ", "> ")):
                     command = command[2:].strip()
+                if not _unbalanced_quotes(command):
+                    command = _TRAILING_COMMENT_RE.sub("", command)
                 if command and not command.startswith("#"):
                     masked.add(offset, offset, command, "command", claim=False)
                 offset += len(line) + 1
@@ -307,7 +314,7 @@ def _scan(text: str) -> list[tuple[str, IdentifierKind]]:
     _code_blocks(masked)
     for match in _BACKTICK_RE.finditer(masked.text):
         inner = match.group(1).strip()
-        kind = _classify_backtick(inner)
+        kind = _classify_backtick(inner) if 2 <= len(inner) <= MAX_ITEM_CHARS else None
         if kind is not None:
             masked.add(match.start(1), match.end(1), inner, kind)
         masked.claim(match.start(), match.end())
