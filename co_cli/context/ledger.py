@@ -1,0 +1,623 @@
+"""The identifier ledger: what a summary of a stretch of history must keep, found deterministically.
+
+``extract_identifiers`` lists the identifiers of a stretch (file paths, URLs, numbers, versions, dates,
+error codes, codenames, names, commands, quoted strings) from what the user typed, the assistant's
+answers and the arguments of tool calls, and from any earlier co summary in the stretch (its prose and its
+"Kept verbatim" list). ``check_summary`` tells which of them a summary kept; ``append_missing`` appends
+the rest under a "Kept verbatim:" list that ``extract_identifiers`` reads back, so an identifier is carried
+through any number of summaries of summaries.
+
+Tool results are not a source: they are long, mostly noise, and the tool call that produced them is.
+co's acknowledgements are skipped; its summaries are recognised by their metadata marks only.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic_ai.messages import ModelMessage
+
+from co_cli.message_view import views
+from co_cli.synthetic import LATEST_REQUEST_HEADING, SUMMARY_PREFIX, covers, is_ack, is_summary, synthetic_kind
+
+__all__ = [
+    "KEPT_VERBATIM_HEADING",
+    "Identifier",
+    "IdentifierKind",
+    "LedgerCheck",
+    "LedgerResult",
+    "Source",
+    "append_missing",
+    "check_summary",
+    "extract_identifiers",
+    "find_identifiers",
+    "kept_verbatim",
+    "reconcile",
+    "select_missing",
+    "split_kept_verbatim",
+]
+
+IdentifierKind = Literal[
+    "path",
+    "url",
+    "number",
+    "address",
+    "version",
+    "date",
+    "error_code",
+    "codename",
+    "constant",
+    "setting",
+    "hyphenated",
+    "flag",
+    "handle",
+    "call",
+    "dotted",
+    "name",
+    "command",
+    "quoted",
+    "verbatim",
+]
+"""``verbatim``: an item of a "Kept verbatim" list that is not one identifier of another kind."""
+
+Source = Literal["user", "summary", "assistant", "tool"]
+
+KEPT_VERBATIM_HEADING = "Kept verbatim:"
+
+SOURCE_RANK: dict[Source, int] = {"user": 0, "summary": 0, "assistant": 1, "tool": 2}
+"""Order of the ledger: what the user typed, and earlier summaries (which carry what the user typed before
+them, in message order), come first."""
+
+WHITESPACE_MATCHED: frozenset[IdentifierKind] = frozenset({"command", "quoted", "verbatim"})
+"""Kinds matched with runs of whitespace collapsed (a summary may rewrap a command or a quote)."""
+
+MAX_ITEM_CHARS = 200
+"""Longer identifiers (a whole script line, a paragraph in quotes) are not ledger items."""
+MAX_ARG_SCAN_CHARS = 4000
+"""Only the start of a long tool argument (a file's new content, say) is scanned."""
+
+
+@dataclass(frozen=True)
+class Identifier:
+    """One identifier of a stretch of history, as it was written."""
+
+    text: str
+    kind: IdentifierKind
+    source: Source
+
+
+# --- finding identifiers in one text ------------------------------------------------------------------
+
+_FENCE_RE = re.compile(r"```([\w+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
+_SHELL_LANGS = frozenset({"bash", "sh", "shell", "console", "zsh", "shell-session", "terminal", "fish"})
+_BACKTICK_RE = re.compile(r"`([^`\n]*)`")
+_TRAILING_COMMENT_RE = re.compile(r"\s+#(?:\s.*)?$")
+_URL_RE = re.compile(r"\b(?:https?|ftp|wss?|ssh|git|file)://[^\s<>\"'`\]\[{}|\\^]+")
+_QUOTED_RES = (
+    re.compile(r"\"([^\"\n]{3,80})\""),
+    re.compile(r"“([^”\n]{3,80})”"),
+    re.compile(r"(?<![\w'’])'([^'\n]{3,80})'(?![\w'])"),
+)
+
+_MONTHS = (
+    "January|February|March|April|May|June|July|August|September|October|November|December|"
+    "Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept|Sep|Oct|Nov|Dec"
+)
+_DATE_RES = (
+    re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?(?:Z|[+-]\d{2}:?\d{2})?)?(?!\w)"),
+    re.compile(rf"\b(?:{_MONTHS})\.? (?:[12]\d|3[01]|0?[1-9])(?:st|nd|rd|th)?(?:,? \d{{4}})?(?![\w])"),
+    re.compile(rf"\b(?:[12]\d|3[01]|0?[1-9])(?:st|nd|rd|th)? (?:of )?(?:{_MONTHS})(?:,? \d{{4}})?\b"),
+    re.compile(rf"\b(?:{_MONTHS}) \d{{4}}\b"),
+    re.compile(r"\b(?:[12]\d|3[01]|0?[1-9])/(?:[12]\d|3[01]|0?[1-9])/(?:\d{4}|\d{2})\b"),
+)
+
+_EXTENSIONS = (
+    "py|pyi|pyx|ipynb|js|mjs|cjs|ts|tsx|jsx|json|jsonl|yaml|yml|toml|ini|cfg|conf|env|md|rst|txt|csv|tsv|log|"
+    "sh|bash|zsh|fish|ps1|bat|sql|html|htm|css|scss|less|go|rs|rb|java|kt|kts|scala|clj|c|h|cc|cpp|hpp|cxx|cs|"
+    "swift|m|mm|php|pl|lua|r|dart|ex|exs|erl|hs|ml|nix|vue|svelte|xml|proto|graphql|gql|tf|tfvars|hcl|lock|"
+    "gguf|safetensors|bin|onnx|db|sqlite|sqlite3|pem|key|crt|cer|service|timer|socket|j2|jinja|tpl|tmpl|mk|"
+    "cmake|gradle|zip|gz|tgz|tar|bz2|xz|whl|deb|rpm|pdf|png|jpg|jpeg|gif|svg|webp|ico|wasm|so|dll|dylib|exe|"
+    "patch|diff|pid|sock|bak|orig|tmp|out|err|vim|el|plist|properties|dockerfile|editorconfig|gitignore"
+)
+_PATH_CHARS = r"[\w.@+~-]"
+_SLASH_PATH_RE = re.compile(
+    rf"(?<![\w.:/@-])(?:~|\.{{1,2}})?/?{_PATH_CHARS}+(?:/{_PATH_CHARS}+)+/?"
+    rf"|(?<![\w.:/@-])(?:~|\.{{1,2}})?/{_PATH_CHARS}+/?"
+)
+_WINDOWS_PATH_RE = re.compile(r"\b[A-Za-z]:\\(?:[\w .-]+\\)*[\w.-]+")
+_FILE_NAME_RE = re.compile(rf"(?<![\w.@/-])[\w-]*[A-Za-z_][\w.-]*\.(?:{_EXTENSIONS})(?![\w-])", re.IGNORECASE)
+_DOTFILE_RE = re.compile(r"(?<![^\s\"'`(\[])\.[a-z][\w-]{2,}(?:\.[a-z]{1,6})?(?![\w.-])")
+_SPECIAL_FILES_RE = re.compile(
+    r"\b(?:Makefile|Dockerfile|Containerfile|Jenkinsfile|Procfile|Gemfile|Vagrantfile|Justfile|Caddyfile)\b"
+)
+_HANDLE_RE = re.compile(r"(?<![\w@.])@[A-Za-z0-9][\w-]{1,38}(?![\w@])")
+_EXCEPTION_RE = re.compile(r"\b[A-Z][A-Za-z0-9]+(?:Error|Exception|Warning)\b")
+_ERRNO_NAMES = frozenset(errno.errorcode.values())
+_ERRNO_RE = re.compile(r"\bE[A-Z0-9]{2,}\b")
+_CVE_RE = re.compile(r"\b(?:CVE-\d{4}-\d{4,}|GHSA(?:-[a-z0-9]{4}){3})\b")
+_ERROR_NUMBER_RE = re.compile(r"\b[A-Z]{1,4}-?\d{3,5}\b")
+_SETTING_RE = re.compile(r"(?<![\w.-])[A-Za-z_][\w.-]{2,}=[^\s,;()\[\]{}'\"`]+")
+_CALL_RE = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\((?:[^()\n]{0,40})\)")
+_VERSION_RE = re.compile(r"(?<![\w.])v?\d+(?:\.\d+)+(?:-?(?:rc|alpha|beta|dev|post|pre|a|b)\.?\d*)?(?![\w])(?!\.\d)")
+_ADDRESS_RE = re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}$")
+_CODENAME_RE = re.compile(r"\b(?=[A-Z0-9]*\d)(?=[0-9]*[A-Z][0-9]*[A-Z])[A-Z][A-Z0-9]{2,}\b")
+_CONSTANT_RE = re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b")
+_FLAG_RE = re.compile(r"(?<![\w-])--[a-z][a-z0-9]*(?:-[a-z0-9]+)*(?![\w-])")
+_HYPHENATED_RE = re.compile(r"(?<![\w-])[A-Za-z0-9]+(?:-[A-Za-z0-9]+)+(?![\w-])")
+_DOTTED_RE = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?![\w])")
+_SNAKE_RE = re.compile(r"(?<![\w])_{0,2}[a-z][a-z0-9]*(?:_[a-z0-9]+)+_{0,2}(?![\w])")
+_CAMEL_RE = re.compile(
+    r"\b(?:[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|[a-z]+(?:[A-Z][a-z0-9]*)+|[A-Z]{2,}[a-z]{2,}[A-Za-z0-9]*)\b"
+)
+_NUMBER_RE = re.compile(r"(?<![\w.,])(?:\d{1,3}(?:,\d{3})+|\d{3,})(?![\w]|[.,]\d)")
+
+_TRAILING_PUNCT = ".,:;!?)]}>'\""
+
+_COMMON_WORDS_TEXT = """
+    the and for are but not you all any can had her was one our out day get has him his how man new now old
+    see two way who boy did its let put say she too use yes no true false none null nil this that with from
+    have what when where which while will would should could there their then them they these those here
+    about after again also back been before being both each even every first just like made make many more
+    most much must need only other over same some such than very want well were your into just code file
+    text data list test tests name value error output input user model note todo fixme ok okay done
+"""
+_COMMON_WORDS = frozenset(_COMMON_WORDS_TEXT.split())
+
+_COMMON_HYPHENATED_TEXT = """
+    well-known so-called built-in follow-up follow-ups up-to-date out-of-date real-time long-term short-term
+    open-source high-level low-level end-to-end one-off step-by-step e-mail re-run read-only read-write
+    front-end back-end full-text third-party first-class side-effect side-effects trade-off trade-offs
+    day-to-day user-facing left-hand right-hand one-time case-sensitive case-insensitive in-memory on-disk
+    plain-text top-level multi-line single-line long-running state-of-the-art hands-on know-how how-to
+    to-do in-place out-of-the-box opt-in opt-out sign-in sign-up log-in set-up check-in write-up
+    all-in-one one-line two-line one-liner half-way so-so x-ray t-shirt co-worker
+"""
+_COMMON_HYPHENATED = frozenset(_COMMON_HYPHENATED_TEXT.split())
+_COMMON_HYPHEN_PREFIXES = frozenset({"self", "well", "non", "so", "half", "semi", "anti", "ex", "re", "co", "pre"})
+_COMMON_HYPHEN_SUFFIXES_TEXT = (
+    "like based level wise side time term free friendly safe aware specific related oriented driven style ish "
+    "ready heavy only sized scale wide"
+)
+_COMMON_HYPHEN_SUFFIXES = frozenset(_COMMON_HYPHEN_SUFFIXES_TEXT.split())
+_RULE_PREFIX_KEEP = frozenset({"pre-commit", "pre-push", "re-export", "co-author"})
+
+
+def _is_word_char(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
+
+
+def _clean(text: str) -> str:
+    return text.strip().rstrip(_TRAILING_PUNCT).strip()
+
+
+def _keep_hyphenated(word: str) -> bool:
+    lower = word.lower()
+    if not any(ch.isalpha() for ch in lower):
+        return False
+    if any(ch.isdigit() for ch in lower):
+        return True
+    if lower in _RULE_PREFIX_KEEP:
+        return True
+    if lower in _COMMON_HYPHENATED:
+        return False
+    segments = lower.split("-")
+    if len(segments) > 4:
+        return False
+    if segments[0] in _COMMON_HYPHEN_PREFIXES or segments[-1] in _COMMON_HYPHEN_SUFFIXES:
+        return False
+    return len(lower) >= 5
+
+
+def _keep_path(path: str) -> bool:
+    if path.startswith(("/", "~/", "./", "../")) and len(path) >= 3:
+        return any(ch.isalnum() for ch in path)
+    last = path.rstrip("/").rsplit("/", 1)[-1]
+    if _FILE_NAME_RE.fullmatch(last) or _DOTFILE_RE.fullmatch(last):
+        return True
+    if path.count("/") >= 2 and not path.endswith("/"):
+        return True
+    # one slash and no extension: "src/co_cli" or "tests/" are paths, "and/or" is not
+    return path.endswith("/") and len(path) > 3 or any(ch in path for ch in "_.") or any(c.isdigit() for c in path)
+
+
+def _keep_dotted(name: str) -> bool:
+    segments = name.split(".")
+    if all(len(segment) <= 1 for segment in segments):
+        return False  # e.g, i.e, U.S
+    return name.lower() not in {"e.g", "i.e", "etc", "vs", "a.m", "p.m"}
+
+
+def _classify_backtick(inner: str) -> IdentifierKind | None:
+    if any(ch.isspace() for ch in inner):
+        return "command"
+    found = _scan(inner)
+    if len(found) == 1 and found[0][0] == inner:
+        return found[0][1]
+    if len(inner) < 3 or inner.lower() in _COMMON_WORDS or not any(ch.isalnum() for ch in inner):
+        return None
+    return "command"
+
+
+_LONG_RUN_RE = re.compile(rf"\S{{{MAX_ITEM_CHARS + 1},}}")
+
+
+class _Masked:
+    """A text whose claimed spans are blanked, so a later, looser pattern cannot match inside them.
+
+    Runs of more than ``MAX_ITEM_CHARS`` non-blank characters (base64, minified code) are blanked first:
+    they hold no ledger item, and they would make the looser patterns backtrack for long."""
+
+    def __init__(self, text: str) -> None:
+        self.chars = list(text)
+        for match in _LONG_RUN_RE.finditer(text):
+            self.claim(match.start(), match.end())
+        self.found: list[tuple[int, str, IdentifierKind]] = []
+
+    @property
+    def text(self) -> str:
+        return "".join(self.chars)
+
+    def claim(self, start: int, end: int) -> None:
+        for i in range(start, end):
+            if self.chars[i] != "\n":
+                self.chars[i] = " "
+
+    def add(self, start: int, end: int, text: str, kind: IdentifierKind, *, claim: bool = True) -> None:
+        text = text.strip()
+        if 3 <= len(text) <= MAX_ITEM_CHARS and "\n" not in text:
+            self.found.append((start, text, kind))
+        if claim:
+            self.claim(start, end)
+
+    def scan(self, pattern: re.Pattern[str], kind: IdentifierKind, keep: Any = None, *, clean: bool = False) -> None:
+        for match in pattern.finditer(self.text):
+            text = _clean(match.group(0)) if clean else match.group(0)
+            if keep is not None and not keep(text):
+                continue
+            self.add(match.start(), match.end(), text, kind)
+
+
+def _unbalanced_quotes(text: str) -> bool:
+    return text.count("'") % 2 == 1 or text.count('"') % 2 == 1
+
+
+def _code_blocks(masked: _Masked) -> None:
+    for match in _FENCE_RE.finditer(masked.text):
+        language = match.group(1).lower()
+        body_start = match.start(2)
+        if language in _SHELL_LANGS:
+            offset = body_start
+            for line in match.group(2).split("\n"):
+                command = line.strip()
+                if command.startswith(("$ ", "% ", "> ")):
+                    command = command[2:].strip()
+                if not _unbalanced_quotes(command):
+                    command = _TRAILING_COMMENT_RE.sub("", command)
+                if command and not command.startswith("#"):
+                    masked.add(offset, offset, command, "command", claim=False)
+                offset += len(line) + 1
+            masked.claim(match.start(), match.end())
+        else:
+            masked.claim(match.start(), body_start)  # the fence line; the code is read as text
+            if match.group(0).endswith("```"):
+                masked.claim(match.end() - 3, match.end())
+
+
+def _scan(text: str) -> list[tuple[str, IdentifierKind]]:
+    """The identifiers of one text, in order of appearance (with repeats)."""
+    masked = _Masked(text)
+    _code_blocks(masked)
+    for match in _BACKTICK_RE.finditer(masked.text):
+        inner = match.group(1).strip()
+        kind = _classify_backtick(inner) if 2 <= len(inner) <= MAX_ITEM_CHARS else None
+        if kind is not None:
+            masked.add(match.start(1), match.end(1), inner, kind)
+        masked.claim(match.start(), match.end())
+    masked.scan(_URL_RE, "url", clean=True)
+    for pattern in _QUOTED_RES:
+        for match in pattern.finditer(masked.text):
+            inner = match.group(1).strip()
+            if any(ch.isspace() for ch in inner) and any(ch.isalnum() for ch in inner):
+                masked.add(match.start(1), match.end(1), inner, "quoted", claim=False)
+    for pattern in _DATE_RES:
+        masked.scan(pattern, "date")
+    masked.scan(_WINDOWS_PATH_RE, "path", clean=True)
+    masked.scan(_SLASH_PATH_RE, "path", _keep_path, clean=True)
+    masked.scan(_FILE_NAME_RE, "path", clean=True)
+    masked.scan(_SPECIAL_FILES_RE, "path")
+    masked.scan(_DOTFILE_RE, "path")
+    masked.scan(_HANDLE_RE, "handle")
+    masked.scan(_CVE_RE, "error_code")
+    masked.scan(_EXCEPTION_RE, "error_code")
+    masked.scan(_ERRNO_RE, "error_code", lambda word: word in _ERRNO_NAMES)
+    for match in _CALL_RE.finditer(masked.text):
+        inner = match.group(0)[len(match.group(1)) + 1 : -1].strip().lower()
+        if inner in ("s", "es"):  # "file(s)"
+            continue
+        masked.add(match.start(), match.end(), match.group(1), "call")
+    masked.scan(_SETTING_RE, "setting", clean=True)
+    masked.scan(_CONSTANT_RE, "constant")
+    for i, (start, text_found, kind) in enumerate(masked.found):
+        if kind == "constant" and ("ERR" in text_found or "FAIL" in text_found):
+            masked.found[i] = (start, text_found, "error_code")
+    masked.scan(_ERROR_NUMBER_RE, "error_code", lambda word: any(ch.isalpha() for ch in word))
+    for match in _VERSION_RE.finditer(masked.text):
+        version = match.group(0)
+        masked.add(match.start(), match.end(), version, "address" if _ADDRESS_RE.match(version) else "version")
+    masked.scan(_CODENAME_RE, "codename")
+    masked.scan(_FLAG_RE, "flag", lambda word: len(word) >= 5)
+    masked.scan(_HYPHENATED_RE, "hyphenated", _keep_hyphenated)
+    masked.scan(_DOTTED_RE, "dotted", _keep_dotted)
+    masked.scan(_SNAKE_RE, "name", lambda word: len(word.strip("_")) >= 4)
+    masked.scan(_CAMEL_RE, "name", lambda word: len(word) >= 4)
+    masked.scan(_NUMBER_RE, "number")
+    masked.found.sort(key=lambda item: item[0])
+    return [(text_found, kind) for _, text_found, kind in masked.found]
+
+
+def find_identifiers(text: str) -> list[tuple[str, IdentifierKind]]:
+    """The distinct identifiers of one text as (text, kind), in order of appearance."""
+    seen: set[str] = set()
+    out: list[tuple[str, IdentifierKind]] = []
+    for text_found, kind in _scan(text):
+        if text_found not in seen:
+            seen.add(text_found)
+            out.append((text_found, kind))
+    return out
+
+
+# --- the "Kept verbatim" list ---------------------------------------------------------------------------
+
+_KEPT_HEADING_RE = re.compile(r"^[ \t>#*_]*kept verbatim[*_]*:?[*_]*[ \t]*$", re.IGNORECASE | re.MULTILINE)
+_ITEM_RE = re.compile(r"^[ \t]*(?:[-*•]|\d+[.)])[ \t]+(.+?)[ \t]*$")
+
+
+def split_kept_verbatim(text: str) -> tuple[str, list[str]]:
+    """``text`` without its "Kept verbatim" lists, and their items (verbatim, in order)."""
+    lines = text.split("\n")
+    prose: list[str] = []
+    items: list[str] = []
+    i = 0
+    while i < len(lines):
+        if not _KEPT_HEADING_RE.match(lines[i]):
+            prose.append(lines[i])
+            i += 1
+            continue
+        i += 1
+        while i < len(lines):
+            item = _ITEM_RE.match(lines[i])
+            if item is not None:
+                value = item.group(1)
+                if len(value) >= 2 and value.startswith("`") and value.endswith("`") and value.count("`") == 2:
+                    value = value[1:-1]
+                if value.strip():
+                    items.append(value.strip())
+            elif lines[i].strip():
+                break
+            i += 1
+    return "\n".join(prose), items
+
+
+def kept_verbatim(text: str) -> list[str]:
+    """The items of ``text``'s "Kept verbatim" lists."""
+    return split_kept_verbatim(text)[1]
+
+
+def _item_kind(item: str) -> IdentifierKind:
+    found = _scan(item)
+    if len(found) == 1 and found[0][0] == item:
+        return found[0][1]
+    return "verbatim"
+
+
+# --- a stretch of messages --------------------------------------------------------------------------------
+
+
+def _summary_body(message: ModelMessage, text: str) -> str:
+    """A summary's text without co's own prefix (or a static marker's whole wording), by its recorded size."""
+    n = covers(message)
+    if synthetic_kind(message) == "marker":
+        _, sep, latest = text.partition(f"\n{LATEST_REQUEST_HEADING}\n")
+        return latest if sep else ""
+    prefix = SUMMARY_PREFIX.format(n=n) if n is not None else None
+    if prefix and text.startswith(prefix):
+        return text[len(prefix) :]
+    return text
+
+
+def _string_values(value: Any, key: str = "") -> Iterator[tuple[str, str]]:
+    if isinstance(value, str):
+        yield key, value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _string_values(v, str(k))
+    elif isinstance(value, list | tuple):
+        for v in value:
+            yield from _string_values(v, key)
+
+
+_PATH_KEYS = frozenset({"path", "file", "file_path", "filepath", "filename", "directory", "dir", "cwd"})
+_COMMAND_KEYS = frozenset({"command", "cmd", "script"})
+
+
+def _argument_identifiers(args_text: str) -> Iterator[tuple[str, IdentifierKind]]:
+    try:
+        args: Any = json.loads(args_text) if args_text.strip() else {}
+    except ValueError:
+        args = args_text
+    for key, value in _string_values(args):
+        stripped = value.strip()
+        lower_key = key.lower()
+        if lower_key in _COMMAND_KEYS and 3 <= len(stripped) <= MAX_ITEM_CHARS and "\n" not in stripped:
+            yield stripped, "command"
+        elif lower_key in _PATH_KEYS and len(stripped) >= 3 and "\n" not in stripped and stripped not in ("..",):
+            yield stripped, "path"
+        elif lower_key in ("pattern", "query", "regex", "glob") and 3 <= len(stripped) <= 80:
+            yield stripped, "quoted"
+        yield from _scan(value[:MAX_ARG_SCAN_CHARS])
+
+
+def _message_identifiers(message: ModelMessage) -> Iterator[tuple[str, IdentifierKind, Source]]:
+    if is_ack(message):
+        return
+    if is_summary(message):
+        for view in views(message):
+            if view.kind != "user":
+                continue
+            prose, items = split_kept_verbatim(_summary_body(message, view.text))
+            for text, kind in _scan(prose):
+                yield text, kind, "summary"
+            for item in items:
+                if "\n" not in item and len(item) <= MAX_ITEM_CHARS:
+                    yield item, _item_kind(item), "summary"
+        return
+    for view in views(message):
+        if view.kind == "user":
+            for text, kind in _scan(view.text):
+                yield text, kind, "user"
+        elif view.kind == "text":
+            for text, kind in _scan(view.text):
+                yield text, kind, "assistant"
+        elif view.kind == "tool-call":
+            for text, kind in _argument_identifiers(view.text):
+                yield text, kind, "tool"
+
+
+def _ranked(identifiers: Iterable[Identifier]) -> list[Identifier]:
+    return sorted(identifiers, key=lambda ident: SOURCE_RANK[ident.source])  # stable: first-seen order kept
+
+
+def extract_identifiers(messages: Sequence[ModelMessage]) -> list[Identifier]:
+    """The distinct identifiers of a stretch of history: what the user typed and earlier summaries first (in
+    message order), then the assistant's answers, then tool-call arguments; each in first-seen order."""
+    seen: set[str] = set()
+    found: list[Identifier] = []
+    for message in messages:
+        for text, kind, source in _message_identifiers(message):
+            if text in seen:
+                continue
+            seen.add(text)
+            found.append(Identifier(text, kind, source))
+    return _ranked(found)
+
+
+# --- checking a summary -----------------------------------------------------------------------------------
+
+
+def _normalise_space(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _contains(haystack: str, needle: str) -> bool:
+    """``needle`` in ``haystack``, not as part of a longer word or number ("800" is not in "8000")."""
+    if not needle:
+        return True
+    start = 0
+    edge_before = _is_word_char(needle[0])
+    edge_after = _is_word_char(needle[-1])
+    while (i := haystack.find(needle, start)) >= 0:
+        end = i + len(needle)
+        before_ok = not (edge_before and i > 0 and _is_word_char(haystack[i - 1]))
+        after_ok = not (edge_after and end < len(haystack) and _is_word_char(haystack[end]))
+        if before_ok and after_ok:
+            return True
+        start = i + 1
+    return False
+
+
+@dataclass(frozen=True)
+class LedgerCheck:
+    """Which identifiers of a stretch a summary kept."""
+
+    kept: tuple[Identifier, ...]
+    missing: tuple[Identifier, ...]
+
+    @property
+    def total(self) -> int:
+        return len(self.kept) + len(self.missing)
+
+    def line(self, appended: int | None = None) -> str:
+        """One line for the compaction record: "summary kept 31/40 identifiers; 9 appended" (``appended``
+        defaults to every missing one)."""
+        if self.total == 0:
+            return "no identifiers to check"
+        text = f"summary kept {len(self.kept)}/{self.total} identifiers"
+        if self.missing:
+            count = len(self.missing) if appended is None else appended
+            text += f"; {count} appended"
+            if count < len(self.missing):
+                text += f", {len(self.missing) - count} over the limit"
+        return text
+
+
+def check_summary(summary_text: str, identifiers: Sequence[Identifier]) -> LedgerCheck:
+    """Split ``identifiers`` into those ``summary_text`` holds verbatim and those it lacks. Case-sensitive;
+    commands and quoted strings are compared with whitespace collapsed."""
+    spaced = _normalise_space(summary_text)
+    kept: list[Identifier] = []
+    missing: list[Identifier] = []
+    for ident in identifiers:
+        if ident.kind in WHITESPACE_MATCHED:
+            present = _contains(spaced, _normalise_space(ident.text))
+        else:
+            present = _contains(summary_text, ident.text)
+        (kept if present else missing).append(ident)
+    return LedgerCheck(tuple(kept), tuple(missing))
+
+
+def _item_line(ident: Identifier) -> str:
+    return f"- {ident.text}"
+
+
+def select_missing(check: LedgerCheck, *, max_items: int = 40, max_chars: int = 2000) -> list[Identifier]:
+    """The missing identifiers ``append_missing`` lists: user-typed and earlier-summary ones first, at most
+    ``max_items`` and about ``max_chars`` characters of list."""
+    chosen: list[Identifier] = []
+    used = len(KEPT_VERBATIM_HEADING) + 2
+    for ident in _ranked(check.missing):
+        if len(chosen) >= max_items:
+            break
+        if "\n" in ident.text:
+            continue
+        cost = len(_item_line(ident)) + 1
+        if used + cost > max_chars:
+            continue
+        chosen.append(ident)
+        used += cost
+    return chosen
+
+
+def append_missing(summary_text: str, check: LedgerCheck, *, max_items: int = 40, max_chars: int = 2000) -> str:
+    """``summary_text`` with a "Kept verbatim:" list of the identifiers it lacks (bounded; see
+    ``select_missing``); unchanged when it lacks none."""
+    chosen = select_missing(check, max_items=max_items, max_chars=max_chars)
+    if not chosen:
+        return summary_text
+    lines = "\n".join(_item_line(ident) for ident in chosen)
+    return f"{summary_text.rstrip()}\n\n{KEPT_VERBATIM_HEADING}\n{lines}"
+
+
+@dataclass(frozen=True)
+class LedgerResult:
+    text: str
+    """The summary with the missing identifiers appended."""
+    check: LedgerCheck
+    appended: int
+
+    def line(self) -> str:
+        return self.check.line(self.appended)
+
+
+def reconcile(
+    summary_text: str, messages: Sequence[ModelMessage], *, max_items: int = 40, max_chars: int = 2000
+) -> LedgerResult:
+    """Check a summary of ``messages`` against their ledger and append what it lacks, in one call."""
+    check = check_summary(summary_text, extract_identifiers(messages))
+    chosen = select_missing(check, max_items=max_items, max_chars=max_chars)
+    text = append_missing(summary_text, check, max_items=max_items, max_chars=max_chars)
+    return LedgerResult(text, check, len(chosen))
