@@ -95,6 +95,17 @@ class Settings(BaseSettings):
     compact_threshold: Number = Field(
         0.8, gt=0, le=1, description="Summarise the middle of the history past this fraction of the window."
     )
+    auto_compact: Literal["on", "off"] = Field(
+        "on",
+        description="'off': compact only on /compact, or when a request would otherwise not fit the window "
+        "(co says so).",
+    )
+    compact_min_span_tokens: Int = Field(
+        800,
+        ge=0,
+        description="A stretch of history smaller than this many tokens is not summarised yet (a summary of it "
+        "would not be much smaller); it grows until it is worth it.",
+    )
     local_n_ctx: Int = Field(4096, ge=512, description="Context size (n_ctx) of the embedded local model.")
     local_max_tokens: Int = Field(512, ge=16, description="Cap on tokens per answer of the embedded local model.")
     request_timeout: Number = Field(

@@ -354,6 +354,7 @@ class Conversation:
             # Each compaction of the run is recorded; the last one (the cache) is what the context keeps.
             for result in self._compactions:
                 self._record(result, context, trigger="auto", focus="")
+                self._pin_found_instructions(result)
             context.apply(adopted)
         self._compactions.clear()
         self.context = context
@@ -448,11 +449,12 @@ class Conversation:
                 self.summary_model,
                 max_history_messages=max(4, self.deps.settings.max_history_messages or 8),
                 max_input_tokens=self.resolved.context_window // 2,
+                must_fit=True,
             )
         except Exception as exc:
             view.notice(f"Compaction failed: {describe_provider_error(exc)}")
             result = None
-        if result is None:
+        if not isinstance(result, CompactionResult):
             if lean == self.context.messages:
                 return False
             # Dropping the tool outputs is the compaction: record it, so a resumed session sends the same.
@@ -489,7 +491,14 @@ class Conversation:
 
     def apply_compaction(self, result: CompactionResult, focus: str | None) -> None:
         self._apply(result, trigger="manual", focus=focus or "")
+        self._pin_found_instructions(result)
         self.governor.reset_failures()
+
+    def _pin_found_instructions(self, result: CompactionResult) -> None:
+        """Standing instructions a summary found (verbatim in the user's messages) hold from now on as pins,
+        outside the history, so no later compaction can drop them."""
+        for text in result.standing_instructions:
+            self.pin(text, source="summary")
 
     async def compact(self, focus: str | None) -> CompactionResult:
         """Summarise the whole working context now (``/compact``); the history is unchanged on failure."""

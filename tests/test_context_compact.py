@@ -8,11 +8,14 @@ import pytest
 from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, ToolReturnPart, UserPromptPart
 
 from co_cli.context.compact import (
+    CompactionResult,
     NothingToCompact,
+    Skipped,
     compact_all,
     compact_middle,
     drop_tool_outputs,
 )
+from co_cli.context.digest import DIGEST_HEADING
 from co_cli.context.repair import tool_pairs_valid
 from co_cli.errors import CoError
 from co_cli.synthetic import ACK_TEXT, is_summary
@@ -24,9 +27,7 @@ from tests.test_context_fixtures import (
     recording_model,
     reply,
     returns,
-    static_marker,
     summary_message,
-    texts_of,
     user,
 )
 
@@ -55,7 +56,10 @@ async def test_middle_becomes_one_summary_message() -> None:
     head, summary, ack = result.replacement[:4], result.replacement[4], result.replacement[5]
     assert head == history[:4]
     assert isinstance(summary, ModelRequest) and is_summary(summary)
-    assert _summary_text(summary) == "[Summary of 32 earlier messages]\nGoal: answer questions."
+    text = _summary_text(summary)
+    assert text.startswith("[Summary of 32 earlier messages]\nGoal: answer questions.\n\nKept verbatim:\n")
+    assert "- src/file_8.py" in text  # an identifier the summary lacked is appended verbatim
+    assert result.check.startswith("summary kept 0/") and result.method == "summary"
     assert isinstance(ack, ModelResponse) and ack.parts[0] == TextPart(ACK_TEXT)
     assert result.n_replaced == 32
     assert result.tokens_after < result.tokens_before
@@ -69,22 +73,72 @@ async def test_focus_reaches_the_summariser() -> None:
     assert "Focus the summary on: error handling" in prompts[0]
 
 
-async def test_failure_falls_back_to_static_marker() -> None:
+async def test_failure_falls_back_to_the_extractive_digest() -> None:
     result = await compact_middle(conversation(10), failing_model("boom"), max_history_messages=10)
-    assert result is not None
-    assert result.used_fallback
+    assert isinstance(result, CompactionResult)
+    assert result.used_fallback and result.method == "digest"
     assert result.error == "RuntimeError: boom"
-    assert result.summary == static_marker(32)
-    assert texts_of(result.messages).count(static_marker(32)) == 1
+    assert DIGEST_HEADING in result.summary
+    assert all(f"question {i}" in result.summary for i in range(1, 9))  # every user message of the span
+    assert result.tokens_after < result.tokens_before
 
 
-async def test_inflated_summary_is_rejected() -> None:
+async def test_an_inflated_summary_grows_the_span_instead_of_dropping_it() -> None:
     model, _ = recording_model(lambda prompt: "verbose " * 5000)
     result = await compact_middle(conversation(10), model, max_history_messages=10)
-    assert result is not None
-    assert result.used_fallback
+    assert isinstance(result, Skipped) and result.summary_tokens > 1000
+    assert "not clearly smaller" in result.reason
+
+
+async def test_an_inflated_summary_under_window_pressure_falls_back_to_the_digest() -> None:
+    model, _ = recording_model(lambda prompt: "verbose " * 5000)
+    result = await compact_middle(conversation(10), model, max_history_messages=10, must_fit=True)
+    assert isinstance(result, CompactionResult) and result.method == "digest"
     assert result.error is not None and "not clearly smaller" in result.error
-    assert result.summary == static_marker(32)
+
+
+async def test_a_span_too_small_to_pay_is_left_to_grow() -> None:
+    model, prompts = recording_model("S.")
+    result = await compact_middle(conversation(10), model, max_history_messages=10, min_span_tokens=5000)
+    assert isinstance(result, Skipped) and "under ~5000 tokens" in result.reason
+    assert prompts == []
+    forced = await compact_middle(conversation(10), model, max_history_messages=10, min_span_tokens=5000, must_fit=True)
+    assert isinstance(forced, CompactionResult) and forced.method == "summary"
+
+
+async def test_the_static_marker_is_only_the_last_resort() -> None:
+    """When no digest is smaller than the span, only a request that would not fit the window drops it."""
+    words = "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor incididunt ut labore "
+    history = [user("a"), reply("b"), *[m for _ in range(6) for m in (user(words * 2), reply("ok"))]]
+    waiting = await compact_middle(history, None, max_history_messages=4)
+    assert isinstance(waiting, Skipped) and "no digest" in waiting.reason
+    dropped = await compact_middle(history, None, max_history_messages=4, must_fit=True)
+    assert isinstance(dropped, CompactionResult) and dropped.method == "marker"
+    assert dropped.summary.startswith("[Earlier conversation trimmed")
+
+
+async def test_an_acknowledgement_is_not_accepted_as_a_summary() -> None:
+    earlier = summary_message("[Summary of 50 earlier messages]\nWe chose SQLite for storage in db/core.sqlite.")
+    history = [*conversation(1)[:4], earlier, ack(), *conversation(10)[4:]]
+    model, _ = recording_model(ACK_TEXT)
+    result = await compact_middle(history, model, max_history_messages=10)
+    assert isinstance(result, CompactionResult) and result.method == "digest"
+    assert result.error is not None and "acknowledgement" in result.error
+    assert "db/core.sqlite" in result.summary
+
+
+async def test_a_summary_that_drops_the_earlier_summary_is_rejected() -> None:
+    earlier = summary_message(
+        "[Summary of 50 earlier messages]\nCodename PHOENIX7, region us-east-1, port 8443, config at "
+        "deploy/prod.yaml, error E4012 fixed by LEDGER_TIMEOUT=45."
+    )
+    history = [*conversation(1)[:4], earlier, ack(), *conversation(10)[4:]]
+    model, _ = recording_model("The user asked questions about files.")
+    result = await compact_middle(history, model, max_history_messages=10)
+    assert isinstance(result, CompactionResult) and result.method == "digest"
+    assert result.error is not None and "earlier summary" in result.error
+    for key in ("PHOENIX7", "us-east-1", "8443", "deploy/prod.yaml", "E4012"):
+        assert key in result.summary
 
 
 async def test_previous_summary_is_merged() -> None:
@@ -105,16 +159,16 @@ async def test_nothing_to_compact_returns_none() -> None:
     assert prompts == []
 
 
-async def test_no_model_means_static_marker_without_a_call() -> None:
+async def test_no_model_means_the_digest_without_a_call() -> None:
     result = await compact_middle(conversation(10), None, max_history_messages=10)
-    assert result is not None and result.used_fallback and result.error is None
+    assert isinstance(result, CompactionResult) and result.method == "digest" and result.error is None
 
 
 async def test_token_budget_shrinks_the_tail() -> None:
     history = conversation(10, "p" * 2000)
     loose = await compact_middle(history, None, max_history_messages=40)
     tight = await compact_middle(history, None, max_history_messages=40, max_tail_tokens=800)
-    assert loose is not None and tight is not None
+    assert isinstance(loose, CompactionResult) and isinstance(tight, CompactionResult)
     assert tight.covered > loose.covered
     assert len(history) - tight.covered >= 4
 

@@ -23,6 +23,7 @@ from pydantic_ai.models import ModelRequestContext, ModelRequestParameters
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from co_cli.config import Settings
+from co_cli.context.digest import DIGEST_HEADING
 from co_cli.context.governor import ContextGovernor, GovernorEvent
 from co_cli.context.policy import FALLBACK_COOLDOWN_REQUESTS, GovernorConfig
 from co_cli.context.repair import tool_pairs_valid
@@ -49,7 +50,7 @@ def anyio_backend() -> str:
 @pytest.fixture
 def make_settings() -> Callable[..., Settings]:
     def make(**overrides: Any) -> Settings:
-        values: dict[str, Any] = {"tool_output_offload_chars": 0, **overrides}
+        values: dict[str, Any] = {"tool_output_offload_chars": 0, "compact_min_span_tokens": 0, **overrides}
         return Settings(**values)
 
     return make
@@ -253,12 +254,12 @@ async def test_failures_cool_down_then_disable_until_reset(make_settings: Callab
     sent = await _send(governor, history)
     assert model.calls == 1
     notices = [e.message for e in events if e.kind == "notice"]
-    assert notices and "Summariser failed (RuntimeError: provider down); kept a static marker" in notices[0]
-    assert any("[Earlier conversation trimmed" in texts_of([m]) for m in sent)
+    assert notices and "Summariser failed (RuntimeError: provider down); kept an extractive digest" in notices[0]
+    assert any(DIGEST_HEADING in texts_of([m]) for m in sent)
     for _ in range(FALLBACK_COOLDOWN_REQUESTS):
         sent = await next_request()
         assert isinstance(sent[-1], ModelRequest)
-        assert "[Earlier conversation trimmed" in texts_of(sent)
+        assert DIGEST_HEADING in texts_of(sent)
     assert model.calls == 1
     for expected in (2, 3):
         await next_request()

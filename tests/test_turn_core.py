@@ -214,6 +214,7 @@ def long_echo(messages: list[ModelMessage]) -> str:
 
 def test_a_compaction_during_a_turn_is_recorded_and_adopted(core: Core, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CO_CLI_MAX_HISTORY_MESSAGES", "6")
+    monkeypatch.setenv("CO_CLI_COMPACT_MIN_SPAN_TOKENS", "0")
     core.loaded = load_settings(cwd=core.cwd)
     conv = core.conversation(streaming_model(long_echo), summarizer=summarizer())
     views = [RecordingView() for _ in range(6)]
@@ -232,6 +233,7 @@ def test_a_compaction_during_a_turn_is_recorded_and_adopted(core: Core, monkeypa
 
 def test_resume_rebuilds_exactly_what_the_live_session_had(core: Core, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CO_CLI_MAX_HISTORY_MESSAGES", "6")
+    monkeypatch.setenv("CO_CLI_COMPACT_MIN_SPAN_TOKENS", "0")
     core.loaded = load_settings(cwd=core.cwd)
     conv = core.conversation(streaming_model(long_echo), summarizer=summarizer())
     for i in range(7):

@@ -16,7 +16,10 @@ from co_cli.context.boundaries import (
     latest_request,
     tail_boundaries,
 )
-from co_cli.context.summarize import summarize_messages
+from co_cli.context.digest import extractive_digest
+from co_cli.context.ledger import reconcile
+from co_cli.context.pins import verify_pins
+from co_cli.context.summarize import standing_instruction_quotes, summarize_messages
 from co_cli.context.tokens import estimate_messages_tokens
 from co_cli.context.trim import is_plain_tool_return
 from co_cli.errors import CoError
@@ -27,6 +30,8 @@ __all__ = [
     "CompactionError",
     "CompactionResult",
     "NothingToCompact",
+    "Skipped",
+    "SummaryRejected",
     "compact_all",
     "compact_middle",
     "drop_tool_outputs",
@@ -158,6 +163,58 @@ def _replacement(
     return replacement
 
 
+@dataclass(frozen=True)
+class Skipped:
+    """No compaction now, and why: the span is too small for a summary to pay, or the summary came back no
+    smaller than the span (``summary_tokens``: its size, so the next attempt takes a bigger span)."""
+
+    reason: str
+    summary_tokens: int = 0
+
+
+MIN_KEPT_FROM_EARLIER = 0.5
+"""A new summary must keep at least this share of the identifiers an earlier summary in its span held, or
+it is a failed summary (small models asked to merge a summary often return a fraction of it)."""
+
+
+@dataclass(frozen=True)
+class _Summary:
+    """A summariser answer that passed the checks: its text with the ledger applied."""
+
+    text: str
+    check: str
+    instructions: tuple[str, ...]
+
+
+async def _checked_summary(
+    span: Sequence[ModelMessage], model: Model | str, *, focus: str | None, max_input_tokens: int | None
+) -> _Summary:
+    """A summary of ``span`` that lost no identifier (the missing ones are appended verbatim). Raises
+    SummaryRejected when the answer is not a summary or drops most of an earlier summary."""
+    body = await summarize_messages(span, model, focus=focus, max_input_tokens=max_input_tokens)
+    if _looks_like_acknowledgement(body):
+        raise SummaryRejected("the summariser answered with an acknowledgement, not a summary")
+    ledger = reconcile(body, span)
+    earlier = [i for i in (*ledger.check.kept, *ledger.check.missing) if i.source == "summary"]
+    kept_earlier = [i for i in ledger.check.kept if i.source == "summary"]
+    if earlier and len(kept_earlier) < MIN_KEPT_FROM_EARLIER * len(earlier):
+        raise SummaryRejected(
+            f"the summary kept {len(kept_earlier)} of the {len(earlier)} identifiers of the earlier summary"
+        )
+    quotes = verify_pins(standing_instruction_quotes(body), span)
+    return _Summary(ledger.text, ledger.line(), tuple(quotes))
+
+
+def _looks_like_acknowledgement(text: str) -> bool:
+    """A reply such as co's own "Understood. I have the summary…" (small models copy it) rather than a summary."""
+    words = text.split()
+    return not words or (words[0].strip(".,!").lower() in ("understood", "ok", "okay", "sure") and len(words) < 40)
+
+
+class SummaryRejected(Exception):
+    """The summariser's answer cannot stand for the span (it is kept out; the fallback is used)."""
+
+
 async def compact_middle(
     messages: Sequence[ModelMessage],
     model: Model | str | None,
@@ -166,13 +223,19 @@ async def compact_middle(
     focus: str | None = None,
     max_input_tokens: int | None = None,
     max_tail_tokens: int | None = None,
-) -> CompactionResult | None:
-    """Keep the head and the tail, summarise the middle into one user-role message. None when there is
-    no middle, or when even the static marker would not make the history smaller.
+    min_span_tokens: int = 0,
+    must_fit: bool = False,
+) -> CompactionResult | Skipped | None:
+    """Keep the head and the tail, replace the middle by one user-role message. None when there is no
+    middle to replace.
 
-    ``model`` None skips the model and uses the static marker. A failed model call or a summary that is
-    not clearly smaller than what it replaces falls back to the static marker (``used_fallback``,
-    ``error``). The user's latest prompt, if it falls in the middle, is copied verbatim.
+    Nothing is dropped to save a few tokens: a middle under ``min_span_tokens`` is left to grow (Skipped),
+    and so is one whose summary came back no smaller than it (Skipped with the summary's size). When the
+    summariser fails or is not asked (``model`` None), or its answer is rejected, the middle becomes an
+    extractive digest (every user message, one line per tool call, the identifier ledger) if that is
+    smaller. Only ``must_fit`` (the request would not fit the window otherwise) allows the static marker.
+    An accepted summary is checked against the identifier ledger and what it lacks is appended verbatim.
+    The user's latest prompt, if it falls in the middle, is copied verbatim.
     """
     plan = plan_middle(messages, max_history_messages=max_history_messages, max_tail_tokens=max_tail_tokens)
     if plan is None:
@@ -182,46 +245,62 @@ async def compact_middle(
     n = covered_count(middle)
     latest = _latest_prompt(messages, head_end, tail_start)
     middle_tokens = estimate_messages_tokens(middle)
+    if middle_tokens < min_span_tokens and not must_fit:
+        return Skipped(f"the span to summarise (~{middle_tokens} tokens) is under ~{min_span_tokens} tokens")
 
-    def added_tokens(replacement: list[ModelMessage]) -> int:
-        return estimate_messages_tokens(replacement[head_end:])
+    def added_tokens(summary: ModelRequest) -> int:
+        return estimate_messages_tokens(_replacement(messages, head_end, tail_start, summary)[head_end:])
 
-    static = summary_request(n, None, latest)
-    static_replacement = _replacement(messages, head_end, tail_start, static)
-    if added_tokens(static_replacement) >= middle_tokens:
-        return None
+    def result(
+        summary: ModelRequest,
+        method: CompactionMethod,
+        error: str | None,
+        check: str = "",
+        instructions: tuple[str, ...] = (),
+    ) -> CompactionResult:
+        replacement = _replacement(messages, head_end, tail_start, summary)
+        new_messages = [*replacement, *messages[tail_start:]]
+        return CompactionResult(
+            messages=new_messages,
+            covered=tail_start,
+            replacement=replacement,
+            head=head_end,
+            summary=summary_text_of(summary),
+            tokens_before=estimate_messages_tokens(messages),
+            tokens_after=estimate_messages_tokens(new_messages),
+            used_fallback=method != "summary",
+            error=error,
+            n_replaced=len(middle),
+            method=method,
+            check=check,
+            standing_instructions=instructions,
+        )
 
-    summary, replacement, error = static, static_replacement, None
+    error: str | None = None
     if model is not None:
         try:
-            body = await summarize_messages(middle, model, focus=focus, max_input_tokens=max_input_tokens)
-        except Exception as exc:  # any provider or network failure: keep the static marker
+            checked = await _checked_summary(middle, model, focus=focus, max_input_tokens=max_input_tokens)
+        except SummaryRejected as exc:
+            error = f"summary rejected: {exc}"
+        except Exception as exc:  # any provider or network failure: the digest stands in
             error = describe_error(exc)
         else:
-            candidate_summary = summary_request(n, body, latest)
-            candidate = _replacement(messages, head_end, tail_start, candidate_summary)
-            new_tokens = added_tokens(candidate)
-            if new_tokens >= INFLATION_RATIO * middle_tokens:
-                error = (
-                    f"summary rejected: {new_tokens} tokens is not clearly smaller than the "
-                    f"{middle_tokens} tokens it replaces"
-                )
-            else:
-                summary, replacement = candidate_summary, candidate
-    used_fallback = summary is static
-    new_messages = [*replacement, *messages[tail_start:]]
-    return CompactionResult(
-        messages=new_messages,
-        covered=tail_start,
-        replacement=replacement,
-        head=head_end,
-        summary=summary_text_of(summary),
-        tokens_before=estimate_messages_tokens(messages),
-        tokens_after=estimate_messages_tokens(new_messages),
-        used_fallback=used_fallback,
-        error=error,
-        n_replaced=len(middle),
-    )
+            candidate = summary_request(n, checked.text, latest)
+            size = added_tokens(candidate)
+            if size < INFLATION_RATIO * middle_tokens:
+                return result(candidate, "summary", None, checked.check, checked.instructions)
+            error = f"summary rejected: {size} tokens is not clearly smaller than the {middle_tokens} it replaces"
+            if not must_fit:
+                return Skipped(error, summary_tokens=size)
+    digest = summary_request(n, extractive_digest(middle), latest)
+    if added_tokens(digest) < middle_tokens:
+        return result(digest, "digest", error)
+    if not must_fit:
+        return Skipped("no digest of the span is smaller than it")
+    marker = summary_request(n, None, latest)
+    if added_tokens(marker) >= middle_tokens:
+        return None
+    return result(marker, "marker", error)
 
 
 async def compact_all(
@@ -233,16 +312,18 @@ async def compact_all(
 ) -> CompactionResult:
     """Summarise the whole history (manual /compact) into a summary message and an acknowledgement.
 
-    The user's latest prompt is appended verbatim. Raises on any model failure, and NothingToCompact when
-    there is nothing new to compact or the summary would not be smaller than the history.
+    The summary is checked against the identifier ledger (what it lacks is appended verbatim) and the
+    user's latest prompt is appended verbatim. Raises on any model failure, SummaryRejected when the answer
+    is not a usable summary, and NothingToCompact when there is nothing new to compact or the summary would
+    not be smaller than the history.
     """
     if not messages:
         raise NothingToCompact("nothing to compact yet: the conversation is empty")
     if all(is_summary(m) or is_ack(m) for m in messages):
         raise NothingToCompact("nothing new to compact since the last summary")
-    body = await summarize_messages(messages, model, focus=focus, max_input_tokens=max_input_tokens)
+    checked = await _checked_summary(messages, model, focus=focus, max_input_tokens=max_input_tokens)
     latest = _latest_prompt(messages, 0, len(messages))
-    summary = summary_request(covered_count(messages), body, latest)
+    summary = summary_request(covered_count(messages), checked.text, latest)
     replacement: list[ModelMessage] = [summary, ack_response()]
     before = estimate_messages_tokens(messages)
     after = estimate_messages_tokens(replacement)
@@ -261,6 +342,8 @@ async def compact_all(
         used_fallback=False,
         error=None,
         n_replaced=len(messages),
+        check=checked.check,
+        standing_instructions=checked.instructions,
     )
 
 

@@ -22,17 +22,20 @@ from pydantic_ai.messages import ModelMessage, ModelRequest
 from pydantic_ai.models import Model, ModelRequestContext
 from pydantic_ai.tools import RunContext
 
-from co_cli.context.compact import CompactionResult, compact_middle
+from co_cli.context.compact import CompactionResult, Skipped, compact_middle
 from co_cli.context.compaction_cache import CompactionCache
 from co_cli.context.pipeline import Processed, SendPipeline
 from co_cli.context.policy import CompactionPolicy, GovernorConfig
 from co_cli.context.repair import repair_orphans
+from co_cli.context.tiers import MIN_CLAMP_CHARS, TierResult, clamp_oversized_parts, drop_superseded_reads
 from co_cli.context.tokens import TokenEstimate
 
 SUMMARIZER_INPUT_FRACTION = 0.5
 """The summariser gets chunks of at most this fraction of the window."""
 TAIL_TOKEN_FRACTION = 0.3
 """A compaction's verbatim tail shrinks (down to 4 messages) to stay under this fraction of the window."""
+CLAMP_FALLBACK_CHARS = 40_000
+"""A single part longer than this is clamped when nothing bounds outputs (offloading off, window unknown)."""
 
 
 @dataclass
@@ -132,18 +135,46 @@ class ContextGovernor(AbstractCapability[Any]):
         self.cache.sync(ctx.run_id, base)
         may_ask = self.policy.take_request()
         processed = self.process(base)
+        if self.policy.over_budget(processed.estimate, len(processed.sendable)):
+            processed = self.cheap_passes(processed)
         final, estimate = processed.sendable, processed.estimate
         if self.policy.over_budget(estimate, len(final)):
-            model = (self.summarizer or request_context.model) if may_ask else None
-            compacted = await self._compact(base, processed, model)
-            if compacted is not None:
-                final, estimate = compacted
+            must_fit = self.policy.must_fit(estimate)
+            if self.config.auto_compact or must_fit:
+                model = (self.summarizer or request_context.model) if may_ask else None
+                compacted = await self._compact(base, processed, model, must_fit=must_fit)
+                if compacted is not None:
+                    final, estimate = compacted
         if not final or not isinstance(final[-1], ModelRequest):
             final = repair_orphans(base)
             estimate = self.pipeline.estimate(final)
         self._last_estimate = estimate
         request_context.messages = final
         return request_context
+
+    def cheap_passes(self, processed: Processed) -> Processed:
+        """Past the token threshold, the passes that cost no model call, in order, each only while the
+        request is still over it: drop file reads that were read again later, then clamp single oversized
+        parts. (Old tool outputs are already trimmed and huge ones offloaded on every request.)"""
+        clamp_chars = max(MIN_CLAMP_CHARS, self.config.offload_threshold or CLAMP_FALLBACK_CHARS)
+        passes: tuple[tuple[str, Callable[[list[ModelMessage]], TierResult]], ...] = (
+            ("superseded reads", drop_superseded_reads),
+            ("clamp", lambda messages: clamp_oversized_parts(messages, clamp_chars)),
+        )
+        for name, run in passes:
+            if not self.policy.over_tokens(processed.estimate):
+                break
+            tier = run(processed.shrunk)
+            if tier.changed:
+                sendable = repair_orphans(tier.messages)
+                processed = replace(
+                    processed,
+                    shrunk=tier.messages,
+                    sendable=sendable,
+                    estimate=self.pipeline.estimate(sendable),
+                    tiers=(*processed.tiers, name),
+                )
+        return processed
 
     # --- internals ---------------------------------------------------------------------------------
 
@@ -154,14 +185,16 @@ class ContextGovernor(AbstractCapability[Any]):
     def _notice(self, message: str) -> None:
         self._emit(GovernorEvent(kind="notice", message=message))
 
-    def _trigger_detail(self, processed: Processed) -> str:
+    def _trigger_detail(self, processed: Processed, must_fit: bool) -> str:
         window = self.config.context_window
+        if must_fit and not self.config.auto_compact:
+            return f"at {100 * processed.estimate.total / window:.0f}% of the window, auto_compact off"
         if self.policy.over_tokens(processed.estimate):
             return f"auto at {100 * processed.estimate.total / window:.0f}% of the window"
         return f"auto past {self.config.max_history_messages} messages"
 
     async def _compact(
-        self, base: list[ModelMessage], processed: Processed, model: Model | str | None
+        self, base: list[ModelMessage], processed: Processed, model: Model | str | None, *, must_fit: bool
     ) -> tuple[list[ModelMessage], TokenEstimate] | None:
         window = self.config.context_window
         result = await compact_middle(
@@ -170,7 +203,12 @@ class ContextGovernor(AbstractCapability[Any]):
             max_history_messages=self.config.max_history_messages,
             max_input_tokens=int(window * SUMMARIZER_INPUT_FRACTION) if window > 0 else None,
             max_tail_tokens=int(window * TAIL_TOKEN_FRACTION) if window > 0 else None,
+            min_span_tokens=self.policy.min_span_tokens,
+            must_fit=must_fit,
         )
+        if isinstance(result, Skipped):
+            self.policy.skipped(result)
+            result = None
         if result is None:
             # Only the token budget is worth a notice: past the message count alone the context still fits.
             notice = self.policy.stuck(processed.estimate)
@@ -189,7 +227,8 @@ class ContextGovernor(AbstractCapability[Any]):
             covered=covered,
             replacement=replacement,
             tokens_before=processed.estimate.total,
-            detail=self._trigger_detail(processed),
+            detail=self._trigger_detail(processed, must_fit),
+            tiers=processed.tiers,
         )
         self.cache.store(base, relative)
         after = self.process(base)
@@ -198,7 +237,7 @@ class ContextGovernor(AbstractCapability[Any]):
         self._compactions += 1
         self.policy.compacted()
         if model is not None:
-            for notice in self.policy.record(result.used_fallback, result.error):
+            for notice in self.policy.record(result.method, result.error):
                 self._notice(notice)
         self._emit(GovernorEvent(kind="compaction", result=relative, trigger="auto"))
         return after.sendable, after.estimate

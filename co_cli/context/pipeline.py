@@ -26,6 +26,8 @@ class Processed:
     sendable: list[ModelMessage]
     """``shrunk`` repaired: what the model is sent."""
     estimate: TokenEstimate
+    tiers: tuple[str, ...] = ()
+    """The passes that changed something in ``shrunk`` (for the compaction record)."""
 
 
 class SendPipeline:
@@ -53,4 +55,5 @@ class SendPipeline:
     def process(self, applied: Sequence[ModelMessage]) -> Processed:
         shrunk = self.shrink(applied)
         sendable = repair_orphans(shrunk, memo=self._repair_memo)
-        return Processed(list(applied), shrunk, sendable, self.estimate(sendable))
+        changed = ("offload, trim",) if any(a is not b for a, b in zip(applied, shrunk, strict=True)) else ()
+        return Processed(list(applied), shrunk, sendable, self.estimate(sendable), changed)

@@ -12,11 +12,17 @@ from co_cli.context.tokens import TokenEstimate
 
 if TYPE_CHECKING:
     from co_cli.config import Settings
+    from co_cli.context.compact import Skipped
 
 FALLBACK_COOLDOWN_REQUESTS = 3
 """After a static-marker fallback, this many requests compact without asking the summariser."""
 MAX_CONSECUTIVE_FAILURES = 3
 """After this many fallbacks in a row the summariser is not called again until ``reset()``."""
+MIN_SPAN_TOKENS = 800
+"""A span smaller than this is not summarised (a summary of it would not be much smaller): it is left to grow."""
+MUST_FIT_FRACTION = 0.95
+"""Past this share of the window the request would not fit: compaction may fall back to the static marker,
+and happens even with auto_compact off."""
 CHARS_PER_TOKEN = 4
 OFFLOAD_WINDOW_SHARE = 4
 """An offloaded output's threshold is at most 1/4 of the window, so one output cannot fill it."""
@@ -31,6 +37,8 @@ class GovernorConfig:
     max_history_messages: int = 40
     tool_output_trim_chars: int = 2000
     tool_output_offload_chars: int = 40000
+    auto_compact: bool = True
+    min_span_tokens: int = MIN_SPAN_TOKENS
 
     @classmethod
     def from_settings(cls, settings: Settings, context_window: int) -> GovernorConfig:
@@ -40,6 +48,8 @@ class GovernorConfig:
             max_history_messages=settings.max_history_messages,
             tool_output_trim_chars=settings.tool_output_trim_chars,
             tool_output_offload_chars=settings.tool_output_offload_chars,
+            auto_compact=settings.auto_compact == "on",
+            min_span_tokens=settings.compact_min_span_tokens,
         )
 
     @property
@@ -65,6 +75,22 @@ class CompactionPolicy:
     failures: int = 0
     summarizer_disabled: bool = False
     stuck_notice_sent: bool = field(default=False)
+    grown_span_tokens: int = 0
+    """Raised when a summary came back no smaller than its span: the next span must be bigger."""
+
+    @property
+    def min_span_tokens(self) -> int:
+        return max(self.config.min_span_tokens, self.grown_span_tokens)
+
+    def must_fit(self, estimate: TokenEstimate) -> bool:
+        """The request would not fit the window without compacting now."""
+        return self.config.context_window > 0 and estimate.total >= MUST_FIT_FRACTION * self.config.context_window
+
+    def skipped(self, skipped: Skipped) -> None:
+        """A summary no smaller than its span asks for a span twice its size next time (within the window)."""
+        if skipped.summary_tokens:
+            cap = self.config.context_window // 2 if self.config.context_window > 0 else 1 << 30
+            self.grown_span_tokens = min(cap, max(self.grown_span_tokens, 2 * skipped.summary_tokens))
 
     def over_budget(self, estimate: TokenEstimate, message_count: int) -> bool:
         """Past the token threshold, or past the message-count limit."""
@@ -83,19 +109,22 @@ class CompactionPolicy:
             self.cooldown -= 1
         return may_ask
 
-    def record(self, used_fallback: bool, error: str | None) -> list[str]:
+    def record(self, method: str, error: str | None) -> list[str]:
         """Account for a compaction the summariser was asked for; returns the notices to show."""
-        if not used_fallback:
+        if method == "summary":
             self.failures = 0
             return []
         self.failures += 1
         self.cooldown = FALLBACK_COOLDOWN_REQUESTS
-        notices = [f"Summariser failed ({error}); kept a static marker instead."]
+        kept = "an extractive digest (every message you typed, the tool calls, the identifiers)"
+        if method == "marker":
+            kept = "a static marker, as the request would not fit the window otherwise"
+        notices = [f"Summariser failed ({error}); kept {kept} instead."]
         if self.failures >= MAX_CONSECUTIVE_FAILURES:
             self.summarizer_disabled = True
             notices.append(
-                f"Summariser failed {self.failures} times in a row; older messages will be trimmed with a "
-                "static marker until /compact succeeds."
+                f"Summariser failed {self.failures} times in a row; older messages will be replaced by an "
+                "extractive digest until /compact succeeds."
             )
         return notices
 

@@ -71,6 +71,7 @@ def standing_instruction_quotes(summary: str) -> list[str]:
             quotes.append(quote)
     return quotes
 
+
 TOOL_RESULT_CHARS = 2000
 TOOL_ARGS_CHARS = 1000
 SYSTEM_CHARS = 2000
