@@ -32,6 +32,8 @@ from tests.support.scripted_server import (
 
 pytestmark = pytest.mark.e2e
 
+DIGEST_HEADING = "Digest of the earlier conversation"
+
 SUMMARISER_INSTRUCTIONS = "You summarise conversations between a user and an AI assistant"
 SUMMARY_TEXT = "GOAL-SUMMARY: the user is walking through numbered steps of a checklist."
 SUMMARY_RE = re.compile(r"\A\[Summary of (\d+) earlier messages\]\n")
@@ -209,9 +211,11 @@ def test_manual_compact_with_focus(
 # ----- 3. a failing summariser ---------------------------------------------------------------------
 
 
-def test_failing_summariser_falls_back_to_static_marker(
+def test_failing_summariser_falls_back_to_the_extractive_digest(
     co_server_env: dict[str, str], workdir: Path, scripted_server: ScriptedServer
 ) -> None:
+    """The summariser is down: the middle becomes a digest that keeps every user message (never a bare
+    marker, which would drop them)."""
     scripted_server.responder = summariser_fails
     env = {**co_server_env, "CO_CLI_MAX_HISTORY_MESSAGES": "10"}
     prompts = [long_prompt(i) for i in range(1, 9)]
@@ -221,14 +225,17 @@ def test_failing_summariser_falls_back_to_static_marker(
     assert summariser_calls(scripted_server)
 
     turns = chat_turns(scripted_server)
-    first = next(i for i, t in enumerate(turns) if STATIC_MARKER_RE.search(t.all_text))
+    first = next(i for i, t in enumerate(turns) if DIGEST_HEADING in t.all_text)
     assert first > 0
-    marked = turns[first]
-    assert size(marked) < size(turns[first - 1])
-    assert int(STATIC_MARKER_RE.search(marked.all_text).group(1)) >= 2  # type: ignore[union-attr]
-    assert not summary_messages(marked)
-    assert marked.messages[-1] == {"role": "user", "content": prompts[first]}
-    assert "Summariser failed" in result.stderr and "static marker" in result.stderr
+    digested = turns[first]
+    assert size(digested) < size(turns[first - 1])
+    digest = summary_messages(digested)[0]
+    covered = int(SUMMARY_RE.match(digest).group(1))  # type: ignore[union-attr]
+    assert covered >= 2
+    assert all(f"step {i}:" in digest for i in range(2, 2 + covered // 2))  # every summarised user message
+    assert not STATIC_MARKER_RE.search(digested.all_text)
+    assert digested.messages[-1] == {"role": "user", "content": prompts[first]}
+    assert "Summariser failed" in result.stderr and "extractive digest" in result.stderr
 
 
 def test_failing_manual_compact_leaves_history_unchanged(
