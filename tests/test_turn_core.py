@@ -274,3 +274,75 @@ def test_a_crash_closed_turn_is_saved_on_resume(core: Core) -> None:
     rows = stored(core, resumed)
     assert rows[-2:] == [(2, "user", "cancelled", "never answered"), (3, "assistant", "cancelled", INTERRUPTED_NOTE)]
     assert resumed.context.seqs == [0, 1, 2, 3]
+
+
+def test_uncompact_restores_the_context_exactly_and_resume_agrees(core: Core) -> None:
+    conv = core.conversation(streaming_model(long_echo), summarizer=summarizer())
+    for i in range(3):
+        run(conv, f"turn {i} " + "with padding words " * 10)
+    before = dumped(conv.working)
+    asyncio.run(conv.compact(None))
+    assert dumped(conv.working) != before
+    assert conv.uncompact() == 6
+    assert dumped(conv.working) == before
+    run(conv, "after the undo")
+    live = dumped(conv.working)
+    assert conv.session is not None
+    conv.release()
+    resumed = core.conversation(streaming_model(long_echo), summarizer=summarizer())
+    resumed.load(core.store.get(conv.session.id))
+    assert dumped(resumed.working) == live
+    assert resumed.uncompact() is None  # nothing left in force to undo
+    records = core.store.compactions(conv.session.id)
+    assert len(records) == 1 and records[0].undone_at is not None
+
+
+def test_uncompact_without_saving_uses_the_context_kept_in_memory(core: Core) -> None:
+    conv = core.conversation(streaming_model(long_echo), summarizer=summarizer())
+    conv.store = None
+    for i in range(3):
+        run(conv, f"turn {i} " + "with padding words " * 10)
+    before = dumped(conv.working)
+    asyncio.run(conv.compact(None))
+    assert conv.uncompact() == 6 and dumped(conv.working) == before
+    assert conv.uncompact() is None
+
+
+def test_pins_reach_every_request_and_survive_resume_and_fork(core: Core) -> None:
+    seen: list[str] = []
+
+    async def stream(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str]:
+        seen.append(str(info.instructions))
+        yield "ok"
+
+    conv = core.conversation(FunctionModel(stream_function=stream, model_name="pins"))
+    run(conv, "Always answer in British English.")
+    assert conv.pin(conv.last_user_text() or "") is not None
+    assert conv.pin("Always answer in British English.") is None  # already pinned
+    run(conv, "next")
+    assert "Always answer in British English." in seen[-1] and "Always answer" not in seen[0]
+    assert conv.session is not None
+    conv.release()
+    resumed = core.conversation(FunctionModel(stream_function=stream, model_name="pins"))
+    resumed.load(core.store.get(conv.session.id))
+    assert [p.text for p in resumed.pins] == ["Always answer in British English."]
+    forked = resumed.fork()
+    assert forked is not None and [p.text for p in resumed.pins] == ["Always answer in British English."]
+    removed = resumed.unpin(1)
+    assert removed.text == "Always answer in British English." and resumed.pins == []
+    run(resumed, "and now")
+    assert "Always answer" not in seen[-1]
+
+
+def test_a_summary_pins_the_standing_instructions_it_quotes(core: Core) -> None:
+    def plain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        from pydantic_ai.messages import TextPart
+
+        body = "## Goal\nShip it.\n## Standing instructions\n> Never push directly to main.\n> Use tabs"
+        return ModelResponse(parts=[TextPart(body)])
+
+    conv = core.conversation(streaming_model(long_echo), summarizer=FunctionModel(plain, model_name="s"))
+    run(conv, "Never push directly to main. How do I tag a release? " + "padding words " * 20)
+    run(conv, "what else " + "padding words " * 20)
+    asyncio.run(conv.compact(None))
+    assert [(p.text, p.source) for p in conv.pins] == [("Never push directly to main.", "summary")]

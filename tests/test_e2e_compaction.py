@@ -1,0 +1,94 @@
+"""End to end: compaction the user can see, steer and undo (/pin, /compact preview, /uncompact, /compact show)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support.co_process import expect_prompt, run_co, send_line, spawn_co
+from tests.support.screen import screen_lines
+from tests.support.scripted_server import ScriptedServer
+from tests.test_e2e_context import chat_turns, long_prompt, summariser_answers, summary_messages
+
+pytestmark = pytest.mark.e2e
+
+SUMMARY = "GOAL-SUMMARY: the user walks through a checklist in notes/plan.md."
+
+
+def instructions_of(request: object) -> str:
+    return "\n".join(request.texts("system"))  # type: ignore[attr-defined]
+
+
+def test_pins_reach_every_request_and_can_be_removed(
+    co_server_env: dict[str, str], workdir: Path, scripted_server: ScriptedServer
+) -> None:
+    lines = ["/pin Always answer in British English.", "hello", "/pins", "/unpin 1", "again"]
+    result = run_co(["chat"], co_server_env, workdir, input="\n".join(lines) + "\n")
+    assert result.returncode == 0, result.stderr
+    assert "Pinned #1: Always answer in British English." in result.stdout
+    assert "1. Always answer in British English." in result.stdout
+    assert "Unpinned: Always answer in British English." in result.stdout
+    first, second = chat_turns(scripted_server)
+    assert "Always answer in British English." in instructions_of(first)
+    assert "Always answer in British English." not in instructions_of(second)
+
+
+def test_preview_apply_show_and_uncompact_in_a_terminal(
+    co_server_env: dict[str, str], workdir: Path, scripted_server: ScriptedServer
+) -> None:
+    scripted_server.responder = summariser_answers(SUMMARY)
+    child = spawn_co(["chat"], env=co_server_env, cwd=workdir)
+    try:
+        expect_prompt(child)
+        for step in (1, 2):
+            send_line(child, long_prompt(step))
+            expect_prompt(child)
+        send_line(child, "/compact preview the checklist")
+        child.expect(r"\[d\]iscard", timeout=20)
+        send_line(child, "a")
+        expect_prompt(child)
+        send_line(child, "/compact show")
+        expect_prompt(child)
+        send_line(child, "after the summary")
+        expect_prompt(child)
+        send_line(child, "/uncompact")
+        expect_prompt(child)
+        send_line(child, "after the undo")
+        expect_prompt(child)
+        screen = "\n".join(screen_lines(child))
+    finally:
+        child.terminate(force=True)
+    assert "Compacted (summary, manual): 4 messages" in screen
+    assert "/uncompact undoes it" in screen
+    assert screen.count("GOAL-SUMMARY") >= 2  # the preview, then /compact show
+    assert "Compaction undone" in screen
+    summarised, undone = chat_turns(scripted_server)[-2:]
+    assert summary_messages(summarised) and long_prompt(1) not in summarised.all_text
+    assert not summary_messages(undone) and long_prompt(1) in undone.all_text
+
+
+def test_preview_discarded_changes_nothing(
+    co_server_env: dict[str, str], workdir: Path, scripted_server: ScriptedServer
+) -> None:
+    scripted_server.responder = summariser_answers(SUMMARY)
+    child = spawn_co(["chat"], env=co_server_env, cwd=workdir)
+    try:
+        expect_prompt(child)
+        for step in (1, 2):
+            send_line(child, long_prompt(step))
+            expect_prompt(child)
+        send_line(child, "/compact preview")
+        child.expect(r"\[d\]iscard", timeout=20)
+        send_line(child, "d")
+        expect_prompt(child)
+        send_line(child, "still whole?")
+        expect_prompt(child)
+        screen = "\n".join(screen_lines(child))
+    finally:
+        child.terminate(force=True)
+    assert "Discarded; history unchanged." in screen
+    last = chat_turns(scripted_server)[-1]
+    assert not summary_messages(last) and long_prompt(1) in last.all_text
+    listed = run_co(["sessions", "list", "--json"], co_server_env, workdir)
+    assert '"compaction_count": 0' in listed.stdout
