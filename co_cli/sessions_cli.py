@@ -149,6 +149,7 @@ def show(session_id: Annotated[str, typer.Argument(help="Session id or unique pr
     with store:
         info = store.get(session_id)
         transcript = store.transcript(info.id)
+        compactions = store.compactions(info.id)
     console = _console()
     console.print(printable(info.title) or "untitled", style="bold", markup=False, highlight=False)
     details = [
@@ -166,7 +167,7 @@ def show(session_id: Annotated[str, typer.Argument(help="Session id or unique pr
     console.print(printable(" · ".join(details)), style="dim", markup=False, highlight=False)
     console.print(printable(f"cwd {info.cwd}"), style="dim", markup=False, highlight=False)
     console.print()
-    console.print(render_transcript(transcript))
+    console.print(render_transcript(transcript, compactions))
 
 
 @app.command("search")

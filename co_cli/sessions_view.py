@@ -12,11 +12,11 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from co_cli.store.sessions import SNIPPET_CLOSE, SNIPPET_OPEN
+from co_cli.store.sessions import SNIPPET_CLOSE, SNIPPET_OPEN, compactions_by_position
 from co_cli.terminal_text import printable
 
 if TYPE_CHECKING:
-    from co_cli.store.sessions import SearchHit, SessionInfo, StoredMessage
+    from co_cli.store.sessions import CompactionRecord, SearchHit, SessionInfo, StoredMessage
 
 TOOL_OUTPUT_SHOWN_CHARS = 1500
 
@@ -146,8 +146,13 @@ def _message_body(stored: StoredMessage) -> list[RenderableType]:
     return body
 
 
-def render_transcript(stored_messages: Sequence[StoredMessage]) -> RenderableType:
-    """Every message under a role heading; tool outputs shortened, failed turns marked."""
+def render_transcript(
+    stored_messages: Sequence[StoredMessage], compactions: Sequence[CompactionRecord] = ()
+) -> RenderableType:
+    """Every message under a role heading; tool outputs shortened, failed turns marked, each compaction shown
+    where it happened."""
+
+    placed = compactions_by_position(compactions)
     items: list[RenderableType] = []
     for stored in stored_messages:
         label, style = _KIND_LABELS.get(stored.kind, (printable(stored.kind), "bold"))
@@ -157,6 +162,9 @@ def render_transcript(stored_messages: Sequence[StoredMessage]) -> RenderableTyp
             heading.append(f"  [{printable(stored.status)}]", style="bold red")
         items.append(heading)
         items.append(Padding(Group(*_message_body(stored)), (0, 0, 1, 2)))
+        for record in placed.get(stored.seq, []):
+            items.append(Text(printable(f"⟲ {record.describe()}"), style="bold cyan"))
+            items.append(Padding(Text(_shorten(record.summary), style="italic cyan"), (0, 0, 1, 2)))
     if not items:
         items.append(Text("(no messages)", style="dim"))
     return Group(*items)

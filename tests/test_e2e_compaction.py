@@ -92,3 +92,23 @@ def test_preview_discarded_changes_nothing(
     assert not summary_messages(last) and long_prompt(1) in last.all_text
     listed = run_co(["sessions", "list", "--json"], co_server_env, workdir)
     assert '"compaction_count": 0' in listed.stdout
+
+
+def test_sessions_show_and_export_show_compactions_in_place(
+    co_server_env: dict[str, str], workdir: Path, scripted_server: ScriptedServer
+) -> None:
+    scripted_server.responder = summariser_answers(SUMMARY)
+    lines = [long_prompt(1), long_prompt(2), "/compact", "after", "/uncompact"]
+    result = run_co(["chat"], co_server_env, workdir, input="\n".join(lines) + "\n")
+    assert result.returncode == 0, result.stderr
+    listed = run_co(["sessions", "list", "--json"], co_server_env, workdir)
+    session_id = listed.stdout.split('"id": "')[1].split('"')[0]
+    shown = run_co(["sessions", "show", session_id], co_server_env, workdir)
+    assert shown.returncode == 0, shown.stderr
+    out = shown.stdout
+    assert "Compaction (summary, manual): messages #0–#3 replaced" in out and "undone" in out
+    assert out.index("echo: " + long_prompt(2)[:20]) < out.index("Compaction (summary") < out.index("after")
+    exported = run_co(["sessions", "export", session_id, "--format", "md"], co_server_env, workdir)
+    assert exported.returncode == 0, exported.stderr
+    assert "> **Compaction (summary, manual): messages #0–#3 replaced" in exported.stdout
+    assert "GOAL-SUMMARY" in exported.stdout

@@ -13,6 +13,7 @@ from co_cli.store.sessions import (
     SessionInfo,
     SessionStore,
     StoredMessage,
+    compactions_by_position,
 )
 
 _ROLE_HEADINGS = {
@@ -100,7 +101,12 @@ def export_markdown(store: SessionStore, session_id: str) -> str:
     if info.compaction_count:
         lines.append(f"- Compactions: {info.compaction_count}")
     parts = ["\n".join(lines)]
-    parts.extend(_message_markdown(stored) for stored in store.transcript(info.id))
+    placed = compactions_by_position(store.compactions(info.id))
+    for stored in store.transcript(info.id):
+        parts.append(_message_markdown(stored))
+        for record in placed.get(stored.seq, []):
+            summary = record.summary.replace("\n", "\n> ")
+            parts.append(f"> **{record.describe()}**\n>\n> {summary}")
     return "\n\n".join(parts) + "\n"
 
 

@@ -87,6 +87,28 @@ class CompactionRecord:
     """The cheap passes that ran before it, comma-separated."""
     undone_at: float | None = None
 
+    def describe(self) -> str:
+        """One line for the transcript views: what was replaced, how, why, and the identifier check."""
+        how = f"{self.method}, {self.detail or self.trigger}"
+        if self.focus:
+            how += f", focus: {self.focus}"
+        line = (
+            f"Compaction ({how}): messages #{max(self.from_seq, 0)}–#{self.upto_seq} replaced, "
+            f"~{self.tokens_before:,} -> ~{self.tokens_after:,} tokens"
+        )
+        extras = [text for text in (self.ledger, f"after: {self.tiers}" if self.tiers else "") if text]
+        if extras:
+            line += f" ({'; '.join(extras)})"
+        return line + (" — undone" if self.undone_at is not None else "")
+
+
+def compactions_by_position(records: Iterable[CompactionRecord]) -> dict[int, list[CompactionRecord]]:
+    """Compaction records keyed by the last transcript seq they cover (where the views show them)."""
+    placed: dict[int, list[CompactionRecord]] = {}
+    for record in records:
+        placed.setdefault(record.upto_seq, []).append(record)
+    return placed
+
 
 @dataclass
 class SearchHit:
