@@ -1,0 +1,186 @@
+"""Recall through repeated compaction: how many planted facts survive, with co's compaction and with a plain
+rolling summary on the same model.
+
+Run: python bench/bench_recall.py [-m MODEL] [--turns 36] [--limits 40 12] [--ask] [--no-baseline]
+
+A scripted conversation (tests/support/planted_facts.py) states 12 facts early (a codename, a region, a
+port, a config path, an error code and its fix, a decision, a hard rule, a style preference, a failed
+upgrade, a reviewer, a date, the next step), then asks ordinary questions, some with tool outputs. It is fed
+turn by turn through co's context governance, exactly as runs do (before every model request, then the
+run's history adopted), with MODEL as the summariser. MODEL is any co model string: 'local' (the embedded
+model), 'local:/path/model.gguf', a provider string, or a name on CO_CLI_BASE_URL's server.
+
+For each max_history_messages it reports the compactions made (and how: summary, digest, marker) and the
+facts found (a) in what the last request would send (instructions with pins included) and, with --ask,
+(b) in the model's answers to one question per fact. The baseline is a plain rolling summary: past the same
+message limit, the middle (earlier summary included) is replaced by the model's answer to "Summarise this
+conversation", with no ledger, no digest and no pins.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+os.environ.setdefault("PYDANTIC_AI_NO_BANNER", "1")
+
+from pydantic_ai import Agent  # noqa: E402
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart  # noqa: E402
+from pydantic_ai.models import Model, ModelRequestContext, ModelRequestParameters  # noqa: E402
+
+from co_cli.agent import pins_section  # noqa: E402
+from co_cli.config import Settings, load_settings  # noqa: E402
+from co_cli.context.boundaries import find_head_end, find_tail_start  # noqa: E402
+from co_cli.context.governor import ContextGovernor, GovernorEvent  # noqa: E402
+from co_cli.context.policy import GovernorConfig  # noqa: E402
+from co_cli.context.summarize import render_transcript  # noqa: E402
+from co_cli.message_view import views  # noqa: E402
+from co_cli.models import resolve_model  # noqa: E402
+from tests.support.planted_facts import FACTS, facts_kept, planted_script, turn_messages  # noqa: E402
+
+PLAIN_PROMPT = "Summarise this conversation.\n\n<transcript>\n{transcript}\n</transcript>"
+
+
+@dataclass
+class Outcome:
+    compactions: int = 0
+    methods: dict[str, int] = field(default_factory=dict)
+    kept: int = 0
+    answered: int | None = None
+    seconds: float = 0.0
+
+
+def text_of(messages: list[ModelMessage]) -> str:
+    return "\n".join(view.text for message in messages for view in views(message))
+
+
+async def ask(model: Model, context: list[ModelMessage], instructions: str) -> int:
+    """Facts the model states when asked one question per fact with ``context`` as the history."""
+    agent: Agent[None, str] = Agent(model, instructions=instructions or None)
+    found = 0
+    for fact in FACTS:
+        result = await agent.run(f"{fact.question} Answer in a few words.", message_history=context)
+        found += fact.key in result.output
+    return found
+
+
+async def run_co(model: Model, window: int, limit: int, turns: int, ask_model: bool, work: Path) -> Outcome:
+    outcome = Outcome()
+    pins: list[str] = []
+
+    def listen(event: GovernorEvent) -> None:
+        if event.kind == "compaction" and event.result is not None:
+            outcome.compactions += 1
+            outcome.methods[event.result.method] = outcome.methods.get(event.result.method, 0) + 1
+            pins.extend(p for p in event.result.standing_instructions if p not in pins)
+
+    settings = Settings(max_history_messages=limit, data_dir=work, config_dir=work)
+    governor = ContextGovernor(
+        GovernorConfig.from_settings(settings, window),
+        summarizer=model,
+        offload_dir=lambda: work / "offload",
+        overhead_tokens=1000,
+        on_event=listen,
+    )
+    working: list[ModelMessage] = []
+    sent: list[ModelMessage] = []
+    start = time.perf_counter()
+    for index, turn in enumerate(planted_script(turns)):
+        history = list(working)
+        for message in turn_messages(turn, index):
+            history.append(message)
+            if isinstance(message, ModelRequest):
+                context = ModelRequestContext(
+                    model=model,
+                    messages=list(history),
+                    model_settings=None,
+                    model_request_parameters=ModelRequestParameters(),
+                )
+                ctx: Any = SimpleNamespace(run_id=f"turn-{index}")
+                sent = (await governor.before_model_request(ctx, context)).messages
+        working, _ = governor.adopt(history)
+    outcome.seconds = time.perf_counter() - start
+    instructions = pins_section(pins)
+    outcome.kept = len(facts_kept(text_of(sent) + instructions))
+    if ask_model:
+        outcome.answered = await ask(model, governor.process(working).sendable, instructions)
+    return outcome
+
+
+async def run_plain(model: Model, limit: int, turns: int, ask_model: bool) -> Outcome:
+    """The baseline: a plain rolling summary past the same message limit."""
+    outcome = Outcome()
+    agent: Agent[None, str] = Agent(model)
+    working: list[ModelMessage] = []
+    start = time.perf_counter()
+    for index, turn in enumerate(planted_script(turns)):
+        working.extend(turn_messages(turn, index))
+        if len(working) <= limit:
+            continue
+        head_end = find_head_end(working)
+        tail = find_tail_start(working, max(4, limit // 2), head_end=head_end)
+        if tail <= head_end:
+            continue
+        transcript = "\n\n".join(render_transcript(working[head_end:tail]))
+        summary = (await agent.run(PLAIN_PROMPT.format(transcript=transcript))).output
+        working = [
+            *working[:head_end],
+            ModelRequest(parts=[UserPromptPart(f"Summary of the earlier conversation:\n{summary}")]),
+            ModelResponse(parts=[TextPart("Understood.")]),
+            *working[tail:],
+        ]
+        outcome.compactions += 1
+    outcome.seconds = time.perf_counter() - start
+    outcome.methods = {"plain": outcome.compactions}
+    outcome.kept = len(facts_kept(text_of(working)))
+    if ask_model:
+        outcome.answered = await ask(model, working, "")
+    return outcome
+
+
+def row(label: str, limit: int, outcome: Outcome) -> str:
+    methods = ", ".join(f"{k} {v}" for k, v in sorted(outcome.methods.items())) or "-"
+    answered = "-" if outcome.answered is None else f"{outcome.answered}/{len(FACTS)}"
+    return (
+        f"| {label} | {limit} | {outcome.compactions} ({methods}) | {outcome.kept}/{len(FACTS)} | {answered} "
+        f"| {outcome.seconds:.0f} s |"
+    )
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("-m", "--model", default="local")
+    parser.add_argument("--turns", type=int, default=36)
+    parser.add_argument("--limits", type=int, nargs="+", default=[40, 12])
+    parser.add_argument("--ask", action="store_true", help="also ask the model one question per fact at the end")
+    parser.add_argument("--no-baseline", action="store_true")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        os.environ.setdefault("CO_CLI_DATA_DIR", str(work / "data"))
+        os.environ.setdefault("CO_CLI_CONFIG_DIR", str(work / "config"))
+        loaded = load_settings(model=args.model)
+        resolved = resolve_model(loaded.settings, "command line")
+        model, window = resolved.model, resolved.context_window
+        print(f"model {resolved.label}, window {window:,} tokens, {args.turns} turns, {len(FACTS)} planted facts")
+        print(
+            "| compaction | max_history_messages | compactions | facts in the final context | facts answered | time |"
+        )
+        print("|---|---|---|---|---|---|")
+        for limit in args.limits:
+            print(row("co", limit, await run_co(model, window, limit, args.turns, args.ask, work)), flush=True)
+            if not args.no_baseline:
+                print(row("plain rolling", limit, await run_plain(model, limit, args.turns, args.ask)), flush=True)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
