@@ -368,3 +368,19 @@ def test_offload_parent_directory_is_created_private(tmp_path: Path) -> None:
         os.umask(old)
     assert stat.S_IMODE((data / "tool-outputs").stat().st_mode) == 0o700
     assert stat.S_IMODE(directory.stat().st_mode) == 0o700
+
+
+def test_matching_lines_keeps_per_line_semantics() -> None:
+    def found(pattern: str, data: bytes) -> list[tuple[int, str]]:
+        return list(files.matching_lines(files.compile_pattern(pattern), data, StopFlag()))
+
+    text = b"alpha\r\nbeta\n\ngamma beta\ndelta"
+    assert found("beta", text) == [(2, "beta"), (4, "gamma beta")]
+    assert found("^beta$", text) == [(2, "beta")]
+    assert found("a$", text) == [(1, "alpha"), (2, "beta"), (4, "gamma beta"), (5, "delta")]
+    assert found("^$", text) == [(3, "")]
+    assert found("x*", b"a\nb\n") == [(1, "a"), (2, "b")]
+    assert found("x*", b"a\nb") == [(1, "a"), (2, "b")]
+    assert found("a.b", b"a\nb\n") == []
+    assert found(r"a\sb", b"a\nb\n") == []
+    assert found("caf", b"caf\xc3\xa9 \xff\n") == [(1, "caf\u00e9 \ufffd")]

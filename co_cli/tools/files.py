@@ -248,16 +248,26 @@ def _searchable(file_path: Path) -> bool:
         return False
 
 
+def _re2_options() -> Any:
+    options = re2.Options()
+    options.log_errors = False  # RE2 would print each invalid pattern to stderr
+    options.never_capture = True  # grep only asks where a line matches
+    options.never_nl = True  # a match never spans lines
+    return options
+
+
 def compile_pattern(pattern: str) -> Any:
-    """An RE2 regular expression for ``pattern``; raises ``re2.error`` (message in bytes) when invalid.
+    """An RE2 regular expression matching ``pattern`` within lines (``^`` and ``$`` at each line's ends).
 
     RE2 matches in time linear in the text and with bounded memory, whatever the pattern, so a model
     cannot hang co with one; like ripgrep's default engine it has no lookaround or backreferences.
+    Raises ``re2.error`` (message in bytes) for an invalid pattern.
     """
-    options = re2.Options()
-    options.log_errors = False  # RE2 would print each invalid pattern to stderr
-    options.never_capture = True  # grep only asks whether a line matches
-    return re2.compile(pattern, options)
+    try:
+        return re2.compile("(?m)" + pattern, _re2_options())
+    except re2.error:
+        re2.compile(pattern, _re2_options())  # raise the error about the pattern as written
+        raise
 
 
 def _pattern_error(pattern: str, exc: Exception) -> str:
@@ -269,6 +279,31 @@ def _pattern_error(pattern: str, exc: Exception) -> str:
         "no lookaround or backreferences, \\z instead of \\Z, repetition counts up to 1000. "
         "Fix the pattern and try again."
     )
+
+
+def matching_lines(regex: Any, data: bytes, stop: StopFlag) -> Iterator[tuple[int, str]]:
+    """(line number, line) for each line of ``data`` (UTF-8, any line ends) where ``regex`` matches.
+
+    One RE2 search per matching line over the whole text, not one call per line: most lines of most
+    files do not match, and a call costs far more than RE2's scan.
+    """
+    data = data.replace(b"\r\n", b"\n")
+    size, position, number, counted = len(data), 0, 1, 0
+    while position <= size:
+        stop.check()
+        found = regex.search(data, position)
+        if found is None:
+            return
+        start = found.start()
+        if start == size and (size == 0 or data.endswith(b"\n")):
+            return  # an empty match after the last line break is not a line
+        line_start = data.rfind(b"\n", 0, start) + 1
+        line_end = data.find(b"\n", start)
+        line_end = size if line_end < 0 else line_end
+        number += data.count(b"\n", counted, line_start)
+        counted = line_start
+        yield number, data[line_start:line_end].decode("utf-8", errors="replace")
+        position = line_end + 1
 
 
 def _grep(ctx: RunContext[CoDeps], pattern: str, path: str, glob: str | None, stop: StopFlag) -> str:
@@ -302,19 +337,17 @@ def _grep(ctx: RunContext[CoDeps], pattern: str, path: str, glob: str | None, st
         searched += 1
         shown = display_path(cwd, file_path)
         try:
-            with file_path.open(encoding="utf-8", errors="replace") as handle:
-                for number, line in enumerate(handle, start=1):
-                    stop.check()
-                    if regex.search(line):
-                        if len(matches) >= GREP_MATCH_CAP:
-                            capped = True
-                            break
-                        matches.append(f"{shown}:{number}: {_clip(line.rstrip(), GREP_LINE_CHARS)}")
-                    if time.monotonic() > deadline:
-                        out_of_time = True
-                        break
+            data = file_path.read_bytes()[:GREP_MAX_FILE_BYTES]
         except OSError:
             continue
+        for number, line in matching_lines(regex, data, stop):
+            if len(matches) >= GREP_MATCH_CAP:
+                capped = True
+                break
+            matches.append(f"{shown}:{number}: {_clip(line.rstrip(), GREP_LINE_CHARS)}")
+            if time.monotonic() > deadline:
+                out_of_time = True
+                break
         if capped or out_of_time:
             break
     where = f" in files matching {glob!r}" if glob else ""
