@@ -29,8 +29,10 @@ from co_cli.tools.blocking import StopFlag, run_blocking
 from co_cli.tools.files import MAX_LINE_CHARS, READ_OUTPUT_CHARS, grep, list_dir, read_file
 from co_cli.tools.history import read_tool_output
 from co_cli.tools.paths import PRIVATE_REASON
+from co_cli.tools.shell import run_shell
 from tests.support.deps import ctx_for, make_deps
 from tests.test_context_fixtures import calls, reply, returns, user
+from tests.test_tools_shell import assert_dies
 
 
 @pytest.fixture(autouse=True)
@@ -384,3 +386,35 @@ def test_matching_lines_keeps_per_line_semantics() -> None:
     assert found("a.b", b"a\nb\n") == []
     assert found(r"a\sb", b"a\nb\n") == []
     assert found("caf", b"caf\xc3\xa9 \xff\n") == [(1, "caf\u00e9 \ufffd")]
+
+
+# 6. a command cancelled while it starts is killed with its whole group
+
+
+@pytest.mark.timeout(30)
+def test_cancel_while_the_command_starts_kills_its_group(deps: CoDeps) -> None:
+    """Cancelled while asyncio still connects the pipes (a loaded machine), the start would kill bash alone
+    and wait for pipes that its background child keeps open: co would hang until the child ends."""
+    pid_file = deps.cwd / "child.pid"
+
+    async def cancel_during_start() -> float:
+        loop = asyncio.get_running_loop()
+        connect = loop.connect_read_pipe
+
+        async def slow_connect(*args: Any, **kwargs: Any) -> Any:
+            await asyncio.sleep(0.5)
+            return await connect(*args, **kwargs)
+
+        loop.connect_read_pipe = slow_connect  # type: ignore[method-assign]
+        command = f"sleep 60 & echo $! > {pid_file}; wait"
+        task = asyncio.ensure_future(run_shell(ctx_for(deps, approved=True), command))
+        while not (pid_file.exists() and pid_file.read_text().strip()):
+            await asyncio.sleep(0.01)
+        started = time.monotonic()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(task, 5)
+        return time.monotonic() - started
+
+    assert asyncio.run(cancel_during_start()) < 3
+    assert_dies(int(pid_file.read_text()))

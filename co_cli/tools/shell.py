@@ -177,6 +177,38 @@ def format_result(exit_code: int | None, stdout: str, stderr: str, timed_out_aft
     return "\n".join(lines)
 
 
+async def _start(command: str, cwd: str) -> asyncio.subprocess.Process:
+    """Start ``bash -c command`` in a new process group, tracked in ``_live_groups``.
+
+    The start is shielded from cancellation: cancelled while it connects the pipes, asyncio would kill
+    bash alone and then wait for every pipe to close, which a background child holding them never does.
+    Here a cancelled start lets the process come up, kills its whole group, then lets the cancellation on.
+    """
+    starting = asyncio.ensure_future(
+        asyncio.create_subprocess_exec(
+            "bash",
+            "-c",
+            command,
+            cwd=cwd,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+        )
+    )
+    try:
+        process = await asyncio.shield(starting)
+    except asyncio.CancelledError:
+        with contextlib.suppress(OSError):
+            process = await starting
+            _live_groups.add(process.pid)
+            _signal_group(process.pid, signal.SIGKILL)
+            await process.wait()
+        raise
+    _live_groups.add(process.pid)
+    return process
+
+
 async def execute_command(command: str, *, cwd: str, timeout: float, output_limit: int) -> str:
     """Run ``command`` with ``bash -c`` in its own process group; return exit code, stdout and stderr as text.
 
@@ -188,19 +220,9 @@ async def execute_command(command: str, *, cwd: str, timeout: float, output_limi
     (git, cloud CLIs, package managers) that the user expects to work there.
     """
     try:
-        process = await asyncio.create_subprocess_exec(
-            "bash",
-            "-c",
-            command,
-            cwd=cwd,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
-        )
+        process = await _start(command, cwd)
     except OSError as exc:
         return f"Error: cannot start bash: {exc.strerror or exc}"
-    _live_groups.add(process.pid)
     assert process.stdout is not None and process.stderr is not None
     out, err = BoundedCapture(output_limit * 4), BoundedCapture(output_limit * 4)
     pumps = [
