@@ -1,6 +1,33 @@
-"""Turn any failure of a model request into one clear line for the user."""
+"""Turn any failure of a model request (or of the local work around it) into one clear line for the user."""
 
 from __future__ import annotations
+
+import errno
+import socket
+import ssl
+
+# OS errors that mean the network, not this machine, failed.
+NETWORK_ERRNOS = frozenset(
+    {
+        errno.ECONNREFUSED,
+        errno.ECONNRESET,
+        errno.ECONNABORTED,
+        errno.ETIMEDOUT,
+        errno.EHOSTUNREACH,
+        errno.ENETUNREACH,
+        errno.ENETDOWN,
+        errno.EHOSTDOWN,
+        errno.ENETRESET,
+    }
+)
+WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG, errno.EPIPE})
+LOCAL_HINTS = {
+    errno.ENOSPC: "free some disk space, then /retry",
+    errno.EDQUOT: "free some disk space, then /retry",
+    errno.EACCES: "check its permissions, then /retry",
+    errno.EPERM: "check its permissions, then /retry",
+    errno.EROFS: "the file system is read-only",
+}
 
 
 def _detail(exc: BaseException) -> str:
@@ -15,6 +42,38 @@ def _detail(exc: BaseException) -> str:
         text = str(getattr(exc, "message", "") or exc)
     text = " ".join(text.split())
     return text[:200] + ("…" if len(text) > 200 else "")
+
+
+def _single_cause(exc: BaseException) -> BaseException:
+    """The one exception inside (nested) exception groups of one, else ``exc``."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def is_network_error(exc: OSError) -> bool:
+    if isinstance(exc, BrokenPipeError):  # a closed output pipe (sockets' errors reach co wrapped by the SDK)
+        return False
+    return isinstance(exc, ConnectionError | socket.gaierror | socket.herror | ssl.SSLError) or (
+        exc.errno in NETWORK_ERRNOS
+    )
+
+
+def describe_local_error(exc: OSError) -> str:
+    """What failed on this machine: "cannot write /path: No space left on device; free some disk space…"."""
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    verb = "write" if exc.errno in WRITE_ERRNOS else "access"
+    target = exc.filename if exc.filename is not None else exc.filename2
+    if target is None:
+        if isinstance(exc, BrokenPipeError):
+            message = f"cannot write the output: {reason}"
+        else:
+            message = f"cannot write: {reason}" if verb == "write" else f"local error: {reason}"
+    else:
+        shown = target.decode(errors="replace") if isinstance(target, bytes) else str(target)
+        message = f"cannot {verb} {shown}: {reason}"
+    hint = LOCAL_HINTS.get(exc.errno or 0)
+    return f"{message}; {hint}" if hint else message
 
 
 def is_context_overflow(exc: BaseException) -> bool:
@@ -34,8 +93,11 @@ def describe_provider_error(exc: BaseException) -> str:
 
     from co_cli.errors import CoError
 
+    exc = _single_cause(exc)
     if isinstance(exc, CoError):
         return exc.message
+    if isinstance(exc, OSError) and not isinstance(exc, TimeoutError) and not is_network_error(exc):
+        return describe_local_error(exc)
     model = getattr(exc, "model_name", "") or "the model"
     status = getattr(exc, "status_code", None)
     code = f"HTTP {status}: " if status else ""

@@ -47,7 +47,16 @@ def _content_ref(tool_call_id: str, text: str) -> str:
 
 
 def _ensure_private_dir(directory: Path) -> None:
-    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    """Create ``directory`` and any missing parent 0700 (mkdir's mode is reduced by the umask)."""
+    missing: list[Path] = []
+    current = directory
+    while not current.exists() and current.parent != current:
+        missing.append(current)
+        current = current.parent
+    for path in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            path.mkdir(mode=0o700)
+        os.chmod(path, 0o700)
     if directory.stat().st_mode & 0o777 != 0o700:
         os.chmod(directory, 0o700)
 

@@ -151,16 +151,31 @@ class ChatApp:
 
     @contextlib.contextmanager
     def _on_sigint(self, loop: asyncio.AbstractEventLoop, cancel: Callable[[], object]) -> Iterator[None]:
-        """Ctrl-C while a turn (or a compaction) runs cancels that only, not co."""
+        """Ctrl-C while a turn (or a compaction) runs cancels that only, not co. SIGTERM and SIGHUP (terminal
+        closed) cancel it too, which kills the commands it started, then end co with status 128 + signal."""
+        from co_cli.tools.shell import EXIT_SIGNALS, install_exit_handlers
+
         # asyncio signal handlers exist only on Unix and only in the main thread; elsewhere Ctrl-C stays default.
         installed = sys.platform != "win32" and threading.current_thread() is threading.main_thread()
+        ending: list[int] = []
+
+        def end(signum: int) -> None:
+            ending.append(signum)
+            cancel()
+
         if installed:
             loop.add_signal_handler(signal.SIGINT, cancel)
+            for sig in EXIT_SIGNALS:
+                loop.add_signal_handler(sig, end, sig)
         try:
             yield
         finally:
             if installed:
-                loop.remove_signal_handler(signal.SIGINT)
+                for sig in (signal.SIGINT, *EXIT_SIGNALS):
+                    loop.remove_signal_handler(sig)
+                install_exit_handlers()  # between turns, SIGTERM/SIGHUP still kill what commands left running
+            if ending:
+                raise SystemExit(128 + ending[0])
 
     # ----- what commands use (see commands.CommandHost) ------------------------------------------------
     def show(self, renderable: object) -> None:

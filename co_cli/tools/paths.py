@@ -1,7 +1,8 @@
-"""Confinement of file tools to the working directory."""
+"""Confinement of file tools to the working directory, and co's own files kept out of reach."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pydantic_ai import ApprovalRequired, RunContext
@@ -9,6 +10,15 @@ from pydantic_ai import ApprovalRequired, RunContext
 from co_cli.deps import CoDeps
 
 OUTSIDE_CWD_REASON = "outside the working directory"
+PRIVATE_REASON = "co's own settings or data (API key, input history, sessions)"
+
+
+class PathError(Exception):
+    """A path argument that cannot be used; ``message`` is the error the model gets back."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
 
 
 def working_dir(deps: CoDeps) -> Path:
@@ -17,11 +27,22 @@ def working_dir(deps: CoDeps) -> Path:
 
 
 def resolve_path(cwd: Path, path: str) -> Path:
-    """Resolve ``path`` (relative to ``cwd``, ``~`` expanded, symlinks followed) to an absolute path."""
-    candidate = Path(path).expanduser()
+    """Resolve ``path`` (relative to ``cwd``, ``~`` expanded, symlinks followed) to an absolute path.
+
+    Raises ``PathError`` for a path no file can have (a NUL byte, an unknown ``~user``, a name too long).
+    """
+    if "\0" in path:
+        raise PathError(f"Error: invalid path {path!r}: it contains a NUL byte.")
+    try:
+        candidate = Path(path).expanduser()
+    except RuntimeError:  # ~name of a user that does not exist
+        raise PathError(f"Error: invalid path {path!r}: no such user's home directory.") from None
     if not candidate.is_absolute():
         candidate = cwd / candidate
-    return candidate.resolve()
+    try:
+        return candidate.resolve()
+    except (OSError, RuntimeError, ValueError) as exc:  # RuntimeError: a symlink loop
+        raise PathError(f"Error: invalid path {path!r}: {getattr(exc, 'strerror', None) or exc}.") from None
 
 
 def is_inside(cwd: Path, resolved: Path) -> bool:
@@ -29,14 +50,51 @@ def is_inside(cwd: Path, resolved: Path) -> bool:
     return resolved == cwd or resolved.is_relative_to(cwd)
 
 
-def confined_path(ctx: RunContext[CoDeps], path: str) -> Path:
-    """Resolve ``path`` for a file tool; outside the working directory it needs the user's approval.
+def private_paths(deps: CoDeps) -> tuple[Path, ...]:
+    """co's config and data directories (and the project settings file), resolved.
 
-    Raises ``ApprovalRequired`` (metadata: reason and resolved path) unless this call was approved.
+    They hold the API key, the input history, every session and offloaded outputs: a file tool reaches
+    them only with the user's approval, wherever the working directory is. The data dir is named twice
+    because ``--no-save`` points ``paths`` at a scratch directory while the real one stays in the settings.
+    """
+    paths, settings = deps.paths, deps.settings
+    candidates = (
+        paths.config_dir,
+        paths.user_settings.parent,
+        paths.data_dir,
+        settings.config_dir,
+        settings.data_dir,
+        paths.project_settings,
+    )
+    found: list[Path] = []
+    for candidate in candidates:
+        try:
+            resolved = Path(os.path.expanduser(candidate)).resolve()
+        except (OSError, RuntimeError, ValueError):
+            continue
+        if resolved not in found:
+            found.append(resolved)
+    return tuple(found)
+
+
+def is_private(private: tuple[Path, ...], resolved: Path) -> bool:
+    return any(is_inside(root, resolved) for root in private)
+
+
+def confined_path(ctx: RunContext[CoDeps], path: str) -> Path:
+    """Resolve ``path`` for a file tool; outside the working directory, or inside co's own config and data
+    directories, it needs the user's approval.
+
+    Raises ``ApprovalRequired`` (metadata: reason and resolved path) unless this call was approved, and
+    ``PathError`` for a path that cannot exist.
     """
     cwd = working_dir(ctx.deps)
     resolved = resolve_path(cwd, path)
-    if not is_inside(cwd, resolved) and not ctx.tool_call_approved:
+    if ctx.tool_call_approved:
+        return resolved
+    if is_private(private_paths(ctx.deps), resolved):
+        raise ApprovalRequired(metadata={"reason": PRIVATE_REASON, "path": str(resolved)})
+    if not is_inside(cwd, resolved):
         raise ApprovalRequired(metadata={"reason": OUTSIDE_CWD_REASON, "path": str(resolved)})
     return resolved
 

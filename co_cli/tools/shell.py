@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import os
 import signal
+import threading
+from types import FrameType
 
 from pydantic_ai import ApprovalRequired, RunContext
 
@@ -88,9 +91,61 @@ def effective_timeout(requested: float | None, configured: float) -> float:
     return min(requested, configured)
 
 
+EXIT_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+_live_groups: set[int] = set()
+"""Process groups of commands started by this process that may still have members (their ids are the
+commands' pids). Each command runs in its own session, so closing the terminal does not reach it: co
+kills these groups when it exits."""
+
+
 def _signal_group(pid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, sig)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):  # gone (or the id now belongs to someone else's group)
+        return False
+    return True
+
+
+def live_groups() -> set[int]:
+    """The process groups of commands this process started that still have members."""
+    for pgid in [pgid for pgid in _live_groups if not _group_alive(pgid)]:
+        _live_groups.discard(pgid)
+    return set(_live_groups)
+
+
+def kill_live_groups() -> None:
+    """SIGKILL every process group a command started that is still alive (at exit: nothing may outlive co)."""
+    for pgid in live_groups():
+        _signal_group(pgid, signal.SIGKILL)
+        _live_groups.discard(pgid)
+
+
+atexit.register(kill_live_groups)
+
+
+def _kill_groups_and_die(signum: int, frame: FrameType | None) -> None:
+    kill_live_groups()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+def install_exit_handlers() -> None:
+    """Make SIGTERM and SIGHUP (terminal closed) kill the commands' process groups before co ends.
+
+    Only replaces the default action, and only in the main thread (where Python runs signal handlers);
+    while a turn runs, the chat loop's own handlers cancel the turn instead.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for sig in EXIT_SIGNALS:
+        if signal.getsignal(sig) == signal.SIG_DFL:
+            signal.signal(sig, _kill_groups_and_die)
 
 
 async def kill_process_group(process: asyncio.subprocess.Process) -> None:
@@ -110,7 +165,9 @@ async def _pump(stream: asyncio.StreamReader, capture: BoundedCapture) -> None:
 def format_result(exit_code: int | None, stdout: str, stderr: str, timed_out_after: float | None) -> str:
     lines: list[str] = []
     if timed_out_after is not None:
-        lines.append(f"Timed out after {timed_out_after:g} s: the command and every process it started were killed.")
+        lines.append(
+            f"Timed out after {timed_out_after:g} s: the command and every process in its process group were killed."
+        )
     if exit_code is not None and exit_code < 0:
         lines.append(f"exit code: {exit_code} (killed by {signal.Signals(-exit_code).name})")
     else:
@@ -118,6 +175,38 @@ def format_result(exit_code: int | None, stdout: str, stderr: str, timed_out_aft
     lines.append("stdout:" + ("\n" + stdout.rstrip("\n") if stdout else " (empty)"))
     lines.append("stderr:" + ("\n" + stderr.rstrip("\n") if stderr else " (empty)"))
     return "\n".join(lines)
+
+
+async def _start(command: str, cwd: str) -> asyncio.subprocess.Process:
+    """Start ``bash -c command`` in a new process group, tracked in ``_live_groups``.
+
+    The start is shielded from cancellation: cancelled while it connects the pipes, asyncio would kill
+    bash alone and then wait for every pipe to close, which a background child holding them never does.
+    Here a cancelled start lets the process come up, kills its whole group, then lets the cancellation on.
+    """
+    starting = asyncio.ensure_future(
+        asyncio.create_subprocess_exec(
+            "bash",
+            "-c",
+            command,
+            cwd=cwd,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+        )
+    )
+    try:
+        process = await asyncio.shield(starting)
+    except asyncio.CancelledError:
+        with contextlib.suppress(OSError):
+            process = await starting
+            _live_groups.add(process.pid)
+            _signal_group(process.pid, signal.SIGKILL)
+            await process.wait()
+        raise
+    _live_groups.add(process.pid)
+    return process
 
 
 async def execute_command(command: str, *, cwd: str, timeout: float, output_limit: int) -> str:
@@ -131,16 +220,7 @@ async def execute_command(command: str, *, cwd: str, timeout: float, output_limi
     (git, cloud CLIs, package managers) that the user expects to work there.
     """
     try:
-        process = await asyncio.create_subprocess_exec(
-            "bash",
-            "-c",
-            command,
-            cwd=cwd,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
-        )
+        process = await _start(command, cwd)
     except OSError as exc:
         return f"Error: cannot start bash: {exc.strerror or exc}"
     assert process.stdout is not None and process.stderr is not None
@@ -158,6 +238,9 @@ async def execute_command(command: str, *, cwd: str, timeout: float, output_limi
             await kill_process_group(process)
             # A process that left the group may still hold the pipes open: wait a little, then stop reading.
             await asyncio.wait(pumps, timeout=DRAIN_SECONDS)
+    except BaseException:  # cancelled (Ctrl-C, SIGTERM, SIGHUP): nothing the command started may go on
+        _signal_group(process.pid, signal.SIGKILL)
+        raise
     finally:
         for task in (waiter, *pumps):
             task.cancel()
@@ -165,6 +248,8 @@ async def execute_command(command: str, *, cwd: str, timeout: float, output_limi
             _signal_group(process.pid, signal.SIGKILL)
             with contextlib.suppress(ProcessLookupError):
                 await asyncio.shield(process.wait())
+        if not _group_alive(process.pid):  # else something it started in the background lives on until exit
+            _live_groups.discard(process.pid)
     out_budget, err_budget = split_budget(out.size(), err.size(), output_limit)
     return format_result(process.returncode, out.shortened(out_budget), err.shortened(err_budget), timed_out_after)
 
