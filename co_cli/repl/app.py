@@ -175,6 +175,8 @@ class ChatApp:
                     loop.remove_signal_handler(sig)
                 install_exit_handlers()  # between turns, SIGTERM/SIGHUP still kill what commands left running
             if ending:
+                if self._conv is not None:
+                    self._conv.release()  # the session is free for the next co at once
                 raise SystemExit(128 + ending[0])
 
     # ----- what commands use (see commands.CommandHost) ------------------------------------------------
