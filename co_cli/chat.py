@@ -31,12 +31,13 @@ class ChatOptions:
     approve_all: bool = False
     save: bool = True
     force: bool = False  # take the resumed session over from another co that has it open
+    memory: bool | None = None  # False: --no-memory
 
 
 def run_chat(options: ChatOptions) -> int:
     from co_cli.project_trust import confirm_project_server
 
-    loaded = load_settings(model=options.model)
+    loaded = load_settings(model=options.model, memory=options.memory)
     for warning in loaded.warnings:
         print(printable(f"warning: {warning}"), file=sys.stderr)
     can_ask = options.prompt is None and sys.stdin.isatty() and sys.stdout.isatty()

@@ -6,7 +6,7 @@ approval prompter that asks the user. The REPL, ``-p`` and piped mode all drive 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -40,6 +40,7 @@ from co_cli.context.report import ContextReport, context_report
 from co_cli.context.tokens import TokenEstimate, estimate_history, estimate_overhead
 from co_cli.context.working import WorkingContext
 from co_cli.deps import CoDeps
+from co_cli.memory.inject import memory_report_tokens
 from co_cli.message_view import kinds
 from co_cli.models import ResolvedModel
 from co_cli.provider_errors import describe_provider_error, is_context_overflow
@@ -96,6 +97,8 @@ class Conversation:
     _notices: list[str] = field(default_factory=list)
     _compactions: list[CompactionResult] = field(default_factory=list)
     _percent_cache: tuple[tuple[int, int, int], float] | None = None
+    after_turn: list[Callable[[str, str, int], None]] = field(default_factory=list)
+    """Called with (prompt, session id, prompt seq) after each answered turn (e.g. memory extraction)."""
 
     def __post_init__(self) -> None:
         self._build()
@@ -206,7 +209,12 @@ class Conversation:
         self.last_prompt = prompt
         self._ensure_session(prompt)
         prompt_seq = self.store.begin_turn(self.session.id, prompt) if self.store and self.session else None
-        return await self._turn(prompt, view, token, prompt_seq, retry_on_overflow=True)
+        self.deps.turn_seq = prompt_seq
+        outcome = await self._turn(prompt, view, token, prompt_seq, retry_on_overflow=True)
+        if outcome.status == "ok" and self.session is not None and prompt_seq is not None:
+            for hook in self.after_turn:
+                hook(prompt, self.session.id, prompt_seq)
+        return outcome
 
     async def _turn(
         self,
@@ -429,6 +437,7 @@ class Conversation:
             transcript_count=transcript or len(self.context),
             compactions=compactions,
             offload_dir=self.deps.tool_output_dir,
+            **memory_report_tokens(self.deps),
         )
 
 
@@ -464,11 +473,12 @@ def summarizer_model(settings: Settings, paths: Paths | None = None) -> Model | 
 
 def build_agent_tool_defs() -> list[Any]:
     """Tool definitions of the chat agent (for counting their tokens)."""
+    from co_cli.memory.tools import memory_function_toolset
     from co_cli.tools import build_toolset
     from co_cli.tools.history import build_history_toolset
 
     defs = []
-    for toolset in (build_toolset(), build_history_toolset()):
+    for toolset in (build_toolset(), build_history_toolset(), memory_function_toolset()):
         for tool in toolset.tools.values():
             defs.append(tool.tool_def)
     return defs
