@@ -155,6 +155,10 @@ def _build_conversation(
         ask_approval=None if options.approve_all else approver,
         approve_all=options.approve_all,
     )
+    if store is not None and settings.memory and settings.memory_extract != "off":
+        from co_cli.memory.extract import attach_extraction
+
+        attach_extraction(conv, store.memories())
     if session is not None:
         if options.force and store is not None:
             store.acquire(session.id, force=True)  # load() then finds the session already held here

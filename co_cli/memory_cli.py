@@ -73,7 +73,7 @@ def _event_line(event: MemoryEvent) -> str:
 
 @app.command("list")
 def list_memories(
-    all_: Annotated[bool, typer.Option("--all", help="Every status (proposed, rejected, deleted) and project.")] = False,
+    all_: Annotated[bool, typer.Option("--all", help="Every status and every project.")] = False,
     scope: Annotated[Scope | None, typer.Option("--scope", help="Only user or only project memories.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON array.")] = False,
 ) -> None:

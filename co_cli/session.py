@@ -49,6 +49,7 @@ from co_cli.tools.approval import ApprovalPrompt, make_approval_handler
 from co_cli.vocabulary import CompactionTrigger, MessageStatus
 
 if TYPE_CHECKING:
+    from co_cli.memory.extract import ExtractionWorker
     from co_cli.store.sessions import SessionInfo, SessionStore
 
 TurnStatus = Literal["ok", "cancelled", "cut-off", "failed"]
@@ -99,6 +100,7 @@ class Conversation:
     _percent_cache: tuple[tuple[int, int, int], float] | None = None
     after_turn: list[Callable[[str, str, int], None]] = field(default_factory=list)
     """Called with (prompt, session id, prompt seq) after each answered turn (e.g. memory extraction)."""
+    memory_worker: ExtractionWorker | None = None
 
     def __post_init__(self) -> None:
         self._build()

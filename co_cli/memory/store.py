@@ -520,6 +520,62 @@ class MemoryStore:
 
 
 @dataclass(frozen=True)
+class QueuedTurn:
+    id: int
+    session_id: str
+    seq: int
+    text: str
+    project: str
+    attempts: int
+
+
+class ExtractionQueue:
+    """Turns whose facts are still to be extracted, kept in the database so that none is lost at exit or in
+    a crash: an item is claimed while it is worked on and removed when done; a claim older than
+    ``stale_after`` seconds (its co died) is taken over by the next co."""
+
+    MAX_ATTEMPTS = 2
+
+    def __init__(self, memories: MemoryStore) -> None:
+        self._m = memories
+
+    def put(self, session_id: str, seq: int, text: str, project: str) -> None:
+        with self._m._lock, write_transaction(self._m._conn, self._m.path) as conn:
+            conn.execute(
+                "INSERT INTO memory_queue (session_id, seq, text, project, created_at) VALUES (?, ?, ?, ?, ?)",
+                (session_id, seq, text, project, time.time()),
+            )
+
+    def claim(self, stale_after: float = 300.0) -> QueuedTurn | None:
+        now = time.time()
+        with self._m._lock, write_transaction(self._m._conn, self._m.path) as conn:
+            row = conn.execute(
+                "SELECT id, session_id, seq, text, project, attempts FROM memory_queue "
+                "WHERE claimed_at IS NULL OR claimed_at < ? ORDER BY id LIMIT 1",
+                (now - stale_after,),
+            ).fetchone()
+            if row is None:
+                return None
+            conn.execute("UPDATE memory_queue SET claimed_at = ?, attempts = attempts + 1 WHERE id = ?", (now, row[0]))
+            return QueuedTurn(int(row[0]), str(row[1]), int(row[2]), str(row[3]), str(row[4]), int(row[5]) + 1)
+
+    def done(self, item: QueuedTurn) -> None:
+        with self._m._lock, write_transaction(self._m._conn, self._m.path) as conn:
+            conn.execute("DELETE FROM memory_queue WHERE id = ?", (item.id,))
+
+    def failed(self, item: QueuedTurn) -> None:
+        """Try again later (next start), unless it has failed too often."""
+        if item.attempts >= self.MAX_ATTEMPTS:
+            self.done(item)
+            return
+        with self._m._lock, write_transaction(self._m._conn, self._m.path) as conn:
+            conn.execute("UPDATE memory_queue SET claimed_at = NULL WHERE id = ?", (item.id,))
+
+    def __len__(self) -> int:
+        return int(self._m._read("SELECT count(*) FROM memory_queue")[0][0])
+
+
+@dataclass(frozen=True)
 class ImportEntry:
     line: int
     id: int | None
