@@ -115,3 +115,26 @@ def test_repl_remember_memory_forget_and_context(
         assert "Forgot m1" in expect_prompt(child)
     finally:
         child.terminate(force=True)
+
+
+def test_print_mode_finishes_extraction_before_exit(
+    co_server_env: dict[str, str], scripted_server: ScriptedServer, workdir: Path
+) -> None:
+    env = {**co_server_env, "CO_CLI_MEMORY_EXTRACT": "review"}
+    scripted_server.script(
+        Text("Noted, Go it is."),
+        ToolCalls([("final_result", {"facts": ["The user writes Go at work every day"]})]),
+    )
+    result = run_co(["chat", "-p", "I write Go at work every day, keep that in mind"], env, workdir)
+    assert result.returncode == 0, result.stderr
+    extraction = scripted_server.chat_requests[-1]
+    assert "I write Go at work every day" in json.dumps(extraction.messages)
+    assert "Noted, Go it is." not in json.dumps(extraction.messages)  # the user's words only
+    listed = json.loads(run_co(["memory", "list", "--all", "--json"], env, workdir).stdout)
+    assert [(m["text"], m["status"]) for m in listed] == [("The user writes Go at work every day", "proposed")]
+    review = run_co(["memory", "review"], env, workdir, input="e\nThe user writes Go daily at work\n")
+    assert review.returncode == 0, review.stderr
+    assert "from your message" in review.stdout and "I write Go at work every day" in review.stdout
+    assert "1 accepted, 0 rejected, 0 left to review." in review.stdout
+    listed = json.loads(run_co(["memory", "list", "--json"], env, workdir).stdout)
+    assert [(m["text"], m["status"]) for m in listed] == [("The user writes Go daily at work", "active")]
