@@ -106,6 +106,7 @@ def select(instructions: Sequence[Scored], ranked: Sequence[Scored], budget_toke
 
     A memory that does not fit is skipped (a shorter one after it may still fit)."""
     chosen: list[Scored] = []
+    chosen_words: list[set[str]] = []
     used = 0
     seen: set[int] = set()
     for item in [*instructions, *ranked]:
@@ -114,9 +115,15 @@ def select(instructions: Sequence[Scored], ranked: Sequence[Scored], budget_toke
         cost = line_tokens(item.text)
         if used + cost > budget_tokens:
             continue
-        if any(near_duplicate(item.text, other.text) for other in chosen):
+        item_words = set(words(item.text))
+        if any(_similar(item_words, other) for other in chosen_words):
             continue
         chosen.append(item)
+        chosen_words.append(item_words)
         seen.add(item.id)
         used += cost
     return chosen
+
+
+def _similar(a: set[str], b: set[str], threshold: float = DUPLICATE_JACCARD) -> bool:
+    return bool(a and b) and len(a & b) / len(a | b) >= threshold

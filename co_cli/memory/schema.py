@@ -34,6 +34,7 @@ CREATE TABLE memories (
     target_id INTEGER
 );
 CREATE INDEX memories_by_status ON memories (status, scope, project);
+CREATE INDEX memories_by_kind ON memories (kind, status);
 
 CREATE TABLE memory_events (
     id INTEGER PRIMARY KEY,

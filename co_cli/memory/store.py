@@ -480,12 +480,13 @@ class MemoryStore:
         params: builtins.list[Any] = [query, *statuses]
         if project is not None:
             params.append(project)
+        # The best FTS matches first (a bounded pool, so a common word does not join every row), then the
+        # status and scope filter.
         rows = self._read(
-            f"SELECT {_M_COLUMNS}, bm25(memories_fts) AS score "
-            "FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid "
-            f"WHERE memories_fts MATCH ? AND m.status IN ({', '.join('?' * len(statuses))}) {scope_clause} "
-            "ORDER BY score LIMIT ?",
-            (*params, limit),
+            f"SELECT {_M_COLUMNS}, hits.score FROM (SELECT rowid, bm25(memories_fts) AS score FROM memories_fts "
+            "WHERE memories_fts MATCH ? ORDER BY score LIMIT ?) AS hits JOIN memories m ON m.id = hits.rowid "
+            f"WHERE m.status IN ({', '.join('?' * len(statuses))}) {scope_clause} ORDER BY hits.score LIMIT ?",
+            (params[0], max(limit * 20, 500), *params[1:], limit),
         )
         return [Candidate(Memory(*r[:-1]), float(r[-1])) for r in rows]
 
