@@ -42,7 +42,6 @@ def build_agent(model: Model, *, capabilities: list[Any], request_timeout: float
     from co_cli.tools import build_toolset
     from co_cli.tools.history import build_history_toolset
 
-
     def instructions(ctx: RunContext[CoDeps]) -> str:
         memory = memory_section(ctx.deps, ctx.prompt)
         return instructions_text(ctx.deps) + (f"\n\n{memory}" if memory else "")
