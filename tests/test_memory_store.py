@@ -226,3 +226,24 @@ def test_queue_claims_once_and_retries_a_failure_once(store: MemoryStore) -> Non
     stale = queue.claim()
     assert stale is not None
     assert queue.claim(stale_after=-1) is not None  # a claim of a dead co is taken over
+
+
+def test_sessions_recover_keeps_memories_and_their_history(tmp_path: Path) -> None:
+    from co_cli.store.recover import recover
+
+    source = tmp_path / "co.db"
+    conn = connect(source)
+    store = MemoryStore(conn, source)
+    kept = store.add("The user prefers tabs", actor="user", kind="preference")
+    gone = store.add("The user lives in Paris", actor="user")
+    store.forget(gone.ref, actor="user")
+    conn.close()
+    recover(source, tmp_path / "recovered.db")
+    conn = connect(tmp_path / "recovered.db")
+    copy = MemoryStore(conn, tmp_path / "recovered.db")
+    assert [(m.id, m.text) for m in copy.list()] == [(kept.id, "The user prefers tabs")]
+    assert copy.search(["tabs"], project=None)  # the full-text index is rebuilt
+    assert [e.action for e in copy.log()] == ["delete", "add", "add"]
+    copy.undo()
+    assert copy.get(gone.id).status == "active"
+    conn.close()
