@@ -14,6 +14,14 @@ if TYPE_CHECKING:
 
 
 def instructions_text(deps: CoDeps) -> str:
+    """The instructions that stay the same for the whole conversation (the memory section varies per request)."""
+    from co_cli.memory.inject import instructions_files
+
+    files = instructions_files(deps).section
+    return _base_instructions(deps) + (f"\n\n{files}" if files else "")
+
+
+def _base_instructions(deps: CoDeps) -> str:
     return (
         "You are co, a helpful assistant in the user's terminal. Answer concisely in Markdown.\n"
         f"Working directory: {deps.cwd}\nToday: {date.today().isoformat()}\n"
@@ -37,18 +45,21 @@ def pins_section(pins: list[str]) -> str:
 def build_agent(model: Model, *, capabilities: list[Any], request_timeout: float = 120.0) -> Agent[CoDeps, str]:
     from pydantic_ai import Agent, RunContext
 
+    from co_cli.memory.inject import memory_section
+    from co_cli.memory.tools import build_memory_toolset
     from co_cli.tools import build_toolset
     from co_cli.tools.history import build_history_toolset
 
     def instructions(ctx: RunContext[CoDeps]) -> str:
-        return instructions_text(ctx.deps)
+        memory = memory_section(ctx.deps, ctx.prompt)
+        return instructions_text(ctx.deps) + (f"\n\n{memory}" if memory else "")
 
     return Agent(
         model,
         deps_type=CoDeps,
         output_type=str,
         instructions=instructions,
-        toolsets=[build_toolset(), build_history_toolset()],
+        toolsets=[build_toolset(), build_history_toolset(), build_memory_toolset()],
         capabilities=capabilities,
         model_settings=request_time_limits(model, request_timeout),
     )

@@ -31,12 +31,13 @@ class ChatOptions:
     approve_all: bool = False
     save: bool = True
     force: bool = False  # take the resumed session over from another co that has it open
+    memory: bool | None = None  # False: --no-memory
 
 
 def run_chat(options: ChatOptions) -> int:
     from co_cli.project_trust import confirm_project_server
 
-    loaded = load_settings(model=options.model)
+    loaded = load_settings(model=options.model, memory=options.memory)
     for warning in loaded.warnings:
         print(printable(f"warning: {warning}"), file=sys.stderr)
     can_ask = options.prompt is None and sys.stdin.isatty() and sys.stdout.isatty()
@@ -154,6 +155,10 @@ def _build_conversation(
         ask_approval=None if options.approve_all else approver,
         approve_all=options.approve_all,
     )
+    if store is not None and settings.memory and settings.memory_extract != "off":
+        from co_cli.memory.extract import attach_extraction
+
+        attach_extraction(conv, store.memories())
     if session is not None:
         if options.force and store is not None:
             store.acquire(session.id, force=True)  # load() then finds the session already held here

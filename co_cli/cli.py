@@ -30,9 +30,11 @@ config_app.add_typer(trust_app, name="trust")
 
 
 def _mount_sessions() -> None:
+    from co_cli.memory_cli import app as memory_app
     from co_cli.sessions_cli import app as sessions_app
 
     app.add_typer(sessions_app, name="sessions", help="List, show, search, export, import, rename and delete sessions.")
+    app.add_typer(memory_app, name="memory", help="List, search, add, edit, forget, review and undo memories.")
 
 
 def _version(value: bool) -> None:
@@ -78,6 +80,9 @@ def chat(
         bool,
         typer.Option("--force", help="With --resume: take the session over even if another co has it open."),
     ] = False,
+    no_memory: Annotated[
+        bool, typer.Option("--no-memory", help="No long-term memory in this run: nothing recalled or saved.")
+    ] = False,
 ) -> None:
     """Chat with a model (REPL); with -p or piped stdin, non-interactive."""
     from co_cli.chat import ChatOptions, run_chat
@@ -101,6 +106,7 @@ def chat(
             approve_all=approve_all,
             save=not no_save,
             force=force,
+            memory=False if no_memory else None,
         )
     )
     raise typer.Exit(code)
@@ -158,6 +164,13 @@ def config_path() -> None:
     ):
         state = "" if Path(path).exists() else "  (not created yet)"
         print(f"{label + ':':<24}{path}{state}")
+    from co_cli.memory.instructions_files import load_instructions_files
+
+    loaded = load_settings()
+    found = load_instructions_files(Path.cwd(), paths.config_dir, loaded.settings.instructions_files_max_tokens)
+    for file in found.files:
+        note = f"  (cut: {file.shown_tokens:,} of {file.tokens:,} tokens used)" if file.cut else ""
+        print(printable(f"{'instructions file:':<24}{file.path}{note}"))
 
 
 def _normalize_argv(argv: list[str]) -> list[str]:

@@ -125,6 +125,26 @@ class Settings(BaseSettings):
         description="Where sessions (co-cli.db), input history and offloaded tool outputs live.",
     )
     config_dir: Path = Field(default_factory=default_config_dir, description="Where the user settings.json lives.")
+    instructions_files_max_tokens: Int = Field(
+        8000,
+        ge=0,
+        description="Cap on the project instructions files (AGENTS.md, CO.md) put in the agent's instructions, in "
+        "tokens; past it they are cut with a notice (farthest files first). 0 leaves them out.",
+    )
+    memory: bool = Field(
+        True,
+        description="Long-term memory: relevant memories go in the agent's instructions, the agent can remember, "
+        "recall and forget, and facts are extracted from your messages (see memory_extract). --no-memory turns it "
+        "off for one run.",
+    )
+    memory_budget_tokens: Int = Field(
+        800, ge=0, description="Tokens of memories put in the agent's instructions before each request."
+    )
+    memory_extract: Literal["off", "review", "auto"] = Field(
+        "review",
+        description="After each turn, facts from your message are extracted in the background: 'review' proposes "
+        "them for /memory review, 'auto' applies them at once (logged and undoable), 'off' does nothing.",
+    )
 
     @field_validator("base_url", mode="after")
     @classmethod

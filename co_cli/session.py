@@ -6,7 +6,7 @@ approval prompter that asks the user. The REPL, ``-p`` and piped mode all drive 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -48,6 +48,7 @@ from co_cli.context.tokens import TokenEstimate, estimate_history, estimate_over
 from co_cli.context.working import WorkingContext
 from co_cli.deps import CoDeps
 from co_cli.errors import CoError
+from co_cli.memory.inject import memory_report_tokens
 from co_cli.message_view import kinds, views
 from co_cli.models import ResolvedModel
 from co_cli.provider_errors import describe_provider_error, is_context_overflow
@@ -63,6 +64,7 @@ from co_cli.tools.approval import ApprovalPrompt, make_approval_handler
 from co_cli.vocabulary import CompactionTrigger, MessageStatus
 
 if TYPE_CHECKING:
+    from co_cli.memory.extract import ExtractionWorker
     from co_cli.store.sessions import SessionInfo, SessionStore
 
 TurnStatus = Literal["ok", "cancelled", "cut-off", "failed"]
@@ -126,6 +128,9 @@ class Conversation:
     _notices: list[str] = field(default_factory=list)
     _compactions: list[CompactionResult] = field(default_factory=list)
     _percent_cache: tuple[tuple[int, int, int], float] | None = None
+    after_turn: list[Callable[[str, str, int], None]] = field(default_factory=list)
+    """Called with (prompt, session id, prompt seq) after each answered turn (e.g. memory extraction)."""
+    memory_worker: ExtractionWorker | None = None
 
     def __post_init__(self) -> None:
         self._build()
@@ -243,7 +248,12 @@ class Conversation:
         self.last_prompt = prompt
         self._ensure_session(prompt)
         prompt_seq = self.store.begin_turn(self.session.id, prompt) if self.store and self.session else None
-        return await self._turn(prompt, view, token, prompt_seq, retry_on_overflow=True)
+        self.deps.turn_seq = prompt_seq
+        outcome = await self._turn(prompt, view, token, prompt_seq, retry_on_overflow=True)
+        if outcome.status == "ok" and self.session is not None and prompt_seq is not None:
+            for hook in self.after_turn:
+                hook(prompt, self.session.id, prompt_seq)
+        return outcome
 
     async def _turn(
         self,
@@ -556,6 +566,7 @@ class Conversation:
             transcript_count=transcript or len(self.context),
             compactions=compactions,
             offload_dir=self.deps.tool_output_dir,
+            **memory_report_tokens(self.deps),
         )
 
 
@@ -591,11 +602,12 @@ def summarizer_model(settings: Settings, paths: Paths | None = None) -> Model | 
 
 def build_agent_tool_defs() -> list[Any]:
     """Tool definitions of the chat agent (for counting their tokens)."""
+    from co_cli.memory.tools import memory_function_toolset
     from co_cli.tools import build_toolset
     from co_cli.tools.history import build_history_toolset
 
     defs = []
-    for toolset in (build_toolset(), build_history_toolset()):
+    for toolset in (build_toolset(), build_history_toolset(), memory_function_toolset()):
         for tool in toolset.tools.values():
             defs.append(tool.tool_def)
     return defs

@@ -71,6 +71,9 @@ def co_env(tmp_path: Path) -> dict[str, str]:
     for name, path in dirs.items():
         path.mkdir(parents=True, exist_ok=True)
         env[name] = str(path)
+    # Memory extraction sends its own model requests after each turn: off unless a test is about it, so
+    # the scripted replies go to the chat requests they were written for.
+    env["CO_CLI_MEMORY_EXTRACT"] = "off"
     return env
 
 

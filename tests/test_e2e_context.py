@@ -309,8 +309,8 @@ def test_context_command_plain(co_server_env: dict[str, str], workdir: Path) -> 
     assert "Compaction threshold: 80% = 102,400 tokens" in out
     assert "Messages: 2 in context, 2 in transcript; compactions: 0" in out
     assert re.search(
-        r"Breakdown \(estimated\): instructions\+tools [\d,]+, user [\d,]+, assistant [\d,]+, "
-        r"tool returns 0, summaries 0",
+        r"Breakdown \(estimated\): instructions\+tools [\d,]+, instructions files 0, memory 0, user [\d,]+, "
+        r"assistant [\d,]+, tool returns 0, summaries 0",
         out,
     )
     assert re.search(r"Largest: assistant echo: step 1: keep detail .* \(\d+\); user step 1: keep detail", out)

@@ -13,7 +13,7 @@ from co_cli.context.tokens import MESSAGE_OVERHEAD_TOKENS, estimate_history, est
 from co_cli.message_view import PartView, view_part
 from co_cli.synthetic import is_summary
 
-KINDS = ("instructions+tools", "user", "assistant", "tool returns", "summaries")
+KINDS = ("instructions+tools", "instructions files", "memory", "user", "assistant", "tool returns", "summaries")
 LABEL_CHARS = 48
 
 
@@ -100,11 +100,18 @@ def context_report(
     transcript_count: int,
     compactions: int,
     offload_dir: Path | None,
+    instructions_files_tokens: int = 0,
+    memory_tokens: int = 0,
 ) -> ContextReport:
-    """A snapshot of the working context ``messages`` (as it would be sent)."""
-    estimate = estimate_history(messages, overhead_tokens=overhead_tokens)
+    """A snapshot of the working context ``messages`` (as it would be sent).
+
+    ``overhead_tokens`` includes the instructions files; the memory section (``memory_tokens``, the last
+    request's) comes on top of it."""
+    estimate = estimate_history(messages, overhead_tokens=overhead_tokens + memory_tokens)
     breakdown = dict.fromkeys(KINDS, 0)
-    breakdown["instructions+tools"] = overhead_tokens
+    breakdown["instructions+tools"] = overhead_tokens - instructions_files_tokens
+    breakdown["instructions files"] = instructions_files_tokens
+    breakdown["memory"] = memory_tokens
     items: list[ReportItem] = []
     for msg in messages:
         default_kind = "user" if isinstance(msg, ModelRequest) else "assistant"

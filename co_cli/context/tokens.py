@@ -12,6 +12,7 @@ from pydantic_ai.tools import ToolDefinition
 
 from co_cli.message_view import content_text, part_kind
 from co_cli.synthetic import is_summary
+from co_cli.text_tokens import estimate_text_tokens
 
 MESSAGE_OVERHEAD_TOKENS = 4
 """Role markers and separators a provider adds around every message."""
@@ -36,18 +37,6 @@ class TokenEstimate:
     """Tokens estimated locally: the messages after the anchor, or everything (with overhead) without one."""
     source: Literal["reported", "estimated"]
     overhead: int = 0
-
-
-def estimate_text_tokens(text: str) -> int:
-    """About four characters per token for ASCII; one token per non-ASCII character (CJK, emoji)."""
-    n = len(text)
-    if n == 0:
-        return 0
-    if text.isascii():
-        return (n + 3) // 4
-    extra_bytes = len(text.encode("utf-8", "surrogatepass")) - n
-    non_ascii = min(n, (extra_bytes + 1) // 2)
-    return (n - non_ascii + 3) // 4 + non_ascii
 
 
 def _user_content_tokens(content: str | Sequence[Any]) -> int:

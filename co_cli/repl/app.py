@@ -55,6 +55,7 @@ class ChatApp:
         self._conv: Conversation | None = None
         self._builder: Callable[[], Conversation] | None = None
         self._pending: asyncio.Future[Conversation] | None = None
+        self._background_started = False
         if callable(conv):
             self._builder = conv
         else:
@@ -88,7 +89,21 @@ class ChatApp:
     async def ready(self) -> Conversation:
         if self._conv is None:
             self._conv = await self._start_build()
+        if not self._background_started:
+            self._background_started = True
+            if self._conv.memory_worker is not None:
+                self._conv.memory_worker.start()  # what an earlier co left queued
         return self._conv
+
+    async def finish_background(self) -> None:
+        """Before exit: finish the memory extraction of the last turns (interrupted, it stays queued)."""
+        worker = self._conv.memory_worker if self._conv is not None else None
+        if worker is None:
+            return
+        try:
+            await worker.drain(self.note)
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            await worker.stop()
 
     # ----- output helpers ----------------------------------------------------------------------------
     def info(self, message: str) -> None:
@@ -129,7 +144,10 @@ class ChatApp:
         r = self._conv.resolved
         session = self._conv.session.id[:8] if self._conv.session else "new"
         pct = self._conv.percent_used()
-        return html.escape(f" {r.label} │ session {session} │ context {pct:.0f}% of {r.context_window:,} ")
+        from co_cli.memory.status import toolbar_note
+
+        memory = toolbar_note(self._conv)
+        return html.escape(f" {r.label} │ session {session} │ context {pct:.0f}% of {r.context_window:,} {memory}")
 
     # ----- turns -------------------------------------------------------------------------------------
     async def turn(self, prompt: str) -> TurnOutcome:
@@ -282,6 +300,7 @@ class ChatApp:
         for watcher in watchers:
             watcher.cancel()
         if self._conv is not None:
+            await self.finish_background()
             self._conv.release()
 
     async def _exit_if_build_fails(self, session: Any) -> None:
@@ -311,12 +330,14 @@ class ChatApp:
                 failed = True
             if not self.running:
                 break
+        await self.finish_background()
         self.conv.release()
         return 1 if failed or self.errors else 0
 
     async def run_once(self, prompt: str) -> int:
         await self.ready()
         outcome = await self.turn(prompt)
+        await self.finish_background()
         self.conv.release()
         return 0 if outcome.status == "ok" else 1
 

@@ -378,3 +378,101 @@ async def _uncompact(host: CommandHost, arg: str) -> None:
         host.info("Nothing to undo: no compaction is in force.")
         return
     host.info(f"Compaction undone: the working context holds {count} messages again (the transcript never changed).")
+
+
+def _memories(host: CommandHost) -> tuple[Any, str] | None:
+    """The memory store and this project's key, or None (with an error) when memory is off or not saved."""
+    from co_cli.memory.inject import memory_on, project_key
+
+    if host.store is None:
+        host.error("memory needs saved sessions (not with --no-save)")
+        return None
+    if not memory_on(host.conv.deps):
+        host.error("memory is off in this run (--no-memory or the memory setting)")
+        return None
+    return host.store.memories(), project_key(host.conv.deps)
+
+
+@command("memory", "[review]", "long-term memory: counts, proposals to review, what the last request used")
+async def _memory(host: CommandHost, arg: str) -> None:
+    from co_cli.memory.review import describe
+    from co_cli.memory.status import forget_toolbar_cache
+
+    opened = _memories(host)
+    if opened is None:
+        return
+    store, project = opened
+    if arg.strip().lower() == "review":
+        await _memory_review(host, store, project)
+        forget_toolbar_cache()
+        return
+    if arg.strip():
+        host.error("usage: /memory or /memory review")
+        return
+    counts = store.counts(project)
+    active = store.list(project=project)
+    users = sum(1 for m in active if m.scope == "user")
+    host.info(
+        f"Memories: {users} user, {len(active) - users} this project · {counts.get('proposed', 0)} to review · "
+        f"{counts.get('deleted', 0)} forgotten (co memory log, co memory undo)"
+    )
+    for proposal in store.proposals(project):
+        host.show(Text("\n".join(describe(store, proposal)), style="yellow"))
+    used = host.conv.deps.memory_used
+    if used:
+        host.show(Text("Sent with the last request:\n" + "\n".join(f"  m{m.id} {m.text}" for m in used), style="dim"))
+    else:
+        host.show(Text("The last request was sent no memories.", style="dim"))
+    worker = host.conv.memory_worker
+    if worker is not None and worker.last_error:
+        host.error(f"the last memory extraction failed: {worker.last_error}")
+
+
+async def _memory_review(host: CommandHost, store: Any, project: str) -> None:
+    from co_cli.memory.review import review
+
+    proposals = store.proposals(project)
+    if not proposals:
+        host.info("Nothing to review.")
+        return
+    if not host.interactive:
+        host.error("/memory review asks about each proposal: use it in a terminal, or `co memory review`")
+        return
+    from prompt_toolkit import PromptSession
+
+    session: PromptSession[str] = PromptSession()
+
+    async def ask(question: str) -> str | None:
+        try:
+            return await session.prompt_async(question)
+        except (KeyboardInterrupt, EOFError):
+            return None
+
+    accepted, rejected, skipped = await review(store, proposals, ask, host.info)
+    host.info(f"{accepted} accepted, {rejected} rejected, {skipped} left to review.")
+
+
+@command("remember", "<text>", "keep a fact, preference or instruction for later sessions")
+async def _remember(host: CommandHost, arg: str) -> None:
+    opened = _memories(host)
+    if opened is None:
+        return
+    store, project = opened
+    if not arg.strip():
+        host.error("usage: /remember <text>")
+        return
+    memory = store.add(arg, actor="user", project=project, source_session=host.conv.session_id)
+    host.info(f"Remembered {memory.ref}: {memory.text}  (/forget {memory.ref})")
+
+
+@command("forget", "<id>", "forget a memory (co memory undo brings it back)")
+async def _forget(host: CommandHost, arg: str) -> None:
+    opened = _memories(host)
+    if opened is None:
+        return
+    store, _ = opened
+    if not arg.strip():
+        host.error("usage: /forget <id> (e.g. /forget m12; /memory shows them)")
+        return
+    memory = store.forget(arg, actor="user")
+    host.info(f"Forgot {memory.ref}: {memory.text}")

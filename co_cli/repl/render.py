@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     from rich.markdown import Markdown
 
 FENCE = "```"
+MEMORY_CHANGE_TOOLS = ("remember", "forget")
+"""Tools whose result is shown whole, as one dim line (``remembered m12: ...  (/forget m12)``)."""
 
 
 def stable_split(text: str, start: int = 0) -> int:
@@ -152,9 +154,14 @@ class TerminalView:
 
     def tool_call(self, name: str, args: Any) -> None:
         self.stream.finish()
+        if name in MEMORY_CHANGE_TOOLS:
+            return  # its result is the one line shown
         self.console.print(Text(printable(f"⚙ {name}({short_args(args)})"), style="dim"))
 
     def tool_result(self, name: str, content: Any) -> None:
+        if name in MEMORY_CHANGE_TOOLS and isinstance(content, str):
+            self.console.print(Text(printable(content), style="dim"))
+            return
         self.console.print(Text(printable(f"  ↳ {name}: {summarize_result(content)}"), style="dim"))
 
     def notice(self, message: str) -> None:
@@ -203,7 +210,9 @@ class PlainView:
             self._err(f"[tool] {name}({short_args(args)})")
 
     def tool_result(self, name: str, content: Any) -> None:
-        if self.show_tools:
+        if name in MEMORY_CHANGE_TOOLS and isinstance(content, str):
+            self._err(content)  # what was stored is always said, tools shown or not
+        elif self.show_tools:
             self._err(f"[tool] {name} -> {summarize_result(content)}")
 
     def notice(self, message: str) -> None:

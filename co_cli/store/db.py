@@ -153,11 +153,20 @@ def _migrate_compaction_details(conn: sqlite3.Connection) -> None:
     )
 
 
+def _migrate_memories(conn: sqlite3.Connection) -> None:
+    """Long-term memory: one row per memory, an append-only history of every change, full-text search, and
+    the queue of turns whose facts are still to be extracted."""
+    from co_cli.memory.schema import MEMORY_SCHEMA
+
+    run_script(conn, MEMORY_SCHEMA)
+
+
 # MIGRATIONS[i] brings a database from version i to version i + 1.
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migrate_to_v1,
     _migrate_to_v2,
     _migrate_compaction_details,
+    _migrate_memories,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from co_cli.errors import StoreError
+from co_cli.memory.recover import read_memories, write_memories
 from co_cli.store.db import MESSAGE_STATUSES, TEXT_FACTORY, connect, write_transaction
 from co_cli.store.sessions import (
     SessionInfo,
@@ -363,6 +364,7 @@ def recover(source: Path, target: Path) -> Recovery:
         except sqlite3.DatabaseError:
             raise StoreError(f"{source} is not an SQLite database co can read anything from") from None
         found = _Reader(report).read(conn)
+        memories = read_memories(conn, _rows)
     rebuilt = []
     for session_id, session in found.items():
         result = _rebuild(session_id, session, report)
@@ -370,6 +372,7 @@ def recover(source: Path, target: Path) -> Recovery:
             rebuilt.append(result)
     rebuilt.sort(key=lambda r: r[0].created_at)
     _write(target, rebuilt)
+    write_memories(target, memories)
     report.sessions = len(rebuilt)
     report.messages = sum(len(rows) for _, rows, _ in rebuilt)
     report.compactions = sum(len(c) for _, _, c in rebuilt)

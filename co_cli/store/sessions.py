@@ -30,6 +30,8 @@ from co_cli.terminal_text import printable
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
+    from co_cli.memory.store import MemoryStore
+
 TITLE_MAX_CHARS = 100
 SNIPPET_OPEN = "«"
 SNIPPET_CLOSE = "»"
@@ -270,6 +272,12 @@ class SessionStore:
         with self._lock:
             self._locks.release_all()
             self._conn.close()
+
+    def memories(self) -> MemoryStore:
+        """The long-term memories kept in the same database (same connection and lock)."""
+        from co_cli.memory.store import MemoryStore
+
+        return MemoryStore(self._conn, self.path, self._lock)
 
     def __enter__(self) -> SessionStore:
         return self

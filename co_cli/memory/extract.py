@@ -1,0 +1,324 @@
+"""Automatic extraction: facts from the user's own words, reconciled with what is already remembered.
+
+After a turn is answered, the summarisation model (1) extracts 0-3 atomic facts from the user's message
+(never from the assistant's answer), then (2) compares them with the nearest existing memories (FTS
+neighbours) in one structured-output call that returns a decision per memory: ADD, UPDATE (same topic,
+refined), DELETE (contradicted) or NONE. With ``memory_extract = review`` the decisions become proposals;
+with ``auto`` they are applied at once (logged and undoable).
+
+Small models write junk: at most ``MAX_PROPOSALS`` changes per turn, and a fact that is not a standalone
+statement (a question, a fragment, first person, a pronoun with nothing to refer to) is dropped. An invalid
+or failing answer changes nothing. The work runs in a background task fed by a durable queue
+(``ExtractionQueue``): it never delays the next prompt and is finished, or resumed by the next co, at exit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel, Field
+
+from co_cli.errors import CoError
+from co_cli.memory.retrieval import near_duplicate, query_terms, words
+from co_cli.memory.secrets import find_secret
+from co_cli.memory.store import ExtractionQueue, Memory, MemoryStore, QueuedTurn, parse_ref
+
+if TYPE_CHECKING:
+    from pydantic_ai.models import Model
+
+    from co_cli.session import Conversation
+
+ExtractMode = Literal["off", "review", "auto"]
+MAX_FACTS = 3
+MAX_PROPOSALS = 3
+NEIGHBOURS = 5
+MIN_PROMPT_WORDS = 4
+MIN_FACT_WORDS = 3
+MAX_FACT_WORDS = 40
+
+FACTS_PROMPT = """You extract durable facts about the user from ONE message the user wrote.
+Return 0 to 3 short, atomic, standalone statements in the third person ("The user ..."), each true on its own
+without the conversation: preferences, facts about the user, their projects, tools and standing rules.
+Ignore questions, requests for one-off tasks, greetings, and anything temporary. Never include passwords,
+keys or tokens. Most messages contain no durable fact: then return an empty list.
+Example: "My wife is Anne and I use vim" -> ["The user's wife is named Anne", "The user uses vim"]."""
+
+RECONCILE_PROMPT = """You keep a user's long-term memory consistent. You get EXISTING memories (with ids) and
+NEW facts. Return one decision per existing memory and per new fact:
+- ADD: a new fact not covered by any existing memory (give its text; no id).
+- UPDATE: a new fact that refines an existing memory on the same topic (give the existing id and the merged text).
+- DELETE: an existing memory that a new fact contradicts (give its id).
+- NONE: an existing memory that stays as it is, or a new fact that is a duplicate (give the id if existing).
+Each text is one standalone statement."""
+
+
+class Facts(BaseModel):
+    facts: list[str] = Field(default_factory=list, description="0 to 3 standalone statements about the user")
+
+
+class Decision(BaseModel):
+    event: Literal["ADD", "UPDATE", "DELETE", "NONE"]
+    id: str | None = Field(None, description="the existing memory's id (m12) for UPDATE, DELETE, NONE")
+    text: str = Field("", description="the statement for ADD or UPDATE")
+
+
+class Decisions(BaseModel):
+    memory: list[Decision] = Field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Change:
+    """One change the extractor wants: add a memory, or update or delete the memory ``target``."""
+
+    op: Literal["add", "update", "delete"]
+    text: str
+    target: int | None = None
+
+
+_FIRST_PERSON = frozenset({"i", "i'm", "i've", "i'd", "i'll", "me", "my", "mine", "we", "our", "you", "your"})
+_DANGLING = frozenset({"it", "this", "that", "these", "those", "they", "he", "she", "him", "her", "them", "here"})
+_NON_FACTS = ("no fact", "none", "n/a", "nothing", "the assistant", "as an ai", "the message", "user message")
+
+
+def is_standalone(text: str) -> bool:
+    """Whether ``text`` reads as one durable statement on its own (the filter against small models' junk)."""
+    line = text.strip()
+    found = words(line)
+    if not MIN_FACT_WORDS <= len(found) <= MAX_FACT_WORDS or "\n" in line or "```" in line:
+        return False
+    if line.endswith("?") or not any(c.isalpha() for c in line):
+        return False
+    lower = line.lower()
+    if any(lower.startswith(p) or lower == p for p in _NON_FACTS):
+        return False
+    if found[0] in _DANGLING or _FIRST_PERSON & set(found):
+        return False
+    return find_secret(line) is None
+
+
+def worth_extracting(prompt: str) -> bool:
+    """A message of a few words ("thanks", "go on") holds no fact worth a model call."""
+    return len(words(prompt)) >= MIN_PROMPT_WORDS and not prompt.lstrip().startswith("/")
+
+
+def plan(facts: Sequence[str], neighbours: Sequence[Memory], decisions: Sequence[Decision] | None) -> list[Change]:
+    """The validated changes: decisions about unknown ids, junk texts, duplicates and secrets are dropped;
+    at most MAX_PROPOSALS. Without neighbours (``decisions`` None) every fact is an ADD."""
+    known = {m.id: m for m in neighbours}
+    raw: list[Change] = []
+    if decisions is None:
+        raw = [Change("add", f) for f in facts]
+    else:
+        for decision in decisions:
+            target = _target(decision.id, known)
+            if decision.event == "ADD":
+                raw.append(Change("add", decision.text))
+            elif decision.event == "UPDATE" and target is not None:
+                raw.append(Change("update", decision.text, target))
+            elif decision.event == "DELETE" and target is not None:
+                raw.append(Change("delete", known[target].text, target))
+    changes: list[Change] = []
+    touched: set[int] = set()
+    for change in raw:
+        text = " ".join(change.text.split())
+        if change.op != "delete":
+            if not is_standalone(text):
+                continue
+            same = [m for m in neighbours if near_duplicate(text, m.text)]
+            if change.op == "add" and same:
+                continue  # already remembered
+            if change.op == "update" and change.target is not None and near_duplicate(text, known[change.target].text):
+                continue  # no real change
+            if any(near_duplicate(text, c.text) for c in changes if c.op != "delete"):
+                continue
+        if change.target is not None:
+            if change.target in touched:
+                continue
+            touched.add(change.target)
+        changes.append(Change(change.op, text, change.target))
+        if len(changes) >= MAX_PROPOSALS:
+            break
+    return changes
+
+
+def _target(ref: str | None, known: dict[int, Memory]) -> int | None:
+    if not ref:
+        return None
+    try:
+        memory_id = parse_ref(ref)
+    except CoError:
+        return None
+    return memory_id if memory_id in known else None
+
+
+async def extract_facts(model: Model, message: str) -> list[str]:
+    from pydantic_ai import Agent
+
+    agent = Agent(model, output_type=Facts, instructions=FACTS_PROMPT, retries=1)
+    result = await agent.run(f"The user's message:\n<message>\n{message}\n</message>")
+    return [f for f in result.output.facts if f.strip()][:MAX_FACTS]
+
+
+async def reconcile(model: Model, facts: Sequence[str], neighbours: Sequence[Memory]) -> list[Decision]:
+    from pydantic_ai import Agent
+
+    agent = Agent(model, output_type=Decisions, instructions=RECONCILE_PROMPT, retries=1)
+    existing = "\n".join(f"- {m.ref}: {m.text}" for m in neighbours)
+    new = "\n".join(f"- {f}" for f in facts)
+    result = await agent.run(f"EXISTING memories:\n{existing}\n\nNEW facts:\n{new}")
+    return result.output.memory
+
+
+def nearest(store: MemoryStore, facts: Sequence[str], project: str) -> list[Memory]:
+    """The existing active memories closest to the facts (FTS neighbours), best first."""
+    terms: list[str] = []
+    for fact in facts:
+        terms += [t for t in query_terms(fact) if t not in terms]
+    return [c.memory for c in store.search(terms, project=project, limit=NEIGHBOURS)] if terms else []
+
+
+async def extract_changes(model: Model, store: MemoryStore, message: str, project: str) -> list[Change]:
+    """Steps (1) and (2) for one message; raises whatever the model raises."""
+    facts = [f for f in await extract_facts(model, message) if find_secret(f) is None]
+    facts = [f for f in facts if is_standalone(f)]
+    if not facts:
+        return []
+    neighbours = nearest(store, facts, project)
+    decisions = await reconcile(model, facts, neighbours) if neighbours else None
+    return plan(facts, neighbours, decisions)
+
+
+def apply(store: MemoryStore, changes: Sequence[Change], item: QueuedTurn, mode: ExtractMode) -> int:
+    """Store the changes as proposals (review) or apply them (auto); returns how many were stored."""
+    stored = 0
+    for change in changes:
+        try:
+            if mode == "review":
+                store.propose(
+                    change.text, proposal=change.op, target=change.target, project=item.project,
+                    source_session=item.session_id, source_seq=item.seq,
+                )  # fmt: skip
+            elif change.op == "add":
+                store.add(change.text, actor="extractor", project=item.project, source_session=item.session_id,
+                          source_seq=item.seq)  # fmt: skip
+            elif change.op == "update" and change.target is not None:
+                store.replace(change.target, change.text, actor="extractor")
+            elif change.op == "delete" and change.target is not None:
+                store.forget(change.target, actor="extractor")
+            stored += 1
+        except CoError:
+            continue  # e.g. the target was forgotten meanwhile
+    return stored
+
+
+class ExtractionWorker:
+    """Runs extraction in a background task of the running event loop, one queued turn at a time."""
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        model: Callable[[], Model],
+        mode: ExtractMode,
+        project: str,
+        on_change: Callable[[], None] | None = None,
+    ) -> None:
+        self.store = store
+        self.queue = ExtractionQueue(store)
+        self.model = model
+        self.mode = mode
+        self.project = project
+        self.on_change = on_change
+        self.last_error: str | None = None
+        self.stored = 0
+        self._task: asyncio.Task[None] | None = None
+
+    def submit(self, prompt: str, session_id: str, seq: int) -> None:
+        """Queue a finished turn (durably, at once) and make sure the background task runs."""
+        if self.mode == "off" or not worth_extracting(prompt):
+            return
+        self.queue.put(session_id, seq, prompt, self.project)
+        self.start()
+
+    def start(self) -> None:
+        """Work through the queue (including what an earlier co left) in the background."""
+        if self.mode == "off" or (self._task is not None and not self._task.done()):
+            return
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    @property
+    def busy(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    async def _run(self) -> None:
+        while (item := self.queue.claim()) is not None:
+            try:
+                changes = await extract_changes(self.model(), self.store, item.text, item.project)
+            except asyncio.CancelledError:
+                self.queue.failed(item)
+                raise
+            except Exception as exc:  # a failing or invalid model answer changes nothing
+                self.last_error = _describe(exc)
+                self.queue.failed(item)
+                continue
+            self.stored += apply(self.store, changes, item, self.mode)
+            self.queue.done(item)
+            self.last_error = None
+            if changes and self.on_change is not None:
+                self.on_change()
+
+    async def drain(self, notice: Callable[[str], None] | None = None, after: float = 0.5) -> None:
+        """Finish the queued work (at exit); ``notice`` is told if that takes longer than ``after`` seconds.
+        Interrupted, the rest stays queued for the next co."""
+        if self._task is None or self._task.done():
+            return
+        done, _ = await asyncio.wait({self._task}, timeout=after)
+        if not done:
+            if notice is not None:
+                notice("Finishing memory extraction of the last turn (Ctrl-C leaves it for the next start)…")
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def stop(self) -> None:
+        """Cancel the background task; what it was doing stays queued."""
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+
+
+def _describe(exc: Exception) -> str:
+    try:
+        from co_cli.provider_errors import describe_provider_error
+
+        return describe_provider_error(exc)
+    except Exception:
+        return f"{type(exc).__name__}: {exc}"
+
+
+def attach_extraction(conv: Conversation, store: MemoryStore) -> ExtractionWorker:
+    """Extract after each answered turn of ``conv`` (its summarisation model); the toolbar is redrawn when
+    proposals arrive. What an earlier co left queued is resumed once a loop runs (``worker.start()``)."""
+    from co_cli.memory.inject import project_key
+
+    worker = ExtractionWorker(
+        store,
+        lambda: conv.summary_model,
+        conv.deps.settings.memory_extract,
+        project_key(conv.deps),
+        on_change=_redraw_prompt,
+    )
+    conv.memory_worker = worker
+    conv.after_turn.append(worker.submit)
+    return worker
+
+
+def _redraw_prompt() -> None:
+    from prompt_toolkit.application import get_app_or_none
+
+    app = get_app_or_none()
+    if app is not None:
+        app.invalidate()

@@ -1,0 +1,72 @@
+"""Reviewing proposals (``/memory review`` and ``co memory review``): what each one shows, what each answer does."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from co_cli.errors import CoError
+from co_cli.memory.store import Memory, MemoryStore
+
+QUESTION = "[a]ccept, [e]dit, [r]eject, [s]kip, [q]uit? "
+SOURCE_CHARS = 300
+
+
+def describe(store: MemoryStore, proposal: Memory) -> list[str]:
+    """The proposal, what it changes, and the message it came from."""
+    what = {"update": "update", "delete": "forget"}.get(proposal.proposal or "add", "remember")
+    lines = [f"{proposal.ref}: {what} [{proposal.scope}, {proposal.kind}] {proposal.text}"]
+    if proposal.target_id:
+        try:
+            target = store.get(proposal.target_id)
+            lines.append(f"  {'replaces' if what == 'update' else 'forgets'} m{target.id}: {target.text}")
+        except CoError:
+            pass
+    source = store.source_text(proposal)
+    if source is not None:
+        flat = " ".join(source.split())
+        if len(flat) > SOURCE_CHARS:
+            flat = flat[: SOURCE_CHARS - 1] + "…"
+        session = (proposal.source_session or "")[:8]
+        lines.append(f"  from your message (session {session} #{proposal.source_seq}): {flat}")
+    return lines
+
+
+async def review(
+    store: MemoryStore,
+    proposals: list[Memory],
+    ask: Callable[[str], Awaitable[str | None]],
+    say: Callable[[str], None],
+) -> tuple[int, int, int]:
+    """Ask about each proposal; returns (accepted, rejected, skipped). ``ask`` returns None at end of input."""
+    accepted = rejected = skipped = 0
+    for index, proposal in enumerate(proposals):
+        for line in describe(store, proposal):
+            say(line)
+        while True:
+            answer = await ask(QUESTION)
+            choice = (answer or "q").strip().lower()[:1]
+            try:
+                if choice == "a":
+                    store.accept(proposal.id)
+                    accepted += 1
+                elif choice == "e":
+                    text = await ask("new text: ")
+                    if not text or not text.strip():
+                        say("  nothing entered; still to review")
+                        continue
+                    store.accept(proposal.id, text=text)
+                    accepted += 1
+                elif choice == "r":
+                    store.reject(proposal.id)
+                    rejected += 1
+                elif choice == "s":
+                    skipped += 1
+                elif choice == "q":
+                    return accepted, rejected, skipped + len(proposals) - index
+                else:
+                    continue
+            except CoError as exc:
+                say(f"  {exc.message}")
+                continue
+            break
+    return accepted, rejected, skipped

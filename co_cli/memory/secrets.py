@@ -1,0 +1,76 @@
+"""Credential detection: text that looks like a secret never becomes a memory.
+
+Every path that stores a memory (the CLI, the agent's tool, the extractor, import) calls ``find_secret``
+first; the refusal names the kind of credential and never quotes it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+
+_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("a private key", re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----")),
+    ("an API key (sk-...)", re.compile(r"\bsk-(?:[A-Za-z0-9]+-)*[A-Za-z0-9_\-]{16,}")),
+    ("an AWS access key", re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}\b")),
+    ("a GitHub token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})")),
+    ("a GitLab token", re.compile(r"\bglpat-[A-Za-z0-9_\-]{20,}")),
+    ("a Slack token", re.compile(r"\bxox[abprs]-[A-Za-z0-9\-]{10,}")),
+    ("a Google API key", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}")),
+    ("a Stripe key", re.compile(r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}")),
+    ("a JSON web token", re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}")),
+    ("a password in a URL", re.compile(r"[a-z][a-z0-9+.\-]*://[^/\s:@]+:[^/\s@]+@", re.IGNORECASE)),
+    (
+        "a password or key assignment",
+        re.compile(
+            r"\b(?:password|passwd|pwd|passphrase|secret|api[_\-]?key|access[_\-]?key|auth[_\-]?token|token)"
+            r"\s*[=:]\s*['\"]?[^\s'\"]{4,}",
+            re.IGNORECASE,
+        ),
+    ),
+)
+
+# A run of token characters long enough to be a generated secret (base64, base62, hex with letters).
+_TOKEN = re.compile(r"[A-Za-z0-9+/_\-=]{32,}")
+ENTROPY_BITS_PER_CHAR = 4.3
+"""Shannon entropy above which a long token counts as random (a generated base64 key of 32+ characters is
+around 4.5; long code identifiers stay near 4.0-4.25; hex such as a commit hash never exceeds 4)."""
+MIXED_ENTROPY_BITS_PER_CHAR = 3.9
+"""A lower bar for tokens that mix upper case, lower case and at least four digits, as generated keys do and
+identifiers rarely do."""
+
+
+def shannon_entropy(text: str) -> float:
+    counts = Counter(text)
+    n = len(text)
+    return -sum(c / n * math.log2(c / n) for c in counts.values()) if n else 0.0
+
+
+def _random_token(token: str) -> bool:
+    entropy = shannon_entropy(token)
+    if entropy > ENTROPY_BITS_PER_CHAR:
+        return True
+    digits = sum(c.isdigit() for c in token)
+    upper = sum(c.isupper() for c in token)
+    lower = sum(c.islower() for c in token)
+    return entropy > MIXED_ENTROPY_BITS_PER_CHAR and digits >= 4 and upper >= 2 and lower >= 2
+
+
+def find_secret(text: str) -> str | None:
+    """What kind of credential ``text`` seems to hold (e.g. "an AWS access key"), or None."""
+    for kind, pattern in _PATTERNS:
+        if pattern.search(text):
+            return kind
+    for match in _TOKEN.finditer(text):
+        token = match.group()
+        if "/" in token.strip("/") and token.count("/") > 2:  # a path, not a key
+            continue
+        if _random_token(token):
+            return "a long random token"
+    return None
+
+
+def refusal(kind: str) -> str:
+    """The one-line message for a refused memory (never the secret itself)."""
+    return f"not stored: the text looks like a credential ({kind}); secrets are never kept as memories"

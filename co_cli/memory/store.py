@@ -1,0 +1,596 @@
+"""MemoryStore: memories in the session database, every change an event, any change undoable.
+
+A memory is never destroyed: forgetting sets its status to ``deleted``; an update made by the model or the
+extractor forgets the old memory (``replaced_by`` the new one) and adds the new one. Each user-visible
+change (one command, one tool call, one accepted proposal, one import) is one *change*: one or more rows
+in ``memory_events`` with the same ``change_id``, written in one transaction. ``undo`` reverts the latest
+change that is not itself an undo and not undone yet, and records that as a change too.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import json
+import re
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from dataclasses import replace as evolve
+from pathlib import Path
+from typing import Any, Literal
+
+from co_cli.errors import CoError
+from co_cli.memory.schema import KINDS, SCOPES
+from co_cli.memory.secrets import find_secret, refusal
+from co_cli.store.db import translated_errors, write_transaction
+
+Actor = Literal["user", "model", "extractor"]
+TEXT_MAX_CHARS = 500
+_ID_RE = re.compile(r"m?(\d{1,18})", re.IGNORECASE)
+
+_COLUMNS = (
+    "id, text, scope, project, kind, status, source_session, source_seq, created_at, updated_at, "
+    "replaced_by, proposal, target_id"
+)
+
+
+class MemoryRefused(CoError):
+    """A memory command that cannot be done: unknown id, empty text, a secret, nothing to undo."""
+
+    exit_code = 2
+
+
+class _NothingChanged(Exception):
+    pass
+
+
+class MemoryNotFound(CoError):
+    exit_code = 4
+
+
+@dataclass
+class Memory:
+    id: int
+    text: str
+    scope: str
+    project: str
+    kind: str
+    status: str
+    source_session: str | None
+    source_seq: int | None
+    created_at: float
+    updated_at: float
+    replaced_by: int | None
+    proposal: str | None
+    target_id: int | None
+
+    @property
+    def ref(self) -> str:
+        return f"m{self.id}"
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "id": self.ref,
+            "text": self.text,
+            "scope": self.scope,
+            "project": self.project or None,
+            "kind": self.kind,
+            "status": self.status,
+            "source_session": self.source_session,
+            "source_seq": self.source_seq,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+            "replaced_by": f"m{self.replaced_by}" if self.replaced_by else None,
+            "proposal": self.proposal,
+            "target": f"m{self.target_id}" if self.target_id else None,
+        }
+
+
+@dataclass
+class MemoryEvent:
+    change_id: int
+    memory_id: int
+    at: float
+    action: str
+    actor: str
+    old_text: str | None
+    new_text: str | None
+    old_status: str | None
+    new_status: str | None
+    undoes: int | None
+
+
+@dataclass
+class Candidate:
+    memory: Memory
+    bm25: float
+    """FTS5's score: lower (more negative) is more relevant."""
+
+
+def parse_ref(ref: str | int) -> int:
+    """'m12', 'M12' or '12' -> 12; MemoryNotFound for anything else."""
+    if isinstance(ref, int):
+        return ref
+    match = _ID_RE.fullmatch(ref.strip())
+    if not match:
+        raise MemoryNotFound(f"no memory {ref.strip()!r}: ids look like m12 (`co memory list` shows them)")
+    return int(match.group(1))
+
+
+def clean_text(text: str) -> str:
+    """One statement on one line: whitespace collapsed; refused if empty, too long or a secret."""
+    line = " ".join(text.encode("utf-8", "replace").decode("utf-8").replace("\x00", " ").split())
+    if not line:
+        raise MemoryRefused("a memory needs some text")
+    if len(line) > TEXT_MAX_CHARS:
+        raise MemoryRefused(f"a memory is one statement of at most {TEXT_MAX_CHARS} characters (got {len(line)})")
+    secret = find_secret(line)
+    if secret is not None:
+        raise MemoryRefused(refusal(secret))
+    return line
+
+
+def check_kind(kind: str) -> str:
+    if kind not in KINDS:
+        raise MemoryRefused(f"unknown kind {kind!r}: use one of {', '.join(KINDS)}")
+    return kind
+
+
+def check_scope(scope: str) -> str:
+    if scope not in SCOPES:
+        raise MemoryRefused(f"unknown scope {scope!r}: use user or project")
+    return scope
+
+
+def fts_terms_query(terms: Sequence[str]) -> str:
+    """An FTS5 query matching any of ``terms`` (each quoted, so FTS5 syntax in them is literal)."""
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms if t.strip('"'))
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What an event records of a memory before and after it."""
+
+    text: str
+    status: str
+    replaced_by: int | None
+    kind: str
+    scope: str
+    project: str
+
+    @classmethod
+    def of(cls, memory: Memory) -> Snapshot:
+        return cls(memory.text, memory.status, memory.replaced_by, memory.kind, memory.scope, memory.project)
+
+    def meta(self) -> str:
+        return json.dumps({"kind": self.kind, "scope": self.scope, "project": self.project})
+
+
+@dataclass
+class _Change:
+    conn: sqlite3.Connection
+    change_id: int
+    actor: Actor
+    undoes: int | None = None
+    now: float = field(default_factory=time.time)
+
+    def event(self, memory_id: int, action: str, old: Snapshot | None, new: Snapshot) -> None:
+        self.conn.execute(
+            "INSERT INTO memory_events (change_id, undoes, memory_id, at, action, actor, old_text, new_text, "
+            "old_status, new_status, old_replaced_by, new_replaced_by, old_meta, new_meta) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                self.change_id, self.undoes, memory_id, self.now, action, self.actor,
+                old.text if old else None, new.text, old.status if old else None, new.status,
+                old.replaced_by if old else None, new.replaced_by, old.meta() if old else None, new.meta(),
+            ),
+        )  # fmt: skip
+
+
+class MemoryStore:
+    """The memory tables of one session database. Shares the connection (and its lock) of the SessionStore."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path, lock: threading.RLock | None = None) -> None:
+        self._conn = conn
+        self.path = path
+        self._lock = lock or threading.RLock()
+
+    # -- helpers --
+
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> builtins.list[tuple[Any, ...]]:
+        with self._lock, translated_errors(self.path):
+            return self._conn.execute(sql, params).fetchall()
+
+    @contextmanager
+    def _change(self, actor: Actor, undoes: int | None = None) -> Iterator[_Change]:
+        with self._lock, write_transaction(self._conn, self.path) as conn:
+            last = conn.execute("SELECT coalesce(max(change_id), 0) FROM memory_events").fetchone()[0]
+            yield _Change(conn, int(last) + 1, actor, undoes)
+
+    @staticmethod
+    def _row(conn: sqlite3.Connection, memory_id: int) -> Memory:
+        row = conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE id = ?", (memory_id,)).fetchone()
+        if row is None:
+            raise MemoryNotFound(f"no memory m{memory_id} (`co memory list --all` shows them)")
+        return Memory(*row)
+
+    def get(self, ref: str | int) -> Memory:
+        with self._lock, translated_errors(self.path):
+            return self._row(self._conn, parse_ref(ref))
+
+    def _with_status(self, conn: sqlite3.Connection, ref: str | int, *statuses: str) -> Memory:
+        memory = self._row(conn, parse_ref(ref))
+        if memory.status not in statuses:
+            raise MemoryNotFound(f"memory {memory.ref} is {memory.status}, not {' or '.join(statuses)}")
+        return memory
+
+    @staticmethod
+    def _write(change: _Change, memory: Memory, action: str, new: Snapshot) -> None:
+        """Set a memory to ``new`` and record the event."""
+        change.conn.execute(
+            "UPDATE memories SET text = ?, status = ?, replaced_by = ?, kind = ?, scope = ?, project = ?, "
+            "updated_at = ? WHERE id = ?",
+            (new.text, new.status, new.replaced_by, new.kind, new.scope, new.project, change.now, memory.id),
+        )
+        change.event(memory.id, action, Snapshot.of(memory), new)
+
+    @staticmethod
+    def _insert(
+        change: _Change,
+        new: Snapshot,
+        *,
+        source_session: str | None,
+        source_seq: int | None,
+        proposal: str | None = None,
+        target_id: int | None = None,
+    ) -> int:
+        cursor = change.conn.execute(
+            "INSERT INTO memories (text, scope, project, kind, status, source_session, source_seq, created_at, "
+            "updated_at, proposal, target_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (new.text, new.scope, new.project, new.kind, new.status, source_session, source_seq,
+             change.now, change.now, proposal, target_id),
+        )  # fmt: skip
+        memory_id = int(cursor.lastrowid or 0)
+        change.event(memory_id, "add", None, new)
+        return memory_id
+
+    @staticmethod
+    def _new(text: str, kind: str, scope: str, project: str, status: str) -> Snapshot:
+        return Snapshot(clean_text(text), status, None, check_kind(kind), check_scope(scope),
+                        project if scope == "project" else "")  # fmt: skip
+
+    # -- changes --
+
+    def add(
+        self,
+        text: str,
+        *,
+        actor: Actor,
+        kind: str = "fact",
+        scope: str = "user",
+        project: str = "",
+        source_session: str | None = None,
+        source_seq: int | None = None,
+    ) -> Memory:
+        """A new active memory (refused: empty text, a secret, an unknown kind or scope)."""
+        new = self._new(text, kind, scope, project, "active")
+        with self._change(actor) as change:
+            memory_id = self._insert(change, new, source_session=source_session, source_seq=source_seq)
+            return self._row(change.conn, memory_id)
+
+    def propose(
+        self,
+        text: str,
+        *,
+        proposal: Literal["add", "update", "delete"],
+        kind: str = "fact",
+        scope: str = "user",
+        project: str = "",
+        target: int | None = None,
+        source_session: str | None = None,
+        source_seq: int | None = None,
+    ) -> Memory:
+        """A proposal of the extractor for the user to review (``target``: the memory it updates or deletes)."""
+        new = self._new(text, kind, scope, project, "proposed")
+        with self._change("extractor") as change:
+            memory_id = self._insert(
+                change, new, source_session=source_session, source_seq=source_seq, proposal=proposal, target_id=target
+            )
+            return self._row(change.conn, memory_id)
+
+    def edit(self, ref: str | int, text: str, *, actor: Actor = "user", kind: str | None = None) -> Memory:
+        """Change a memory's text (and kind) in place; its id stays."""
+        text = clean_text(text)
+        if kind is not None:
+            check_kind(kind)
+        with self._change(actor) as change:
+            memory = self._with_status(change.conn, ref, "active", "proposed")
+            new = evolve(Snapshot.of(memory), text=text, kind=kind or memory.kind)
+            if new == Snapshot.of(memory):
+                raise MemoryRefused(f"memory {memory.ref} already says that")
+            self._write(change, memory, "update", new)
+            return self._row(change.conn, memory.id)
+
+    def forget(self, ref: str | int, *, actor: Actor) -> Memory:
+        """Soft-delete an active memory."""
+        with self._change(actor) as change:
+            memory = self._with_status(change.conn, ref, "active")
+            self._write(change, memory, "delete", evolve(Snapshot.of(memory), status="deleted"))
+            return self._row(change.conn, memory.id)
+
+    def replace(self, ref: str | int, text: str, *, actor: Actor, kind: str | None = None) -> Memory:
+        """Forget a memory and add its successor (``replaced_by``) in one change; returns the new memory."""
+        with self._change(actor) as change:
+            old = self._with_status(change.conn, ref, "active")
+            new = self._new(text, kind or old.kind, old.scope, old.project, "active")
+            new_id = self._insert(change, new, source_session=old.source_session, source_seq=old.source_seq)
+            self._write(change, old, "delete", evolve(Snapshot.of(old), status="deleted", replaced_by=new_id))
+            return self._row(change.conn, new_id)
+
+    def accept(self, ref: str | int, *, text: str | None = None) -> Memory:
+        """Accept a proposal (optionally in the user's own words): it becomes active, or does to its target
+        what it proposes. Returns the proposal's row as it is afterwards."""
+        if text is not None:
+            text = clean_text(text)
+        with self._change("user") as change:
+            memory = self._with_status(change.conn, ref, "proposed")
+            target = self._row(change.conn, memory.target_id) if memory.target_id else None
+            if target is not None and target.status != "active":
+                target = None  # forgotten meanwhile: an update is then just an add
+            if memory.proposal == "delete":
+                if target is not None:
+                    self._write(change, target, "delete", evolve(Snapshot.of(target), status="deleted"))
+                self._write(change, memory, "accept", evolve(Snapshot.of(memory), status="deleted"))
+                return self._row(change.conn, memory.id)
+            self._write(
+                change, memory, "accept", evolve(Snapshot.of(memory), status="active", text=text or memory.text)
+            )
+            if memory.proposal == "update" and target is not None:
+                self._write(
+                    change, target, "delete", evolve(Snapshot.of(target), status="deleted", replaced_by=memory.id)
+                )
+            return self._row(change.conn, memory.id)
+
+    def reject(self, ref: str | int) -> Memory:
+        with self._change("user") as change:
+            memory = self._with_status(change.conn, ref, "proposed")
+            self._write(change, memory, "reject", evolve(Snapshot.of(memory), status="rejected"))
+            return self._row(change.conn, memory.id)
+
+    def import_entries(self, entries: Sequence[ImportEntry], project: str) -> ImportResult:
+        """Make the active memories of user scope and ``project`` what ``entries`` list, in one change: new
+        entries added, changed ones updated, missing ones forgotten. Entries must be valid (see memory_file)."""
+        result = ImportResult()
+        with contextlib.suppress(_NothingChanged), self._change("user") as change:
+            rows = change.conn.execute(
+                f"SELECT {_COLUMNS} FROM memories WHERE status = 'active' AND (scope = 'user' OR project = ?)",
+                (project,),
+            ).fetchall()
+            existing = {m.id: m for m in (Memory(*r) for r in rows)}
+            listed = {e.id for e in entries if e.id is not None}
+            by_text = {m.text: m.id for m in existing.values() if m.id not in listed}
+            for entry in entries:
+                new = self._new(entry.text, entry.kind, entry.scope, project, "active")
+                if entry.id is None and by_text.get(new.text) is not None:
+                    # A line written without its id for a memory that exists (e.g. imported twice): the same one.
+                    same = by_text.pop(new.text)
+                    entry = evolve(entry, id=same)
+                    listed.add(same)
+                if entry.id is None:
+                    self._insert(change, new, source_session=None, source_seq=None)
+                    result.added += 1
+                    continue
+                memory = existing.get(entry.id)
+                if memory is None:
+                    raise MemoryRefused(f"line {entry.line}: m{entry.id} is not an active memory here")
+                if evolve(Snapshot.of(memory), text=new.text, kind=new.kind, scope=new.scope,
+                           project=new.project) != Snapshot.of(memory):  # fmt: skip
+                    self._write(change, memory, "update", evolve(new, replaced_by=memory.replaced_by))
+                    result.updated += 1
+            for memory_id, memory in existing.items():
+                if memory_id not in listed:
+                    self._write(change, memory, "delete", evolve(Snapshot.of(memory), status="deleted"))
+                    result.deleted += 1
+            if not (result.added or result.updated or result.deleted):
+                raise _NothingChanged  # rolls the (empty) change back: nothing to undo later
+        return result
+
+    def undo(self) -> builtins.list[MemoryEvent]:
+        """Revert the latest change not undone yet; returns the events that did it (MemoryRefused if none)."""
+        with self._change("user") as change:
+            conn = change.conn
+            row = conn.execute(
+                "SELECT max(change_id) FROM memory_events WHERE undoes IS NULL AND change_id NOT IN "
+                "(SELECT undoes FROM memory_events WHERE undoes IS NOT NULL)"
+            ).fetchone()
+            if row is None or row[0] is None:
+                raise MemoryRefused("nothing to undo")
+            change.undoes = int(row[0])
+            events = conn.execute(
+                "SELECT memory_id, old_text, old_status, old_replaced_by, old_meta FROM memory_events "
+                "WHERE change_id = ? ORDER BY id DESC",
+                (change.undoes,),
+            ).fetchall()
+            for memory_id, old_text, old_status, old_replaced_by, old_meta in events:
+                current = self._row(conn, memory_id)
+                if old_status is None:  # undoing an add forgets the memory (softly, as always)
+                    before = evolve(Snapshot.of(current), status="deleted")
+                else:
+                    meta = json.loads(old_meta) if old_meta else {}
+                    kind, scope = meta.get("kind", current.kind), meta.get("scope", current.scope)
+                    project = meta.get("project", current.project)
+                    before = Snapshot(old_text, old_status, old_replaced_by, kind, scope, project)
+                if before.status == "deleted" and current.status != "deleted":
+                    action = "delete"
+                elif current.status == "deleted" and before.status != "deleted":
+                    action = "restore"
+                elif before.text != current.text:
+                    action = "update"
+                else:
+                    action = "restore"
+                self._write(change, current, action, before)
+            change_id = change.change_id
+        return self.events_of(change_id)
+
+    # -- reads --
+
+    def events_of(self, change_id: int) -> builtins.list[MemoryEvent]:
+        rows = self._read(f"SELECT {_EVENT_COLUMNS} FROM memory_events WHERE change_id = ? ORDER BY id", (change_id,))
+        return [MemoryEvent(*r) for r in rows]
+
+    def log(self, limit: int = 50) -> builtins.list[MemoryEvent]:
+        """The newest events first."""
+        rows = self._read(f"SELECT {_EVENT_COLUMNS} FROM memory_events ORDER BY id DESC LIMIT ?", (limit,))
+        return [MemoryEvent(*r) for r in rows]
+
+    def list(
+        self,
+        *,
+        statuses: Sequence[str] = ("active",),
+        scope: str | None = None,
+        project: str | None = None,
+        limit: int = 100_000,
+    ) -> builtins.list[Memory]:
+        """Memories, oldest first. ``project``: user memories plus that project's (None: every project)."""
+        clauses = [f"status IN ({', '.join('?' * len(statuses))})"]
+        params: builtins.list[Any] = [*statuses]
+        if scope is not None:
+            clauses.append("scope = ?")
+            params.append(check_scope(scope))
+        if project is not None:
+            clauses.append("(scope = 'user' OR project = ?)")
+            params.append(project)
+        rows = self._read(
+            f"SELECT {_COLUMNS} FROM memories WHERE {' AND '.join(clauses)} ORDER BY id LIMIT ?", (*params, limit)
+        )
+        return [Memory(*r) for r in rows]
+
+    def search(
+        self, terms: Sequence[str], *, project: str | None, statuses: Sequence[str] = ("active",), limit: int = 50
+    ) -> builtins.list[Candidate]:
+        """Memories matching any of ``terms``, best first (BM25), in user scope or ``project`` (None: any)."""
+        query = fts_terms_query(terms)
+        if not query:
+            return []
+        scope_clause = "AND (m.scope = 'user' OR m.project = ?)" if project is not None else ""
+        params: builtins.list[Any] = [query, *statuses]
+        if project is not None:
+            params.append(project)
+        # The best FTS matches first (a bounded pool, so a common word does not join every row), then the
+        # status and scope filter.
+        rows = self._read(
+            f"SELECT {_M_COLUMNS}, hits.score FROM (SELECT rowid, bm25(memories_fts) AS score FROM memories_fts "
+            "WHERE memories_fts MATCH ? ORDER BY score LIMIT ?) AS hits JOIN memories m ON m.id = hits.rowid "
+            f"WHERE m.status IN ({', '.join('?' * len(statuses))}) {scope_clause} ORDER BY hits.score LIMIT ?",
+            (params[0], max(limit * 20, 500), *params[1:], limit),
+        )
+        return [Candidate(Memory(*r[:-1]), float(r[-1])) for r in rows]
+
+    def instructions(self, project: str | None) -> builtins.list[Memory]:
+        """Active memories of kind ``instruction`` in user scope or ``project``, newest first."""
+        rows = self._read(
+            f"SELECT {_COLUMNS} FROM memories WHERE status = 'active' AND kind = 'instruction' "
+            "AND (scope = 'user' OR project = ?) ORDER BY updated_at DESC, id DESC LIMIT 200",
+            (project or "",),
+        )
+        return [Memory(*r) for r in rows]
+
+    def counts(self, project: str | None) -> dict[str, int]:
+        """How many memories per status, in user scope plus ``project``."""
+        rows = self._read(
+            "SELECT status, count(*) FROM memories WHERE scope = 'user' OR project = ? GROUP BY status",
+            (project or "",),
+        )
+        return {str(status): int(n) for status, n in rows}
+
+    def proposals(self, project: str | None) -> builtins.list[Memory]:
+        return self.list(statuses=("proposed",), project=project)
+
+    def source_text(self, memory: Memory) -> str | None:
+        """The text of the message a memory came from (None if unknown or since deleted)."""
+        if memory.source_session is None or memory.source_seq is None:
+            return None
+        rows = self._read(
+            "SELECT text FROM messages WHERE session_id = ? AND seq = ?", (memory.source_session, memory.source_seq)
+        )
+        return str(rows[0][0]) if rows else None
+
+
+@dataclass(frozen=True)
+class QueuedTurn:
+    id: int
+    session_id: str
+    seq: int
+    text: str
+    project: str
+    attempts: int
+
+
+class ExtractionQueue:
+    """Turns whose facts are still to be extracted, kept in the database so that none is lost at exit or in
+    a crash: an item is claimed while it is worked on and removed when done; a claim older than
+    ``stale_after`` seconds (its co died) is taken over by the next co."""
+
+    MAX_ATTEMPTS = 2
+
+    def __init__(self, memories: MemoryStore) -> None:
+        self._m = memories
+
+    def put(self, session_id: str, seq: int, text: str, project: str) -> None:
+        with self._m._lock, write_transaction(self._m._conn, self._m.path) as conn:
+            conn.execute(
+                "INSERT INTO memory_queue (session_id, seq, text, project, created_at) VALUES (?, ?, ?, ?, ?)",
+                (session_id, seq, text, project, time.time()),
+            )
+
+    def claim(self, stale_after: float = 300.0) -> QueuedTurn | None:
+        now = time.time()
+        with self._m._lock, write_transaction(self._m._conn, self._m.path) as conn:
+            row = conn.execute(
+                "SELECT id, session_id, seq, text, project, attempts FROM memory_queue "
+                "WHERE claimed_at IS NULL OR claimed_at < ? ORDER BY id LIMIT 1",
+                (now - stale_after,),
+            ).fetchone()
+            if row is None:
+                return None
+            conn.execute("UPDATE memory_queue SET claimed_at = ?, attempts = attempts + 1 WHERE id = ?", (now, row[0]))
+            return QueuedTurn(int(row[0]), str(row[1]), int(row[2]), str(row[3]), str(row[4]), int(row[5]) + 1)
+
+    def done(self, item: QueuedTurn) -> None:
+        with self._m._lock, write_transaction(self._m._conn, self._m.path) as conn:
+            conn.execute("DELETE FROM memory_queue WHERE id = ?", (item.id,))
+
+    def failed(self, item: QueuedTurn) -> None:
+        """Try again later (next start), unless it has failed too often."""
+        if item.attempts >= self.MAX_ATTEMPTS:
+            self.done(item)
+            return
+        with self._m._lock, write_transaction(self._m._conn, self._m.path) as conn:
+            conn.execute("UPDATE memory_queue SET claimed_at = NULL WHERE id = ?", (item.id,))
+
+    def __len__(self) -> int:
+        return int(self._m._read("SELECT count(*) FROM memory_queue")[0][0])
+
+
+@dataclass(frozen=True)
+class ImportEntry:
+    line: int
+    id: int | None
+    scope: str
+    kind: str
+    text: str
+
+
+@dataclass
+class ImportResult:
+    added: int = 0
+    updated: int = 0
+    deleted: int = 0
+
+
+_EVENT_COLUMNS = "change_id, memory_id, at, action, actor, old_text, new_text, old_status, new_status, undoes"
+_M_COLUMNS = ", ".join("m." + c.strip() for c in _COLUMNS.split(","))

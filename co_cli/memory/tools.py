@@ -1,0 +1,100 @@
+"""The agent's memory tools: remember, recall, forget.
+
+A memory the model saves is active at once, and its result line (``remembered m12: ...  (/forget m12)``) is
+shown to the user as it happens; every change is logged and ``co memory undo`` reverts it. The tools are
+offered only when memory is on and the conversation is saved.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic_ai import RunContext
+from pydantic_ai.tools import ToolDefinition
+from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
+
+from co_cli.deps import CoDeps
+from co_cli.errors import CoError
+from co_cli.memory.inject import memory_on, project_key
+from co_cli.memory.retrieval import query_terms
+
+MEMORY_TOOL_NAMES = ("remember", "recall", "forget")
+RECALL_LIMIT = 10
+
+
+def remember(
+    ctx: RunContext[CoDeps],
+    text: str,
+    kind: Literal["fact", "preference", "instruction"] = "fact",
+    scope: Literal["user", "project"] = "user",
+    replaces: str | None = None,
+) -> str:
+    """Save one durable fact, preference or standing instruction for later sessions. Use it when the user
+    asks you to remember something, or states something lasting about themselves or the project. Never save
+    secrets, passwords or keys.
+
+    Args:
+        text: one standalone statement, e.g. "The user prefers tabs over spaces".
+        kind: fact, preference, or instruction (a standing rule for every session).
+        scope: user (everywhere) or project (only in this repository).
+        replaces: the id (e.g. m12) of a memory this one corrects; that one is forgotten.
+    """
+    assert ctx.deps.store is not None
+    memories = ctx.deps.store.memories()
+    try:
+        if replaces:
+            memory = memories.replace(replaces, text, actor="model", kind=kind)
+            return f"remembered {memory.ref} (replaces {replaces.strip()}): {memory.text}  (/forget {memory.ref})"
+        memory = memories.add(
+            text,
+            actor="model",
+            kind=kind,
+            scope=scope,
+            project=project_key(ctx.deps),
+            source_session=ctx.deps.session_id,
+            source_seq=ctx.deps.turn_seq,
+        )
+    except CoError as exc:
+        return f"not remembered: {exc.message}"
+    return f"remembered {memory.ref}: {memory.text}  (/forget {memory.ref})"
+
+
+def recall(ctx: RunContext[CoDeps], query: str) -> str:
+    """Search the memories of earlier sessions (this project's and the user's).
+
+    Args:
+        query: words to look for.
+    """
+    assert ctx.deps.store is not None
+    terms = query_terms(query) or query.split()
+    hits = ctx.deps.store.memories().search(terms, project=project_key(ctx.deps), limit=RECALL_LIMIT)
+    if not hits:
+        return f"No memories match {query!r}."
+    return "\n".join(f"[{h.memory.ref}] ({h.memory.kind}, {h.memory.scope}) {h.memory.text}" for h in hits)
+
+
+def forget(ctx: RunContext[CoDeps], memory_id: str) -> str:
+    """Forget a memory that is wrong or no longer true (the user can undo it).
+
+    Args:
+        memory_id: its id, e.g. m12.
+    """
+    assert ctx.deps.store is not None
+    try:
+        memory = ctx.deps.store.memories().forget(memory_id, actor="model")
+    except CoError as exc:
+        return f"not forgotten: {exc.message}"
+    return f"forgot {memory.ref}: {memory.text}  (co memory undo restores it)"
+
+
+def _offered(ctx: RunContext[CoDeps], tool_def: ToolDefinition) -> bool:
+    return memory_on(ctx.deps)
+
+
+def memory_function_toolset() -> FunctionToolset[CoDeps]:
+    return FunctionToolset[CoDeps]([remember, recall, forget], id="co-memory")
+
+
+def build_memory_toolset() -> AbstractToolset[CoDeps]:
+    """The memory tools, offered only while memory is on and the conversation is saved."""
+    return memory_function_toolset().filtered(_offered)

@@ -1,0 +1,140 @@
+"""End to end: the real `co` with the scripted server: memories reach a new session's request when relevant,
+not with --no-memory; the remember tool's line; forget and undo; AGENTS.md in the request."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.support.co_process import expect_prompt, run_co, send_line, spawn_co
+from tests.support.scripted_server import ScriptedServer, Text, ToolCalls
+
+pytestmark = pytest.mark.e2e
+
+
+def system_text(request: object) -> str:
+    messages = request.messages  # type: ignore[attr-defined]
+    return "\n".join(str(m.get("content")) for m in messages if m.get("role") in ("system", "developer"))
+
+
+def tool_names(request: object) -> list[str]:
+    return [t["function"]["name"] for t in request.body.get("tools", [])]  # type: ignore[attr-defined]
+
+
+def test_memory_reaches_a_new_session_when_relevant_and_not_with_no_memory(
+    co_server_env: dict[str, str], scripted_server: ScriptedServer, workdir: Path
+) -> None:
+    added = run_co(["memory", "add", "The kestrel service deploys with make ship-kestrel"], co_server_env, workdir)
+    assert added.returncode == 0, added.stderr
+    ref = added.stdout.strip()
+    assert ref.startswith("m")
+    scripted_server.script(Text("ok one"), Text("ok two"), Text("ok three"))
+    assert run_co(["chat", "-p", "how do I deploy kestrel?"], co_server_env, workdir).returncode == 0
+    relevant = system_text(scripted_server.chat_requests[-1])
+    assert "## Memory" in relevant and f"[{ref}] The kestrel service deploys with make ship-kestrel" in relevant
+    assert {"remember", "recall", "forget"} <= set(tool_names(scripted_server.chat_requests[-1]))
+    assert run_co(["chat", "-p", "what is the weather like?"], co_server_env, workdir).returncode == 0
+    assert "ship-kestrel" not in system_text(scripted_server.chat_requests[-1])
+    assert run_co(["chat", "--no-memory", "-p", "how do I deploy kestrel?"], co_server_env, workdir).returncode == 0
+    off = scripted_server.chat_requests[-1]
+    assert "ship-kestrel" not in system_text(off) and "remember" not in tool_names(off)
+
+
+def test_remember_tool_shows_its_line_lands_in_the_list_and_forget_undo(
+    co_server_env: dict[str, str], scripted_server: ScriptedServer, workdir: Path
+) -> None:
+    scripted_server.script(
+        ToolCalls([("remember", {"text": "The user prefers tabs over spaces", "kind": "preference"})]),
+        Text("Noted."),
+    )
+    result = run_co(["chat", "-p", "remember that I prefer tabs"], co_server_env, workdir)
+    assert result.returncode == 0, result.stderr
+    assert "remembered m1: The user prefers tabs over spaces  (/forget m1)" in result.stderr
+    listed = json.loads(run_co(["memory", "list", "--json"], co_server_env, workdir).stdout)
+    assert [(m["id"], m["text"], m["kind"], m["status"]) for m in listed] == [
+        ("m1", "The user prefers tabs over spaces", "preference", "active")
+    ]
+    assert listed[0]["source_session"]  # provenance: the session it came from
+    assert run_co(["memory", "forget", "m1"], co_server_env, workdir).returncode == 0
+    assert json.loads(run_co(["memory", "list", "--json"], co_server_env, workdir).stdout) == []
+    log = run_co(["memory", "log"], co_server_env, workdir).stdout
+    assert "delete  m1" in log and "by model" in log
+    assert run_co(["memory", "undo"], co_server_env, workdir).returncode == 0
+    assert [m["id"] for m in json.loads(run_co(["memory", "list", "--json"], co_server_env, workdir).stdout)] == ["m1"]
+
+
+def test_memory_cli_errors_are_one_line_and_non_zero(co_server_env: dict[str, str], workdir: Path) -> None:
+    for args, needle in (
+        (["memory", "forget", "m77"], "no memory m77"),
+        (["memory", "edit", "m1", "x y z"], "no memory m1"),
+        (["memory", "add", "   "], "needs some text"),
+        (["memory", "add", "my token is ghp_abcdefghijklmnopqrstuvwxyz0123456789"], "credential"),
+        (["memory", "import", "missing.md"], "cannot read"),
+        (["memory", "undo"], "nothing to undo"),
+    ):
+        result = run_co(args, co_server_env, workdir)
+        assert result.returncode != 0, args
+        assert needle in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
+        assert "Traceback" not in result.stderr
+
+
+def test_agents_md_reaches_the_request_and_config_path_lists_it(
+    co_server_env: dict[str, str], scripted_server: ScriptedServer, workdir: Path
+) -> None:
+    (workdir / ".git").mkdir()
+    (workdir / "AGENTS.md").write_text("Always run `make lint-kestrel` before committing.\n")
+    scripted_server.script(Text("ok"))
+    assert run_co(["chat", "-p", "hello there"], co_server_env, workdir).returncode == 0
+    system = system_text(scripted_server.chat_requests[-1])
+    assert "## Project instructions" in system and "make lint-kestrel" in system
+    paths = run_co(["config", "path"], co_server_env, workdir).stdout
+    assert f"instructions file:      {workdir.resolve() / 'AGENTS.md'}" in paths
+
+
+def test_repl_remember_memory_forget_and_context(
+    co_server_env: dict[str, str], scripted_server: ScriptedServer, workdir: Path
+) -> None:
+    child = spawn_co(["chat"], env=co_server_env, cwd=workdir)
+    try:
+        expect_prompt(child)
+        send_line(child, "/remember The kestrel build uses bazel")
+        assert "Remembered m1: The kestrel build uses bazel" in expect_prompt(child)
+        scripted_server.script(Text("Use bazel."))
+        send_line(child, "how do I build kestrel?")
+        expect_prompt(child)
+        assert "[m1] The kestrel build uses bazel" in system_text(scripted_server.chat_requests[-1])
+        send_line(child, "/memory")
+        out = expect_prompt(child)
+        assert "Memories: 1 user, 0 this project" in out and "m1 The kestrel build uses bazel" in out
+        send_line(child, "/context")
+        out = expect_prompt(child)
+        assert "memory" in out and "instructions files" in out
+        send_line(child, "/forget m1")
+        assert "Forgot m1" in expect_prompt(child)
+    finally:
+        child.terminate(force=True)
+
+
+def test_print_mode_finishes_extraction_before_exit(
+    co_server_env: dict[str, str], scripted_server: ScriptedServer, workdir: Path
+) -> None:
+    env = {**co_server_env, "CO_CLI_MEMORY_EXTRACT": "review"}
+    scripted_server.script(
+        Text("Noted, Go it is."),
+        ToolCalls([("final_result", {"facts": ["The user writes Go at work every day"]})]),
+    )
+    result = run_co(["chat", "-p", "I write Go at work every day, keep that in mind"], env, workdir)
+    assert result.returncode == 0, result.stderr
+    extraction = scripted_server.chat_requests[-1]
+    assert "I write Go at work every day" in json.dumps(extraction.messages)
+    assert "Noted, Go it is." not in json.dumps(extraction.messages)  # the user's words only
+    listed = json.loads(run_co(["memory", "list", "--all", "--json"], env, workdir).stdout)
+    assert [(m["text"], m["status"]) for m in listed] == [("The user writes Go at work every day", "proposed")]
+    review = run_co(["memory", "review"], env, workdir, input="e\nThe user writes Go daily at work\n")
+    assert review.returncode == 0, review.stderr
+    assert "from your message" in review.stdout and "I write Go at work every day" in review.stdout
+    assert "1 accepted, 0 rejected, 0 left to review." in review.stdout
+    listed = json.loads(run_co(["memory", "list", "--json"], env, workdir).stdout)
+    assert [(m["text"], m["status"]) for m in listed] == [("The user writes Go daily at work", "active")]

@@ -1,0 +1,249 @@
+"""The memory store: soft delete, events, undo, proposals, import, the extraction queue, and secret refusal."""
+
+from __future__ import annotations
+
+import secrets
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from co_cli.errors import CoError
+from co_cli.memory import memory_file
+from co_cli.memory.secrets import find_secret
+from co_cli.memory.store import ExtractionQueue, MemoryNotFound, MemoryRefused, MemoryStore
+from co_cli.store.db import SCHEMA_VERSION, connect
+
+PROJECT = "/repo/one"
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[MemoryStore]:
+    conn = connect(tmp_path / "co.db")
+    yield MemoryStore(conn, tmp_path / "co.db")
+    conn.close()
+
+
+def test_migration_creates_the_memory_tables(tmp_path: Path) -> None:
+    conn = connect(tmp_path / "co.db")
+    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_schema")}
+    assert {"memories", "memory_events", "memories_fts", "memory_queue"} <= names
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    conn.close()
+
+
+def test_add_get_and_ids(store: MemoryStore) -> None:
+    a = store.add("The user prefers tabs", actor="user", kind="preference")
+    b = store.add("Run make check first", actor="model", kind="instruction", scope="project", project=PROJECT)
+    assert (a.ref, b.ref) == ("m1", "m2")
+    assert store.get("M2").project == PROJECT and store.get("2").kind == "instruction"
+    assert store.get("m1").project == ""  # user memories belong to no project
+
+
+@pytest.mark.parametrize("ref", ["m999", "x12", "", "m-1"])
+def test_unknown_ids_are_one_line_errors(store: MemoryStore, ref: str) -> None:
+    with pytest.raises(MemoryNotFound):
+        store.get(ref)
+
+
+def test_forget_is_soft_and_undo_restores(store: MemoryStore) -> None:
+    m = store.add("The user's dog is called Rex", actor="user")
+    store.forget(m.ref, actor="model")
+    assert store.get(m.id).status == "deleted"
+    assert store.list() == []
+    with pytest.raises(MemoryNotFound):
+        store.forget(m.ref, actor="user")  # already forgotten
+    undone = store.undo()
+    assert [(e.action, e.memory_id) for e in undone] == [("restore", m.id)]
+    assert [x.text for x in store.list()] == ["The user's dog is called Rex"]
+
+
+def test_undo_walks_back_change_by_change_and_never_undoes_an_undo(store: MemoryStore) -> None:
+    m = store.add("first text here", actor="user")
+    store.edit(m.ref, "second text here")
+    store.edit(m.ref, "third text here")
+    store.undo()
+    assert store.get(m.id).text == "second text here"
+    store.undo()
+    assert store.get(m.id).text == "first text here"
+    store.undo()
+    assert store.get(m.id).status == "deleted"  # the add itself, undone softly
+    with pytest.raises(MemoryRefused, match="nothing to undo"):
+        store.undo()
+
+
+def test_replace_is_one_change_with_replaced_by(store: MemoryStore) -> None:
+    old = store.add("The user lives in Paris", actor="user")
+    new = store.replace(old.ref, "The user lives in Lyon", actor="model")
+    assert store.get(old.id).replaced_by == new.id and store.get(old.id).status == "deleted"
+    assert [m.text for m in store.list()] == ["The user lives in Lyon"]
+    store.undo()
+    assert [m.text for m in store.list()] == ["The user lives in Paris"]
+    assert store.get(old.id).replaced_by is None
+
+
+def test_every_change_is_logged_with_old_and_new_text_and_actor(store: MemoryStore) -> None:
+    m = store.add("The user uses vim daily", actor="user")
+    store.edit(m.ref, "The user uses neovim daily", actor="model")
+    store.forget(m.ref, actor="extractor")
+    log = store.log()
+    assert [(e.action, e.actor) for e in log] == [("delete", "extractor"), ("update", "model"), ("add", "user")]
+    assert (log[1].old_text, log[1].new_text) == ("The user uses vim daily", "The user uses neovim daily")
+
+
+def test_proposals_accept_reject_and_update_target(store: MemoryStore) -> None:
+    target = store.add("The user works at Acme", actor="user")
+    add = store.propose("The user likes green tea", proposal="add", source_session="s1", source_seq=3)
+    upd = store.propose("The user works at Globex", proposal="update", target=target.id)
+    dele = store.propose("The user works at Acme", proposal="delete", target=target.id)
+    assert store.list() == [target] and len(store.proposals(None)) == 3
+    store.reject(add.ref)
+    assert store.get(add.id).status == "rejected"
+    store.accept(upd.ref, text="The user works at Globex since 2025")
+    assert store.get(target.id).status == "deleted" and store.get(target.id).replaced_by == upd.id
+    assert [m.text for m in store.list()] == ["The user works at Globex since 2025"]
+    store.accept(dele.ref)  # its target is gone already: nothing more to forget
+    assert store.proposals(None) == []
+    store.undo()
+    assert [m.id for m in store.proposals(None)] == [dele.id]
+
+
+def test_project_scope_is_isolated(store: MemoryStore) -> None:
+    store.add("The user prefers short answers", actor="user")
+    store.add("Deploys go through fly.io", actor="user", scope="project", project=PROJECT)
+    store.add("Deploys go through heroku", actor="user", scope="project", project="/repo/two")
+    assert [m.text for m in store.list(project=PROJECT)] == [
+        "The user prefers short answers",
+        "Deploys go through fly.io",
+    ]
+    hits = store.search(["deploys"], project=PROJECT)
+    assert [h.memory.text for h in hits] == ["Deploys go through fly.io"]
+
+
+SECRETS = [
+    "my key is sk-proj-abcdefghijklmnop1234",
+    "AKIAIOSFODNN7EXAMPLE is the access key",
+    "token ghp_" + "a1B2c3D4" * 5,
+    "password=hunter22",
+    "-----BEGIN RSA PRIVATE KEY----- MIIE",
+    "the deploy token is " + secrets.token_urlsafe(32),
+    "connect with postgres://admin:s3cret@db.internal/prod",
+]
+
+
+@pytest.mark.parametrize("text", SECRETS)
+def test_secrets_are_refused_and_nothing_reaches_the_database(store: MemoryStore, tmp_path: Path, text: str) -> None:
+    with pytest.raises(MemoryRefused, match="credential") as exc:
+        store.add(text, actor="user")
+    secret_part = max(text.split(), key=len)
+    assert secret_part not in exc.value.message
+    with pytest.raises(MemoryRefused):
+        store.propose(text, proposal="add")
+    ok = store.add("The user prefers tabs", actor="user")
+    with pytest.raises(MemoryRefused):
+        store.edit(ok.ref, text)
+    raw = sqlite3.connect(tmp_path / "co.db")
+    dump = "\n".join(raw.iterdump())
+    raw.close()
+    assert secret_part not in dump
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "commit 3f9a1c2b7d4e5f60718293a4b5c6d7e8f9012345 fixed it",
+        "The user prefers ConfigurationManagerFactoryBuilderImpl2 names",
+        "Tests live in /usr/local/lib/python3.11/site-packages/co_cli/tests",
+        "The user uses the password manager 1Password",
+    ],
+)
+def test_ordinary_text_is_not_taken_for_a_secret(text: str) -> None:
+    assert find_secret(text) is None
+
+
+def test_empty_and_overlong_text_refused(store: MemoryStore) -> None:
+    with pytest.raises(MemoryRefused, match="needs some text"):
+        store.add("   \n ", actor="user")
+    with pytest.raises(MemoryRefused, match="at most"):
+        store.add("word " * 200, actor="user")
+
+
+def test_export_import_round_trip_as_events(store: MemoryStore) -> None:
+    a = store.add("The user prefers tabs", actor="user", kind="preference")
+    b = store.add("Run make check first", actor="user", kind="instruction", scope="project", project=PROJECT)
+    c = store.add("The user's cat is Tom", actor="user")
+    text = memory_file.render(store.list(project=PROJECT), PROJECT)
+    assert f"- {b.ref} [project, instruction] Run make check first" in text
+    edited = text.replace("prefers tabs", "prefers spaces").replace(
+        f"- {c.ref} [user, fact] The user's cat is Tom\n", ""
+    )
+    edited += "- [user, fact] The user drinks coffee\n- The user lives in Oslo\n"
+    result = store.import_entries(memory_file.parse(edited), PROJECT)
+    assert (result.added, result.updated, result.deleted) == (2, 1, 1)
+    assert store.get(a.id).text == "The user prefers spaces" and store.get(c.id).status == "deleted"
+    again = store.import_entries(memory_file.parse(edited), PROJECT)  # id-less lines match what exists
+    assert (again.added, again.updated, again.deleted) == (0, 0, 0)
+    store.undo()  # the whole import is one change
+    assert sorted(m.text for m in store.list(project=PROJECT)) == sorted(
+        ["The user prefers tabs", "Run make check first", "The user's cat is Tom"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ("just words\n", "line 1: not a memory line"),
+        ("- m1 [user, fact] a\n- m1 [user, fact] b\n", "line 2: m1 appears twice"),
+        ("- [team, fact] shared\n", "unknown scope"),
+        ("- [user, rumour] gossip\n", "unknown kind"),
+        ("- [user, fact] key sk-abcdefghijklmnopqrstuvwx\n", "line 1: not stored"),
+    ],
+)
+def test_bad_memory_files_are_refused_with_the_line(text: str, error: str) -> None:
+    with pytest.raises(CoError, match=error):
+        memory_file.parse(text)
+
+
+def test_import_of_unknown_id_changes_nothing(store: MemoryStore) -> None:
+    store.add("The user prefers tabs", actor="user")
+    with pytest.raises(MemoryRefused, match="m42 is not an active memory"):
+        store.import_entries(memory_file.parse("- [user, fact] new one here\n- m42 [user, fact] x\n"), PROJECT)
+    assert [m.text for m in store.list()] == ["The user prefers tabs"]
+
+
+def test_queue_claims_once_and_retries_a_failure_once(store: MemoryStore) -> None:
+    queue = ExtractionQueue(store)
+    queue.put("s1", 0, "I moved to Oslo last year", PROJECT)
+    item = queue.claim()
+    assert item is not None and queue.claim() is None  # claimed: not handed out twice
+    queue.failed(item)
+    again = queue.claim()
+    assert again is not None and again.attempts == 2
+    queue.failed(again)  # the second failure drops it
+    assert len(queue) == 0
+    queue.put("s1", 2, "another message here", PROJECT)
+    stale = queue.claim()
+    assert stale is not None
+    assert queue.claim(stale_after=-1) is not None  # a claim of a dead co is taken over
+
+
+def test_sessions_recover_keeps_memories_and_their_history(tmp_path: Path) -> None:
+    from co_cli.store.recover import recover
+
+    source = tmp_path / "co.db"
+    conn = connect(source)
+    store = MemoryStore(conn, source)
+    kept = store.add("The user prefers tabs", actor="user", kind="preference")
+    gone = store.add("The user lives in Paris", actor="user")
+    store.forget(gone.ref, actor="user")
+    conn.close()
+    recover(source, tmp_path / "recovered.db")
+    conn = connect(tmp_path / "recovered.db")
+    copy = MemoryStore(conn, tmp_path / "recovered.db")
+    assert [(m.id, m.text) for m in copy.list()] == [(kept.id, "The user prefers tabs")]
+    assert copy.search(["tabs"], project=None)  # the full-text index is rebuilt
+    assert [e.action for e in copy.log()] == ["delete", "add", "add"]
+    copy.undo()
+    assert copy.get(gone.id).status == "active"
+    conn.close()
