@@ -112,3 +112,21 @@ def test_sessions_show_and_export_show_compactions_in_place(
     assert exported.returncode == 0, exported.stderr
     assert "> **Compaction (summary, manual): messages #0–#3 replaced" in exported.stdout
     assert "GOAL-SUMMARY" in exported.stdout
+
+
+def test_pin_remember_keeps_it_for_every_session_and_memory_lists_both(
+    co_server_env: dict[str, str], workdir: Path, scripted_server: ScriptedServer
+) -> None:
+    lines = ["/pin --remember Never push directly to main.", "/pin Keep answers short.", "/memory"]
+    result = run_co(["chat"], co_server_env, workdir, input="\n".join(lines) + "\n")
+    assert result.returncode == 0, result.stderr
+    assert "Pinned #1: Never push directly to main." in result.stdout
+    assert "as an instruction for every session" in result.stdout
+    assert "Instructions for every session (memories):" in result.stdout
+    assert "Pinned in this session only" in result.stdout and "2. Keep answers short." in result.stdout
+    listed = run_co(["memory", "list", "--json"], co_server_env, workdir)
+    assert '"kind": "instruction"' in listed.stdout and "Never push directly to main." in listed.stdout
+    later = run_co(["chat", "-p", "how do I ship this?"], co_server_env, workdir)
+    assert later.returncode == 0, later.stderr
+    instructions = instructions_of(chat_turns(scripted_server)[-1])
+    assert "Never push directly to main." in instructions and "Keep answers short." not in instructions

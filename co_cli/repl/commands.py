@@ -339,8 +339,14 @@ async def _delete(host: CommandHost, arg: str) -> None:
 # ----- compaction you can see, steer and undo ---------------------------------------------------------------
 
 
-@command("pin", "[text]", "pin a standing instruction for this session (no text: your last message)")
+@command(
+    "pin",
+    "[--remember] [text]",
+    "pin a standing instruction for this session (no text: your last message); --remember: for every session",
+)
 async def _pin(host: CommandHost, arg: str) -> None:
+    remember = arg == "--remember" or arg.startswith("--remember ")
+    arg = arg.removeprefix("--remember").strip()
     text = arg or host.conv.last_user_text()
     if not text:
         host.error("nothing to pin yet: type /pin <instruction>")
@@ -348,8 +354,16 @@ async def _pin(host: CommandHost, arg: str) -> None:
     pin = host.conv.pin(text)
     if pin is None:
         host.info("Already pinned.")
-        return
-    host.info(f"Pinned #{len(host.conv.pins)}: {pin.text}  (every request carries it; /unpin {len(host.conv.pins)})")
+    else:
+        number = len(host.conv.pins)
+        host.info(f"Pinned #{number}: {pin.text}  (every request of this session carries it; /unpin {number})")
+    if remember:
+        opened = _memories(host)
+        if opened is None:
+            return
+        store, project = opened
+        memory = store.add(text, actor="user", kind="instruction", project=project, source_session=host.conv.session_id)
+        host.info(f"Remembered {memory.ref} as an instruction for every session  (/forget {memory.ref})")
 
 
 @command("pins", "", "list the pinned standing instructions")
@@ -416,6 +430,13 @@ async def _memory(host: CommandHost, arg: str) -> None:
         f"Memories: {users} user, {len(active) - users} this project · {counts.get('proposed', 0)} to review · "
         f"{counts.get('deleted', 0)} forgotten (co memory log, co memory undo)"
     )
+    instructions = [m for m in active if m.kind == "instruction"]
+    if instructions:
+        lines = [f"  {m.ref} {m.text}" for m in instructions]
+        host.show(Text("Instructions for every session (memories):\n" + "\n".join(lines), style="dim"))
+    if host.conv.pins:
+        lines = [f"  {n}. {pin.text}" for n, pin in enumerate(host.conv.pins, 1)]
+        host.show(Text("Pinned in this session only (/pins, /unpin N):\n" + "\n".join(lines), style="dim"))
     for proposal in store.proposals(project):
         host.show(Text("\n".join(describe(store, proposal)), style="yellow"))
     used = host.conv.deps.memory_used
