@@ -78,6 +78,17 @@ def chat(
         bool,
         typer.Option("--force", help="With --resume: take the session over even if another co has it open."),
     ] = False,
+    fork_at: Annotated[
+        int | None,
+        typer.Option(
+            "--fork-at",
+            min=-1,
+            help="With --resume: continue in a fork holding messages up to #n (`co sessions show`).",
+        ),
+    ] = None,
+    pick: Annotated[
+        bool, typer.Option("--pick", help="Choose the session to continue in a full-screen picker.")
+    ] = False,
 ) -> None:
     """Chat with a model (REPL); with -p or piped stdin, non-interactive."""
     from co_cli.chat import ChatOptions, run_chat
@@ -92,6 +103,10 @@ def chat(
         raise CoError("--force needs --resume <id> (or -c)", exit_code=2)
     if no_save and resume is not None:
         raise CoError("--no-save cannot be combined with --resume", exit_code=2)
+    if fork_at is not None and resume is None:
+        raise CoError("--fork-at needs --resume <id>", exit_code=2)
+    if pick and (resume is not None or prompt is not None or no_save):
+        raise CoError("--pick cannot be combined with --resume, -c, -p or --no-save", exit_code=2)
     code = run_chat(
         ChatOptions(
             model=model,
@@ -101,6 +116,8 @@ def chat(
             approve_all=approve_all,
             save=not no_save,
             force=force,
+            fork_at=fork_at,
+            pick=pick,
         )
     )
     raise typer.Exit(code)

@@ -114,6 +114,17 @@ class Settings(BaseSettings):
         description="Where sessions (co-cli.db), input history and offloaded tool outputs live.",
     )
     config_dir: Path = Field(default_factory=default_config_dir, description="Where the user settings.json lives.")
+    trash_retention_days: Int = Field(
+        0,
+        ge=0,
+        description="Sessions in the trash longer than this many days are purged for good when co starts; "
+        "0 keeps them until `co sessions purge`. Nothing outside the trash is ever removed by age.",
+    )
+    auto_title: bool = Field(
+        True,
+        description="After the first exchange, title the session in the background with the summarisation "
+        "model (at most 8 words); off, or if that fails, the first prompt stays the title. /rename always wins.",
+    )
 
     @field_validator("base_url", mode="after")
     @classmethod

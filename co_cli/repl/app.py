@@ -68,6 +68,7 @@ class ChatApp:
         self.running = True
         self.errors = 0
         self._token: CancellationToken | None = None
+        self._cost_cache: tuple[tuple[str, int], str] | None = None
         self.view: TurnView = TerminalView(self.console) if interactive else PlainView(self.out)
         if approver is not None:
             approver.before_asking = self.view.pause if isinstance(self.view, TerminalView) else None
@@ -129,7 +130,22 @@ class ChatApp:
         r = self._conv.resolved
         session = self._conv.session.id[:8] if self._conv.session else "new"
         pct = self._conv.percent_used()
-        return html.escape(f" {r.label} │ session {session} │ context {pct:.0f}% of {r.context_window:,} ")
+        cost = self._session_cost()
+        return html.escape(f" {r.label} │ session {session} │ context {pct:.0f}% of {r.context_window:,} {cost}")
+
+    def _session_cost(self) -> str:
+        """ "│ $0.0123 " when the session's whole cost is known, else "" (read once per turn, not per key)."""
+        conv = self._conv
+        if conv is None or conv.session is None or self.store is None:
+            return ""
+        key = (conv.session.id, id(conv.last_usage))
+        if self._cost_cache is None or self._cost_cache[0] != key:
+            from co_cli.store.usage import session_totals
+
+            totals = session_totals(self.store, [conv.session.id]).get(conv.session.id)
+            label = f"│ ${totals.cost_usd:.4f} " if totals is not None and totals.cost_known else ""
+            self._cost_cache = (key, label)
+        return self._cost_cache[1]
 
     # ----- turns -------------------------------------------------------------------------------------
     async def turn(self, prompt: str) -> TurnOutcome:
