@@ -464,6 +464,8 @@ class SessionStore:
                 with translated_errors(self.path):
                     self._conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('optimize')")
                     self._conn.execute("VACUUM")
+                    # In WAL mode the vacuumed pages sit in the log: copy them back so the file itself shrinks.
+                    self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
             except StoreError:
                 return False
         return True
