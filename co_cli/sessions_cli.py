@@ -229,15 +229,26 @@ def search(
 
 @app.command("export")
 def export(
-    session_id: Annotated[str, typer.Argument(help="Session id or unique prefix.")],
+    session_id: Annotated[str | None, typer.Argument(help="Session id or unique prefix.")] = None,
     fmt: Annotated[ExportFormat, typer.Option("--format", "-f", help="md (readable) or json (lossless).")] = (
         ExportFormat.md
     ),
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file (mode 0600).")] = None,
+    all_: Annotated[
+        bool, typer.Option("--all", help="Every session (not the trash) as JSON lines, for `co sessions import`.")
+    ] = False,
 ) -> None:
-    """Export a session as Markdown or JSON (on a terminal without control characters; exact to a file or pipe)."""
+    """Export a session as Markdown or JSON (on a terminal without control characters; exact to a file or pipe);
+    with --all, every session as JSON lines (one lossless document per line)."""
     from co_cli.store.export import export_json, export_markdown
 
+    if all_:
+        if session_id is not None:
+            raise CoError("give a session id or --all, not both", exit_code=2)
+        _export_all(output)
+        return
+    if session_id is None:
+        raise CoError("give a session id (`co sessions list`), or --all", exit_code=2)
     store, _ = _open_store(reads_only=True)
     with store:
         info = store.get(session_id)
@@ -253,18 +264,44 @@ def export(
     typer.echo(f"exported {info.id} to {output}", err=True)
 
 
+def _export_all(output: Path | None) -> None:
+    from co_cli.store.export import export_json_line
+
+    store, _ = _open_store(reads_only=True)
+    with store:
+        ids = [s.id for s in store.list(limit=2**62)]
+        lines = [export_json_line(store, session_id) + "\n" for session_id in ids]
+    text = "".join(lines)
+    if output is None:
+        sys.stdout.write(_C1_AND_DEL.sub(lambda m: f"\\u{ord(m.group()):04x}", text) if _to_terminal() else text)
+        sys.stdout.flush()
+        return
+    _write_private(output, text)
+    typer.echo(f"exported {len(ids)} sessions to {output}", err=True)
+
+
 @app.command("import")
 def import_session(
-    file: Annotated[Path, typer.Argument(help="A file written by `co sessions export -f json`.")],
+    file: Annotated[Path, typer.Argument(help="A file written by `co sessions export` (-f json, or --all).")],
 ) -> None:
-    """Import a session exported as JSON (under a new id if its id is taken)."""
-    from co_cli.store.export import import_json
+    """Merge exported sessions: a session already here unchanged is skipped, one that grew elsewhere gets the
+    new messages, one that diverged is imported as a fork of the last message both share. Importing the same
+    file again changes nothing."""
+    from co_cli.store.merge import merge_import
 
     text = _read_import_file(file)
     store, _ = _open_store()
     with store:
-        info = import_json(store, text)
-    typer.echo(f"imported {info.id} ({printable(info.title) or 'untitled'}, {info.message_count} messages)")
+        report = merge_import(store, text)
+    for info in report.imported:
+        typer.echo(f"imported {info.id} ({printable(info.title) or 'untitled'}, {info.message_count} messages)")
+    for info, added in report.appended:
+        typer.echo(f"appended {added} messages to {info.id} ({printable(info.title) or 'untitled'})")
+    for info, local in report.forked:
+        typer.echo(f"diverged: imported {info.id} as a fork of {local} at #{info.fork_seq}")
+    for session_id in report.busy:
+        typer.echo(f"not merged: {session_id} is open in another co; import again after closing it")
+    typer.echo(report.summary())
 
 
 @app.command("rename")

@@ -673,7 +673,7 @@ def test_export_delete_import_round_trip_without_the_key(
         assert query(db, "SELECT count(*) FROM sessions") == [(0,)]
         imported = run_co(["sessions", "import", str(as_json)], env, workdir)
         assert_ok(imported)
-        assert imported.stdout.strip() == f"imported {sid} (remember the walrus named Wally, 2 messages)"
+        assert imported.stdout.splitlines()[0] == f"imported {sid} (remember the walrus named Wally, 2 messages)"
         assert {k: v for k, v in session_row(db, sid).items() if k != "owner_since"} == {
             k: v for k, v in saved.items() if k != "owner_since"
         }
