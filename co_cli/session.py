@@ -98,6 +98,7 @@ class Conversation:
     last_usage: TurnUsage | None = None
     """The usage of the last finished turn (for ``/usage``)."""
     _meter: UsageMeter | None = None
+    _background: set[Any] = field(default_factory=set)
     _notices: list[str] = field(default_factory=list)
     _compactions: list[CompactionResult] = field(default_factory=list)
     _percent_cache: tuple[tuple[int, int, int], float] | None = None
@@ -227,7 +228,48 @@ class Conversation:
         self.last_prompt = prompt
         self._ensure_session(prompt)
         prompt_seq = self.store.begin_turn(self.session.id, prompt) if self.store and self.session else None
-        return await self._turn(prompt, view, token, prompt_seq, retry_on_overflow=True)
+        outcome = await self._turn(prompt, view, token, prompt_seq, retry_on_overflow=True)
+        if outcome.status == "ok" and prompt_seq == 0:
+            self._start_title(prompt, outcome.output)
+        return outcome
+
+    # ----- background work: never on the prompt's critical path, awaited at exit ---------------------
+    def _start_title(self, prompt: str, answer: str) -> None:
+        """Title the session from its first exchange in the background (``auto_title``). Skipped with the
+        embedded local model as summariser: the next answer would wait for it."""
+        model = self.summarizer or self.resolved.model
+        if not self.deps.settings.auto_title or not self.store or not self.session:
+            return
+        if type(model).__name__ == "LocalModel":
+            return
+        import asyncio
+
+        from co_cli.titles import write_title
+
+        session = self.session
+        task = asyncio.ensure_future(write_title(self.store, session.id, session.title, model, prompt, answer))
+
+        def done(finished: asyncio.Task[str | None]) -> None:
+            self._background.discard(finished)
+            title = None if finished.cancelled() or finished.exception() else finished.result()
+            if title and self.session is session:
+                session.title = title
+
+        task.add_done_callback(done)
+        self._background.add(task)
+
+    async def finish_background(self, timeout: float = 15.0) -> None:
+        """Let background work (titles) finish, at most ``timeout`` seconds; what is left is cancelled."""
+        import asyncio
+
+        pending = set(self._background)
+        if not pending:
+            return
+        _, late = await asyncio.wait(pending, timeout=timeout)
+        for task in late:
+            task.cancel()
+        if late:
+            await asyncio.wait(late)
 
     async def _turn(
         self,

@@ -51,6 +51,8 @@ def _hermetic_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch:
     home = tmp_path_factory.mktemp("co-dirs")
     monkeypatch.setenv("CO_CLI_DATA_DIR", str(home / "data"))
     monkeypatch.setenv("CO_CLI_CONFIG_DIR", str(home / "config"))
+    # Background titles send a request of their own; the tests of titles turn them back on.
+    monkeypatch.setenv("CO_CLI_AUTO_TITLE", "false")
 
 
 @pytest.fixture
@@ -71,6 +73,7 @@ def co_env(tmp_path: Path) -> dict[str, str]:
     for name, path in dirs.items():
         path.mkdir(parents=True, exist_ok=True)
         env[name] = str(path)
+    env["CO_CLI_AUTO_TITLE"] = "false"  # see _hermetic_environment
     return env
 
 

@@ -177,3 +177,19 @@ def test_rewind_then_usage(co_server_env: dict[str, str], workdir: Path, scripte
     usage = run_co(["usage", "--by", "session", "--json"], co_server_env, workdir)
     assert_ok(usage)
     assert '"key": "' + fork in usage.stdout and '"cost_usd": null' in usage.stdout
+
+
+def test_a_title_is_written_after_the_first_exchange(
+    co_server_env: dict[str, str], workdir: Path, scripted_server: ScriptedServer
+) -> None:
+    env = {**co_server_env, "CO_CLI_AUTO_TITLE": "true"}
+    scripted_server.script(Text("Paris, I think."), Text("Capital of France"))
+    result = run_co(["chat", "-p", "what is the capital of france, roughly speaking?"], env, workdir)
+    assert_ok(result)
+    assert result.stdout.strip() == "Paris, I think."
+    [(sid, title)] = query(db_path(env), "SELECT id, title FROM sessions")
+    assert title == "Capital of France"
+    assert len(scripted_server.chat_requests) == 2
+    assert "Title (at most 8 words)" in scripted_server.chat_requests[1].all_text
+    shown = run_co(["sessions", "show", sid], {**env, "COLUMNS": "160"}, workdir)
+    assert "usage chat: 1 requests" in shown.stdout and "usage title: 1 requests" in shown.stdout

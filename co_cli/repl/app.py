@@ -269,6 +269,7 @@ class ChatApp:
         for watcher in watchers:
             watcher.cancel()
         if self._conv is not None:
+            await self._conv.finish_background()
             self._conv.release()
 
     async def _exit_if_build_fails(self, session: Any) -> None:
@@ -298,12 +299,14 @@ class ChatApp:
                 failed = True
             if not self.running:
                 break
+        await self.conv.finish_background()
         self.conv.release()
         return 1 if failed or self.errors else 0
 
     async def run_once(self, prompt: str) -> int:
         await self.ready()
         outcome = await self.turn(prompt)
+        await self.conv.finish_background()
         self.conv.release()
         return 0 if outcome.status == "ok" else 1
 
