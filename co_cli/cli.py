@@ -33,9 +33,9 @@ def _mount_sessions() -> None:
     from co_cli.sessions_cli import app as sessions_app
 
     app.add_typer(sessions_app, name="sessions", help="List, show, search, export, import, rename and delete sessions.")
-    from co_cli.usage_cli import app as usage_app
+    from co_cli.usage_cli import usage
 
-    app.add_typer(usage_app, name="usage", help="Tokens, requests and cost across sessions.")
+    app.command("usage")(usage)
 
 
 def _version(value: bool) -> None:

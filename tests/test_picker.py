@@ -102,3 +102,45 @@ def test_d_asks_before_moving_to_the_trash(store: SessionStore) -> None:
     assert store.trashed()[0][0].id == pelican
     assert drive(store, "\tdy\x1b", current=other) is None  # the current session is not trashed from here
     assert [s.id for s in store.list()] == [other]
+
+
+def test_make_snippet_marks_words_and_elides() -> None:
+    from co_cli.repl.picker_model import make_snippet
+
+    text = " ".join(f"w{i}" for i in range(40)) + " the Pelican flies " + " ".join(f"v{i}" for i in range(40))
+    snippet = make_snippet(text, ["pelic"], size=8)
+    assert snippet.startswith("… ") and snippet.endswith(" …") and "«Pelican»" in snippet
+    assert len(snippet.split()) <= 10
+    assert make_snippet("short one", ["zzz"]) == "short one"
+
+
+def test_common_words_show_the_newest_matches_first_then_every_match(
+    store: SessionStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from co_cli.repl import picker_model
+
+    ids = [session(store, f"talk {i}", f"kestrel number {i}", "the kestrel hovers") for i in range(6)]
+    monkeypatch.setattr(picker_model, "FAST_MATCHES", 4)  # 4 of the 12 matching messages: 2 sessions
+    model = PickerModel(store, cwd="/")
+    model.load()
+    quick = model.filter("kestrel")
+    assert not model.complete and [m.row.id for m in quick] == ids[::-1][:2]
+    every = model.complete_filter("kestrel")
+    assert [m.row.id for m in every] == ids[::-1]
+    assert model.filter("number 3") and model.complete
+
+    async def main() -> list[str]:
+        with create_pipe_input() as pipe, create_app_session(input=pipe, output=DummyOutput()):
+            picker = Picker(store, "/")
+            running = asyncio.ensure_future(picker.app.run_async())
+            pipe.send_text("kestrel")
+            for _ in range(100):
+                await asyncio.sleep(0.02)
+                if len(picker.matches) == 6 and not picker.searching:
+                    break
+            shown = [m.row.id for m in picker.matches]
+            pipe.send_text("\x1b")
+            await asyncio.wait_for(running, 10)
+            return shown
+
+    assert asyncio.run(main()) == ids[::-1]

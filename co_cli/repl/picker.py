@@ -8,6 +8,7 @@ another co. Only the rows on screen are drawn, so 10,000 sessions draw as fast a
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
@@ -64,6 +65,7 @@ class Picker:
         self.in_list = False
         self.asking: str | None = None  # the session id a trash question is about
         self.message = ""
+        self.searching = False
         self.filter_buffer = Buffer(on_text_changed=self._on_filter)
         self.app: Application[PickChoice | None] = self._build()
 
@@ -76,6 +78,24 @@ class Picker:
         self.matches = self.model.filter(text)
         self.selected = 0
         self.top = 0
+        self.searching = not self.model.complete
+        if self.searching:
+            self.app.create_background_task(self._complete(text, self.model.this_directory_only))
+
+    async def _complete(self, text: str, this_directory_only: bool) -> None:
+        """Find every match (the keystroke searched the newest messages only); shown if still wanted."""
+        await asyncio.sleep(0.05)  # typing on: only the last keystroke's search runs
+        if text != self.filter_text or this_directory_only != self.model.this_directory_only:
+            return
+        matches = await asyncio.to_thread(self.model.complete_filter, text)
+        if text != self.filter_text or this_directory_only != self.model.this_directory_only:
+            return
+        chosen = self.chosen()
+        self.matches = matches
+        self.searching = False
+        ids = [m.row.id for m in matches]
+        self.selected = ids.index(chosen.row.id) if chosen is not None and chosen.row.id in ids else 0
+        self.app.invalidate()
 
     def move(self, delta: int) -> None:
         if self.matches:
@@ -91,7 +111,8 @@ class Picker:
     def _header(self) -> StyleAndTextTuples:
         scope = "this directory" if self.model.this_directory_only else "all directories"
         total = len(self.model.rows)
-        return [("bold", " Sessions "), ("class:dim", f"{len(self.matches)} of {total} · {scope}")]
+        found = f"{len(self.matches)}+ (searching…)" if self.searching else str(len(self.matches))
+        return [("bold", " Sessions "), ("class:dim", f"{found} of {total} · {scope}")]
 
     def _list(self) -> StyleAndTextTuples:
         height = self._rows_on_screen()
@@ -100,6 +121,9 @@ class Picker:
         lines: StyleAndTextTuples = []
         used = 0
         now = time.time()
+        if self.filter_text.strip():
+            drawn = self.matches[self.top : max(self.top, self.selected) + height]
+            self.model.prefetch_snippets(self.filter_text, drawn)
         index = self.top
         while index < len(self.matches) and used < height:
             match = self.matches[index]
