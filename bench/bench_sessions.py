@@ -140,7 +140,7 @@ def bench_fork_at(db: Path, runs: int, rows: list[Row]) -> None:
         point = 7_999  # after the second compaction, before the third
 
         def fork_at() -> None:
-            check_fork_point(store.transcript(sid), point)
+            check_fork_point(store.outline(sid), point)
             fork = store.fork(sid, point)
             rebuild_context(store, fork.id)
 

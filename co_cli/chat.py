@@ -168,7 +168,7 @@ def _build_conversation(
         from co_cli.context.rebuild import check_fork_point
 
         assert store is not None
-        check_fork_point(store.transcript(session.id), options.fork_at)
+        check_fork_point(store.outline(session.id), options.fork_at)
         session = store.fork(session.id, options.fork_at)
     elif session is not None and options.fork:
         assert store is not None

@@ -196,7 +196,7 @@ class Conversation:
         if not self.store or not self.session:
             return None
         if upto_seq is not None:
-            check_fork_point(self.store.transcript(self.session.id), upto_seq)
+            check_fork_point(self.store.outline(self.session.id), upto_seq)
         forked = self.store.fork(self.session.id, upto_seq)
         self.load(forked)
         return forked
@@ -205,7 +205,7 @@ class Conversation:
         """Go back to message ``upto_seq`` (default: before the last prompt) in a fork; the original stays."""
         if not self.store or not self.session:
             return None
-        point = rewind_point(self.store.transcript(self.session.id), upto_seq)
+        point = rewind_point(self.store.outline(self.session.id), upto_seq)
         forked = self.store.fork(self.session.id, point)
         self.load(forked)
         return forked

@@ -10,18 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse
+from pydantic_ai.messages import ModelMessage, ModelRequest
 
 from co_cli.context.boundaries import is_user_turn_start
 from co_cli.context.working import WorkingContext
 from co_cli.errors import CoError
-from co_cli.message_view import kinds, user_text
 from co_cli.synthetic import interrupted_response, upgrade_legacy
 
 if TYPE_CHECKING:
-    from co_cli.store.sessions import CompactionRecord, SessionStore, StoredMessage
+    from co_cli.store.sessions import CompactionRecord, SessionStore
 
 
 @dataclass
@@ -47,12 +46,14 @@ def rebuild_context(store: SessionStore, session_id: str, upto_seq: int | None =
         after = latest.upto_seq if latest else -1
         stored = store.transcript(session_id, after_seq=after)
     else:
-        transcript = store.transcript(session_id)
-        following = next((m.created_at for m in transcript if m.seq == upto_seq + 1), None)
+        next_row = store._read(
+            "SELECT created_at FROM messages WHERE session_id = ? AND seq = ?", (session_id, upto_seq + 1)
+        )
+        following = float(next_row[0][0]) if next_row else None
         applicable = [c for c in store.compactions(session_id) if applies_at(c, upto_seq, following)]
         latest = applicable[-1] if applicable else None
         after = latest.upto_seq if latest else -1
-        stored = [m for m in transcript if after < m.seq <= upto_seq]
+        stored = store.transcript(session_id, after_seq=after, upto_seq=upto_seq)
     replacement = [upgrade_legacy(m) for m in latest.replacement] if latest else []
     context = WorkingContext(replacement, [None] * len(replacement))
     for m in stored:
@@ -73,21 +74,29 @@ def _open_turn(message: ModelMessage) -> bool:
 # ----- where a fork may start ----------------------------------------------------------------------
 
 
-def is_safe_point(message: StoredMessage) -> bool:
-    """A point a conversation can continue from: an answer that finished (no tool call waiting)."""
-    return (
-        message.status != "failed"
-        and isinstance(message.message, ModelResponse)
-        and "tool-call" not in kinds(message.message)
-    )
+class Outlined(Protocol):
+    """A saved message as far as fork points go (``StoredMessage`` or the lighter ``MessageOutline``)."""
+
+    @property
+    def seq(self) -> int: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def status(self) -> str: ...
 
 
-def safe_points(transcript: Sequence[StoredMessage]) -> list[int]:
+def is_safe_point(message: Outlined) -> bool:
+    """A point a conversation can continue from: an answer that finished (a response without a tool call:
+    the store's kind "assistant"), in a turn that did not fail."""
+    return message.status != "failed" and message.kind == "assistant"
+
+
+def safe_points(transcript: Sequence[Outlined]) -> list[int]:
     """Every seq a fork may start after (-1: before the first message)."""
     return [-1, *(m.seq for m in transcript if is_safe_point(m))]
 
 
-def check_fork_point(transcript: Sequence[StoredMessage], upto_seq: int) -> None:
+def check_fork_point(transcript: Sequence[Outlined], upto_seq: int) -> None:
     """CoError unless ``upto_seq`` is a safe point; the message names the nearest safe points around it."""
     last = transcript[-1].seq if transcript else -1
     if not -1 <= upto_seq <= last:
@@ -105,13 +114,13 @@ def check_fork_point(transcript: Sequence[StoredMessage], upto_seq: int) -> None
     raise CoError(f"message #{upto_seq} is in {what}; fork at {choices}")
 
 
-def rewind_point(transcript: Sequence[StoredMessage], upto_seq: int | None = None) -> int:
+def rewind_point(transcript: Sequence[Outlined], upto_seq: int | None = None) -> int:
     """Where ``/rewind`` goes: the safe point ``upto_seq`` (checked), or by default the last safe point before
     the last user prompt that was answered or cancelled."""
     if upto_seq is not None:
         check_fork_point(transcript, upto_seq)
         return upto_seq
-    prompts = [m.seq for m in transcript if m.status != "failed" and user_text(m.message) is not None]
+    prompts = [m.seq for m in transcript if m.status != "failed" and m.kind == "user"]
     if not prompts:
         raise CoError("nothing to rewind: this conversation has no prompt yet")
     return max(p for p in safe_points(transcript) if p < prompts[-1])

@@ -65,6 +65,14 @@ class StoredMessage:
     message: ModelMessage
 
 
+@dataclass(frozen=True)
+class MessageOutline:
+    seq: int
+    created_at: float
+    kind: str
+    status: str
+
+
 @dataclass
 class CompactionRecord:
     from_seq: int
@@ -561,17 +569,28 @@ class SessionStore:
 
     # -- loading --
 
-    def transcript(self, session_id: str, after_seq: int = -1) -> builtins.list[StoredMessage]:
-        """Every stored message after ``after_seq``, failed ones included, in order."""
+    def transcript(
+        self, session_id: str, after_seq: int = -1, upto_seq: int | None = None
+    ) -> builtins.list[StoredMessage]:
+        """Every stored message after ``after_seq`` (up to ``upto_seq``), failed ones included, in order."""
         with self._lock, translated_errors(self.path):
             self._session_row(session_id)
             rows = self._conn.execute(
                 "SELECT seq, created_at, kind, text, status, json FROM messages "
-                "WHERE session_id = ? AND seq > ? ORDER BY seq",
-                (session_id, after_seq),
+                "WHERE session_id = ? AND seq > ? AND seq <= ? ORDER BY seq",
+                (session_id, after_seq, 2**62 if upto_seq is None else upto_seq),
             ).fetchall()
         decoded = load_messages((r[5] for r in rows), f"session {session_id}")
         return [StoredMessage(r[0], r[1], r[2], r[3], r[4], m) for r, m in zip(rows, decoded, strict=True)]
+
+    def outline(self, session_id: str) -> builtins.list[MessageOutline]:
+        """Each message's seq, time, kind and status, without reading the messages themselves."""
+        with self._lock, translated_errors(self.path):
+            self._session_row(session_id)
+            rows = self._conn.execute(
+                "SELECT seq, created_at, kind, status FROM messages WHERE session_id = ? ORDER BY seq", (session_id,)
+            ).fetchall()
+        return [MessageOutline(*row) for row in rows]
 
     def messages(
         self, session_id: str, after_seq: int = -1, include_failed: bool = False
