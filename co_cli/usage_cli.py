@@ -40,7 +40,9 @@ def parse_since(text: str, now: float | None = None) -> float:
     try:
         return datetime.strptime(value, "%Y-%m-%d").timestamp()
     except ValueError:
-        raise CoError(f"--since takes a span like 7d, 12h, 30m, 2w or a date YYYY-MM-DD (got {text!r})", 2) from None
+        raise CoError(
+            f"--since takes a span like 7d, 12h, 30m, 2w or a date YYYY-MM-DD (got {text!r})", exit_code=2
+        ) from None
 
 
 def _row_json(key: str, totals: UsageTotals) -> dict[str, object]:

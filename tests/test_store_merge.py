@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
 from typer.testing import CliRunner
 
 from co_cli.errors import CoError
@@ -51,7 +51,7 @@ def test_new_sessions_are_imported_and_a_second_import_changes_nothing(
     a, b = machines
     first = a.create_session(model="m", cwd="/", title="first").id
     talk(a, first, "hello")
-    summary = [ModelRequest(parts=[UserPromptPart("summary")])]
+    summary: list[ModelMessage] = [ModelRequest(parts=[UserPromptPart("summary")])]
     a.add_compaction(first, CompactionRecord(0, 1, "sum", None, "manual", 9, 3, "m", summary))
     second = a.create_session(model="m", cwd="/", title="second").id
     talk(a, second, "hi")
@@ -73,7 +73,7 @@ def test_a_session_that_grew_elsewhere_gets_the_new_messages_appended(
     talk(a, sid, "one")
     merge_import(b, everything(a))
     talk(a, sid, "two")
-    summary = [ModelRequest(parts=[UserPromptPart("summary")])]
+    summary: list[ModelMessage] = [ModelRequest(parts=[UserPromptPart("summary")])]
     a.add_compaction(sid, CompactionRecord(0, 1, "sum", None, "auto", 9, 3, "m", summary))
     exported = everything(a)
     report = merge_import(b, exported)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,10 +21,9 @@ def turn(prompt: str, answer: str) -> list[ModelMessage]:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> SessionStore:
-    opened = SessionStore.open(tmp_path / "data" / "co-cli.db")
-    yield opened  # type: ignore[misc]
-    opened.close()
+def store(tmp_path: Path) -> Iterator[SessionStore]:
+    with SessionStore.open(tmp_path / "data" / "co-cli.db") as opened:
+        yield opened
 
 
 def saved_session(store: SessionStore, word: str, turns: int = 2) -> str:
@@ -33,7 +33,7 @@ def saved_session(store: SessionStore, word: str, turns: int = 2) -> str:
         store.finish_turn(
             sid, seq, turn(f"tell me about {word} {i}", f"{word} is fine {i}"), usage=TurnUsage(requests=1)
         )
-    summary = [ModelRequest(parts=[UserPromptPart(f"summary of {word}")])]
+    summary: list[ModelMessage] = [ModelRequest(parts=[UserPromptPart(f"summary of {word}")])]
     store.add_compaction(sid, CompactionRecord(0, 1, f"summary {word}", None, "auto", 10, 5, "test", summary))
     return sid
 

@@ -52,7 +52,7 @@ def turns(conv: Conversation, *prompts: str, then: Callable[[], None] | None = N
     async def main() -> list[str]:
         from pydantic_ai import CancellationToken
 
-        statuses = []
+        statuses: list[str] = []
         for prompt in prompts:
             statuses.append((await conv.run_turn(prompt, RecordingView(), CancellationToken())).status)
         if then is not None:
