@@ -183,11 +183,12 @@ def show(session_id: Annotated[str, typer.Argument(help="Session id or unique pr
         details.append(f"forked from {info.parent_id} at #{info.fork_seq}")
     if info.compaction_count:
         details.append(f"{info.compaction_count} compactions")
-    console.print(printable(" · ".join(details)), style="dim", markup=False, highlight=False)
+    # Metadata lines are not wrapped: a pipe or a narrow terminal gets each on one line, items never split.
+    console.print(printable(" · ".join(details)), style="dim", markup=False, highlight=False, soft_wrap=True)
     console.print(printable(f"cwd {info.cwd}"), style="dim", markup=False, highlight=False)
     if usage:
         for line in usage_lines(usage):
-            console.print(printable(f"usage {line}"), style="dim", markup=False, highlight=False)
+            console.print(printable(f"usage {line}"), style="dim", markup=False, highlight=False, soft_wrap=True)
     elif info.input_tokens or info.output_tokens:
         console.print(
             f"usage {info.input_tokens} in / {info.output_tokens} out tokens · cost unknown (saved before co "
@@ -195,6 +196,7 @@ def show(session_id: Annotated[str, typer.Argument(help="Session id or unique pr
             style="dim",
             markup=False,
             highlight=False,
+            soft_wrap=True,
         )
     stats = tool_stats(transcript)
     if stats:
@@ -202,7 +204,7 @@ def show(session_id: Annotated[str, typer.Argument(help="Session id or unique pr
             f"{printable(name)} {calls}" + (f" ({failed} failed)" if failed else "")
             for name, (calls, failed) in stats.items()
         )
-        console.print(f"tools {shown}", style="dim", markup=False, highlight=False)
+        console.print(f"tools {shown}", style="dim", markup=False, highlight=False, soft_wrap=True)
     console.print()
     console.print(render_transcript(transcript))
 
