@@ -155,3 +155,36 @@ def test_slash_usage_shows_the_last_turn_and_the_session(core: Core) -> None:
     asyncio.run(commands.dispatch(host, "/usage"))
     assert shown[0].startswith("Last turn: 1 requests") and "unknown" in shown[0]
     assert shown[1] == "This session:" and shown[2].strip().startswith("chat: 1 requests")
+
+
+def test_toolbar_shows_the_session_cost_only_when_known(core: Core) -> None:
+    from co_cli.repl.app import ChatApp
+
+    def toolbar_after_a_turn(model_name: str) -> str:
+        conv = core.conversation(streaming_model(lambda messages: "fine", name=model_name))
+        run(conv, "hello")
+        app = ChatApp(conv, core.loaded, choice=conv.resolved.choice, store=core.store, interactive=False)
+        return app.toolbar()
+
+    priced_bar = toolbar_after_a_turn("gpt-4o")
+    assert "│ $0.0" in priced_bar
+    assert "$" not in toolbar_after_a_turn("no-such-model-anywhere")
+
+
+def test_sessions_list_has_tokens_and_cost_columns(core: Core, monkeypatch: pytest.MonkeyPatch) -> None:
+    from co_cli.sessions_cli import app
+
+    conv = core.conversation(streaming_model(lambda messages: "fine", name="gpt-4o"))
+    run(conv, "hello")
+    old = core.store.create_session(model="m", cwd="/", title="before usage rows")
+    seq = core.store.begin_turn(old.id, "old prompt")
+    core.store.finish_turn(old.id, seq, [ModelResponse(parts=[TextPart("old")])], input_tokens=5, output_tokens=2)
+    monkeypatch.chdir(core.cwd)
+    runner = CliRunner()
+    table = runner.invoke(app, ["list"], env={"COLUMNS": "160"})
+    assert table.exit_code == 0, table.output
+    assert "Tokens" in table.output and "Cost" in table.output and "$0.0" in table.output
+    assert "unknown" in table.output  # the session saved without usage rows: tokens known, cost not
+    rows = {row["id"]: row for row in json.loads(runner.invoke(app, ["list", "--json"]).output)}
+    assert conv.session is not None
+    assert rows[conv.session.id]["usage"]["cost_usd"] > 0 and rows[old.id]["usage"] is None
