@@ -32,6 +32,8 @@ class ChatOptions:
     save: bool = True
     force: bool = False  # take the resumed session over from another co that has it open
     memory: bool | None = None  # False: --no-memory
+    fork_at: int | None = None  # with resume: continue in a fork holding the messages up to this one
+    pick: bool = False  # choose the session to resume in the full-screen picker
 
 
 def run_chat(options: ChatOptions) -> int:
@@ -75,7 +77,12 @@ async def _chat(options: ChatOptions, loaded: LoadedSettings) -> int:
 
         paths.ensure_data_dir()
         store = SessionStore.open(paths.db)
+        store.purge_expired(settings.trash_retention_days, paths.tool_outputs)
     try:
+        if options.pick:
+            options = await _picked(store, options, interactive)
+            if options.resume is None:
+                return 0
         session = _session_to_resume(store, options)
         if session is not None and options.model is None and session.model:
             settings = settings.model_copy(update={"model": session.model})
@@ -115,6 +122,20 @@ async def _chat(options: ChatOptions, loaded: LoadedSettings) -> int:
             store.close()
 
 
+async def _picked(store: SessionStore | None, options: ChatOptions, interactive: bool) -> ChatOptions:
+    """The options with the session chosen in the picker (resume None when the user left it)."""
+    from co_cli.errors import CoError
+    from co_cli.repl.picker import pick_session
+
+    if not interactive:
+        raise CoError("--pick needs a terminal; pass the session with --resume <id> (`co sessions list`)", exit_code=2)
+    assert store is not None
+    choice = await pick_session(store, cwd=str(Path.cwd()))
+    if choice is None:
+        return replace(options, resume=None)
+    return replace(options, resume=choice.session_id, fork=choice.action == "fork")
+
+
 def _session_to_resume(store: SessionStore | None, options: ChatOptions) -> SessionInfo | None:
     from co_cli.errors import SessionNotFound
 
@@ -144,7 +165,13 @@ def _build_conversation(
     if approver is not None:
         _install_local_spinner(console)
     resolved = resolve_choice(choice, settings, loaded.paths)
-    if session is not None and options.fork:
+    if session is not None and options.fork_at is not None:
+        from co_cli.context.rebuild import check_fork_point
+
+        assert store is not None
+        check_fork_point(store.outline(session.id), options.fork_at)
+        session = store.fork(session.id, options.fork_at)
+    elif session is not None and options.fork:
         assert store is not None
         session = store.fork(session.id)  # only once the model is known to work: no stray forks
     deps = CoDeps(settings=settings, paths=loaded.paths, cwd=Path.cwd(), store=store)

@@ -35,6 +35,9 @@ def _mount_sessions() -> None:
 
     app.add_typer(sessions_app, name="sessions", help="List, show, search, export, import, rename and delete sessions.")
     app.add_typer(memory_app, name="memory", help="List, search, add, edit, forget, review and undo memories.")
+    from co_cli.usage_cli import usage
+
+    app.command("usage")(usage)
 
 
 def _version(value: bool) -> None:
@@ -83,6 +86,17 @@ def chat(
     no_memory: Annotated[
         bool, typer.Option("--no-memory", help="No long-term memory in this run: nothing recalled or saved.")
     ] = False,
+    fork_at: Annotated[
+        int | None,
+        typer.Option(
+            "--fork-at",
+            min=-1,
+            help="With --resume: continue in a fork holding messages up to #n (`co sessions show`).",
+        ),
+    ] = None,
+    pick: Annotated[
+        bool, typer.Option("--pick", help="Choose the session to continue in a full-screen picker.")
+    ] = False,
 ) -> None:
     """Chat with a model (REPL); with -p or piped stdin, non-interactive."""
     from co_cli.chat import ChatOptions, run_chat
@@ -97,6 +111,10 @@ def chat(
         raise CoError("--force needs --resume <id> (or -c)", exit_code=2)
     if no_save and resume is not None:
         raise CoError("--no-save cannot be combined with --resume", exit_code=2)
+    if fork_at is not None and resume is None:
+        raise CoError("--fork-at needs --resume <id>", exit_code=2)
+    if pick and (resume is not None or prompt is not None or no_save):
+        raise CoError("--pick cannot be combined with --resume, -c, -p or --no-save", exit_code=2)
     code = run_chat(
         ChatOptions(
             model=model,
@@ -107,6 +125,8 @@ def chat(
             save=not no_save,
             force=force,
             memory=False if no_memory else None,
+            fork_at=fork_at,
+            pick=pick,
         )
     )
     raise typer.Exit(code)

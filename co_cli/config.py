@@ -145,6 +145,17 @@ class Settings(BaseSettings):
         description="After each turn, facts from your message are extracted in the background: 'review' proposes "
         "them for /memory review, 'auto' applies them at once (logged and undoable), 'off' does nothing.",
     )
+    trash_retention_days: Int = Field(
+        0,
+        ge=0,
+        description="Sessions in the trash longer than this many days are purged for good when co starts; "
+        "0 keeps them until `co sessions purge`. Nothing outside the trash is ever removed by age.",
+    )
+    auto_title: bool = Field(
+        True,
+        description="After the first exchange, title the session in the background with the summarisation "
+        "model (at most 8 words); off, or if that fails, the first prompt stays the title. /rename always wins.",
+    )
 
     @field_validator("base_url", mode="after")
     @classmethod

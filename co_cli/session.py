@@ -31,7 +31,7 @@ from pydantic_ai.run import AgentRunResultEvent
 
 from co_cli.agent import build_agent, instructions_text
 from co_cli.config import Paths, Settings
-from co_cli.context.boundaries import is_user_turn_start, latest_request
+from co_cli.context.boundaries import latest_request
 from co_cli.context.compact import (
     CompactionResult,
     NothingToCompact,
@@ -42,6 +42,7 @@ from co_cli.context.compact import (
 )
 from co_cli.context.governor import ContextGovernor, GovernorEvent
 from co_cli.context.policy import GovernorConfig
+from co_cli.context.rebuild import check_fork_point, rebuild_context, rewind_point
 from co_cli.context.repair import repair_orphans
 from co_cli.context.report import ContextReport, context_report
 from co_cli.context.tokens import TokenEstimate, estimate_history, estimate_overhead
@@ -58,14 +59,15 @@ from co_cli.synthetic import (
     interrupted_response,
     is_summary,
     replace_summary_text,
-    upgrade_legacy,
 )
 from co_cli.tools.approval import ApprovalPrompt, make_approval_handler
+from co_cli.usage import UsageMeter, run_usage
 from co_cli.vocabulary import CompactionTrigger, MessageStatus
 
 if TYPE_CHECKING:
     from co_cli.memory.extract import ExtractionWorker
     from co_cli.store.sessions import SessionInfo, SessionStore
+    from co_cli.store.usage import TurnUsage
 
 TurnStatus = Literal["ok", "cancelled", "cut-off", "failed"]
 PinSource = Literal["user", "summary"]
@@ -125,6 +127,10 @@ class Conversation:
     pins: list[Pin] = field(default_factory=list)
     _undo: list[WorkingContext] = field(default_factory=list)
     """Working contexts before each compaction, for /uncompact when nothing is saved (--no-save)."""
+    last_usage: TurnUsage | None = None
+    """The usage of the last finished turn (for ``/usage``)."""
+    _meter: UsageMeter | None = None
+    _background: set[Any] = field(default_factory=set)
     _notices: list[str] = field(default_factory=list)
     _compactions: list[CompactionResult] = field(default_factory=list)
     _percent_cache: tuple[tuple[int, int, int], float] | None = None
@@ -146,7 +152,7 @@ class Conversation:
         self.summarizer = summarizer_model(settings, self.deps.paths)
         self.governor = ContextGovernor(
             GovernorConfig.from_settings(settings, self.resolved.context_window),
-            summarizer=self.summarizer,
+            summarizer=self.summary_model,
             offload_dir=lambda: self.deps.tool_output_dir,
             overhead_tokens=self.overhead_tokens(),
             on_event=self._on_governor_event,
@@ -169,7 +175,19 @@ class Conversation:
 
     @property
     def summary_model(self) -> Model:
-        return self.summarizer or self.resolved.model
+        """The summariser (``summarization_model``, else the chat model), metered: its spend is saved apart."""
+        model = self.summarizer or self.resolved.model
+        if self._meter is None:
+            self._meter = UsageMeter(model, "summary")
+        self._meter.wrapped = model
+        return self._meter
+
+    def _save_summary_usage(self) -> None:
+        usage = self._meter.drain() if self._meter else None
+        if usage is not None and self.store and self.session:
+            from co_cli.store.usage import record_usage
+
+            record_usage(self.store, self.session.id, usage)
 
     # ----- sessions --------------------------------------------------------------------------------
     @property
@@ -204,29 +222,33 @@ class Conversation:
 
     def _rebuild(self, session_id: str) -> WorkingContext:
         assert self.store is not None
-        latest = self.store.latest_compaction(session_id)
-        after = latest.upto_seq if latest else -1
-        stored = [m for m in self.store.transcript(session_id, after_seq=after) if m.status != "failed"]
-        replacement = [upgrade_legacy(m) for m in latest.replacement] if latest else []
-        context = WorkingContext(replacement, [None] * len(replacement))
-        for m in stored:
-            # A turn cut off by a crash in an earlier session left its prompt unanswered: close it.
-            if is_user_turn_start(m.message) and context.messages and _open_turn(context.messages[-1]):
-                context.append(interrupted_response(), None)
-            context.append(m.message, m.seq)
+        rebuilt = rebuild_context(self.store, session_id)
+        context = rebuilt.context
         last_seq = context.seqs[-1] if context.seqs else None
-        if context.messages and _open_turn(context.messages[-1]) and last_seq is not None:
+        if rebuilt.open_turn and last_seq is not None:
             # The latest turn was cut off by a crash: save its closing note, so every later reader agrees.
             note = interrupted_response()
             saved = self.store.finish_turn(session_id, last_seq, [note], status="cancelled")
             context.append(note, saved[0] if saved else None)
         return context
 
-    def fork(self) -> SessionInfo | None:
-        """Continue in a copy of the current session; the original stays as it is."""
+    def fork(self, upto_seq: int | None = None) -> SessionInfo | None:
+        """Continue in a copy of the current session (up to message ``upto_seq``, which must be a point where
+        the conversation can go on: CoError otherwise); the original stays as it is."""
         if not self.store or not self.session:
             return None
-        forked = self.store.fork(self.session.id)
+        if upto_seq is not None:
+            check_fork_point(self.store.outline(self.session.id), upto_seq)
+        forked = self.store.fork(self.session.id, upto_seq)
+        self.load(forked)
+        return forked
+
+    def rewind(self, upto_seq: int | None = None) -> SessionInfo | None:
+        """Go back to message ``upto_seq`` (default: before the last prompt) in a fork; the original stays."""
+        if not self.store or not self.session:
+            return None
+        point = rewind_point(self.store.outline(self.session.id), upto_seq)
+        forked = self.store.fork(self.session.id, point)
         self.load(forked)
         return forked
 
@@ -253,7 +275,47 @@ class Conversation:
         if outcome.status == "ok" and self.session is not None and prompt_seq is not None:
             for hook in self.after_turn:
                 hook(prompt, self.session.id, prompt_seq)
+        if outcome.status == "ok" and prompt_seq == 0:
+            self._start_title(prompt, outcome.output)
         return outcome
+
+    # ----- background work: never on the prompt's critical path, awaited at exit ---------------------
+    def _start_title(self, prompt: str, answer: str) -> None:
+        """Title the session from its first exchange in the background (``auto_title``). Skipped with the
+        embedded local model as summariser: the next answer would wait for it."""
+        model = self.summarizer or self.resolved.model
+        if not self.deps.settings.auto_title or not self.store or not self.session:
+            return
+        if type(model).__name__ == "LocalModel":
+            return
+        import asyncio
+
+        from co_cli.titles import write_title
+
+        session = self.session
+        task = asyncio.ensure_future(write_title(self.store, session.id, session.title, model, prompt, answer))
+
+        def done(finished: asyncio.Task[str | None]) -> None:
+            self._background.discard(finished)
+            title = None if finished.cancelled() or finished.exception() else finished.result()
+            if title and self.session is session:
+                session.title = title
+
+        task.add_done_callback(done)
+        self._background.add(task)
+
+    async def finish_background(self, timeout: float = 15.0) -> None:
+        """Let background work (titles) finish, at most ``timeout`` seconds; what is left is cancelled."""
+        import asyncio
+
+        pending = set(self._background)
+        if not pending:
+            return
+        _, late = await asyncio.wait(pending, timeout=timeout)
+        for task in late:
+            task.cancel()
+        if late:
+            await asyncio.wait(late)
 
     async def _turn(
         self,
@@ -348,16 +410,20 @@ class Conversation:
     ) -> None:
         """Save the turn, then make the run's history (with any compaction it made) the working context."""
         saved: list[int] = []
+        turn_usage = run_usage(usage, new, model=self.resolved.label, role="chat")
+        self.last_usage = turn_usage
         if self.store and self.session and prompt_seq is not None:
             saved = self.store.finish_turn(
                 self.session.id,
                 prompt_seq,
                 new,
                 status=status,
-                input_tokens=getattr(usage, "input_tokens", 0) or 0,
-                output_tokens=getattr(usage, "output_tokens", 0) or 0,
-                cost_usd=turn_cost(new),
+                input_tokens=turn_usage.input_tokens,
+                output_tokens=turn_usage.output_tokens,
+                cost_usd=turn_usage.cost_usd or 0.0,
+                usage=turn_usage,
             )
+            self._save_summary_usage()
         context = self.context.extended(all_messages, saved)
         _, adopted = self.governor.adopt(all_messages)
         if adopted is not None:
@@ -502,6 +568,7 @@ class Conversation:
     def apply_compaction(self, result: CompactionResult, focus: str | None) -> None:
         self._apply(result, trigger="manual", focus=focus or "")
         self._pin_found_instructions(result)
+        self._save_summary_usage()
         self.governor.reset_failures()
 
     def _pin_found_instructions(self, result: CompactionResult) -> None:
@@ -648,14 +715,3 @@ def close_cut_off(new: list[ModelMessage]) -> list[ModelMessage]:
     last = new[-1]
     assert isinstance(last, ModelResponse)
     return [*new[:-1], close_interrupted(last, CUT_OFF_NOTE)]
-
-
-def turn_cost(messages: list[ModelMessage]) -> float:
-    total = 0.0
-    for message in messages:
-        if isinstance(message, ModelResponse):
-            try:
-                total += float(message.cost().total_price)
-            except Exception:  # unknown model or provider: no price
-                continue
-    return total

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
     from co_cli.config import Paths
     from co_cli.store.sessions import SessionStore
+    from co_cli.store.usage import UsageTotals
 
 app = typer.Typer(
     name="sessions",
@@ -116,6 +117,21 @@ def _write_private(path: Path, text: str) -> None:
         raise CoError(f"cannot write {path}: {exc.strerror}") from None
 
 
+def _usage_json(totals: UsageTotals | None) -> dict[str, object] | None:
+    """Usage totals for --json: cost_usd is null when any part of it is unknown."""
+    if totals is None:
+        return None
+    return {
+        "requests": totals.requests,
+        "input_tokens": totals.input_tokens,
+        "output_tokens": totals.output_tokens,
+        "cache_read_tokens": totals.cache_read_tokens,
+        "cache_write_tokens": totals.cache_write_tokens,
+        "cost_usd": totals.cost_usd if totals.cost_known else None,
+        "cost_known_part_usd": totals.cost_usd,
+    }
+
+
 @app.command("list")
 def list_sessions(
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=1_000_000, help="How many sessions to show.")] = 50,
@@ -123,11 +139,14 @@ def list_sessions(
 ) -> None:
     """List sessions, most recently updated first."""
     store, _ = _open_store(reads_only=True)
+    from co_cli.store.usage import session_totals
+
     with store:
         sessions = store.list(limit=limit)
         total = store.count()
+        usage = session_totals(store, [s.id for s in sessions])
     if as_json:
-        typer.echo(_json_text([asdict(s) for s in sessions]))
+        typer.echo(_json_text([{**asdict(s), "usage": _usage_json(usage.get(s.id))} for s in sessions]))
         return
     console = _console()
     if not sessions:
@@ -135,21 +154,24 @@ def list_sessions(
         return
     from co_cli.sessions_view import sessions_table
 
-    console.print(sessions_table(sessions))
+    console.print(sessions_table(sessions, usage))
     if total > len(sessions):
         console.print(f"{len(sessions)} of {total} sessions shown; use --limit to see more.", style="dim")
 
 
 @app.command("show")
 def show(session_id: Annotated[str, typer.Argument(help="Session id or unique prefix.")]) -> None:
-    """Show a session's metadata and full transcript."""
-    from co_cli.sessions_view import format_time, render_transcript
+    """Show a session's metadata, usage and cost, tool calls, and its full transcript (messages numbered
+    #0, #1, ...: the numbers `co chat --resume <id> --fork-at <n>` takes)."""
+    from co_cli.sessions_view import format_time, render_transcript, tool_stats, usage_lines
+    from co_cli.store.usage import session_by_role
 
     store, _ = _open_store(reads_only=True)
     with store:
         info = store.get(session_id)
         transcript = store.transcript(info.id)
         compactions = store.compactions(info.id)
+        usage = session_by_role(store, info.id)
     console = _console()
     console.print(printable(info.title) or "untitled", style="bold", markup=False, highlight=False)
     details = [
@@ -157,15 +179,33 @@ def show(session_id: Annotated[str, typer.Argument(help="Session id or unique pr
         f"updated {format_time(info.updated_at)}",
         f"model {info.model or '?'}",
         f"{info.message_count} messages",
-        f"{info.input_tokens} in / {info.output_tokens} out tokens",
-        f"${info.cost_usd:.4f}",
     ]
     if info.parent_id:
         details.append(f"forked from {info.parent_id} at #{info.fork_seq}")
     if info.compaction_count:
         details.append(f"{info.compaction_count} compactions")
-    console.print(printable(" · ".join(details)), style="dim", markup=False, highlight=False)
+    # Metadata lines are not wrapped: a pipe or a narrow terminal gets each on one line, items never split.
+    console.print(printable(" · ".join(details)), style="dim", markup=False, highlight=False, soft_wrap=True)
     console.print(printable(f"cwd {info.cwd}"), style="dim", markup=False, highlight=False)
+    if usage:
+        for line in usage_lines(usage):
+            console.print(printable(f"usage {line}"), style="dim", markup=False, highlight=False, soft_wrap=True)
+    elif info.input_tokens or info.output_tokens:
+        console.print(
+            f"usage {info.input_tokens} in / {info.output_tokens} out tokens · cost unknown (saved before co "
+            "recorded usage per turn)",
+            style="dim",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+    stats = tool_stats(transcript)
+    if stats:
+        shown = ", ".join(
+            f"{printable(name)} {calls}" + (f" ({failed} failed)" if failed else "")
+            for name, (calls, failed) in stats.items()
+        )
+        console.print(f"tools {shown}", style="dim", markup=False, highlight=False, soft_wrap=True)
     console.print()
     console.print(render_transcript(transcript, compactions))
 
@@ -192,15 +232,26 @@ def search(
 
 @app.command("export")
 def export(
-    session_id: Annotated[str, typer.Argument(help="Session id or unique prefix.")],
+    session_id: Annotated[str | None, typer.Argument(help="Session id or unique prefix.")] = None,
     fmt: Annotated[ExportFormat, typer.Option("--format", "-f", help="md (readable) or json (lossless).")] = (
         ExportFormat.md
     ),
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file (mode 0600).")] = None,
+    all_: Annotated[
+        bool, typer.Option("--all", help="Every session (not the trash) as JSON lines, for `co sessions import`.")
+    ] = False,
 ) -> None:
-    """Export a session as Markdown or JSON (on a terminal without control characters; exact to a file or pipe)."""
+    """Export a session as Markdown or JSON (on a terminal without control characters; exact to a file or pipe);
+    with --all, every session as JSON lines (one lossless document per line)."""
     from co_cli.store.export import export_json, export_markdown
 
+    if all_:
+        if session_id is not None:
+            raise CoError("give a session id or --all, not both", exit_code=2)
+        _export_all(output)
+        return
+    if session_id is None:
+        raise CoError("give a session id (`co sessions list`), or --all", exit_code=2)
     store, _ = _open_store(reads_only=True)
     with store:
         info = store.get(session_id)
@@ -216,18 +267,44 @@ def export(
     typer.echo(f"exported {info.id} to {output}", err=True)
 
 
+def _export_all(output: Path | None) -> None:
+    from co_cli.store.export import export_json_line
+
+    store, _ = _open_store(reads_only=True)
+    with store:
+        ids = [s.id for s in store.list(limit=2**62)]
+        lines = [export_json_line(store, session_id) + "\n" for session_id in ids]
+    text = "".join(lines)
+    if output is None:
+        sys.stdout.write(_C1_AND_DEL.sub(lambda m: f"\\u{ord(m.group()):04x}", text) if _to_terminal() else text)
+        sys.stdout.flush()
+        return
+    _write_private(output, text)
+    typer.echo(f"exported {len(ids)} sessions to {output}", err=True)
+
+
 @app.command("import")
 def import_session(
-    file: Annotated[Path, typer.Argument(help="A file written by `co sessions export -f json`.")],
+    file: Annotated[Path, typer.Argument(help="A file written by `co sessions export` (-f json, or --all).")],
 ) -> None:
-    """Import a session exported as JSON (under a new id if its id is taken)."""
-    from co_cli.store.export import import_json
+    """Merge exported sessions: a session already here unchanged is skipped, one that grew elsewhere gets the
+    new messages, one that diverged is imported as a fork of the last message both share. Importing the same
+    file again changes nothing."""
+    from co_cli.store.merge import merge_import
 
     text = _read_import_file(file)
     store, _ = _open_store()
     with store:
-        info = import_json(store, text)
-    typer.echo(f"imported {info.id} ({printable(info.title) or 'untitled'}, {info.message_count} messages)")
+        report = merge_import(store, text)
+    for info in report.imported:
+        typer.echo(f"imported {info.id} ({printable(info.title) or 'untitled'}, {info.message_count} messages)")
+    for info, added in report.appended:
+        typer.echo(f"appended {added} messages to {info.id} ({printable(info.title) or 'untitled'})")
+    for info, local in report.forked:
+        typer.echo(f"diverged: imported {info.id} as a fork of {local} at #{info.fork_seq}")
+    for session_id in report.busy:
+        typer.echo(f"not merged: {session_id} is open in another co; import again after closing it")
+    typer.echo(report.summary())
 
 
 @app.command("rename")
@@ -249,18 +326,78 @@ def delete(
     session_id: Annotated[str, typer.Argument(help="Session id or unique prefix.")],
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
 ) -> None:
-    """Delete a session, its transcript and its saved tool outputs."""
-    store, paths = _open_store()
+    """Move a session to the trash (`co sessions restore` brings it back; `purge` removes it for good)."""
+    store, _ = _open_store()
     with store:
         info = store.get(session_id)
         if not yes:
             title = printable(info.title) or "untitled"
-            question = f"Delete session {info.id} ({title}, {info.message_count} messages)?"
+            question = f"Move session {info.id} ({title}, {info.message_count} messages) to the trash?"
             if not typer.confirm(question, default=False):
                 typer.echo("not deleted")
                 raise typer.Exit(1)
-        store.delete(info.id, files_root=paths.tool_outputs)
-    typer.echo(f"deleted {info.id}")
+        store.trash(info.id)
+    typer.echo(f"moved {info.id} to the trash; `co sessions restore {info.id[:12]}` brings it back")
+
+
+@app.command("trash")
+def trash(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> None:
+    """List the sessions in the trash, most recently deleted first."""
+    from co_cli.config import load_settings
+    from co_cli.sessions_view import trash_table
+
+    store, paths = _open_store()
+    with store:
+        store.purge_expired(load_settings().settings.trash_retention_days, paths.tool_outputs)
+        items = store.trashed()
+    if as_json:
+        typer.echo(_json_text([{**asdict(info), "deleted_at": when} for info, when in items]))
+        return
+    console = _console()
+    if not items:
+        console.print("The trash is empty.", highlight=False, markup=False)
+        return
+    console.print(trash_table(items))
+    console.print(
+        f"{len(items)} in the trash; `co sessions restore <id>` brings one back, "
+        "`co sessions purge <id> --yes` removes it for good.",
+        style="dim",
+        markup=False,
+        highlight=False,
+    )
+
+
+@app.command("restore")
+def restore(session_id: Annotated[str, typer.Argument(help="Id or unique prefix of a session in the trash.")]) -> None:
+    """Bring a session back from the trash, unchanged."""
+    store, _ = _open_store()
+    with store:
+        info = store.get(session_id, trashed=True)
+        store.restore(info.id)
+    typer.echo(f"restored {info.id} ({printable(info.title) or 'untitled'})")
+
+
+@app.command("purge")
+def purge(
+    session_id: Annotated[str | None, typer.Argument(help="Id or unique prefix of a session in the trash.")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Purge everything in the trash.")] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Required: purging cannot be undone.")] = False,
+) -> None:
+    """Remove sessions in the trash for good: their messages, search entries and saved tool outputs."""
+    if (session_id is None) == (not all_):
+        raise CoError("give one session id from `co sessions trash`, or --all", exit_code=2)
+    store, paths = _open_store()
+    with store:
+        ids = [info.id for info, _ in store.trashed()] if all_ else [store.get(session_id or "", trashed=True).id]
+        if not yes:
+            raise CoError(
+                f"purging removes {len(ids)} session(s) for good and cannot be undone; add --yes to do it",
+                exit_code=2,
+            )
+        count = store.purge(ids, files_root=paths.tool_outputs)
+    typer.echo(f"purged {count} session(s)" if all_ else f"purged {ids[0]}")
 
 
 @app.command("recover")

@@ -17,6 +17,7 @@ from co_cli.terminal_text import printable
 
 if TYPE_CHECKING:
     from co_cli.store.sessions import CompactionRecord, SearchHit, SessionInfo, StoredMessage
+    from co_cli.store.usage import UsageTotals
 
 TOOL_OUTPUT_SHOWN_CHARS = 1500
 
@@ -47,27 +48,46 @@ def format_time(timestamp: float, now: float | None = None) -> str:
         return "?"
 
 
-def sessions_table(sessions: Sequence[SessionInfo]) -> Table:
-    """One row per session, most recently updated first (as given)."""
+def sessions_table(
+    sessions: Sequence[SessionInfo], usage: dict[str, UsageTotals] | None = None, deleted: Sequence[float] = ()
+) -> Table:
+    """One row per session, most recently updated first (as given); with ``usage``, tokens and cost columns
+    (a session without usage rows was saved before co recorded them: its cost is unknown); with ``deleted``,
+    when each went to the trash."""
+    from co_cli.store.usage import format_cost, format_tokens
+
     table = Table(box=None, header_style="bold", pad_edge=False)
     table.add_column("ID", style="cyan", no_wrap=True)
+    if deleted:
+        table.add_column("Deleted", no_wrap=True)
     table.add_column("Updated", no_wrap=True)
     table.add_column("Msgs", justify="right")
+    if usage is not None:
+        table.add_column("Tokens", justify="right", no_wrap=True)
+        table.add_column("Cost", justify="right", no_wrap=True)
     table.add_column("Model", style="dim", overflow="fold")
     table.add_column("Title", overflow="fold")
     now = time.time()
-    for info in sessions:
+    for index, info in enumerate(sessions):
         title = Text(printable(info.title) or "untitled")
         if info.parent_id:
             title.append(f"  ⑂ {printable(info.parent_id)[:12]}", style="dim")
-        table.add_row(
-            Text(printable(info.id)),
-            format_time(info.updated_at, now),
-            str(info.message_count),
-            Text(printable(info.model)),
-            title,
-        )
+        cells: list[Text | str] = [Text(printable(info.id))]
+        if deleted:
+            cells.append(format_time(deleted[index], now))
+        cells += [format_time(info.updated_at, now), str(info.message_count)]
+        if usage is not None:
+            totals = usage.get(info.id)
+            tokens = totals.tokens if totals else info.input_tokens + info.output_tokens
+            cells += [format_tokens(tokens), Text(format_cost(totals), style="" if totals else "dim")]
+        cells += [Text(printable(info.model)), title]
+        table.add_row(*cells)
     return table
+
+
+def trash_table(items: Sequence[tuple[SessionInfo, float]]) -> Table:
+    """The trash: each session with when it was deleted."""
+    return sessions_table([info for info, _ in items], deleted=[when for _, when in items])
 
 
 def highlighted_snippet(snippet: str) -> Text:
@@ -168,3 +188,47 @@ def render_transcript(
     if not items:
         items.append(Text("(no messages)", style="dim"))
     return Group(*items)
+
+
+def tool_stats(stored_messages: Sequence[StoredMessage]) -> dict[str, tuple[int, int]]:
+    """Calls and failures per tool over a transcript: a failure is a result that did not succeed (failed, denied,
+    interrupted) or a retry prompt sent back for the call."""
+    from co_cli.message_view import views
+
+    calls: dict[str, int] = {}
+    failures: dict[str, int] = {}
+    for stored in stored_messages:
+        for view in views(stored.message):
+            name = view.tool_name or "?"
+            if view.kind == "tool-call":
+                calls[name] = calls.get(name, 0) + 1
+            elif (view.kind == "tool-return" and view.outcome not in (None, "success")) or (
+                view.kind == "retry" and view.tool_name
+            ):
+                failures[name] = failures.get(name, 0) + 1
+    return {name: (calls.get(name, 0), failures.get(name, 0)) for name in sorted(calls.keys() | failures.keys())}
+
+
+def usage_lines(totals_by_role: dict[str, UsageTotals]) -> list[str]:
+    """One line per kind of spend (chat, summary, memory, title), then the total when there are several."""
+    from co_cli.store.usage import UsageTotals, format_cost, format_tokens
+
+    lines: list[str] = []
+    overall = UsageTotals()
+    for role, totals in totals_by_role.items():
+        lines.append(
+            f"{role}: {totals.requests} requests · {format_tokens(totals.input_tokens)} in "
+            f"(cache read {format_tokens(totals.cache_read_tokens)}, write {format_tokens(totals.cache_write_tokens)})"
+            f" · {format_tokens(totals.output_tokens)} out · {format_cost(totals)}"
+        )
+        overall.rows += totals.rows
+        overall.requests += totals.requests
+        overall.input_tokens += totals.input_tokens
+        overall.output_tokens += totals.output_tokens
+        overall.cost_usd += totals.cost_usd
+        overall.unpriced += totals.unpriced
+    if len(totals_by_role) > 1:
+        lines.append(
+            f"total: {overall.requests} requests · {format_tokens(overall.tokens)} tokens · {format_cost(overall)}"
+        )
+    return lines

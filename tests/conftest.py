@@ -51,6 +51,8 @@ def _hermetic_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch:
     home = tmp_path_factory.mktemp("co-dirs")
     monkeypatch.setenv("CO_CLI_DATA_DIR", str(home / "data"))
     monkeypatch.setenv("CO_CLI_CONFIG_DIR", str(home / "config"))
+    # Background titles send a request of their own; the tests of titles turn them back on.
+    monkeypatch.setenv("CO_CLI_AUTO_TITLE", "false")
 
 
 @pytest.fixture
@@ -74,6 +76,7 @@ def co_env(tmp_path: Path) -> dict[str, str]:
     # Memory extraction sends its own model requests after each turn: off unless a test is about it, so
     # the scripted replies go to the chat requests they were written for.
     env["CO_CLI_MEMORY_EXTRACT"] = "off"
+    env["CO_CLI_AUTO_TITLE"] = "false"  # see _hermetic_environment
     return env
 
 

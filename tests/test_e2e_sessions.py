@@ -371,7 +371,7 @@ def test_list_and_search_in_repl_and_cli(
 # ----- 4. delete ------------------------------------------------------------------------------------
 
 
-def test_delete_in_repl_asks_and_cli_purges(
+def test_delete_in_repl_asks_and_moves_to_the_trash_cli_purges(
     co_server_env: dict[str, str], workdir: Path, scripted_server: ScriptedServer
 ) -> None:
     db = db_path(co_server_env)
@@ -386,7 +386,7 @@ def test_delete_in_repl_asks_and_cli_purges(
         assert "you: active session talk" in out
         send_line(child, f"/delete {other[:14]}")
         child.expect(r"\[y/N\]")
-        assert f"Delete {other} (other session about otters)?" in transcript(child)
+        assert f"Move {other} (other session about otters) to the trash?" in transcript(child)
         send_line(child, "n")
         assert "Not deleted." in expect_prompt(child)
         assert query(db, "SELECT count(*) FROM sessions WHERE id = ?", (other,)) == [(1,)]
@@ -394,13 +394,14 @@ def test_delete_in_repl_asks_and_cli_purges(
         send_line(child, f"/delete {other}")
         child.expect(r"\[y/N\]")
         send_line(child, "y")
-        assert f"Deleted {other}." in expect_prompt(child)
-        assert query(db, "SELECT count(*) FROM messages WHERE session_id = ?", (other,)) == [(0,)]
+        assert f"Moved {other} to the trash." in expect_prompt(child)
+        assert query(db, "SELECT count(*) FROM messages WHERE session_id = ?", (other,)) == [(2,)]  # kept
+        assert session_row(db, other)["deleted_at"] is not None
 
         send_line(child, f"/delete {active}")
         child.expect(r"\[y/N\]")
         send_line(child, "yes")
-        assert f"Deleted {active}. Started a new conversation." in expect_prompt(child)
+        assert f"Moved {active} to the trash. Started a new conversation." in expect_prompt(child)
         send_line(child, "a fresh start")
         assert "echo: a fresh start" in expect_prompt(child)
         ctrl_d(child)
@@ -409,13 +410,14 @@ def test_delete_in_repl_asks_and_cli_purges(
         if child.isalive():
             child.terminate(force=True)
     assert conversation(scripted_server.chat_requests[-1]) == [("user", "a fresh start")]
-    titles = {r[0]: r[1] for r in query(db, "SELECT id, title FROM sessions")}
+    titles = {r[0]: r[1] for r in query(db, "SELECT id, title FROM sessions WHERE deleted_at IS NULL")}
     assert active not in titles and other not in titles and doomed in titles
     assert "a fresh start" in titles.values()
 
     deleted = run_co(["sessions", "delete", doomed[:12], "--yes"], co_server_env, workdir)
     assert_ok(deleted)
-    assert deleted.stdout.strip() == f"deleted {doomed}"
+    assert deleted.stdout.strip().startswith(f"moved {doomed} to the trash")
+    assert_ok(run_co(["sessions", "purge", "--all", "--yes"], co_server_env, workdir))
     search, listed = run_all(
         [(["sessions", "search", "quokkas"], None), (["sessions", "list", "--json"], None)], co_server_env, workdir
     )
@@ -667,10 +669,11 @@ def test_export_delete_import_round_trip_without_the_key(
         for result in exported:
             assert_ok(result)
         assert_ok(run_co(["sessions", "delete", sid, "--yes"], env, workdir))
+        assert_ok(run_co(["sessions", "purge", sid, "--yes"], env, workdir))
         assert query(db, "SELECT count(*) FROM sessions") == [(0,)]
         imported = run_co(["sessions", "import", str(as_json)], env, workdir)
         assert_ok(imported)
-        assert imported.stdout.strip() == f"imported {sid} (remember the walrus named Wally, 2 messages)"
+        assert imported.stdout.splitlines()[0] == f"imported {sid} (remember the walrus named Wally, 2 messages)"
         assert {k: v for k, v in session_row(db, sid).items() if k != "owner_since"} == {
             k: v for k, v in saved.items() if k != "owner_since"
         }

@@ -64,7 +64,7 @@ def test_list_empty(data_dir: Path) -> None:
 
 def test_list_table_and_json(data_dir: Path) -> None:
     first, second = _populate(data_dir)
-    result = runner.invoke(app, ["list"])
+    result = runner.invoke(app, ["list"], env={"COLUMNS": "120"})
     assert result.exit_code == 0, result.output
     assert first in result.output and "Configure the pelican" in result.output
     assert result.output.index(second) < result.output.index(first)  # most recently updated first
@@ -107,9 +107,12 @@ def test_export_import_round_trip(data_dir: Path, tmp_path: Path) -> None:
     assert json.loads(out.read_text())["session"]["id"] == first
     imported = runner.invoke(app, ["import", str(out)])
     assert imported.exit_code == 0, imported.output
-    assert "imported" in imported.output and "4 messages" in imported.output
+    assert "1 unchanged" in imported.output  # the same session, already here
     with SessionStore.open(data_dir / "co-cli.db") as store:
-        assert store.count() == 3
+        assert store.count() == 2
+        store.delete(first)
+    imported = runner.invoke(app, ["import", str(out)])
+    assert f"imported {first} (Configure the pelican, 4 messages)" in imported.output
 
 
 def test_import_of_invalid_file_is_a_co_error(data_dir: Path, tmp_path: Path) -> None:
@@ -129,23 +132,67 @@ def test_rename(data_dir: Path) -> None:
         assert store.get(first).title == "Pelican setup"
 
 
-def test_delete_asks_and_removes_tool_outputs(data_dir: Path) -> None:
+def test_delete_asks_and_moves_to_the_trash_keeping_everything(data_dir: Path) -> None:
     first, second = _populate(data_dir)
     outputs = data_dir / "tool-outputs" / first
     outputs.mkdir(parents=True)
     (outputs / "c1.txt").write_text("offloaded")
     declined = runner.invoke(app, ["delete", first], input="n\n")
     assert declined.exit_code == 1 and "not deleted" in declined.output
-    assert outputs.exists()
     accepted = runner.invoke(app, ["delete", first], input="y\n")
     assert accepted.exit_code == 0, accepted.output
-    assert not outputs.exists()
-    forced = runner.invoke(app, ["delete", second, "--yes"])
-    assert forced.exit_code == 0, forced.output
+    assert "trash" in accepted.output and "restore" in accepted.output
+    assert (outputs / "c1.txt").read_text() == "offloaded"  # kept until purged
     with SessionStore.open(data_dir / "co-cli.db") as store:
-        assert store.count() == 0
-    gone = runner.invoke(app, ["delete", first, "--yes"])
-    assert isinstance(gone.exception, SessionNotFound)
+        assert [s.id for s in store.list()] == [second]
+        assert store.search("pelican") == []
+        assert store.latest() is not None and store.latest().id == second  # type: ignore[union-attr]
+        assert [info.id for info, _ in store.trashed()] == [first]
+        assert len(store.transcript(first)) == 4
+    listed = runner.invoke(app, ["trash"], env={"COLUMNS": "160"})
+    assert listed.exit_code == 0 and first in listed.output and "Configure the pelican" in listed.output
+    again = runner.invoke(app, ["delete", first, "--yes"])
+    assert isinstance(again.exception, SessionNotFound) and "in the trash" in again.exception.message
+
+
+def test_restore_brings_a_session_back_unchanged(data_dir: Path) -> None:
+    first, second = _populate(data_dir)
+    with SessionStore.open(data_dir / "co-cli.db") as store:
+        before = (store.get(first), [(m.seq, m.text, m.status) for m in store.transcript(first)])
+    assert runner.invoke(app, ["delete", first, "--yes"]).exit_code == 0
+    not_trashed = runner.invoke(app, ["restore", second])
+    assert isinstance(not_trashed.exception, SessionNotFound) and "not in the trash" in not_trashed.exception.message
+    restored = runner.invoke(app, ["restore", first[:14]])
+    assert restored.exit_code == 0, restored.output
+    with SessionStore.open(data_dir / "co-cli.db") as store:
+        assert (store.get(first), [(m.seq, m.text, m.status) for m in store.transcript(first)]) == before
+        assert {h.session_id for h in store.search("pelican")} == {first}
+        assert store.trashed() == []
+
+
+def test_purge_needs_yes_and_removes_rows_and_tool_outputs(data_dir: Path) -> None:
+    first, second = _populate(data_dir)
+    outputs = data_dir / "tool-outputs" / first
+    outputs.mkdir(parents=True)
+    (outputs / "c1.txt").write_text("offloaded")
+    live = runner.invoke(app, ["purge", second, "--yes"])
+    assert isinstance(live.exception, SessionNotFound)  # only what is in the trash can be purged
+    assert runner.invoke(app, ["delete", first, "--yes"]).exit_code == 0
+    unconfirmed = runner.invoke(app, ["purge", first])
+    assert isinstance(unconfirmed.exception, CoError) and "--yes" in unconfirmed.exception.message
+    assert outputs.exists()
+    purged = runner.invoke(app, ["purge", first, "--yes"])
+    assert purged.exit_code == 0, purged.output
+    assert not outputs.exists()
+    with SessionStore.open(data_dir / "co-cli.db") as store:
+        assert store.trashed() == [] and [s.id for s in store.list()] == [second]
+        with pytest.raises(SessionNotFound):
+            store.get(first, trashed=True)
+    assert runner.invoke(app, ["delete", second, "--yes"]).exit_code == 0
+    everything = runner.invoke(app, ["purge", "--all", "--yes"])
+    assert everything.exit_code == 0 and "purged 1" in everything.output
+    both = runner.invoke(app, ["purge", first, "--all", "--yes"])
+    assert isinstance(both.exception, CoError) and both.exception.exit_code == 2
 
 
 def test_list_search_rename_delete_do_not_import_pydantic_ai(data_dir: Path) -> None:

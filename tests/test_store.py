@@ -290,11 +290,14 @@ def test_fork_copies_history_and_both_continue_independently(store: SessionStore
 
 def test_fork_up_to_a_message_copies_only_compactions_inside(store: SessionStore) -> None:
     sid = new(store)
+    summary = [ModelRequest(parts=[UserPromptPart("summary of q0")])]
     for i in range(3):
         save_turn(store, sid, text_turn(f"q{i}", f"a{i}"))
-    summary = [ModelRequest(parts=[UserPromptPart("summary of q0")])]
-    for upto in (1, 3):
-        store.add_compaction(sid, CompactionRecord(0, upto, f"upto {upto}", None, "auto", 100, 10, "test", summary))
+        upto = 2 * i + 1
+        if upto in (1, 3):  # each compaction made right after the turn it covers
+            store.add_compaction(sid, CompactionRecord(0, upto, f"upto {upto}", None, "auto", 100, 10, "test", summary))
+    # Made after the whole session: covers messages up to 1 but had not happened by message 2.
+    store.add_compaction(sid, CompactionRecord(0, 1, "later", None, "manual", 100, 10, "test", summary))
     fork = store.fork(sid, upto_seq=2)
     assert fork.fork_seq == 2 and fork.message_count == 3
     assert [m.text for m in store.transcript(fork.id)] == ["q0", "a0", "q1"]

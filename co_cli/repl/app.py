@@ -69,6 +69,7 @@ class ChatApp:
         self.running = True
         self.errors = 0
         self._token: CancellationToken | None = None
+        self._cost_cache: tuple[tuple[str, int], str] | None = None
         self.view: TurnView = TerminalView(self.console) if interactive else PlainView(self.out)
         if approver is not None:
             approver.before_asking = self.view.pause if isinstance(self.view, TerminalView) else None
@@ -96,8 +97,12 @@ class ChatApp:
         return self._conv
 
     async def finish_background(self) -> None:
-        """Before exit: finish the memory extraction of the last turns (interrupted, it stays queued)."""
-        worker = self._conv.memory_worker if self._conv is not None else None
+        """Before exit: the session's title, and the memory extraction of the last turns (interrupted, that
+        stays queued for the next co)."""
+        if self._conv is None:
+            return
+        await self._conv.finish_background()
+        worker = self._conv.memory_worker
         if worker is None:
             return
         try:
@@ -147,7 +152,24 @@ class ChatApp:
         from co_cli.memory.status import toolbar_note
 
         memory = toolbar_note(self._conv)
-        return html.escape(f" {r.label} │ session {session} │ context {pct:.0f}% of {r.context_window:,} {memory}")
+        cost = self._session_cost()
+        return html.escape(
+            f" {r.label} │ session {session} │ context {pct:.0f}% of {r.context_window:,} {cost}{memory}"
+        )
+
+    def _session_cost(self) -> str:
+        """ "│ $0.0123 " when the session's whole cost is known, else "" (read once per turn, not per key)."""
+        conv = self._conv
+        if conv is None or conv.session is None or self.store is None:
+            return ""
+        key = (conv.session.id, id(conv.last_usage))
+        if self._cost_cache is None or self._cost_cache[0] != key:
+            from co_cli.store.usage import session_totals
+
+            totals = session_totals(self.store, [conv.session.id]).get(conv.session.id)
+            label = f"│ ${totals.cost_usd:.4f} " if totals is not None and totals.cost_known else ""
+            self._cost_cache = (key, label)
+        return self._cost_cache[1]
 
     # ----- turns -------------------------------------------------------------------------------------
     async def turn(self, prompt: str) -> TurnOutcome:

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from co_cli.config import LoadedSettings
     from co_cli.context.compact import CompactionResult
     from co_cli.session import Conversation, TurnOutcome
-    from co_cli.store.sessions import SessionStore
+    from co_cli.store.sessions import SessionInfo, SessionStore
 
 T = TypeVar("T")
 
@@ -158,7 +158,7 @@ async def _model(host: CommandHost, arg: str) -> None:
     host.info(f"Model: {resolved.label} ({resolved.choice.reason}); window {resolved.context_window:,}")
 
 
-@command("retry", "", "send the last prompt again (after an error)")
+@command("retry", "", "send the last prompt again after an error (to go back past an answer, /rewind)")
 async def _retry(host: CommandHost, arg: str) -> None:
     if not host.conv.last_prompt:
         host.error("nothing to retry yet")
@@ -262,17 +262,38 @@ async def _sessions(host: CommandHost, arg: str) -> None:
     host.show(sessions_table(sessions))
 
 
-@command("resume", "<id>", "switch to a saved session", complete=_session_ids)
+@command("resume", "[id]", "switch to a saved session; without an id, pick one", complete=_session_ids)
 async def _resume(host: CommandHost, arg: str) -> None:
-    from co_cli.models import resolve_model
-
-    if not arg:
-        host.error("usage: /resume <id or prefix> (see /sessions)")
-        return
     store = _store(host)
     if store is None:
         return
-    session = store.get(arg)
+    if not arg:
+        await _pick(host, store)
+        return
+    await _switch_to(host, store.get(arg))
+
+
+async def _pick(host: CommandHost, store: SessionStore) -> None:
+    """The full-screen session picker; Enter resumes, f forks, d moves to the trash."""
+    if not host.interactive:
+        host.error("usage: /resume <id or prefix> (the picker needs a terminal; /sessions lists the ids)")
+        return
+    from co_cli.repl.picker import pick_session
+
+    choice = await pick_session(store, cwd=str(host.conv.deps.cwd), current=host.conv.session_id)
+    if choice is None:
+        return
+    if choice.action == "fork":
+        forked = store.fork(choice.session_id)
+        await _switch_to(host, forked)
+        host.info(f"Forked {choice.session_id[:8]} -> {forked.id}; you are now in the fork.")
+        return
+    await _switch_to(host, store.get(choice.session_id))
+
+
+async def _switch_to(host: CommandHost, session: SessionInfo) -> None:
+    from co_cli.models import resolve_model
+
     conv = host.conv
     if session.id == conv.session_id:
         host.info("That is the current session.")
@@ -288,17 +309,29 @@ async def _resume(host: CommandHost, arg: str) -> None:
     host.show_resumed()
 
 
-@command("fork", "", "continue in a copy of this session; the original stays as it is")
+@command("fork", "[n]", "continue in a copy of this session (up to message n); the original stays as it is")
 async def _fork(host: CommandHost, arg: str) -> None:
     if _store(host) is None:
         return
     if host.conv.session is None:
         host.error("nothing to fork yet: this conversation has no messages")
         return
+    upto = _message_number(arg, "/fork [n]")
     parent = host.conv.session.id
-    forked = host.conv.fork()
+    forked = host.conv.fork(upto)
     if forked:
-        host.info(f"Forked {parent[:8]} -> {forked.id}; you are now in the fork.")
+        at = f" at #{upto}" if upto is not None else ""
+        host.info(f"Forked {parent[:8]}{at} -> {forked.id}; you are now in the fork.")
+
+
+def _message_number(arg: str, usage: str) -> int | None:
+    """The message number of /fork and /rewind (as `co sessions show` numbers them), or None if not given."""
+    if not arg:
+        return None
+    try:
+        return int(arg.lstrip("#"))
+    except ValueError:
+        raise CoError(f"usage: {usage}, n a message number as `co sessions show` prints it (#n)") from None
 
 
 @command("rename", "<title>", "rename this session")
@@ -317,7 +350,7 @@ async def _rename(host: CommandHost, arg: str) -> None:
     host.info(f"Renamed to: {host.conv.session.title}")
 
 
-@command("delete", "<id>", "delete a saved session (asks to confirm)", complete=_session_ids)
+@command("delete", "<id>", "move a saved session to the trash (asks to confirm)", complete=_session_ids)
 async def _delete(host: CommandHost, arg: str) -> None:
     store = _store(host)
     if store is None:
@@ -326,14 +359,15 @@ async def _delete(host: CommandHost, arg: str) -> None:
         host.error("usage: /delete <id or prefix>")
         return
     session = store.get(arg)
-    if not await host.confirm(f"Delete {session.id} ({session.title})?"):
+    if not await host.confirm(f"Move {session.id} ({session.title}) to the trash?"):
         host.info("Not deleted.")
         return
     current = session.id == host.conv.session_id
     if current:
         host.conv.new()
-    store.delete(session.id, files_root=host.loaded.paths.tool_outputs)
-    host.info(f"Deleted {session.id}." + (" Started a new conversation." if current else ""))
+    store.trash(session.id)
+    restore = f" `co sessions restore {session.id[:12]}` brings it back."
+    host.info(f"Moved {session.id} to the trash." + (" Started a new conversation." if current else "") + restore)
 
 
 # ----- compaction you can see, steer and undo ---------------------------------------------------------------
@@ -497,3 +531,44 @@ async def _forget(host: CommandHost, arg: str) -> None:
         return
     memory = store.forget(arg, actor="user")
     host.info(f"Forgot {memory.ref}: {memory.text}")
+
+
+@command("rewind", "[n]", "go back to message n (default: before your last prompt) in a fork; the original stays")
+async def _rewind(host: CommandHost, arg: str) -> None:
+    if _store(host) is None:
+        return
+    if host.conv.session is None:
+        host.error("nothing to rewind yet: this conversation has no messages")
+        return
+    upto = _message_number(arg, "/rewind [n]")
+    parent = host.conv.session.id
+    forked = host.conv.rewind(upto)
+    if forked is None:
+        return
+    where = f"after message #{forked.fork_seq}" if (forked.fork_seq or 0) >= 0 else "to the start"
+    host.info(f"Rewound {where}: continuing in {forked.id}; {parent[:8]} stays as it was.")
+    host.show_resumed()
+
+
+@command("usage", "", "tokens and cost of the last turn and of this session")
+async def _usage(host: CommandHost, arg: str) -> None:
+    from co_cli.sessions_view import usage_lines
+    from co_cli.store.usage import UsageTotals, session_by_role
+
+    last = host.conv.last_usage
+    if last is None:
+        host.info("Last turn: none yet in this run.")
+    else:
+        totals = UsageTotals()
+        totals.add(last)
+        host.info("Last turn: " + usage_lines({"chat": totals})[0].removeprefix("chat: "))
+    session = host.conv.session
+    if host.store is None or session is None:
+        return
+    by_role = session_by_role(host.store, session.id)
+    if not by_role:
+        host.info("This session: no usage recorded yet.")
+        return
+    host.info("This session:")
+    for line in usage_lines(by_role):
+        host.info(f"  {line}")

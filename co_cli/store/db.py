@@ -153,6 +153,32 @@ def _migrate_compaction_details(conn: sqlite3.Connection) -> None:
     )
 
 
+def _migrate_trash_and_usage(conn: sqlite3.Connection) -> None:
+    """The trash (when a session was deleted) and per-turn usage (tokens, requests, cost; NULL cost = unknown)."""
+    run_script(
+        conn,
+        """
+        ALTER TABLE sessions ADD COLUMN deleted_at REAL;
+        CREATE INDEX sessions_in_trash ON sessions (deleted_at) WHERE deleted_at IS NOT NULL;
+        CREATE TABLE turn_usage (
+            id INTEGER PRIMARY KEY,
+            session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+            created_at REAL NOT NULL,
+            role TEXT NOT NULL CHECK (role IN ('chat', 'summary', 'memory', 'title')),
+            model TEXT NOT NULL DEFAULT '',
+            requests INTEGER NOT NULL DEFAULT 0,
+            input_tokens INTEGER NOT NULL DEFAULT 0,
+            output_tokens INTEGER NOT NULL DEFAULT 0,
+            cache_read_tokens INTEGER NOT NULL DEFAULT 0,
+            cache_write_tokens INTEGER NOT NULL DEFAULT 0,
+            cost_usd REAL
+        );
+        CREATE INDEX turn_usage_by_session ON turn_usage (session_id, id);
+        CREATE INDEX turn_usage_by_time ON turn_usage (created_at);
+        """,
+    )
+
+
 def _migrate_memories(conn: sqlite3.Connection) -> None:
     """Long-term memory: one row per memory, an append-only history of every change, full-text search, and
     the queue of turns whose facts are still to be extracted."""
@@ -167,6 +193,7 @@ MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migrate_to_v2,
     _migrate_compaction_details,
     _migrate_memories,
+    _migrate_trash_and_usage,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -112,6 +112,15 @@ def export_markdown(store: SessionStore, session_id: str) -> str:
 
 def export_json(store: SessionStore, session_id: str) -> str:
     """Lossless JSON: metadata, every message (pydantic-ai's own JSON form) and every compaction."""
+    return json.dumps(export_document(store, session_id), ensure_ascii=False, indent=1)
+
+
+def export_json_line(store: SessionStore, session_id: str) -> str:
+    """The same document on one line (for JSON lines: ``co sessions export --all``)."""
+    return json.dumps(export_document(store, session_id), ensure_ascii=False, separators=(",", ":"))
+
+
+def export_document(store: SessionStore, session_id: str) -> dict[str, object]:
     from pydantic_ai.messages import ModelMessagesTypeAdapter
 
     info = store.get(session_id)
@@ -133,10 +142,10 @@ def export_json(store: SessionStore, session_id: str) -> str:
         ],
         "compactions": compactions,
     }
-    return json.dumps(document, ensure_ascii=False, indent=1)
+    return document
 
 
-def _resumable(
+def resumable(
     messages: list[StoredMessage], compactions: list[CompactionRecord]
 ) -> tuple[list[StoredMessage], list[CompactionRecord]]:
     """Close what a live co would have closed: tool calls left unanswered at the end of the transcript (after
@@ -164,5 +173,5 @@ def import_json(store: SessionStore, text: str) -> SessionInfo:
 
     Every field is checked (``parse_export``) and the transcript closed so it can be continued."""
     info, messages, compactions = parse_export(text)
-    messages, compactions = _resumable(messages, compactions)
+    messages, compactions = resumable(messages, compactions)
     return store.import_session(info, messages, compactions)

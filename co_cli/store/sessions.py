@@ -25,6 +25,7 @@ from co_cli.errors import CoError, SessionBusy, SessionNotFound, StoreError
 from co_cli.store.db import MESSAGE_STATUSES, connect, translated_errors, write_transaction
 from co_cli.store.locks import SessionLocks
 from co_cli.store.redact import without_credentials
+from co_cli.store.usage import TurnUsage, insert_usage
 from co_cli.terminal_text import printable
 
 if TYPE_CHECKING:
@@ -64,6 +65,14 @@ class StoredMessage:
     text: str
     status: str
     message: ModelMessage
+
+
+@dataclass(frozen=True)
+class MessageOutline:
+    seq: int
+    created_at: float
+    kind: str
+    status: str
 
 
 @dataclass
@@ -352,49 +361,71 @@ class SessionStore:
             ),
         )
 
-    def get(self, id_or_prefix: str) -> SessionInfo:
-        """The session with this id or unique id prefix; SessionNotFound lists candidates if ambiguous."""
+    def get(self, id_or_prefix: str, *, trashed: bool = False) -> SessionInfo:
+        """The session with this id or unique id prefix; SessionNotFound lists candidates if ambiguous.
+
+        Only sessions outside the trash, or with ``trashed`` only those in it."""
         key = id_or_prefix.strip().lower()
         if not key:
             raise SessionNotFound("no session id given")
+        where = "deleted_at IS NOT NULL" if trashed else "deleted_at IS NULL"
         with self._lock, translated_errors(self.path):
-            row = self._conn.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (key,)).fetchone()
+            row = self._conn.execute(
+                f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ? AND {where}", (key,)
+            ).fetchone()
             if row is not None:
                 return SessionInfo(*row)
             rows = self._conn.execute(
-                f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id >= ? AND id < ? ORDER BY updated_at DESC LIMIT ?",
+                f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id >= ? AND id < ? AND {where} "
+                "ORDER BY updated_at DESC LIMIT ?",
                 (key, key + "~", _AMBIGUOUS_SHOWN + 1),
             ).fetchall()
             if not rows:
-                raise SessionNotFound(f"no session matches {id_or_prefix!r}; `co sessions list` shows them")
+                raise self._not_found(id_or_prefix, key, trashed)
             if len(rows) == 1:
                 return SessionInfo(*rows[0])
             total = self._conn.execute(
-                "SELECT count(*) FROM sessions WHERE id >= ? AND id < ?", (key, key + "~")
+                f"SELECT count(*) FROM sessions WHERE id >= ? AND id < ? AND {where}", (key, key + "~")
             ).fetchone()[0]
         shown = ", ".join(f"{printable(r[0])} ({printable(r[1]) or 'untitled'})" for r in rows[:_AMBIGUOUS_SHOWN])
         more = f" and {total - _AMBIGUOUS_SHOWN} more" if total > _AMBIGUOUS_SHOWN else ""
         raise SessionNotFound(f"session prefix {id_or_prefix!r} is ambiguous: {shown}{more}; give more characters")
+
+    def _not_found(self, given: str, key: str, trashed: bool) -> SessionNotFound:
+        """No such session here: say so, and where it is when it is on the other side of the trash."""
+        other = self._conn.execute(
+            "SELECT id FROM sessions WHERE id >= ? AND id < ? AND (deleted_at IS NULL) = ? LIMIT 1",
+            (key, key + "~", int(trashed)),
+        ).fetchone()
+        if other is not None and not trashed:
+            return SessionNotFound(
+                f"session {other[0]} is in the trash; `co sessions restore {other[0][:12]}` brings it back"
+            )
+        if other is not None:
+            return SessionNotFound(f"session {other[0]} is not in the trash")
+        where = "`co sessions trash` shows them" if trashed else "`co sessions list` shows them"
+        return SessionNotFound(f"no session matches {given!r}; {where}")
 
     # Listings leave out sessions without messages: one is created just before its first prompt is saved,
     # and stays empty if that save fails.
 
     def latest(self) -> SessionInfo | None:
         rows = self._read(
-            f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE message_count > 0 ORDER BY updated_at DESC, id DESC LIMIT 1"
+            f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE message_count > 0 AND deleted_at IS NULL "
+            "ORDER BY updated_at DESC, id DESC LIMIT 1"
         )
         return SessionInfo(*rows[0]) if rows else None
 
     def list(self, limit: int = 50, offset: int = 0) -> builtins.list[SessionInfo]:
         rows = self._read(
-            f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE message_count > 0 "
+            f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE message_count > 0 AND deleted_at IS NULL "
             "ORDER BY updated_at DESC, id DESC LIMIT ? OFFSET ?",
             (limit, offset),
         )
         return [SessionInfo(*row) for row in rows]
 
     def count(self) -> int:
-        return int(self._read("SELECT count(*) FROM sessions WHERE message_count > 0")[0][0])
+        return int(self._read("SELECT count(*) FROM sessions WHERE message_count > 0 AND deleted_at IS NULL")[0][0])
 
     def rename(self, session_id: str, title: str) -> None:
         with self._lock, self._write() as conn:
@@ -419,6 +450,7 @@ class SessionStore:
                     conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
                     conn.execute("DELETE FROM compactions WHERE session_id = ?", (session_id,))
                     conn.execute("DELETE FROM pins WHERE session_id = ?", (session_id,))
+                    conn.execute("DELETE FROM turn_usage WHERE session_id = ?", (session_id,))
                     conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
             finally:
                 if not ours:
@@ -429,6 +461,87 @@ class SessionStore:
                 shutil.rmtree(target)
             elif target.exists() or target.is_symlink():
                 target.unlink()
+
+    # -- the trash: deleting hides a session; only purging removes it --
+
+    def trash(self, session_id: str) -> float:
+        """Move the session to the trash: hidden from listings, search and resume, kept whole; return when.
+
+        SessionBusy if another process has it open."""
+        now = time.time()
+        with self._lock:
+            ours = self._locks.holds(session_id)
+            self._lock_session(session_id)
+            try:
+                with self._write() as conn:
+                    self._session_row(session_id)
+                    conn.execute("UPDATE sessions SET deleted_at = ? WHERE id = ?", (now, session_id))
+            finally:
+                if not ours:
+                    self._locks.release(session_id)
+        return now
+
+    def restore(self, session_id: str) -> None:
+        """Bring a session back from the trash, unchanged."""
+        with self._lock, self._write() as conn:
+            self._session_row(session_id)
+            conn.execute("UPDATE sessions SET deleted_at = NULL WHERE id = ?", (session_id,))
+
+    def trashed(self, limit: int = 1_000_000) -> builtins.list[tuple[SessionInfo, float]]:
+        """Sessions in the trash with when each was deleted, most recently deleted first."""
+        rows = self._read(
+            f"SELECT {_SESSION_COLUMNS}, deleted_at FROM sessions WHERE deleted_at IS NOT NULL "
+            "ORDER BY deleted_at DESC, id DESC LIMIT ?",
+            (limit,),
+        )
+        return [(SessionInfo(*row[:-1]), float(row[-1])) for row in rows]
+
+    def trashed_before(self, cutoff: float) -> builtins.list[str]:
+        """Ids of the sessions moved to the trash before ``cutoff`` (seconds since the epoch)."""
+        rows = self._read("SELECT id FROM sessions WHERE deleted_at IS NOT NULL AND deleted_at < ?", (cutoff,))
+        return [row[0] for row in rows]
+
+    def purge(self, session_ids: Sequence[str], files_root: Path | None = None) -> int:
+        """Remove trashed sessions for good (rows, search entries, usage, offloaded tool outputs), then
+        reclaim the space. Sessions not in the trash are refused (CoError). Returns how many were removed."""
+        with self._lock:
+            for session_id in session_ids:
+                self.get(session_id, trashed=True)
+            for session_id in session_ids:
+                self.delete(session_id, files_root=files_root)
+            if session_ids:
+                self.reclaim_space()
+        return len(session_ids)
+
+    def purge_expired(self, retention_days: float, files_root: Path | None = None) -> int:
+        """Purge what has been in the trash longer than ``retention_days`` (0: nothing, ever). A session another
+        process holds (it cannot be resumed from the trash, so only a racing restore) is left for next time."""
+        if retention_days <= 0:
+            return 0
+        purged = 0
+        for session_id in self.trashed_before(time.time() - retention_days * 86400):
+            try:
+                self.delete(session_id, files_root=files_root)
+            except SessionBusy:
+                continue
+            purged += 1
+        if purged:
+            self.reclaim_space()
+        return purged
+
+    def reclaim_space(self) -> bool:
+        """Merge the search index (dropping deleted entries for good) and VACUUM the file; False if another
+        process kept the database busy (the space is then reused by later writes instead)."""
+        with self._lock:
+            try:
+                with translated_errors(self.path):
+                    self._conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('optimize')")
+                    self._conn.execute("VACUUM")
+                    # In WAL mode the vacuumed pages sit in the log: copy them back so the file itself shrinks.
+                    self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+            except StoreError:
+                return False
+        return True
 
     # -- turns --
 
@@ -465,8 +578,9 @@ class SessionStore:
         input_tokens: int = 0,
         output_tokens: int = 0,
         cost_usd: float = 0.0,
+        usage: TurnUsage | None = None,
     ) -> builtins.list[int]:
-        """Save a turn's new messages in one transaction; return the seq of each message given.
+        """Save a turn's new messages (and its ``usage`` row) in one transaction; return the seq of each message.
 
         A first message that is a request holding a user prompt replaces the prompt row (same seq);
         the rest are appended. The turn's status is set on the prompt row and every appended row.
@@ -514,21 +628,34 @@ class SessionStore:
                 "WHERE id = ?",
                 (len(rows), now, input_tokens, output_tokens, cost_usd, session_id),
             )
+            if usage is not None:
+                insert_usage(conn, session_id, usage, now)
         return seqs
 
     # -- loading --
 
-    def transcript(self, session_id: str, after_seq: int = -1) -> builtins.list[StoredMessage]:
-        """Every stored message after ``after_seq``, failed ones included, in order."""
+    def transcript(
+        self, session_id: str, after_seq: int = -1, upto_seq: int | None = None
+    ) -> builtins.list[StoredMessage]:
+        """Every stored message after ``after_seq`` (up to ``upto_seq``), failed ones included, in order."""
         with self._lock, translated_errors(self.path):
             self._session_row(session_id)
             rows = self._conn.execute(
                 "SELECT seq, created_at, kind, text, status, json FROM messages "
-                "WHERE session_id = ? AND seq > ? ORDER BY seq",
-                (session_id, after_seq),
+                "WHERE session_id = ? AND seq > ? AND seq <= ? ORDER BY seq",
+                (session_id, after_seq, 2**62 if upto_seq is None else upto_seq),
             ).fetchall()
         decoded = load_messages((r[5] for r in rows), f"session {session_id}")
         return [StoredMessage(r[0], r[1], r[2], r[3], r[4], m) for r, m in zip(rows, decoded, strict=True)]
+
+    def outline(self, session_id: str) -> builtins.list[MessageOutline]:
+        """Each message's seq, time, kind and status, without reading the messages themselves."""
+        with self._lock, translated_errors(self.path):
+            self._session_row(session_id)
+            rows = self._conn.execute(
+                "SELECT seq, created_at, kind, status FROM messages WHERE session_id = ? ORDER BY seq", (session_id,)
+            ).fetchall()
+        return [MessageOutline(*row) for row in rows]
 
     def messages(
         self, session_id: str, after_seq: int = -1, include_failed: bool = False
@@ -629,7 +756,10 @@ class SessionStore:
     # -- fork --
 
     def fork(self, session_id: str, upto_seq: int | None = None) -> SessionInfo:
-        """Copy the session (up to ``upto_seq``) under a new id; the original is untouched."""
+        """Copy the session (up to ``upto_seq``) under a new id; the original is untouched.
+
+        The fork keeps the compactions that had happened by that point: those covering only messages up to
+        ``upto_seq`` and made before the message after it was saved (``co_cli.context.rebuild``)."""
         now = time.time()
         with self._lock, self._write() as conn:
             source = SessionInfo(*self._session_row(session_id))
@@ -659,10 +789,14 @@ class SessionStore:
                 "WHERE session_id = ? AND seq <= ? ORDER BY seq",
                 (info.id, session_id, upto),
             )
+            following = conn.execute(
+                "SELECT created_at FROM messages WHERE session_id = ? AND seq = ?", (session_id, upto + 1)
+            ).fetchone()
             copied = conn.execute(
                 f"INSERT INTO compactions (session_id, {_COMPACTION_DATA}) SELECT ?, {_COMPACTION_DATA} "
-                "FROM compactions WHERE session_id = ? AND upto_seq <= ? ORDER BY id",
-                (info.id, session_id, upto),
+                "FROM compactions WHERE session_id = ? AND upto_seq <= ? AND (? IS NULL OR created_at < ?) "
+                "ORDER BY id",
+                (info.id, session_id, upto, *(2 * [following[0] if following else None])),
             ).rowcount
             info.compaction_count = copied
             conn.execute("UPDATE sessions SET compaction_count = ? WHERE id = ?", (copied, info.id))
@@ -680,7 +814,7 @@ class SessionStore:
         match = fts_query(query)
         if not match:
             return []
-        where = "messages_fts MATCH ?" + (" AND m.session_id = ?" if session_id else "")
+        where = "messages_fts MATCH ? AND s.deleted_at IS NULL" + (" AND m.session_id = ?" if session_id else "")
         params: builtins.list[Any] = [match] + ([session_id] if session_id else []) + [limit]
         snippet = f"snippet(messages_fts, 0, '{SNIPPET_OPEN}', '{SNIPPET_CLOSE}', '…', 16)"
         rows = self._read(
@@ -711,6 +845,11 @@ class SessionStore:
             f"session {session_id} is open in another co process{by}; close it there, "
             "continue a copy with --fork, or take it over with --force"
         )
+
+    def open_elsewhere(self) -> set[str]:
+        """Ids of the sessions another live co process has open now (from the lock files, no database read)."""
+        with self._lock:
+            return set(self._locks.held_elsewhere())
 
     def acquire(self, session_id: str, *, force: bool = False) -> None:
         """Hold the session open for this process; SessionBusy if another live process has it open.

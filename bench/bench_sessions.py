@@ -1,0 +1,231 @@
+"""Benchmark of finding and moving sessions: the picker with 10,000 sessions (first draw, each filter
+keystroke), fork at a message of a 10,000-message session, merge-import of 1,000 sessions, and `co usage`
+over 10,000 sessions.
+
+    python bench/bench_sessions.py           # ~1-2 min
+    python bench/bench_sessions.py --quick   # smaller picker store, fewer runs
+
+Everything happens in a temporary directory that is removed afterwards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from prompt_toolkit.application import create_app_session  # noqa: E402
+from prompt_toolkit.input import create_pipe_input  # noqa: E402
+from prompt_toolkit.output import DummyOutput  # noqa: E402
+
+from bench.bench_store import Row, _prose, measure, print_table, turn  # noqa: E402
+from co_cli.context.rebuild import check_fork_point, rebuild_context  # noqa: E402
+from co_cli.store.export import export_json_line  # noqa: E402
+from co_cli.store.merge import merge_import  # noqa: E402
+from co_cli.store.sessions import (  # noqa: E402
+    CompactionRecord,
+    SessionInfo,
+    SessionStore,
+    StoredMessage,
+    dump_messages,
+    message_kind_and_text,
+)
+from co_cli.store.usage import usage_report  # noqa: E402
+
+MODELS = ["anthropic:claude-sonnet-4-5", "openai:gpt-5", "local", "ollama:qwen2.5"]
+DIRS = ["/home/me/proj", "/home/me/site", "/srv/api", "/tmp/scratch"]
+
+
+def bulk_sessions(store: SessionStore, count: int, turns_each: int) -> None:
+    """``count`` sessions of ``turns_each`` realistic turns, written in one transaction (setting up only)."""
+    templates = [turn(i) for i in range(64)]
+    encoded = [[(*message_kind_and_text(m), dump_messages([m])) for m in t] for t in templates]
+    now = time.time()
+    rng = random.Random(7)
+    with store._lock, store._write() as conn:
+        for n in range(count):
+            updated = now - (count - n) * 60
+            sid = f"{int(updated * 1000):012x}{n:08x}"
+            title = f"session {n}: " + _prose(n, 6)
+            rows = []
+            for t in range(turns_each):
+                for kind, text, data in encoded[(n + t) % len(encoded)]:
+                    rows.append((sid, len(rows), updated, kind, f"{text} s{n}", data, "ok"))
+            conn.execute(
+                "INSERT INTO sessions (id, title, created_at, updated_at, model, cwd, message_count) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (sid, title, updated, updated, rng.choice(MODELS), rng.choice(DIRS), len(rows)),
+            )
+            conn.executemany(
+                "INSERT INTO messages (session_id, seq, created_at, kind, text, json, status) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+            for t in range(turns_each):
+                cost = None if n % 5 == 0 else 0.002
+                conn.execute(
+                    "INSERT INTO turn_usage (session_id, created_at, role, model, requests, input_tokens, "
+                    "output_tokens, cache_read_tokens, cache_write_tokens, cost_usd) "
+                    "VALUES (?, ?, 'chat', ?, 2, 1500, 300, 800, 0, ?)",
+                    (sid, updated - t, rng.choice(MODELS), cost),
+                )
+
+
+def bench_picker(db: Path, count: int, runs: int, rows: list[Row]) -> None:
+    from co_cli.repl.picker import Picker
+
+    with SessionStore.open(db) as store:
+        store._conn.execute("PRAGMA synchronous = OFF")
+        bulk_sessions(store, count, turns_each=2)
+        label = f"{count:,} sessions, {count * 8:,} msgs"
+
+        def open_picker() -> Picker:
+            with create_pipe_input() as pipe, create_app_session(input=pipe, output=DummyOutput()):
+                picker = Picker(store, DIRS[0])
+                picker._list()  # the first frame's rows
+                return picker
+
+        rows.append(Row("picker: load + first draw", label, *measure(open_picker, runs), 200))
+        picker = open_picker()
+        with create_pipe_input() as pipe, create_app_session(input=pipe, output=DummyOutput()):
+            for typed, what in (
+                ("k", "1st letter (prefix of a common word)"),
+                ("kes", "3 letters"),
+                ("kestrel", "a word in many messages"),
+                ("module_42", "a rare identifier"),
+                ("session 9999", "title words"),
+                ("zzzz", "no match"),
+            ):
+
+                def keystroke(typed: str = typed) -> None:
+                    """What a keystroke does before the screen is drawn again (see Picker.refilter)."""
+                    picker.model._snippets.clear()
+                    picker.filter_text = typed
+                    picker.matches = picker.model.filter(typed)
+                    picker.selected = picker.top = 0
+                    picker._list()
+
+                rows.append(Row(f"picker: keystroke, {what}", label, *measure(keystroke, runs), 50))
+                if not picker.model.complete:
+                    complete = measure(lambda typed=typed: picker.model.complete_filter(typed), runs)
+                    rows.append(Row("  then every match (in the background)", label, *complete, None))
+            picker.model.this_directory_only = True
+            rows.append(Row("picker: this directory only", label, *measure(lambda: picker.model.filter(""), runs), 50))
+    print("  done picker", file=sys.stderr)
+
+
+def bench_fork_at(db: Path, runs: int, rows: list[Row]) -> None:
+    with SessionStore.open(db) as store:
+        store._conn.execute("PRAGMA synchronous = OFF")
+        now = time.time()
+        stored: list[StoredMessage] = []
+        i = 0
+        while len(stored) < 10_000:
+            for message in turn(i):
+                stored.append(StoredMessage(len(stored), now + len(stored) * 0.001, "", "", "ok", message))
+            i += 1
+        info = SessionInfo("", "fork bench", now, now, "m", "/", None, None, 0, 0, 0, 0.0, 0)
+        sid = store.import_session(info, stored, []).id
+        summary = [turn(0)[0]]
+        for upto in (1_999, 5_999, 8_999):
+            created = now + (upto + 0.5) * 0.001
+            store.add_compaction(sid, CompactionRecord(0, upto, "s", None, "auto", 1, 1, "m", summary, created))
+        point = 7_999  # after the second compaction, before the third
+
+        def fork_at() -> None:
+            check_fork_point(store.outline(sid), point)
+            fork = store.fork(sid, point)
+            rebuild_context(store, fork.id)
+
+        rows.append(Row("fork at #7,999 (check + copy + rebuild)", "10,000 msgs", *measure(fork_at, runs), 1000))
+        rows.append(
+            Row(
+                "rebuild as of #7,999 (no copy)",
+                "10,000 msgs",
+                *measure(lambda: rebuild_context(store, sid, point), runs),
+                500,
+            )
+        )
+    print("  done fork-at", file=sys.stderr)
+
+
+def bench_import(tmp: Path, count: int, runs: int, rows: list[Row]) -> None:
+    source = tmp / "source.db"
+    with SessionStore.open(source) as store:
+        store._conn.execute("PRAGMA synchronous = OFF")
+        bulk_sessions(store, count, turns_each=2)
+        text = "".join(export_json_line(store, s.id) + "\n" for s in store.list(limit=count))
+    label = f"{count:,} sessions, {len(text) / 2**20:.1f} MiB"
+    targets = iter(range(100))
+
+    def fresh_import() -> None:
+        with SessionStore.open(tmp / f"target-{next(targets)}.db") as target:
+            merge_import(target, text)
+
+    rows.append(Row("import into an empty store", label, *measure(fresh_import, runs), 60_000))
+    with SessionStore.open(tmp / "again.db") as target:
+        merge_import(target, text)
+        rows.append(
+            Row("import again (all unchanged)", label, *measure(lambda: merge_import(target, text), runs), None)
+        )
+    print("  done import", file=sys.stderr)
+
+
+def bench_usage(db: Path, runs: int, rows: list[Row]) -> None:
+    with SessionStore.open(db, reads_only=True) as store:
+        count = store.count()
+        label = f"{count:,} sessions, {count * 2:,} usage rows"
+        for by in ("model", "day", "session"):
+            rows.append(
+                Row(
+                    f"usage report by {by}",
+                    label,
+                    *measure(lambda by=by: usage_report(store, since=None, by=by), runs),
+                    200,
+                )
+            )  # type: ignore[misc]
+    env = {
+        **os.environ,
+        "CO_CLI_DATA_DIR": str(db.parent),
+        "CO_CLI_CONFIG_DIR": str(db.parent / "cfg"),
+        "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+    }
+
+    def cli() -> None:
+        subprocess.run(
+            [sys.executable, "-m", "co_cli", "usage", "--since", "30d"],
+            check=True,
+            env=env,
+            cwd=db.parent,
+            capture_output=True,
+        )
+
+    rows.append(Row("`co usage --since 30d` (new process)", label, *measure(cli, 3), None))
+    print("  done usage", file=sys.stderr)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    runs = 3 if args.quick else 7
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory(prefix="co-bench-sessions-") as name:
+        tmp = Path(name)
+        picker_db = tmp / "picker" / "co-cli.db"
+        bench_picker(picker_db, 2_000 if args.quick else 10_000, runs, rows)
+        bench_usage(picker_db, runs, rows)
+        bench_fork_at(tmp / "fork" / "co-cli.db", runs, rows)
+        bench_import(tmp, 200 if args.quick else 1_000, 3 if args.quick else 3, rows)
+    print_table(rows)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,196 @@
+"""Token usage and cost per turn, as the provider reported them, and the totals read from them.
+
+A cost of ``None`` means unknown (genai-prices does not know the model): it is shown as unknown, never as 0,
+and a total that includes an unknown cost is a lower bound.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from co_cli.store.sessions import SessionStore
+
+UsageRole = Literal["chat", "summary", "memory", "title"]
+USAGE_ROLES: tuple[UsageRole, ...] = ("chat", "summary", "memory", "title")
+GroupBy = Literal["model", "day", "session", "role"]
+
+
+@dataclass
+class TurnUsage:
+    """What one model call or run used."""
+
+    role: UsageRole = "chat"
+    model: str = ""
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float | None = None
+
+
+@dataclass
+class UsageTotals:
+    """Sums over many usage rows; ``unpriced`` counts the rows whose cost is unknown."""
+
+    rows: int = 0
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float = 0.0
+    unpriced: int = 0
+    models: set[str] = field(default_factory=set)
+
+    def add(self, usage: TurnUsage) -> None:
+        self.rows += 1
+        self.requests += usage.requests
+        self.input_tokens += usage.input_tokens
+        self.output_tokens += usage.output_tokens
+        self.cache_read_tokens += usage.cache_read_tokens
+        self.cache_write_tokens += usage.cache_write_tokens
+        if usage.cost_usd is None:
+            self.unpriced += 1
+        else:
+            self.cost_usd += usage.cost_usd
+        if usage.model:
+            self.models.add(usage.model)
+
+    @property
+    def tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    @property
+    def cost_known(self) -> bool:
+        return self.rows > 0 and self.unpriced == 0
+
+
+def format_cost(totals: UsageTotals | None) -> str:
+    """ "$0.0123" when every cost is known; "$0.0123 + unknown" when some are not; "unknown" when none is."""
+    if totals is None or totals.rows == 0:
+        return "unknown"
+    if totals.unpriced == totals.rows:
+        return "unknown"
+    text = f"${totals.cost_usd:.4f}"
+    return text if totals.unpriced == 0 else f"{text} + unknown"
+
+
+def format_tokens(count: int) -> str:
+    """1234 -> "1.2k", 1234567 -> "1.2M"."""
+    if count < 1000:
+        return str(count)
+    if count < 1_000_000:
+        return f"{count / 1000:.1f}k"
+    return f"{count / 1_000_000:.1f}M"
+
+
+_COLUMNS = "role, model, requests, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd"
+
+
+def insert_usage(conn: sqlite3.Connection, session_id: str, usage: TurnUsage, now: float | None = None) -> None:
+    """Add one usage row inside the caller's transaction."""
+    conn.execute(
+        f"INSERT INTO turn_usage (session_id, created_at, {_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            session_id,
+            time.time() if now is None else now,
+            usage.role,
+            usage.model,
+            usage.requests,
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.cache_read_tokens,
+            usage.cache_write_tokens,
+            usage.cost_usd,
+        ),
+    )
+
+
+def record_usage(store: SessionStore, session_id: str, usage: TurnUsage) -> None:
+    """Save usage that is not part of a turn's messages (the summariser, the memory extractor, titles)."""
+    with store._lock, store._write() as conn:
+        insert_usage(conn, session_id, usage)
+
+
+def _usage(row: Sequence[object]) -> TurnUsage:
+    role, model, requests, inp, out, cread, cwrite, cost = row
+    return TurnUsage(
+        str(role),  # type: ignore[arg-type]
+        str(model),
+        int(requests),  # type: ignore[call-overload]
+        int(inp),  # type: ignore[call-overload]
+        int(out),  # type: ignore[call-overload]
+        int(cread),  # type: ignore[call-overload]
+        int(cwrite),  # type: ignore[call-overload]
+        None if cost is None else float(cost),  # type: ignore[arg-type]
+    )
+
+
+def turn_rows(store: SessionStore, session_id: str) -> list[TurnUsage]:
+    """Every usage row of a session, oldest first."""
+    rows = store._read(f"SELECT {_COLUMNS} FROM turn_usage WHERE session_id = ? ORDER BY id", (session_id,))
+    return [_usage(row) for row in rows]
+
+
+def session_totals(store: SessionStore, session_ids: Sequence[str]) -> dict[str, UsageTotals]:
+    """Totals per session for the given ids (sessions without usage rows are left out)."""
+    totals: dict[str, UsageTotals] = {}
+    ids = list(dict.fromkeys(session_ids))
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        rows = store._read(
+            f"SELECT session_id, {_COLUMNS} FROM turn_usage WHERE session_id IN ({', '.join('?' * len(chunk))})",
+            chunk,
+        )
+        for row in rows:
+            totals.setdefault(str(row[0]), UsageTotals()).add(_usage(row[1:]))
+    return totals
+
+
+_GROUP_KEYS: dict[str, str] = {
+    "model": "model",
+    "day": "date(created_at, 'unixepoch', 'localtime')",
+    "session": "session_id",
+    "role": "role",
+}
+
+
+def usage_report(store: SessionStore, *, since: float | None, by: GroupBy) -> dict[str, UsageTotals]:
+    """Totals across sessions (the trash included: money spent stays spent) grouped by model, local day,
+    session or role; keys sorted. Summed in SQL: one pass over the usage table."""
+    key = _GROUP_KEYS[by]
+    where = "WHERE created_at >= ?" if since is not None else ""
+    rows = store._read(
+        f"SELECT {key} AS k, count(*), sum(requests), sum(input_tokens), sum(output_tokens), "
+        "sum(cache_read_tokens), sum(cache_write_tokens), total(cost_usd), count(*) - count(cost_usd), "
+        f"group_concat(DISTINCT model) FROM turn_usage {where} GROUP BY k ORDER BY k",
+        [since] if since is not None else [],
+    )
+    groups: dict[str, UsageTotals] = {}
+    for k, count, requests, inp, out, cread, cwrite, cost, unpriced, models in rows:
+        groups[str(k) if k else "?"] = UsageTotals(
+            rows=int(count),
+            requests=int(requests or 0),
+            input_tokens=int(inp or 0),
+            output_tokens=int(out or 0),
+            cache_read_tokens=int(cread or 0),
+            cache_write_tokens=int(cwrite or 0),
+            cost_usd=float(cost or 0.0),
+            unpriced=int(unpriced),
+            models={m for m in str(models or "").split(",") if m},
+        )
+    return groups
+
+
+def session_by_role(store: SessionStore, session_id: str) -> dict[str, UsageTotals]:
+    """A session's totals per role (chat, summary, memory, title), in that order."""
+    totals: dict[str, UsageTotals] = {}
+    for usage in turn_rows(store, session_id):
+        totals.setdefault(usage.role, UsageTotals()).add(usage)
+    return {role: totals[role] for role in USAGE_ROLES if role in totals}

@@ -1,0 +1,190 @@
+"""Usage and cost per turn: stored as reported, priced by genai-prices, unknown shown as unknown (never $0)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
+from pydantic_ai.usage import RequestUsage
+from typer.testing import CliRunner
+
+from co_cli.repl import commands
+from co_cli.sessions_view import tool_stats, usage_lines
+from co_cli.store.usage import (
+    TurnUsage,
+    UsageTotals,
+    format_cost,
+    record_usage,
+    session_by_role,
+    session_totals,
+    usage_report,
+)
+from co_cli.usage import messages_cost, response_cost
+from tests.test_turn_core import Core, core, long_echo, run, streaming_model, summarizer
+
+__all__ = ["core"]
+
+pytestmark = pytest.mark.allow_model_requests
+
+
+def priced(model: str, inp: int = 1000, out: int = 100) -> ModelResponse:
+    return ModelResponse(
+        parts=[TextPart("x")], model_name=model, usage=RequestUsage(input_tokens=inp, output_tokens=out)
+    )
+
+
+def test_a_known_model_is_priced_and_an_unknown_one_is_unknown_not_zero() -> None:
+    assert response_cost(priced("gpt-4o")) == pytest.approx(0.0035)
+    assert response_cost(priced("no-such-model-anywhere")) is None
+    assert messages_cost([priced("gpt-4o"), priced("gpt-4o")]) == pytest.approx(0.007)
+    assert messages_cost([priced("gpt-4o"), priced("no-such-model-anywhere")]) is None
+    assert format_cost(None) == "unknown"
+    unknown = UsageTotals()
+    unknown.add(TurnUsage(cost_usd=None))
+    assert format_cost(unknown) == "unknown" and not unknown.cost_known
+    unknown.add(TurnUsage(cost_usd=0.5))
+    assert format_cost(unknown) == "$0.5000 + unknown"
+
+
+def test_each_turn_saves_its_usage_and_the_session_totals_add_up(core: Core) -> None:
+    conv = core.conversation(streaming_model(lambda messages: "a fine answer", name="gpt-4o"))
+    assert run(conv, "hello").status == "ok"
+    assert run(conv, "again").status == "ok"
+    assert conv.session is not None
+    last = conv.last_usage
+    assert last is not None and last.requests == 1 and last.input_tokens > 0 and last.output_tokens > 0
+    assert last.cost_usd is not None and last.cost_usd > 0
+    totals = session_totals(core.store, [conv.session.id])[conv.session.id]
+    assert totals.rows == 2 and totals.requests == 2 and totals.cost_known
+    assert totals.cost_usd == pytest.approx(2 * last.cost_usd, rel=0.2)
+    info = core.store.get(conv.session.id)
+    assert info.input_tokens == totals.input_tokens and info.output_tokens == totals.output_tokens
+
+
+def test_an_unpriced_model_is_recorded_as_unknown(core: Core) -> None:
+    conv = core.conversation(streaming_model(lambda messages: "hi"))
+    assert run(conv, "hello").status == "ok"
+    assert conv.session is not None and conv.last_usage is not None
+    assert conv.last_usage.cost_usd is None
+    [row] = core.store._read("SELECT cost_usd, requests FROM turn_usage WHERE session_id = ?", (conv.session.id,))
+    assert row == (None, 1)
+    assert format_cost(session_totals(core.store, [conv.session.id])[conv.session.id]) == "unknown"
+
+
+def test_the_summariser_spend_is_its_own_line(core: Core) -> None:
+    conv = core.conversation(streaming_model(long_echo), summarizer=summarizer())
+    for i in range(3):
+        run(conv, f"message {i}")
+    asyncio.run(conv.compact(None))
+    assert conv.session is not None
+    by_role = session_by_role(core.store, conv.session.id)
+    assert list(by_role) == ["chat", "summary"]
+    assert by_role["chat"].requests == 3 and by_role["summary"].requests >= 1
+    lines = usage_lines(by_role)
+    assert lines[0].startswith("chat: 3 requests") and lines[1].startswith("summary: ")
+    assert lines[-1].startswith("total: ") and "unknown" in lines[-1]
+
+
+def test_usage_report_groups_by_model_day_session_and_since(core: Core) -> None:
+    store = core.store
+    a = store.create_session(model="m", cwd="/", title="a").id
+    b = store.create_session(model="m", cwd="/", title="b").id
+    record_usage(store, a, TurnUsage(model="gpt-4o", requests=1, input_tokens=10, output_tokens=5, cost_usd=0.25))
+    record_usage(store, b, TurnUsage(model="gpt-4o", requests=2, input_tokens=20, output_tokens=5, cost_usd=0.5))
+    record_usage(store, b, TurnUsage(model="local", requests=1, input_tokens=7, cost_usd=None))
+    store._conn.execute("UPDATE turn_usage SET created_at = ? WHERE session_id = ?", (time.time() - 10 * 86400, a))
+    by_model = usage_report(store, since=None, by="model")
+    assert set(by_model) == {"gpt-4o", "local"}
+    assert by_model["gpt-4o"].cost_usd == pytest.approx(0.75) and by_model["gpt-4o"].cost_known
+    assert format_cost(by_model["local"]) == "unknown"
+    by_session = usage_report(store, since=None, by="session")
+    assert by_session[b].requests == 3 and format_cost(by_session[b]) == "$0.5000 + unknown"
+    assert len(usage_report(store, since=None, by="day")) == 2
+    recent = usage_report(store, since=time.time() - 7 * 86400, by="model")
+    assert recent["gpt-4o"].requests == 2
+
+
+def test_co_usage_command_prints_a_table_and_json(core: Core, monkeypatch: pytest.MonkeyPatch) -> None:
+    from co_cli.usage_cli import app
+
+    sid = core.store.create_session(model="m", cwd="/", title="a").id
+    record_usage(core.store, sid, TurnUsage(model="gpt-4o", requests=1, input_tokens=10, output_tokens=5, cost_usd=1))
+    record_usage(core.store, sid, TurnUsage(model="mystery", requests=1, input_tokens=3, output_tokens=1))
+    runner = CliRunner()
+    table = runner.invoke(app, ["--by", "model"], env={"COLUMNS": "120"})
+    assert table.exit_code == 0, table.output
+    assert "gpt-4o" in table.output and "$1.0000" in table.output and "mystery" in table.output
+    assert "unknown" in table.output and "$1.0000 + unknown" in table.output
+    data = json.loads(runner.invoke(app, ["--json", "--since", "7d"]).output)
+    assert data["total"]["cost_usd"] is None and data["total"]["known_cost_usd"] == 1.0
+    assert {row["key"] for row in data["rows"]} == {"gpt-4o", "mystery"}
+    bad = runner.invoke(app, ["--since", "soon"])
+    assert bad.exit_code != 0
+
+
+def test_tool_stats_count_calls_and_failures_per_tool() -> None:
+    from pydantic_ai.messages import ToolCallPart, ToolReturnPart
+
+    from co_cli.store.sessions import StoredMessage
+
+    messages: list[ModelMessage] = [
+        ModelResponse(parts=[ToolCallPart("run_shell", {}, "1"), ToolCallPart("read_file", {}, "2")]),
+        ModelRequest(
+            parts=[
+                ToolReturnPart("run_shell", "denied", "1", outcome="denied"),
+                ToolReturnPart("read_file", "no such file", "2", outcome="retried"),
+            ]
+        ),
+        ModelResponse(parts=[ToolCallPart("read_file", {}, "3")]),
+        ModelRequest(parts=[ToolReturnPart("read_file", "ok", "3"), UserPromptPart("thanks")]),
+    ]
+    stored = [StoredMessage(i, 0.0, "", "", "ok", m) for i, m in enumerate(messages)]
+    assert tool_stats(stored) == {"read_file": (2, 1), "run_shell": (1, 1)}
+
+
+def test_slash_usage_shows_the_last_turn_and_the_session(core: Core) -> None:
+    conv = core.conversation(streaming_model(lambda messages: "hi"))
+    run(conv, "hello")
+    shown: list[str] = []
+    host: Any = SimpleNamespace(conv=conv, store=core.store, info=shown.append, error=shown.append)
+    asyncio.run(commands.dispatch(host, "/usage"))
+    assert shown[0].startswith("Last turn: 1 requests") and "unknown" in shown[0]
+    assert shown[1] == "This session:" and shown[2].strip().startswith("chat: 1 requests")
+
+
+def test_toolbar_shows_the_session_cost_only_when_known(core: Core) -> None:
+    from co_cli.repl.app import ChatApp
+
+    def toolbar_after_a_turn(model_name: str) -> str:
+        conv = core.conversation(streaming_model(lambda messages: "fine", name=model_name))
+        run(conv, "hello")
+        app = ChatApp(conv, core.loaded, choice=conv.resolved.choice, store=core.store, interactive=False)
+        return app.toolbar()
+
+    priced_bar = toolbar_after_a_turn("gpt-4o")
+    assert "│ $0.0" in priced_bar
+    assert "$" not in toolbar_after_a_turn("no-such-model-anywhere")
+
+
+def test_sessions_list_has_tokens_and_cost_columns(core: Core, monkeypatch: pytest.MonkeyPatch) -> None:
+    from co_cli.sessions_cli import app
+
+    conv = core.conversation(streaming_model(lambda messages: "fine", name="gpt-4o"))
+    run(conv, "hello")
+    old = core.store.create_session(model="m", cwd="/", title="before usage rows")
+    seq = core.store.begin_turn(old.id, "old prompt")
+    core.store.finish_turn(old.id, seq, [ModelResponse(parts=[TextPart("old")])], input_tokens=5, output_tokens=2)
+    monkeypatch.chdir(core.cwd)
+    runner = CliRunner()
+    table = runner.invoke(app, ["list"], env={"COLUMNS": "160"})
+    assert table.exit_code == 0, table.output
+    assert "Tokens" in table.output and "Cost" in table.output and "$0.0" in table.output
+    assert "unknown" in table.output  # the session saved without usage rows: tokens known, cost not
+    rows = {row["id"]: row for row in json.loads(runner.invoke(app, ["list", "--json"]).output)}
+    assert conv.session is not None
+    assert rows[conv.session.id]["usage"]["cost_usd"] > 0 and rows[old.id]["usage"] is None
