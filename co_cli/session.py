@@ -6,6 +6,7 @@ approval prompter that asks the user. The REPL, ``-p`` and piped mode all drive 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -165,7 +166,7 @@ class Conversation:
         )
 
     def overhead_tokens(self) -> int:
-        return estimate_overhead(instructions_text(self.deps), build_agent_tool_defs())
+        return estimate_overhead(instructions_text(self.deps), []) + tool_defs_tokens()
 
     def switch_model(self, resolved: ResolvedModel) -> None:
         self.resolved = resolved
@@ -201,7 +202,7 @@ class Conversation:
         self.context = WorkingContext()
         self._undo.clear()
         self.deps.approved_commands.clear()
-        self._set_pins([])
+        self._set_pins([], recount=False)
         self._build()
 
     def load(self, session: SessionInfo) -> None:
@@ -216,7 +217,8 @@ class Conversation:
         self._undo.clear()
         stored_pins = self.store.pins(session.id)
         self._set_pins(
-            [Pin(id, text, "summary" if source == "summary" else "user") for id, text, source in stored_pins]
+            [Pin(id, text, "summary" if source == "summary" else "user") for id, text, source in stored_pins],
+            recount=False,
         )
         self._build()
 
@@ -483,10 +485,11 @@ class Conversation:
         return len(self.context)
 
     # ----- pins ------------------------------------------------------------------------------------
-    def _set_pins(self, pins: list[Pin]) -> None:
+    def _set_pins(self, pins: list[Pin], *, recount: bool = True) -> None:
+        """Set the pins (``recount=False`` when the governor is about to be rebuilt anyway)."""
         self.pins = pins
         self.deps.pins = [pin.text for pin in pins]
-        if hasattr(self, "governor"):
+        if recount and hasattr(self, "governor"):
             self.governor.pipeline.overhead_tokens = self.overhead_tokens()
 
     def pin(self, text: str, source: PinSource = "user") -> Pin | None:
@@ -665,6 +668,12 @@ def summarizer_model(settings: Settings, paths: Paths | None = None) -> Model | 
         settings = settings.model_copy(update={"base_url": ""})
     settings = settings.model_copy(update={"model": spec})
     return build_model(choose_model(settings, "summarization_model setting"), settings, paths)
+
+
+@functools.cache
+def tool_defs_tokens() -> int:
+    """Tokens the chat agent's tool schemas add to every request (they never change in a process)."""
+    return estimate_overhead("", build_agent_tool_defs())
 
 
 def build_agent_tool_defs() -> list[Any]:
