@@ -270,3 +270,59 @@ def test_a_stream_cut_short_is_kept_marked_and_fails_print_mode(
     sent = scripted_server.chat_requests[-1].messages
     assistant = [m for m in sent if m.get("role") == "assistant"]
     assert "The first half of an answer" in str(assistant[-1]["content"]) and "cut off" in str(assistant[-1]["content"])
+
+
+def test_keys_typed_before_the_approval_question_do_not_answer_it(
+    repl: pexpect.spawn, scripted_server: ScriptedServer, workdir: Path
+) -> None:
+    """`y⏎` typed while the model still streams must not approve a command the user has not seen."""
+    target = workdir / "approved-too-early"
+    slow = ToolCalls([("run_shell", {"command": f"touch {target}"})], text="Let me check. " * 40, delay=0.02)
+    scripted_server.script(slow, Text("Done."))
+    send_line(repl, "do it")
+    repl.expect("Let me check", timeout=20)
+    send_line(repl, "y")  # typed ahead, before the question exists
+    repl.expect("this command:", timeout=20)
+    time.sleep(0.5)
+    assert not target.exists()
+    send_line(repl, "n")
+    expect_prompt(repl)
+    assert not target.exists()
+    results = tool_results(scripted_server.chat_requests[-1])
+    assert any("denied" in r for r in results)
+
+
+def test_crlf_input_lines_lose_their_carriage_return(
+    co_server_env: dict[str, str], workdir: Path, scripted_server: ScriptedServer
+) -> None:
+    result = run_co(["chat"], co_server_env, workdir, input="first line\r\nsecond line\r\n")
+    assert result.returncode == 0, result.stderr
+    sent = [r.messages[-1] for r in scripted_server.chat_requests]
+    assert sent == [{"role": "user", "content": "first line"}, {"role": "user", "content": "second line"}]
+
+
+def test_an_answer_is_saved_even_when_stdout_is_closed(
+    co_server_env: dict[str, str], workdir: Path, scripted_server: ScriptedServer
+) -> None:
+    import subprocess
+
+    from tests.support.co_process import CO_COMMAND, co_environment
+
+    scripted_server.script(Text("a long answer " * 200, chunk_size=10, delay=0.005))
+    child = subprocess.Popen(
+        [*CO_COMMAND, "chat", "-p", "tell me"],
+        env=co_environment(co_server_env),
+        cwd=workdir,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert child.stdout is not None
+    child.stdout.read(20)
+    child.stdout.close()  # the reader goes away mid-answer (like `co chat -p ... | head -c 20`)
+    child.wait(timeout=60)
+    listed = run_co(["sessions", "list", "--json"], co_server_env, workdir)
+    assert '"message_count": 2' in listed.stdout, listed.stdout
+    session_id = listed.stdout.split('"id": "')[1].split('"')[0]
+    shown = run_co(["sessions", "export", session_id, "--format", "md"], co_server_env, workdir)
+    assert shown.stdout.count("a long answer") == 200

@@ -338,7 +338,7 @@ class ChatApp:
         await self.ready()
         failed = False
         for raw in lines:
-            line = raw.rstrip("\n")
+            line = raw.rstrip("\r\n")  # a line ending of either kind is not part of the prompt
             if not line.strip():
                 continue
             try:

@@ -183,21 +183,30 @@ class PlainView:
         self.show_tools = show_tools
         self._wrote = False
         self._ends_newline = True
+        self.out_closed = False
+        """The reader of ``out`` went away (a broken pipe): the turn goes on and is saved, unprinted."""
+
+    def _write(self, text: str) -> None:
+        if self.out_closed:
+            return
+        try:
+            self.out.write(text)
+            self.out.flush()
+        except BrokenPipeError:
+            self.out_closed = True
 
     def text(self, delta: str) -> None:
         # The answer is kept exact for a pipe or file (it may be data); a terminal gets it without controls.
         if delta and self.out.isatty():
             delta = printable(delta)
         if delta:
-            self.out.write(delta)
-            self.out.flush()
+            self._write(delta)
             self._wrote = True
             self._ends_newline = delta.endswith("\n")
 
     def _newline(self) -> None:
         if self._wrote and not self._ends_newline:
-            self.out.write("\n")
-            self.out.flush()
+            self._write("\n")
             self._ends_newline = True
 
     def _err(self, line: str) -> None:
