@@ -166,7 +166,7 @@ def _build_conversation(
         _install_local_spinner(console)
     resolved = resolve_choice(choice, settings, loaded.paths)
     if session is not None and options.fork_at is not None:
-        from co_cli.context.rebuild import check_fork_point
+        from co_cli.resume import check_fork_point
 
         assert store is not None
         check_fork_point(store.outline(session.id), options.fork_at)

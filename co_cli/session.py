@@ -43,17 +43,17 @@ from co_cli.context.compact import (
 )
 from co_cli.context.governor import ContextGovernor, GovernorEvent
 from co_cli.context.policy import GovernorConfig
-from co_cli.context.rebuild import check_fork_point, rebuild_context, rewind_point
 from co_cli.context.repair import repair_orphans
 from co_cli.context.report import ContextReport, context_report
 from co_cli.context.tokens import TokenEstimate, estimate_history, estimate_overhead
 from co_cli.context.working import WorkingContext
 from co_cli.deps import CoDeps
 from co_cli.errors import CoError
+from co_cli.failure_text import describe_provider_error, is_context_overflow
 from co_cli.memory.inject import memory_report_tokens
 from co_cli.message_view import kinds, views
 from co_cli.models import ResolvedModel
-from co_cli.provider_errors import describe_provider_error, is_context_overflow
+from co_cli.resume import check_fork_point, rebuild_context, rewind_point
 from co_cli.synthetic import (
     CUT_OFF_NOTE,
     close_interrupted,

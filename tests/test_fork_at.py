@@ -14,9 +14,9 @@ from pydantic_ai.messages import (
 )
 
 from co_cli.config import load_settings
-from co_cli.context.rebuild import check_fork_point, rebuild_context, rewind_point
 from co_cli.errors import CoError
 from co_cli.message_view import user_text
+from co_cli.resume import check_fork_point, rebuild_context, rewind_point
 from co_cli.store.sessions import SessionStore
 from tests.test_turn_core import Core, core, dumped, long_echo, run, streaming_model, summarizer
 

@@ -23,7 +23,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from co_cli.config import Paths, Settings
 from co_cli.context.offload import offload_large_outputs
 from co_cli.deps import CoDeps
-from co_cli.provider_errors import describe_provider_error
+from co_cli.failure_text import describe_provider_error
 from co_cli.tools import build_toolset, files
 from co_cli.tools.blocking import StopFlag, run_blocking
 from co_cli.tools.files import MAX_LINE_CHARS, READ_OUTPUT_CHARS, grep, list_dir, read_file

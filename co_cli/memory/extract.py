@@ -292,7 +292,7 @@ class ExtractionWorker:
 
 def _describe(exc: Exception) -> str:
     try:
-        from co_cli.provider_errors import describe_provider_error
+        from co_cli.failure_text import describe_provider_error
 
         return describe_provider_error(exc)
     except Exception:

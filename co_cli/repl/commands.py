@@ -173,7 +173,7 @@ async def _retry(host: CommandHost, arg: str) -> None:
 )
 async def _compact(host: CommandHost, arg: str) -> None:
     from co_cli.context.compact import NothingToCompact, compaction_line
-    from co_cli.provider_errors import describe_provider_error
+    from co_cli.failure_text import describe_provider_error
 
     word, _, rest = arg.partition(" ")
     if word == "show":

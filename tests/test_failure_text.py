@@ -6,7 +6,7 @@ import pytest
 from pydantic_ai import exceptions as ex
 
 from co_cli.errors import ModelConfigError
-from co_cli.provider_errors import describe_provider_error, is_context_overflow
+from co_cli.failure_text import describe_provider_error, is_context_overflow
 
 CATEGORY = {
     401: ex.ModelAuthenticationError,
