@@ -25,15 +25,11 @@ from typing import Any, ClassVar, Literal
 from pydantic_ai import RunContext
 from pydantic_ai.messages import (
     ERROR_OUTCOMES,
-    CompactionPart,
     ModelMessage,
     ModelRequest,
     ModelResponse,
     ModelResponseStreamEvent,
-    RetryPromptPart,
-    SystemPromptPart,
     TextContent,
-    TextPart,
     ToolCallPart,
     ToolReturnPart,
     UserPromptPart,
@@ -47,6 +43,7 @@ from pydantic_ai.usage import RequestUsage
 from co_cli.errors import ModelConfigError, ProviderError
 from co_cli.local.toolcalls import ParsedCall, parse_tool_calls, streamable_length
 from co_cli.local.weights import INSTALL_HINT, resolve_weights
+from co_cli.message_view import part_kind, view_part
 
 DEFAULT_TEMPERATURE = 0.4
 DEFAULT_TOP_P = 0.9
@@ -263,20 +260,21 @@ def render_turns(messages: Sequence[ModelMessage], system_prompt: str) -> list[C
     return turns
 
 
-def _render_request_part(part: object, system_texts: list[str], turns: list[ChatTurn]) -> None:
-    if isinstance(part, SystemPromptPart):
+def _render_request_part(part: Any, system_texts: list[str], turns: list[ChatTurn]) -> None:
+    kind = part_kind(part)
+    if kind == "system":
         if not turns:
             system_texts.append(part.content)
         else:
             turns.append(ChatTurn("user", part.content, "prompt"))
-    elif isinstance(part, UserPromptPart):
+    elif kind == "user":
         turns.append(ChatTurn("user", _user_text(part), "prompt"))
-    elif isinstance(part, ToolReturnPart):
+    elif kind == "tool-return":
         turns.append(ChatTurn("user", _tool_result_text(part), "tool_result"))
-    elif isinstance(part, RetryPromptPart):
-        kind: TurnKind = "tool_result" if part.tool_name else "prompt"
-        turns.append(ChatTurn("user", part.model_response(), kind))
-    elif isinstance(part, CompactionPart) and part.content:
+    elif kind == "retry":
+        turn_kind: TurnKind = "tool_result" if getattr(part, "tool_name", None) else "prompt"
+        turns.append(ChatTurn("user", part.model_response(), turn_kind))
+    elif kind == "compaction" and part.content:
         turns.append(ChatTurn("user", f"Summary of the earlier conversation:\n{part.content}", "prompt"))
 
 
@@ -307,9 +305,10 @@ def _tool_result_text(part: ToolReturnPart) -> str:
 def _render_response(message: ModelResponse) -> str:
     pieces: list[str] = []
     for part in message.parts:
-        if isinstance(part, TextPart) and part.content.strip():
-            pieces.append(part.content.strip())
-        elif isinstance(part, ToolCallPart):
+        view = view_part(part)
+        if view.kind == "text" and view.text.strip():
+            pieces.append(view.text.strip())
+        elif view.kind == "tool-call" and isinstance(part, ToolCallPart):
             call = {"name": part.tool_name, "arguments": part.args_as_dict()}
             pieces.append(f"<tool_call>{json.dumps(call, ensure_ascii=False)}</tool_call>")
     return "\n".join(pieces)
