@@ -151,13 +151,27 @@ def _tool_section(lines: list[ToolCallLine], budget: int) -> list[str]:
     rendered = [line.render() + (f" (×{count})" if count > 1 else "") for line, count in folded]
     if sum(len(r) + 1 for r in rendered) <= budget:
         return rendered
+    head, tail, lo, hi = keep_ends(rendered, budget, reserve=80)  # room for the count line
+    omitted = folded[lo : hi + 1]
+    if not omitted:
+        return head + tail
+    names: Counter[str] = Counter()
+    for line, count in omitted:
+        names[line.name] += count
+    summary = ", ".join(f"{name} ×{count}" for name, count in names.most_common())
+    return [*head, f"- … {sum(names.values())} more tool calls: {summary}", *tail]
+
+
+def keep_ends(lines: list[str], budget: int, *, reserve: int) -> tuple[list[str], list[str], int, int]:
+    """The first and last lines that fit ``budget`` characters (less ``reserve``), taken alternately from
+    both ends: (head, tail, lo, hi) where ``lines[lo : hi + 1]`` is what was left out."""
     head: list[str] = []
     tail: list[str] = []
-    used = 80  # room for the count line
-    lo, hi = 0, len(rendered) - 1
+    used = reserve
+    lo, hi = 0, len(lines) - 1
     while lo <= hi:
         take_tail = len(tail) < len(head)
-        candidate = rendered[hi] if take_tail else rendered[lo]
+        candidate = lines[hi] if take_tail else lines[lo]
         if used + len(candidate) + 1 > budget:
             break
         used += len(candidate) + 1
@@ -167,14 +181,7 @@ def _tool_section(lines: list[ToolCallLine], budget: int) -> list[str]:
         else:
             head.append(candidate)
             lo += 1
-    omitted = folded[lo : hi + 1]
-    if not omitted:
-        return head + tail
-    names: Counter[str] = Counter()
-    for line, count in omitted:
-        names[line.name] += count
-    summary = ", ".join(f"{name} ×{count}" for name, count in names.most_common())
-    return [*head, f"- … {sum(names.values())} more tool calls: {summary}", *tail]
+    return head, tail, lo, hi
 
 
 def _summary_prose(message: ModelMessage) -> str:
@@ -201,22 +208,7 @@ def _user_section(texts: list[str], budget: int, max_user_chars: int) -> list[st
         return lines
     # Still too long at the floor: the oldest and newest stay, the middle is counted (the ledger keeps
     # their identifiers).
-    head: list[str] = []
-    tail: list[str] = []
-    used = 60
-    lo, hi = 0, len(lines) - 1
-    while lo <= hi:
-        take_tail = len(tail) < len(head)
-        candidate = lines[hi] if take_tail else lines[lo]
-        if used + len(candidate) + 1 > budget:
-            break
-        used += len(candidate) + 1
-        if take_tail:
-            tail.insert(0, candidate)
-            hi -= 1
-        else:
-            head.append(candidate)
-            lo += 1
+    head, tail, lo, hi = keep_ends(lines, budget, reserve=60)
     omitted = hi - lo + 1
     return [*head, f"[… {omitted} user messages omitted …]", *tail] if omitted > 0 else head + tail
 

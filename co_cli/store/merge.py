@@ -25,11 +25,11 @@ from co_cli.errors import CoError, SessionBusy
 from co_cli.store.export import resumable
 from co_cli.store.import_document import parse_export
 from co_cli.store.sessions import (
-    _INSERT_COMPACTION,
+    INSERT_COMPACTION,
     CompactionRecord,
     SessionInfo,
     StoredMessage,
-    _compaction_row,
+    compaction_row,
     dump_messages,
     message_kind_and_text,
     new_session_id,
@@ -200,8 +200,8 @@ def _append(
                 }
                 new = [c for c in compactions if (round(c.created_at, 6), c.from_seq, c.upto_seq) not in have]
                 conn.executemany(
-                    _INSERT_COMPACTION,
-                    [_compaction_row(session_id, c, dump_messages(c.replacement)) for c in new],
+                    INSERT_COMPACTION,
+                    [compaction_row(session_id, c, dump_messages(c.replacement)) for c in new],
                 )
                 last = max((m.created_at for m in messages), default=time.time())
                 conn.execute(

@@ -141,7 +141,7 @@ _COMPACTION_DATA = (
     "method, detail, ledger, tiers, undone_at"
 )
 _COMPACTION_COLUMNS = f"id, {_COMPACTION_DATA}"
-_INSERT_COMPACTION = (
+INSERT_COMPACTION = (
     f"INSERT INTO compactions (session_id, {_COMPACTION_DATA}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
@@ -235,10 +235,10 @@ def _is_prompt_request(message: ModelMessage) -> bool:
     return isinstance(message, ModelRequest) and any(isinstance(p, UserPromptPart) for p in message.parts)
 
 
-def _compaction_row(
+def compaction_row(
     session_id: str, record: CompactionRecord, replacement_json: str, created_at: float | None = None
 ) -> tuple[Any, ...]:
-    """The values of ``_INSERT_COMPACTION`` for a record."""
+    """The values of ``INSERT_COMPACTION`` for a record."""
     return (
         session_id,
         record.created_at if created_at is None else created_at,
@@ -678,7 +678,7 @@ class SessionStore:
         created_at = record.created_at or time.time()
         with self._lock, self._write() as conn:
             self._session_row(session_id)
-            cursor = conn.execute(_INSERT_COMPACTION, _compaction_row(session_id, record, replacement, created_at))
+            cursor = conn.execute(INSERT_COMPACTION, compaction_row(session_id, record, replacement, created_at))
             conn.execute(
                 "UPDATE sessions SET compaction_count = compaction_count + 1, updated_at = ? WHERE id = ?",
                 (time.time(), session_id),
@@ -908,8 +908,8 @@ class SessionStore:
                 [(info.id, *row) for row in rows],
             )
             conn.executemany(
-                _INSERT_COMPACTION,
-                [_compaction_row(info.id, c, data) for c, data in encoded],
+                INSERT_COMPACTION,
+                [compaction_row(info.id, c, data) for c, data in encoded],
             )
         return info
 
