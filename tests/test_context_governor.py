@@ -316,3 +316,22 @@ async def test_streamed_run_is_governed_too(make_settings: Callable[..., Setting
     assert any(is_summary(m) for m in received[0]) and len(received[0]) < len(history)
     working, result = governor.adopt(final.all_messages())
     assert result is not None and working[-1] == final.all_messages()[-1]
+
+
+async def test_cheap_passes_run_before_any_summary(make_settings: Callable[..., Settings]) -> None:
+    """Over the token threshold, a file read again later becomes a pointer first; when that is enough, the
+    summariser is not asked at all."""
+    summarizer, prompts = recording_model("S.")
+    big = "line of the module\n" * 400  # ~1.9k tokens per read; the window of 4,500 has its threshold at 3,600
+    history = [user("read it"), calls(("read_file", {"path": "src/app.py"}, "r1")), returns(("read_file", big, "r1"))]
+    history += [reply("read"), user("again"), calls(("read_file", {"path": "src/app.py"}, "r2"))]
+    history += [returns(("read_file", big, "r2")), reply("read again"), user("and now?")]
+    settings = make_settings(max_history_messages=0, tool_output_trim_chars=0)
+    events: list[GovernorEvent] = []
+    governor = ContextGovernor(
+        GovernorConfig.from_settings(settings, 4500), summarizer=summarizer, on_event=events.append
+    )
+    sent = await _send(governor, history)
+    assert prompts == [] and not [e for e in events if e.kind == "compaction"]
+    assert "[superseded: read_file of src/app.py was read again later]" in texts_of(sent)
+    assert texts_of(sent).count("line of the module") == 400  # the later read is whole
