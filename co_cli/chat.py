@@ -182,7 +182,7 @@ def _build_conversation(
         ask_approval=None if options.approve_all else approver,
         approve_all=options.approve_all,
     )
-    if store is not None and settings.memory and settings.memory_extract != "off":
+    if store is not None and settings.memory and settings.memory_extract != "off" and not _embedded(conv):
         from co_cli.memory.extract import attach_extraction
 
         attach_extraction(conv, store.memories())
@@ -191,6 +191,12 @@ def _build_conversation(
             store.acquire(session.id, force=True)  # load() then finds the session already held here
         conv.load(session)
     return conv
+
+
+def _embedded(conv: Conversation) -> bool:
+    """Whether the summarisation model is the embedded one: automatic extraction is left off then (it would
+    compete with the chat model for the CPU, and a model that small cannot give structured answers)."""
+    return type(conv.summary_model).__name__ == "LocalModel"
 
 
 def _install_local_spinner(console: Console) -> None:

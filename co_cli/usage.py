@@ -15,9 +15,15 @@ from pydantic_ai.settings import ModelSettings
 
 from co_cli.store.usage import TurnUsage, UsageRole
 
+LOCAL_PROVIDER = "llama_cpp"
+"""The embedded model's provider name: it runs on this machine, so its answers cost nothing."""
+
 
 def response_cost(response: ModelResponse) -> float | None:
-    """The response's price in USD; None when the model, provider or usage is unknown."""
+    """The response's price in USD (0 for the embedded model); None when the model, provider or usage is
+    unknown."""
+    if response.provider_name == LOCAL_PROVIDER:
+        return 0.0
     if not response.model_name:
         return None
     try:

@@ -188,3 +188,16 @@ def test_sessions_list_has_tokens_and_cost_columns(core: Core, monkeypatch: pyte
     rows = {row["id"]: row for row in json.loads(runner.invoke(app, ["list", "--json"]).output)}
     assert conv.session is not None
     assert rows[conv.session.id]["usage"]["cost_usd"] > 0 and rows[old.id]["usage"] is None
+
+
+def test_the_embedded_model_costs_nothing_and_an_unknown_one_is_unknown() -> None:
+    from pydantic_ai.messages import ModelResponse, TextPart
+    from pydantic_ai.usage import RequestUsage
+
+    from co_cli.usage import response_cost
+
+    usage = RequestUsage(input_tokens=1000, output_tokens=100)
+    local = ModelResponse(parts=[TextPart("hi")], usage=usage, model_name="local:SmolLM2", provider_name="llama_cpp")
+    unknown = ModelResponse(parts=[TextPart("hi")], usage=usage, model_name="my-model", provider_name="openai")
+    assert response_cost(local) == 0.0
+    assert response_cost(unknown) is None

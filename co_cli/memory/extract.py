@@ -294,7 +294,8 @@ def _describe(exc: Exception) -> str:
     try:
         from co_cli.failure_text import describe_provider_error
 
-        return describe_provider_error(exc)
+        # The advice to /retry is for a failed turn; a failed extraction is retried on its own.
+        return describe_provider_error(exc).split("; /retry")[0]
     except Exception:
         return f"{type(exc).__name__}: {exc}"
 

@@ -479,6 +479,14 @@ async def _memory(host: CommandHost, arg: str) -> None:
     else:
         host.show(Text("The last request was sent no memories.", style="dim"))
     worker = host.conv.memory_worker
+    if worker is None and host.conv.deps.settings.memory_extract != "off":
+        host.show(
+            Text(
+                "Automatic extraction is off with the embedded model as summariser (set summarization_model "
+                "to a larger model to have facts proposed from your messages).",
+                style="dim",
+            )
+        )
     if worker is not None and worker.last_error:
         host.error(f"the last memory extraction failed: {worker.last_error}")
 
