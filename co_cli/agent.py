@@ -6,11 +6,11 @@ from datetime import date
 from typing import TYPE_CHECKING, Any
 
 from co_cli.deps import CoDeps
+from co_cli.models import request_time_limits
 
 if TYPE_CHECKING:
     from pydantic_ai import Agent
     from pydantic_ai.models import Model
-    from pydantic_ai.settings import ModelSettings
 
 
 def instructions_text(deps: CoDeps) -> str:
@@ -63,16 +63,3 @@ def build_agent(model: Model, *, capabilities: list[Any], request_timeout: float
         capabilities=capabilities,
         model_settings=request_time_limits(model, request_timeout),
     )
-
-
-def request_time_limits(model: Model, request_timeout: float) -> ModelSettings:
-    """``request_timeout`` as the longest wait for a provider's answer, however often its SDK retries.
-
-    ``timeout`` alone is per attempt, and the provider SDKs retry a timed-out request twice, so a hung server
-    would be reported after about three times the setting. ``first_event_timeout`` is one deadline over every
-    attempt until the answer starts streaming (a long answer is never cut off); ``timeout`` still limits each
-    wait for the next chunk once it streams. The embedded model sends nothing over a network: no limit.
-    """
-    if getattr(model, "system", "") == "llama_cpp":
-        return {}
-    return {"timeout": request_timeout, "first_event_timeout": request_timeout}

@@ -17,6 +17,7 @@ from co_cli.url_credentials import mask_url_credentials
 
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
+    from pydantic_ai.settings import ModelSettings
 
 ASSUMED_CONTEXT_WINDOW = 128_000
 OLLAMA_DEFAULT_URL = "http://127.0.0.1:11434/v1"
@@ -165,3 +166,16 @@ def resolve_model(settings: Settings, source: str = "default", paths: Paths | No
 
 def _first_line(text: str) -> str:
     return text.strip().splitlines()[0] if text.strip() else "unknown error"
+
+
+def request_time_limits(model: Model | str, request_timeout: float) -> ModelSettings:
+    """``request_timeout`` as the longest wait for a provider's answer, however often its SDK retries.
+
+    ``timeout`` alone is per attempt, and the provider SDKs retry a timed-out request twice, so a hung server
+    would be reported after about three times the setting. ``first_event_timeout`` is one deadline over every
+    attempt until the answer starts streaming (a long answer is never cut off); ``timeout`` still limits each
+    wait for the next chunk once it streams. The embedded model sends nothing over a network: no limit.
+    """
+    if getattr(model, "system", "") == "llama_cpp":
+        return {}
+    return {"timeout": request_timeout, "first_event_timeout": request_timeout}

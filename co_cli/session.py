@@ -52,7 +52,7 @@ from co_cli.errors import CoError
 from co_cli.failure_text import describe_provider_error, is_context_overflow
 from co_cli.memory.inject import memory_report_tokens
 from co_cli.message_view import kinds, views
-from co_cli.models import ResolvedModel
+from co_cli.models import ResolvedModel, request_time_limits
 from co_cli.resume import check_fork_point, rebuild_context, rewind_point
 from co_cli.synthetic import (
     CUT_OFF_NOTE,
@@ -529,6 +529,7 @@ class Conversation:
                 max_history_messages=max(4, self.deps.settings.max_history_messages or 8),
                 max_input_tokens=self.resolved.context_window // 2,
                 must_fit=True,
+                model_settings=request_time_limits(self.summary_model, self.deps.settings.request_timeout),
             )
         except Exception as exc:
             view.notice(f"Compaction failed: {describe_provider_error(exc)}")
@@ -565,6 +566,7 @@ class Conversation:
             self.summary_model,
             focus=focus or None,
             max_input_tokens=self.resolved.context_window // 2,
+            model_settings=request_time_limits(self.summary_model, self.deps.settings.request_timeout),
         )
         return replace(result, detail="manual")
 

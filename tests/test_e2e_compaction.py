@@ -130,3 +130,22 @@ def test_pin_remember_keeps_it_for_every_session_and_memory_lists_both(
     assert later.returncode == 0, later.stderr
     instructions = instructions_of(chat_turns(scripted_server)[-1])
     assert "Never push directly to main." in instructions and "Keep answers short." not in instructions
+
+
+def test_a_hung_summariser_is_given_up_after_request_timeout(
+    co_server_env: dict[str, str], workdir: Path, scripted_server: ScriptedServer
+) -> None:
+    """The summariser's requests are bounded by request_timeout as the chat model's are (over SDK retries)."""
+    import time
+
+    from tests.support.scripted_server import Hang
+    from tests.test_e2e_context import is_summariser_request
+
+    scripted_server.responder = lambda body: Hang(30) if is_summariser_request(body) else None
+    env = {**co_server_env, "CO_CLI_REQUEST_TIMEOUT": "1.5"}
+    lines = [long_prompt(1), long_prompt(2), "/compact"]
+    start = time.monotonic()
+    result = run_co(["chat"], env, workdir, input="\n".join(lines) + "\n", timeout=60)
+    elapsed = time.monotonic() - start
+    assert "compaction failed, history unchanged" in result.stderr
+    assert elapsed < 12, elapsed  # one timeout, not one per SDK retry (3 x 1.5 s) plus a 30 s hang

@@ -8,6 +8,7 @@ from typing import Literal
 
 from pydantic_ai.messages import ModelMessage, ModelRequest
 from pydantic_ai.models import Model
+from pydantic_ai.settings import ModelSettings
 
 from co_cli.context.boundaries import (
     current_turn_start,
@@ -187,11 +188,18 @@ class _Summary:
 
 
 async def _checked_summary(
-    span: Sequence[ModelMessage], model: Model | str, *, focus: str | None, max_input_tokens: int | None
+    span: Sequence[ModelMessage],
+    model: Model | str,
+    *,
+    focus: str | None,
+    max_input_tokens: int | None,
+    model_settings: ModelSettings | None,
 ) -> _Summary:
     """A summary of ``span`` that lost no identifier (the missing ones are appended verbatim). Raises
     SummaryRejected when the answer is not a summary or drops most of an earlier summary."""
-    body = await summarize_messages(span, model, focus=focus, max_input_tokens=max_input_tokens)
+    body = await summarize_messages(
+        span, model, focus=focus, max_input_tokens=max_input_tokens, model_settings=model_settings
+    )
     if _looks_like_acknowledgement(body):
         raise SummaryRejected("the summariser answered with an acknowledgement, not a summary")
     ledger = reconcile(body, span)
@@ -225,6 +233,7 @@ async def compact_middle(
     max_tail_tokens: int | None = None,
     min_span_tokens: int = 0,
     must_fit: bool = False,
+    model_settings: ModelSettings | None = None,
 ) -> CompactionResult | Skipped | None:
     """Keep the head and the tail, replace the middle by one user-role message. None when there is no
     middle to replace.
@@ -279,7 +288,9 @@ async def compact_middle(
     error: str | None = None
     if model is not None:
         try:
-            checked = await _checked_summary(middle, model, focus=focus, max_input_tokens=max_input_tokens)
+            checked = await _checked_summary(
+                middle, model, focus=focus, max_input_tokens=max_input_tokens, model_settings=model_settings
+            )
         except SummaryRejected as exc:
             error = f"summary rejected: {exc}"
         except Exception as exc:  # any provider or network failure: the digest stands in
@@ -309,6 +320,7 @@ async def compact_all(
     *,
     focus: str | None = None,
     max_input_tokens: int | None = None,
+    model_settings: ModelSettings | None = None,
 ) -> CompactionResult:
     """Summarise the whole history (manual /compact) into a summary message and an acknowledgement.
 
@@ -321,7 +333,9 @@ async def compact_all(
         raise NothingToCompact("nothing to compact yet: the conversation is empty")
     if all(is_summary(m) or is_ack(m) for m in messages):
         raise NothingToCompact("nothing new to compact since the last summary")
-    checked = await _checked_summary(messages, model, focus=focus, max_input_tokens=max_input_tokens)
+    checked = await _checked_summary(
+        messages, model, focus=focus, max_input_tokens=max_input_tokens, model_settings=model_settings
+    )
     latest = _latest_prompt(messages, 0, len(messages))
     summary = summary_request(covered_count(messages), checked.text, latest)
     replacement: list[ModelMessage] = [summary, ack_response()]

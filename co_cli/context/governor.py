@@ -29,6 +29,7 @@ from co_cli.context.policy import CompactionPolicy, GovernorConfig
 from co_cli.context.repair import repair_orphans
 from co_cli.context.tiers import MIN_CLAMP_CHARS, TierResult, clamp_oversized_parts, drop_superseded_reads
 from co_cli.context.tokens import TokenEstimate
+from co_cli.models import request_time_limits
 
 SUMMARIZER_INPUT_FRACTION = 0.5
 """The summariser gets chunks of at most this fraction of the window."""
@@ -205,6 +206,7 @@ class ContextGovernor(AbstractCapability[Any]):
             max_tail_tokens=int(window * TAIL_TOKEN_FRACTION) if window > 0 else None,
             min_span_tokens=self.policy.min_span_tokens,
             must_fit=must_fit,
+            model_settings=request_time_limits(model, self.config.request_timeout) if model is not None else None,
         )
         if isinstance(result, Skipped):
             self.policy.skipped(result)

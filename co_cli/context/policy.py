@@ -39,6 +39,8 @@ class GovernorConfig:
     tool_output_offload_chars: int = 40000
     auto_compact: bool = True
     min_span_tokens: int = MIN_SPAN_TOKENS
+    request_timeout: float = 120.0
+    """Seconds the summariser may take to start answering (as for the chat model)."""
 
     @classmethod
     def from_settings(cls, settings: Settings, context_window: int) -> GovernorConfig:
@@ -50,6 +52,7 @@ class GovernorConfig:
             tool_output_offload_chars=settings.tool_output_offload_chars,
             auto_compact=settings.auto_compact == "on",
             min_span_tokens=settings.compact_min_span_tokens,
+            request_timeout=settings.request_timeout,
         )
 
     @property

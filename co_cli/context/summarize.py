@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models import Model
+from pydantic_ai.settings import ModelSettings
 
 from co_cli.context.tokens import estimate_text_tokens
 from co_cli.message_view import views
@@ -179,11 +180,14 @@ async def summarize_messages(
     *,
     focus: str | None = None,
     max_input_tokens: int | None = None,
+    model_settings: ModelSettings | None = None,
 ) -> str:
     """A summary of ``messages`` from a fresh tool-less agent. When the transcript does not fit in
     ``max_input_tokens``, parts are summarised separately and the partial summaries merged. Raises on
     any model failure."""
-    agent: Agent[None, str] = Agent(model, output_type=str, instructions=SUMMARIZER_INSTRUCTIONS)
+    agent: Agent[None, str] = Agent(
+        model, output_type=str, instructions=SUMMARIZER_INSTRUCTIONS, model_settings=model_settings
+    )
     entries = render_transcript(messages)
     if not entries:
         raise ValueError("nothing to summarise")
