@@ -544,3 +544,29 @@ def test_a_session_whose_first_prompt_was_not_saved_is_not_listed(db: Path) -> N
         store.release(empty.id)
     listed = runner.invoke(app, ["list"])
     assert "never saved" not in listed.output and kept in listed.output
+
+
+def test_recover_keeps_the_trash_undone_compactions_pins_and_usage(db: Path, tmp_path: Path) -> None:
+    from co_cli.store.usage import TurnUsage, record_usage
+
+    ids = [seeded(db, title=f"talk {n}") for n in range(2)]
+    with SessionStore.open(db) as store:
+        store.add_compaction(ids[0], CompactionRecord(0, 1, "s", None, "manual", 5, 1, "m", [], method="digest"))
+        store.undo_compaction(ids[0])
+        store.add_pin(ids[0], "Never push to main.", "user")
+        record_usage(store, ids[0], TurnUsage(role="chat", model="m", requests=1, input_tokens=10, output_tokens=2))
+        store.trash(ids[1])
+    target = tmp_path / "recovered.db"
+    result = runner.invoke(app, ["recover", "-o", str(target)])
+    assert result.exit_code == 0, result.output
+    with SessionStore.open(target) as store:
+        assert [info.id for info in store.list()] == [ids[0]]  # the trashed one stays in the trash
+        assert [info.id for info, _ in store.trashed()] == [ids[1]]
+        (record,) = store.compactions(ids[0])
+        assert record.method == "digest" and record.undone_at is not None
+        assert store.latest_compaction(ids[0]) is None  # the undo still holds
+        assert [text for _, text, _ in store.pins(ids[0])] == ["Never push to main."]
+    from co_cli.store.usage import session_by_role
+
+    with SessionStore.open(target) as store:
+        assert session_by_role(store, ids[0])["chat"].input_tokens == 10

@@ -11,6 +11,7 @@ whose metadata row was lost is given a new one.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import shutil
 import sqlite3
@@ -44,6 +45,17 @@ _COMPACTION_READ = (
     "session_id, created_at, from_seq, upto_seq, summary, focus, trigger, tokens_before, tokens_after, model, "
     "replacement_json"
 )
+_COMPACTION_DETAILS = "method, detail, ledger, tiers, undone_at"
+_NO_COMPACTION_DETAILS = "'summary', '', '', '', NULL"
+"""What a database from before compaction details reads as."""
+_SESSION_ROWS = {
+    "pins": "session_id, text, source, created_at, removed_at",
+    "turn_usage": (
+        "session_id, created_at, role, model, requests, input_tokens, output_tokens, cache_read_tokens, "
+        "cache_write_tokens, cost_usd"
+    ),
+}
+"""Further per-session tables copied as they are (pinned instructions, usage), when the database has them."""
 
 
 @dataclass
@@ -66,6 +78,10 @@ class _Session:
     expected_messages: int = 0
     messages: list[tuple[int, float, str, str]] = field(default_factory=list)  # seq, created_at, json, status
     compactions: list[tuple[Any, ...]] = field(default_factory=list)
+    deleted_at: float | None = None
+    """When the session was moved to the trash (it stays there after recovery)."""
+    extra: dict[str, list[tuple[Any, ...]]] = field(default_factory=dict)
+    """Rows of ``_SESSION_ROWS`` tables, without their session id."""
 
 
 def _finite(value: Any, default: float) -> float:
@@ -229,12 +245,23 @@ class _Reader:
         else:
             self.report.compactions_lost += 1
 
+    def trashed(self, row: tuple[Any, ...]) -> None:
+        _, sid, deleted_at = row
+        if isinstance(sid, str) and deleted_at is not None:
+            self.sessions[sid].deleted_at = _finite(deleted_at, time.time())
+
     def read(self, conn: sqlite3.Connection) -> dict[str, _Session]:
+        details = _COMPACTION_DETAILS if _has_column(conn, "compactions", "undone_at") else _NO_COMPACTION_DETAILS
         tables: list[tuple[str, str, Callable[[tuple[Any, ...]], None]]] = [
             ("sessions", _SESSION_READ, self.session),
             ("messages", _MESSAGE_READ, self.message),
-            ("compactions", _COMPACTION_READ, self.compaction),
+            ("compactions", f"{_COMPACTION_READ}, {details}", self.compaction),
         ]
+        if _has_column(conn, "sessions", "deleted_at"):
+            tables.append(("sessions", "id, deleted_at", self.trashed))
+        for table, columns in _SESSION_ROWS.items():
+            if _has_column(conn, table, "session_id"):
+                tables.append((table, columns, functools.partial(self.extra_row, table)))
         for table, columns, add in tables:
             try:
                 rows, damaged = _rows(conn, table, columns)
@@ -245,6 +272,17 @@ class _Reader:
             for row in rows:
                 add(row)
         return self.sessions
+
+    def extra_row(self, table: str, row: tuple[Any, ...]) -> None:
+        if isinstance(row[1], str):
+            self.sessions[row[1]].extra.setdefault(table, []).append(row[2:])
+
+
+def _has_column(conn: sqlite3.Connection, table: str, column: str) -> bool:
+    try:
+        return any(info[1] == column for info in conn.execute(f"PRAGMA table_info({table})"))
+    except sqlite3.DatabaseError:
+        return False
 
 
 def _decode(data: Any, *, single: bool) -> list[Any] | None:
@@ -280,7 +318,7 @@ def _rebuild(session_id: str, found: _Session, report: Recovery) -> tuple[Sessio
 
     compactions: list[tuple[Any, ...]] = []
     for row in found.compactions:
-        created, from_seq, upto_seq, summary, focus, trigger, before, after, model, replacement = row
+        created, from_seq, upto_seq, summary, focus, trigger, before, after, model, replacement, *details = row
         usable = (
             isinstance(from_seq, int)
             and isinstance(upto_seq, int)
@@ -304,6 +342,7 @@ def _rebuild(session_id: str, found: _Session, report: Recovery) -> tuple[Sessio
                 _count(after),
                 model if isinstance(model, str) else "",
                 replacement,
+                *_compaction_details(details),
             )
         )
     info = found.info
@@ -327,12 +366,25 @@ def _rebuild(session_id: str, found: _Session, report: Recovery) -> tuple[Sessio
     return info, rows, compactions
 
 
-def _write(target: Path, rebuilt: list[tuple[SessionInfo, list[Any], list[Any]]]) -> None:
+def _compaction_details(details: list[Any]) -> tuple[str, str, str, str, float | None]:
+    """method, detail, ledger, tiers, undone_at of a compaction row, each checked (an undo is kept: a
+    compaction the user took back must not come back in force)."""
+    method, detail, ledger, tiers, undone_at = (details + [None] * 5)[:5]
+
+    def text(value: Any, default: str) -> str:
+        return value if isinstance(value, str) else default
+
+    undone = _finite(undone_at, time.time()) if undone_at is not None else None
+    return text(method, "summary"), text(detail, ""), text(ledger, ""), text(tiers, ""), undone
+
+
+def _write(target: Path, rebuilt: list[tuple[SessionInfo, list[Any], list[Any]]], found: dict[str, _Session]) -> None:
     from co_cli.store.sessions import SessionStore
 
     conn = connect(target)
     try:
         for info, rows, compactions in rebuilt:
+            session = found.get(info.id)
             with write_transaction(conn, target):
                 SessionStore._insert_session(conn, info)
                 conn.executemany(
@@ -342,9 +394,20 @@ def _write(target: Path, rebuilt: list[tuple[SessionInfo, list[Any], list[Any]]]
                 )
                 conn.executemany(
                     "INSERT INTO compactions (session_id, created_at, from_seq, upto_seq, summary, focus, trigger, "
-                    "tokens_before, tokens_after, model, replacement_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    f"tokens_before, tokens_after, model, replacement_json, {_COMPACTION_DETAILS}) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     [(info.id, *row) for row in compactions],
                 )
+                if session is not None and session.deleted_at is not None:
+                    conn.execute("UPDATE sessions SET deleted_at = ? WHERE id = ?", (session.deleted_at, info.id))
+            for table, columns in _SESSION_ROWS.items():
+                marks = ", ".join("?" * len(columns.split(",")))
+                for row in session.extra.get(table, []) if session is not None else []:
+                    try:  # a damaged row that breaks a constraint is left out, the rest kept
+                        with write_transaction(conn, target):
+                            conn.execute(f"INSERT INTO {table} ({columns}) VALUES ({marks})", (info.id, *row))
+                    except Exception:
+                        continue
     finally:
         conn.close()
 
@@ -371,7 +434,7 @@ def recover(source: Path, target: Path) -> Recovery:
         if result is not None:
             rebuilt.append(result)
     rebuilt.sort(key=lambda r: r[0].created_at)
-    _write(target, rebuilt)
+    _write(target, rebuilt, found)
     write_memories(target, memories)
     report.sessions = len(rebuilt)
     report.messages = sum(len(rows) for _, rows, _ in rebuilt)
