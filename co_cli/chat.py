@@ -196,7 +196,7 @@ def _build_conversation(
 def _embedded(conv: Conversation) -> bool:
     """Whether the summarisation model is the embedded one: automatic extraction is left off then (it would
     compete with the chat model for the CPU, and a model that small cannot give structured answers)."""
-    return type(conv.summary_model).__name__ == "LocalModel"
+    return type(conv.summarizer or conv.resolved.model).__name__ == "LocalModel"
 
 
 def _install_local_spinner(console: Console) -> None:

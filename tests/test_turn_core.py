@@ -346,3 +346,19 @@ def test_a_summary_pins_the_standing_instructions_it_quotes(core: Core) -> None:
     run(conv, "what else " + "padding words " * 20)
     asyncio.run(conv.compact(None))
     assert [(p.text, p.source) for p in conv.pins] == [("Never push directly to main.", "summary")]
+
+
+def test_memory_extraction_is_not_attached_with_the_embedded_model_as_summariser(
+    core: Core, tmp_path: Path
+) -> None:
+    from co_cli.chat import _embedded
+    from co_cli.local.model import LocalModel
+
+    local = LocalModel(tmp_path / "tiny.gguf", n_ctx=2048, max_tokens=16)
+    embedded = core.conversation(streaming_model(echo))
+    embedded.resolved = ResolvedModel(
+        model=local, choice=ModelChoice(spec="local", reason="test"), context_window=2048, window_source="t"
+    )
+    assert _embedded(embedded)
+    assert not _embedded(core.conversation(streaming_model(echo)))
+    assert not _embedded(core.conversation(streaming_model(echo), summarizer=summarizer()))
