@@ -122,12 +122,7 @@ def _usage_json(totals: UsageTotals | None) -> dict[str, object] | None:
     if totals is None:
         return None
     return {
-        "requests": totals.requests,
-        "input_tokens": totals.input_tokens,
-        "output_tokens": totals.output_tokens,
-        "cache_read_tokens": totals.cache_read_tokens,
-        "cache_write_tokens": totals.cache_write_tokens,
-        "cost_usd": totals.cost_usd if totals.cost_known else None,
+        **totals.counts(),
         "cost_known_part_usd": totals.cost_usd,
     }
 

@@ -221,12 +221,7 @@ def usage_lines(totals_by_role: dict[str, UsageTotals]) -> list[str]:
             f"(cache read {format_tokens(totals.cache_read_tokens)}, write {format_tokens(totals.cache_write_tokens)})"
             f" · {format_tokens(totals.output_tokens)} out · {format_cost(totals)}"
         )
-        overall.rows += totals.rows
-        overall.requests += totals.requests
-        overall.input_tokens += totals.input_tokens
-        overall.output_tokens += totals.output_tokens
-        overall.cost_usd += totals.cost_usd
-        overall.unpriced += totals.unpriced
+        overall.merge(totals)
     if len(totals_by_role) > 1:
         lines.append(
             f"total: {overall.requests} requests · {format_tokens(overall.tokens)} tokens · {format_cost(overall)}"

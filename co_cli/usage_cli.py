@@ -48,12 +48,7 @@ def parse_since(text: str, now: float | None = None) -> float:
 def _row_json(key: str, totals: UsageTotals) -> dict[str, object]:
     return {
         "key": key,
-        "requests": totals.requests,
-        "input_tokens": totals.input_tokens,
-        "output_tokens": totals.output_tokens,
-        "cache_read_tokens": totals.cache_read_tokens,
-        "cache_write_tokens": totals.cache_write_tokens,
-        "cost_usd": totals.cost_usd if totals.cost_known else None,
+        **totals.counts(),
         "known_cost_usd": totals.cost_usd,
         "unpriced_turns": totals.unpriced,
     }
@@ -83,14 +78,7 @@ def usage(
             groups = usage_report(store, since=start, by=by.value)
     total = UsageTotals()
     for totals in groups.values():
-        total.rows += totals.rows
-        total.requests += totals.requests
-        total.input_tokens += totals.input_tokens
-        total.output_tokens += totals.output_tokens
-        total.cache_read_tokens += totals.cache_read_tokens
-        total.cache_write_tokens += totals.cache_write_tokens
-        total.cost_usd += totals.cost_usd
-        total.unpriced += totals.unpriced
+        total.merge(totals)
     if as_json:
         rows = [_row_json(key, totals) for key, totals in groups.items()]
         typer.echo(json.dumps({"by": by.value, "since": start, "rows": rows, "total": _row_json("total", total)}))

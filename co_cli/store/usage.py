@@ -62,6 +62,29 @@ class UsageTotals:
         if usage.model:
             self.models.add(usage.model)
 
+    def merge(self, other: UsageTotals) -> None:
+        """Add another set of totals to these."""
+        self.rows += other.rows
+        self.requests += other.requests
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.cache_read_tokens += other.cache_read_tokens
+        self.cache_write_tokens += other.cache_write_tokens
+        self.cost_usd += other.cost_usd
+        self.unpriced += other.unpriced
+        self.models |= other.models
+
+    def counts(self) -> dict[str, object]:
+        """The totals for --json output: ``cost_usd`` is null when any part of the cost is unknown."""
+        return {
+            "requests": self.requests,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cache_read_tokens": self.cache_read_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+            "cost_usd": self.cost_usd if self.cost_known else None,
+        }
+
     @property
     def tokens(self) -> int:
         return self.input_tokens + self.output_tokens
