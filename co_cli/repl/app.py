@@ -233,25 +233,21 @@ class ChatApp:
         """A yes/no question (no by default); in piped mode there is nobody to ask and the answer is yes."""
         if not self.interactive:
             return True
-        from prompt_toolkit import PromptSession
+        answer = await self.ask(f"{question} [y/N] ")
+        return (answer or "").strip().lower() in ("y", "yes")
 
-        try:
-            answer = await PromptSession[str]().prompt_async(f"{question} [y/N] ")
-        except (KeyboardInterrupt, EOFError):
-            return False
-        return answer.strip().lower() in ("y", "yes")
-
-    async def ask(self, question: str) -> str:
-        """One line of answer from the user; empty when nobody can be asked (piped mode)."""
+    async def ask(self, question: str) -> str | None:
+        """One line of answer from the user; None when nobody can be asked (piped mode) or the user pressed
+        Ctrl-C or Ctrl-D."""
         if not self.interactive:
             self.note(f"{question}(no terminal to ask: discarded)")
-            return ""
+            return None
         from prompt_toolkit import PromptSession
 
         try:
             return await PromptSession[str]().prompt_async(question)
         except (KeyboardInterrupt, EOFError):
-            return ""
+            return None
 
     async def cancellable(self, work: Coroutine[Any, Any, T], status: str) -> T | None:
         """Run ``work`` with a spinner; Ctrl-C cancels it (None) and not co."""

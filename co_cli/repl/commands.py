@@ -43,7 +43,7 @@ class CommandHost(Protocol):
     def show(self, renderable: object) -> None: ...
     def show_resumed(self) -> None: ...
     async def confirm(self, question: str) -> bool: ...
-    async def ask(self, question: str) -> str: ...
+    async def ask(self, question: str) -> str | None: ...
     async def cancellable(self, work: Coroutine[Any, Any, T], status: str) -> T | None: ...
     async def turn(self, prompt: str) -> TurnOutcome: ...
 
@@ -218,7 +218,7 @@ async def _review_preview(host: CommandHost, result: CompactionResult) -> Compac
     """Show a proposed summary; apply it as it is, edit it in $EDITOR first, or discard it."""
     host.show(result.summary)
     while True:
-        answer = (await host.ask("[a]pply / [e]dit / [d]iscard? ")).strip().lower()[:1]
+        answer = ((await host.ask("[a]pply / [e]dit / [d]iscard? ")) or "").strip().lower()[:1]
         if answer == "a":
             return result
         if answer == "d" or answer == "":
@@ -501,17 +501,7 @@ async def _memory_review(host: CommandHost, store: Any, project: str) -> None:
     if not host.interactive:
         host.error("/memory review asks about each proposal: use it in a terminal, or `co memory review`")
         return
-    from prompt_toolkit import PromptSession
-
-    session: PromptSession[str] = PromptSession()
-
-    async def ask(question: str) -> str | None:
-        try:
-            return await session.prompt_async(question)
-        except (KeyboardInterrupt, EOFError):
-            return None
-
-    accepted, rejected, skipped = await review(store, proposals, ask, host.info)
+    accepted, rejected, skipped = await review(store, proposals, host.ask, host.info)
     host.info(f"{accepted} accepted, {rejected} rejected, {skipped} left to review.")
 
 
