@@ -28,7 +28,7 @@ DIGEST_HEADING = "Digest of the earlier conversation (extracted verbatim, not su
 MIN_USER_CHARS = 80
 """Per-message floor when many user messages must share the budget."""
 KEY_ARGUMENTS = ("command", "pattern", "query", "path", "url", "ref", "file_path", "file", "glob", "name")
-"""The argument a tool call line shows, the first present (a search also shows its path: "`TODO` in src")."""
+"""The argument a tool call line shows, the first present (a search also shows its path: "`parse_args` in src")."""
 KEY_ARGUMENT_CHARS = 100
 ERROR_CHARS = 80
 _SHELL_EXIT_RE = re.compile(r"^(?:(Timed out)[^\n]*\n)?exit code: (-?\d+|None)")

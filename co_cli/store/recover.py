@@ -379,7 +379,7 @@ def _compaction_details(details: list[Any]) -> tuple[str, str, str, str, float |
 
 
 def _write(target: Path, rebuilt: list[tuple[SessionInfo, list[Any], list[Any]]], found: dict[str, _Session]) -> None:
-    from co_cli.store.sessions import SessionStore
+    from co_cli.store.sessions import INSERT_COMPACTION, SessionStore
 
     conn = connect(target)
     try:
@@ -392,12 +392,7 @@ def _write(target: Path, rebuilt: list[tuple[SessionInfo, list[Any], list[Any]]]
                     "VALUES (?, ?, ?, ?, ?, ?, ?)",
                     [(info.id, *row) for row in rows],
                 )
-                conn.executemany(
-                    "INSERT INTO compactions (session_id, created_at, from_seq, upto_seq, summary, focus, trigger, "
-                    f"tokens_before, tokens_after, model, replacement_json, {_COMPACTION_DETAILS}) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [(info.id, *row) for row in compactions],
-                )
+                conn.executemany(INSERT_COMPACTION, [(info.id, *row) for row in compactions])
                 if session is not None and session.deleted_at is not None:
                     conn.execute("UPDATE sessions SET deleted_at = ? WHERE id = ?", (session.deleted_at, info.id))
             for table, columns in _SESSION_ROWS.items():

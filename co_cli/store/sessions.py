@@ -15,8 +15,8 @@ import shutil
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -437,24 +437,28 @@ class SessionStore:
             self._session_row(session_id)
             conn.execute("UPDATE sessions SET model = ? WHERE id = ?", (model, session_id))
 
-    def delete(self, session_id: str, files_root: Path | None = None) -> None:
-        """Remove the session, its transcript, search entries, compactions and ``files_root/session_id``.
-
-        SessionBusy if another process has it open."""
+    @contextmanager
+    def _holding(self, session_id: str) -> Iterator[None]:
+        """The session's lock for the duration (SessionBusy if another process has it open); released after
+        unless this process already held it."""
         with self._lock:
             ours = self._locks.holds(session_id)
             self._lock_session(session_id)
             try:
-                with self._write() as conn:
-                    self._session_row(session_id)
-                    conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
-                    conn.execute("DELETE FROM compactions WHERE session_id = ?", (session_id,))
-                    conn.execute("DELETE FROM pins WHERE session_id = ?", (session_id,))
-                    conn.execute("DELETE FROM turn_usage WHERE session_id = ?", (session_id,))
-                    conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+                yield
             finally:
                 if not ours:
                     self._locks.release(session_id)
+
+    def delete(self, session_id: str, files_root: Path | None = None) -> None:
+        """Remove the session, its transcript, search entries, compactions and ``files_root/session_id``.
+
+        SessionBusy if another process has it open."""
+        with self._holding(session_id), self._write() as conn:
+            self._session_row(session_id)
+            for table in ("messages", "compactions", "pins", "turn_usage"):
+                conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
+            conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
         if files_root is not None:
             target = Path(files_root) / session_id
             if target.is_dir() and not target.is_symlink():
@@ -469,16 +473,9 @@ class SessionStore:
 
         SessionBusy if another process has it open."""
         now = time.time()
-        with self._lock:
-            ours = self._locks.holds(session_id)
-            self._lock_session(session_id)
-            try:
-                with self._write() as conn:
-                    self._session_row(session_id)
-                    conn.execute("UPDATE sessions SET deleted_at = ? WHERE id = ?", (now, session_id))
-            finally:
-                if not ours:
-                    self._locks.release(session_id)
+        with self._holding(session_id), self._write() as conn:
+            self._session_row(session_id)
+            conn.execute("UPDATE sessions SET deleted_at = ? WHERE id = ?", (now, session_id))
         return now
 
     def restore(self, session_id: str) -> None:
