@@ -210,7 +210,8 @@ async def _checked_summary(
             f"the summary kept {len(kept_earlier)} of the {len(earlier)} identifiers of the earlier summary"
         )
     quotes = verify_pins(standing_instruction_quotes(body), span)
-    return _Summary(ledger.text, ledger.line(), tuple(quotes))
+    check = ledger.line() if ledger.check.total else ""  # nothing to say when the span named nothing
+    return _Summary(ledger.text, check, tuple(quotes))
 
 
 def _looks_like_acknowledgement(text: str) -> bool:
