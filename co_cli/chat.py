@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from co_cli.models import ModelChoice
     from co_cli.repl.approval_prompt import TerminalApprover
     from co_cli.session import Conversation
-    from co_cli.store.sessions import SessionInfo, SessionStore
+    from co_cli.store import SessionInfo, Store
 
 
 @dataclass(frozen=True)
@@ -73,11 +73,11 @@ async def _chat(options: ChatOptions, loaded: LoadedSettings) -> int:
 
     store = None
     if options.save:
-        from co_cli.store.sessions import SessionStore
+        from co_cli.store import Store
 
         paths.ensure_data_dir()
-        store = SessionStore.open(paths.db)
-        store.purge_expired(settings.trash_retention_days, paths.tool_outputs)
+        store = Store.open(paths.db)
+        store.sessions.purge_expired(settings.trash_retention_days, paths.tool_outputs)
     try:
         if options.pick:
             options = await _picked(store, options, interactive)
@@ -122,7 +122,7 @@ async def _chat(options: ChatOptions, loaded: LoadedSettings) -> int:
             store.close()
 
 
-async def _picked(store: SessionStore | None, options: ChatOptions, interactive: bool) -> ChatOptions:
+async def _picked(store: Store | None, options: ChatOptions, interactive: bool) -> ChatOptions:
     """The options with the session chosen in the picker (resume None when the user left it)."""
     from co_cli.errors import CoError
     from co_cli.repl.picker import pick_session
@@ -136,13 +136,13 @@ async def _picked(store: SessionStore | None, options: ChatOptions, interactive:
     return replace(options, resume=choice.session_id, fork=choice.action == "fork")
 
 
-def _session_to_resume(store: SessionStore | None, options: ChatOptions) -> SessionInfo | None:
+def _session_to_resume(store: Store | None, options: ChatOptions) -> SessionInfo | None:
     from co_cli.errors import SessionNotFound
 
     if options.resume is None:
         return None
     assert store is not None
-    session = store.latest() if options.resume == "@latest" else store.get(options.resume)
+    session = store.sessions.latest() if options.resume == "@latest" else store.sessions.get(options.resume)
     if session is None:
         raise SessionNotFound("no saved sessions to resume yet")
     return session
@@ -152,7 +152,7 @@ def _build_conversation(
     settings: Settings,
     loaded: LoadedSettings,
     choice: ModelChoice,
-    store: SessionStore | None,
+    store: Store | None,
     session: SessionInfo | None,
     options: ChatOptions,
     approver: TerminalApprover | None,
@@ -169,7 +169,7 @@ def _build_conversation(
         from co_cli.resume import check_fork_point
 
         assert store is not None
-        check_fork_point(store.outline(session.id), options.fork_at)
+        check_fork_point(store.messages.outline(session.id), options.fork_at)
         session = store.fork(session.id, options.fork_at)
     elif session is not None and options.fork:
         assert store is not None
@@ -185,10 +185,10 @@ def _build_conversation(
     if store is not None and settings.memory and settings.memory_extract != "off" and not _embedded(conv):
         from co_cli.memory.extract import attach_extraction
 
-        attach_extraction(conv, store.memories())
+        attach_extraction(conv, store.memories)
     if session is not None:
         if options.force and store is not None:
-            store.acquire(session.id, force=True)  # load() then finds the session already held here
+            store.locks.acquire(session.id, force=True)  # load() then finds the session already held here
         conv.load(session)
     return conv
 

@@ -11,7 +11,7 @@ from co_cli.config import Paths, Settings
 if TYPE_CHECKING:
     from co_cli.memory.instructions_files import InstructionsFiles
     from co_cli.memory.retrieval import Scored
-    from co_cli.store.sessions import SessionStore
+    from co_cli.store import Store
 
 
 @dataclass
@@ -19,7 +19,7 @@ class CoDeps:
     settings: Settings
     paths: Paths
     cwd: Path
-    store: SessionStore | None = None
+    store: Store | None = None
     session_id: str | None = None
     # Shell commands the user allowed, verbatim, for the rest of this session ("a" at the prompt).
     approved_commands: set[str] = field(default_factory=set)

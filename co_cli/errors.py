@@ -47,6 +47,11 @@ class SessionNotFound(CoError):
 
     exit_code = 4
 
+    @classmethod
+    def no_such(cls, session_id: str) -> SessionNotFound:
+        """The error for a whole session id that names no session."""
+        return cls(f"no session {session_id!r}; `co sessions list` shows them")
+
 
 class SessionBusy(CoError):
     """Another live co process has the session open."""

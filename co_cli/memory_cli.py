@@ -19,7 +19,7 @@ import typer
 from co_cli.terminal_text import printable
 
 if TYPE_CHECKING:
-    from co_cli.memory.store import Memory, MemoryEvent, MemoryStore
+    from co_cli.store.memories import Memories, Memory, MemoryEvent
 
 app = typer.Typer(
     name="memory",
@@ -40,16 +40,16 @@ class Kind(StrEnum):
     instruction = "instruction"
 
 
-def _open() -> tuple[MemoryStore, str]:
+def _open() -> tuple[Memories, str]:
     """The memory store and the current project's key."""
     from co_cli.config import load_settings
     from co_cli.memory.instructions_files import project_root
-    from co_cli.memory.store import MemoryStore
-    from co_cli.store.db import connect
+    from co_cli.store.db import Database
+    from co_cli.store.memories import Memories
 
     paths = load_settings().paths
     paths.ensure_data_dir()
-    return MemoryStore(connect(paths.db), paths.db), str(project_root(Path.cwd()))
+    return Memories(Database.open(paths.db)), str(project_root(Path.cwd()))
 
 
 def _out(line: str) -> None:
@@ -78,11 +78,11 @@ def list_memories(
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON array.")] = False,
 ) -> None:
     """List the active memories of the user and of this project."""
-    from co_cli.memory.schema import STATUSES
+    from co_cli.store.schema import MEMORY_STATUSES
 
     store, project = _open()
     memories = store.list(
-        statuses=STATUSES if all_ else ("active",),
+        statuses=MEMORY_STATUSES if all_ else ("active",),
         scope=scope.value if scope else None,
         project=None if all_ else project,
     )

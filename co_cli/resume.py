@@ -20,7 +20,8 @@ from co_cli.errors import CoError
 from co_cli.synthetic import interrupted_response, upgrade_legacy
 
 if TYPE_CHECKING:
-    from co_cli.store.sessions import CompactionRecord, SessionStore
+    from co_cli.store import Store
+    from co_cli.store.compactions import CompactionRecord
 
 
 @dataclass
@@ -36,28 +37,25 @@ def applies_at(record: CompactionRecord, upto_seq: int, next_created_at: float |
     return record.upto_seq <= upto_seq and (next_created_at is None or record.created_at < next_created_at)
 
 
-def rebuild_context(store: SessionStore, session_id: str, upto_seq: int | None = None) -> Rebuilt:
+def rebuild_context(store: Store, session_id: str, upto_seq: int | None = None) -> Rebuilt:
     """The working context as the live session had it after message ``upto_seq`` (default: the end).
 
     Pure: nothing is written. Failed turns are left out; a prompt left unanswered by an earlier crash is
     closed with the "interrupted" note; an unanswered prompt at the very end is reported as ``open_turn``."""
     if upto_seq is None:
-        latest = store.latest_compaction(session_id)
+        latest = store.compactions.latest(session_id)
         after = latest.upto_seq if latest else -1
-        stored = store.transcript(session_id, after_seq=after)
+        stored = store.messages.transcript(session_id, after_seq=after)
     else:
-        next_row = store._read(
-            "SELECT created_at FROM messages WHERE session_id = ? AND seq = ?", (session_id, upto_seq + 1)
-        )
-        following = float(next_row[0][0]) if next_row else None
+        following = store.messages.saved_at(session_id, upto_seq + 1)
         applicable = [
             c
-            for c in store.compactions(session_id)
+            for c in store.compactions.list(session_id)
             if applies_at(c, upto_seq, following) and not undone_by(c, following)
         ]
         latest = applicable[-1] if applicable else None
         after = latest.upto_seq if latest else -1
-        stored = store.transcript(session_id, after_seq=after, upto_seq=upto_seq)
+        stored = store.messages.transcript(session_id, after_seq=after, upto_seq=upto_seq)
     replacement = [upgrade_legacy(m) for m in latest.replacement] if latest else []
     context = WorkingContext(replacement, [None] * len(replacement))
     for m in stored:

@@ -67,7 +67,7 @@ from co_cli.vocabulary import CompactionTrigger, MessageStatus
 
 if TYPE_CHECKING:
     from co_cli.memory.extract import ExtractionWorker
-    from co_cli.store.sessions import SessionInfo, SessionStore
+    from co_cli.store import SessionInfo, Store
     from co_cli.store.usage import TurnUsage
 
 TurnStatus = Literal["ok", "cancelled", "cut-off", "failed"]
@@ -119,7 +119,7 @@ class _Run:
 class Conversation:
     resolved: ResolvedModel
     deps: CoDeps
-    store: SessionStore | None
+    store: Store | None
     ask_approval: ApprovalPrompt | None = None
     approve_all: bool = False
     context: WorkingContext = field(default_factory=WorkingContext)
@@ -172,7 +172,7 @@ class Conversation:
         self.resolved = resolved
         self._build()
         if self.store and self.session:
-            self.store.set_model(self.session.id, resolved.label)
+            self.store.sessions.set_model(self.session.id, resolved.label)
 
     @property
     def summary_model(self) -> Model:
@@ -186,9 +186,7 @@ class Conversation:
     def _save_summary_usage(self) -> None:
         usage = self._meter.drain() if self._meter else None
         if usage is not None and self.store and self.session:
-            from co_cli.store.usage import record_usage
-
-            record_usage(self.store, self.session.id, usage)
+            self.store.usage.record(self.session.id, usage)
 
     # ----- sessions --------------------------------------------------------------------------------
     @property
@@ -208,16 +206,16 @@ class Conversation:
     def load(self, session: SessionInfo) -> None:
         """Continue a saved session: rebuild its working context exactly as the live session had it."""
         assert self.store is not None
-        self.store.acquire(session.id)
+        self.store.locks.acquire(session.id)
         self.release()
         self.session = session
         self.deps.session_id = session.id
         self.deps.approved_commands.clear()  # "always" was said for the other session
         self.context = self._rebuild(session.id)
         self._undo.clear()
-        stored_pins = self.store.pins(session.id)
+        stored_pins = self.store.pins.active(session.id)
         self._set_pins(
-            [Pin(id, text, "summary" if source == "summary" else "user") for id, text, source in stored_pins],
+            [Pin(p.id, p.text, "summary" if p.source == "summary" else "user") for p in stored_pins],
             recount=False,
         )
         self._build()
@@ -230,7 +228,7 @@ class Conversation:
         if rebuilt.open_turn and last_seq is not None:
             # The latest turn was cut off by a crash: save its closing note, so every later reader agrees.
             note = interrupted_response()
-            saved = self.store.finish_turn(session_id, last_seq, [note], status="cancelled")
+            saved = self.store.messages.finish_turn(session_id, last_seq, [note], status="cancelled")
             context.append(note, saved[0] if saved else None)
         return context
 
@@ -240,7 +238,7 @@ class Conversation:
         if not self.store or not self.session:
             return None
         if upto_seq is not None:
-            check_fork_point(self.store.outline(self.session.id), upto_seq)
+            check_fork_point(self.store.messages.outline(self.session.id), upto_seq)
         forked = self.store.fork(self.session.id, upto_seq)
         self.load(forked)
         return forked
@@ -249,20 +247,20 @@ class Conversation:
         """Go back to message ``upto_seq`` (default: before the last prompt) in a fork; the original stays."""
         if not self.store or not self.session:
             return None
-        point = rewind_point(self.store.outline(self.session.id), upto_seq)
+        point = rewind_point(self.store.messages.outline(self.session.id), upto_seq)
         forked = self.store.fork(self.session.id, point)
         self.load(forked)
         return forked
 
     def release(self) -> None:
         if self.store and self.session:
-            self.store.release(self.session.id)
+            self.store.locks.release(self.session.id)
 
     def _ensure_session(self, prompt: str) -> None:
         if self.store is None or self.session is not None:
             return
-        self.session = self.store.create_session(model=self.resolved.label, cwd=str(self.deps.cwd), title=prompt)
-        self.store.acquire(self.session.id)
+        self.session = self.store.sessions.create(model=self.resolved.label, cwd=str(self.deps.cwd), title=prompt)
+        self.store.locks.acquire(self.session.id)
         self.deps.session_id = self.session.id
 
     # ----- turns -----------------------------------------------------------------------------------
@@ -271,7 +269,7 @@ class Conversation:
         prompt = prompt.encode("utf-8", "replace").decode("utf-8")
         self.last_prompt = prompt
         self._ensure_session(prompt)
-        prompt_seq = self.store.begin_turn(self.session.id, prompt) if self.store and self.session else None
+        prompt_seq = self.store.messages.begin_turn(self.session.id, prompt) if self.store and self.session else None
         self.deps.turn_seq = prompt_seq
         outcome = await self._turn(prompt, view, token, prompt_seq, retry_on_overflow=True)
         if outcome.status == "ok" and self.session is not None and prompt_seq is not None:
@@ -359,7 +357,9 @@ class Conversation:
         if self.store and self.session and prompt_seq is not None:
             # Keep what the failed run did (tool calls that ran, their results) in the transcript; the
             # working context stays as it was, so /retry sends the prompt again.
-            self.store.finish_turn(self.session.id, prompt_seq, repair_orphans(run.partial), status="failed")
+            self.store.messages.finish_turn(
+                self.session.id, prompt_seq, repair_orphans(run.partial), status="failed"
+            )
         return TurnOutcome("failed", error=describe_provider_error(failure))
 
     async def _run_agent(self, prompt: str, base: list[ModelMessage], view: TurnView, token: CancellationToken) -> _Run:
@@ -415,7 +415,7 @@ class Conversation:
         turn_usage = run_usage(usage, new, model=self.resolved.label, role="chat")
         self.last_usage = turn_usage
         if self.store and self.session and prompt_seq is not None:
-            saved = self.store.finish_turn(
+            saved = self.store.messages.finish_turn(
                 self.session.id,
                 prompt_seq,
                 new,
@@ -444,7 +444,7 @@ class Conversation:
         loses only the compaction, which the next request makes again)."""
         if not self.store or not self.session:
             return
-        from co_cli.store.sessions import CompactionRecord
+        from co_cli.store import CompactionRecord
 
         span = context.span(result)
         record = CompactionRecord(
@@ -462,7 +462,7 @@ class Conversation:
             ledger=result.check,
             tiers=", ".join(result.tiers),
         )
-        self.store.add_compaction(self.session.id, record)
+        self.store.compactions.add(self.session.id, record)
 
     def _apply(self, result: CompactionResult, *, trigger: CompactionTrigger, focus: str) -> None:
         self._record(result, self.context, trigger=trigger, focus=focus)
@@ -474,7 +474,7 @@ class Conversation:
         lossless, so this is exact); recorded, so a resumed session does the same. Returns how many
         messages the working context now holds, or None when there is no compaction to undo."""
         if self.store and self.session:
-            if self.store.undo_compaction(self.session.id) is None:
+            if self.store.compactions.undo(self.session.id) is None:
                 return None
             self.context = self._rebuild(self.session.id)
         elif self._undo:
@@ -498,7 +498,7 @@ class Conversation:
         if not text or any(pin.text == text for pin in self.pins):
             return None
         if self.store and self.session:
-            pin_id = self.store.add_pin(self.session.id, text, source)
+            pin_id = self.store.pins.add(self.session.id, text, source)
         else:
             pin_id = -(len(self.pins) + 1)
         pin = Pin(pin_id, text, source)
@@ -511,7 +511,7 @@ class Conversation:
             raise CoError(f"no pin {number}: /pins lists {len(self.pins)}")
         pin = self.pins[number - 1]
         if self.store and self.session and pin.id > 0:
-            self.store.remove_pin(self.session.id, pin.id)
+            self.store.pins.remove(self.session.id, pin.id)
         self._set_pins([p for p in self.pins if p is not pin])
         return pin
 
@@ -627,7 +627,7 @@ class Conversation:
         transcript = 0
         compactions = 0
         if self.store and self.session:
-            info = self.store.get(self.session.id)
+            info = self.store.sessions.get(self.session.id)
             transcript, compactions = info.message_count, info.compaction_count
         return context_report(
             self.sendable()[0],

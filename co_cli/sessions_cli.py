@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from co_cli.config import Paths
-    from co_cli.store.sessions import SessionStore
+    from co_cli.store import Store
     from co_cli.store.usage import UsageTotals
 
 app = typer.Typer(
@@ -51,14 +51,14 @@ IMPORT_MAX_BYTES = 256 * 1024 * 1024  # an export is one session's transcript; b
 _C1_AND_DEL = re.compile(r"[\x7f-\x9f]")
 
 
-def _open_store(*, reads_only: bool = False) -> tuple[SessionStore, Paths]:
+def _open_store(*, reads_only: bool = False) -> tuple[Store, Paths]:
     """The store; ``reads_only`` for commands that only read (a database that cannot be written opens read-only)."""
     # Imported here so `co --help` stays fast.
     from co_cli.config import load_settings
-    from co_cli.store.sessions import SessionStore
+    from co_cli.store import Store
 
     paths = load_settings().paths
-    return SessionStore.open(paths.db, reads_only=reads_only), paths
+    return Store.open(paths.db, reads_only=reads_only), paths
 
 
 def _json_text(data: object) -> str:
@@ -134,12 +134,11 @@ def list_sessions(
 ) -> None:
     """List sessions, most recently updated first."""
     store, _ = _open_store(reads_only=True)
-    from co_cli.store.usage import session_totals
 
     with store:
-        sessions = store.list(limit=limit)
-        total = store.count()
-        usage = session_totals(store, [s.id for s in sessions])
+        sessions = store.sessions.list(limit=limit)
+        total = store.sessions.count()
+        usage = store.usage.totals([s.id for s in sessions])
     if as_json:
         typer.echo(_json_text([{**asdict(s), "usage": _usage_json(usage.get(s.id))} for s in sessions]))
         return
@@ -159,14 +158,13 @@ def show(session_id: Annotated[str, typer.Argument(help="Session id or unique pr
     """Show a session's metadata, usage and cost, tool calls, and its full transcript (messages numbered
     #0, #1, ...: the numbers `co chat --resume <id> --fork-at <n>` takes)."""
     from co_cli.sessions_view import format_time, render_transcript, tool_stats, usage_lines
-    from co_cli.store.usage import session_by_role
 
     store, _ = _open_store(reads_only=True)
     with store:
-        info = store.get(session_id)
-        transcript = store.transcript(info.id)
-        compactions = store.compactions(info.id)
-        usage = session_by_role(store, info.id)
+        info = store.sessions.get(session_id)
+        transcript = store.messages.transcript(info.id)
+        compactions = store.compactions.list(info.id)
+        usage = store.usage.by_role(info.id)
     console = _console()
     console.print(printable(info.title) or "untitled", style="bold", markup=False, highlight=False)
     details = [
@@ -214,8 +212,8 @@ def search(
     """Full-text search over every saved transcript."""
     store, _ = _open_store(reads_only=True)
     with store:
-        session_id = store.get(session).id if session else None
-        hits = store.search(query, session_id=session_id, limit=limit)
+        session_id = store.sessions.get(session).id if session else None
+        hits = store.search.messages(query, session_id=session_id, limit=limit)
     console = _console()
     if not hits:
         console.print(f"No messages match {query!r}.", markup=False, highlight=False)
@@ -249,7 +247,7 @@ def export(
         raise CoError("give a session id (`co sessions list`), or --all", exit_code=2)
     store, _ = _open_store(reads_only=True)
     with store:
-        info = store.get(session_id)
+        info = store.sessions.get(session_id)
         text = export_markdown(store, info.id) if fmt is ExportFormat.md else export_json(store, info.id) + "\n"
     if output is None:
         if _to_terminal():
@@ -267,7 +265,7 @@ def _export_all(output: Path | None) -> None:
 
     store, _ = _open_store(reads_only=True)
     with store:
-        ids = [s.id for s in store.list(limit=2**62)]
+        ids = [s.id for s in store.sessions.list(limit=2**62)]
         lines = [export_json_line(store, session_id) + "\n" for session_id in ids]
     text = "".join(lines)
     if output is None:
@@ -285,12 +283,13 @@ def import_session(
     """Merge exported sessions: a session already here unchanged is skipped, one that grew elsewhere gets the
     new messages, one that diverged is imported as a fork of the last message both share. Importing the same
     file again changes nothing."""
+    from co_cli.context.repair import repair_orphans
     from co_cli.store.merge import merge_import
 
     text = _read_import_file(file)
     store, _ = _open_store()
     with store:
-        report = merge_import(store, text)
+        report = merge_import(store, text, repair_orphans)
     for info in report.imported:
         typer.echo(f"imported {info.id} ({printable(info.title) or 'untitled'}, {info.message_count} messages)")
     for info, added in report.appended:
@@ -310,9 +309,9 @@ def rename(
     """Give a session a new title."""
     store, _ = _open_store()
     with store:
-        info = store.get(session_id)
-        store.rename(info.id, title)
-        renamed = store.get(info.id)
+        info = store.sessions.get(session_id)
+        store.sessions.rename(info.id, title)
+        renamed = store.sessions.get(info.id)
     typer.echo(f"renamed {renamed.id} to {renamed.title!r}")
 
 
@@ -324,14 +323,14 @@ def delete(
     """Move a session to the trash (`co sessions restore` brings it back; `purge` removes it for good)."""
     store, _ = _open_store()
     with store:
-        info = store.get(session_id)
+        info = store.sessions.get(session_id)
         if not yes:
             title = printable(info.title) or "untitled"
             question = f"Move session {info.id} ({title}, {info.message_count} messages) to the trash?"
             if not typer.confirm(question, default=False):
                 typer.echo("not deleted")
                 raise typer.Exit(1)
-        store.trash(info.id)
+        store.sessions.trash(info.id)
     typer.echo(f"moved {info.id} to the trash; `co sessions restore {info.id[:12]}` brings it back")
 
 
@@ -345,8 +344,8 @@ def trash(
 
     store, paths = _open_store()
     with store:
-        store.purge_expired(load_settings().settings.trash_retention_days, paths.tool_outputs)
-        items = store.trashed()
+        store.sessions.purge_expired(load_settings().settings.trash_retention_days, paths.tool_outputs)
+        items = store.sessions.trashed()
     if as_json:
         typer.echo(_json_text([{**asdict(info), "deleted_at": when} for info, when in items]))
         return
@@ -369,8 +368,8 @@ def restore(session_id: Annotated[str, typer.Argument(help="Id or unique prefix 
     """Bring a session back from the trash, unchanged."""
     store, _ = _open_store()
     with store:
-        info = store.get(session_id, trashed=True)
-        store.restore(info.id)
+        info = store.sessions.get(session_id, trashed=True)
+        store.sessions.restore(info.id)
     typer.echo(f"restored {info.id} ({printable(info.title) or 'untitled'})")
 
 
@@ -385,13 +384,14 @@ def purge(
         raise CoError("give one session id from `co sessions trash`, or --all", exit_code=2)
     store, paths = _open_store()
     with store:
-        ids = [info.id for info, _ in store.trashed()] if all_ else [store.get(session_id or "", trashed=True).id]
+        sessions = store.sessions
+        ids = [info.id for info, _ in sessions.trashed()] if all_ else [sessions.get(session_id or "", trashed=True).id]
         if not yes:
             raise CoError(
                 f"purging removes {len(ids)} session(s) for good and cannot be undone; add --yes to do it",
                 exit_code=2,
             )
-        count = store.purge(ids, files_root=paths.tool_outputs)
+        count = store.sessions.purge(ids, files_root=paths.tool_outputs)
     typer.echo(f"purged {count} session(s)" if all_ else f"purged {ids[0]}")
 
 
@@ -408,7 +408,7 @@ def recover(
     import time
 
     from co_cli.config import load_settings
-    from co_cli.store.locks import SessionLocks
+    from co_cli.store.lockfiles import SessionLocks
     from co_cli.store.recover import install
     from co_cli.store.recover import recover as salvage
 

@@ -12,11 +12,12 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from co_cli.store.sessions import SNIPPET_CLOSE, SNIPPET_OPEN, compactions_by_position
+from co_cli.store.compactions import compactions_by_position
+from co_cli.store.search import SNIPPET_CLOSE, SNIPPET_OPEN
 from co_cli.terminal_text import printable
 
 if TYPE_CHECKING:
-    from co_cli.store.sessions import CompactionRecord, SearchHit, SessionInfo, StoredMessage
+    from co_cli.store import CompactionRecord, SearchHit, SessionInfo, StoredMessage
     from co_cli.store.usage import UsageTotals
 
 TOOL_OUTPUT_SHOWN_CHARS = 1500

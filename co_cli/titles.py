@@ -17,7 +17,7 @@ from co_cli.store.sessions import normalize_title
 from co_cli.usage import UsageMeter
 
 if TYPE_CHECKING:
-    from co_cli.store.sessions import SessionStore
+    from co_cli.store import Store
 
 TITLE_MAX_WORDS = 8
 PROMPT_CHARS = 2000
@@ -45,12 +45,10 @@ def title_request(prompt: str, answer: str) -> str:
 
 
 async def write_title(
-    store: SessionStore, session_id: str, first_title: str, model: Model, prompt: str, answer: str
+    store: Store, session_id: str, first_title: str, model: Model, prompt: str, answer: str
 ) -> str | None:
     """Ask ``model`` for a title and save it unless the session was renamed meanwhile; the title saved, or None
     (a failure of any kind keeps the first-prompt title). The call's usage is saved as the "title" spend."""
-    from co_cli.store.usage import record_usage
-
     meter = UsageMeter(model, "title")
     try:
         agent: Agent[None, str] = Agent(meter, output_type=str, instructions=TITLE_INSTRUCTIONS)
@@ -63,13 +61,10 @@ async def write_title(
     usage = meter.drain()
     try:
         if usage is not None:
-            record_usage(store, session_id, usage)
+            store.usage.record(session_id, usage)
         if not title:
             return None
-        with store._lock, store._write() as conn:
-            changed = conn.execute(
-                "UPDATE sessions SET title = ? WHERE id = ? AND title = ?", (title, session_id, first_title)
-            ).rowcount
+        changed = store.sessions.retitle(session_id, title, if_title=first_title)
     except Exception:  # the store closed or failed meanwhile: the first-prompt title stays
         return None
     return title if changed else None

@@ -66,16 +66,16 @@ def usage(
 
     A cost genai-prices does not know is shown as unknown, never as $0."""
     from co_cli.config import load_settings
-    from co_cli.store.sessions import SessionStore
-    from co_cli.store.usage import UsageTotals, format_cost, format_tokens, usage_report
+    from co_cli.store import Store
+    from co_cli.store.usage import UsageTotals, format_cost, format_tokens
 
     start = parse_since(since) if since is not None else None
     paths = load_settings().paths
     if not paths.db.exists():
         groups: dict[str, UsageTotals] = {}
     else:
-        with SessionStore.open(paths.db, reads_only=True) as store:
-            groups = usage_report(store, since=start, by=by.value)
+        with Store.open(paths.db, reads_only=True) as store:
+            groups = store.usage.report(since=start, by=by.value)
     total = UsageTotals()
     for totals in groups.values():
         total.merge(totals)

@@ -24,8 +24,9 @@ from pydantic import BaseModel, Field
 
 from co_cli.errors import CoError
 from co_cli.memory.retrieval import near_duplicate, query_terms, words
-from co_cli.memory.secrets import find_secret
-from co_cli.memory.store import ExtractionQueue, Memory, MemoryStore, QueuedTurn, parse_ref
+from co_cli.secrets import find_secret
+from co_cli.store.memories import Memories, Memory, parse_ref
+from co_cli.store.queue import ExtractionQueue, QueuedTurn
 
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
@@ -173,7 +174,7 @@ async def reconcile(model: Model, facts: Sequence[str], neighbours: Sequence[Mem
     return result.output.memory
 
 
-def nearest(store: MemoryStore, facts: Sequence[str], project: str) -> list[Memory]:
+def nearest(store: Memories, facts: Sequence[str], project: str) -> list[Memory]:
     """The existing active memories closest to the facts (FTS neighbours), best first."""
     terms: list[str] = []
     for fact in facts:
@@ -181,7 +182,7 @@ def nearest(store: MemoryStore, facts: Sequence[str], project: str) -> list[Memo
     return [c.memory for c in store.search(terms, project=project, limit=NEIGHBOURS)] if terms else []
 
 
-async def extract_changes(model: Model, store: MemoryStore, message: str, project: str) -> list[Change]:
+async def extract_changes(model: Model, store: Memories, message: str, project: str) -> list[Change]:
     """Steps (1) and (2) for one message; raises whatever the model raises."""
     facts = [f for f in await extract_facts(model, message) if find_secret(f) is None]
     facts = [f for f in facts if is_standalone(f)]
@@ -192,7 +193,7 @@ async def extract_changes(model: Model, store: MemoryStore, message: str, projec
     return plan(facts, neighbours, decisions)
 
 
-def apply(store: MemoryStore, changes: Sequence[Change], item: QueuedTurn, mode: ExtractMode) -> int:
+def apply(store: Memories, changes: Sequence[Change], item: QueuedTurn, mode: ExtractMode) -> int:
     """Store the changes as proposals (review) or apply them (auto); returns how many were stored."""
     stored = 0
     for change in changes:
@@ -220,14 +221,14 @@ class ExtractionWorker:
 
     def __init__(
         self,
-        store: MemoryStore,
+        store: Memories,
         model: Callable[[], Model],
         mode: ExtractMode,
         project: str,
         on_change: Callable[[], None] | None = None,
     ) -> None:
         self.store = store
-        self.queue = ExtractionQueue(store)
+        self.queue = ExtractionQueue(store.db)
         self.model = model
         self.mode = mode
         self.project = project
@@ -300,7 +301,7 @@ def _describe(exc: Exception) -> str:
         return f"{type(exc).__name__}: {exc}"
 
 
-def attach_extraction(conv: Conversation, store: MemoryStore) -> ExtractionWorker:
+def attach_extraction(conv: Conversation, store: Memories) -> ExtractionWorker:
     """Extract after each answered turn of ``conv`` (its summarisation model); the toolbar is redrawn when
     proposals arrive. What an earlier co left queued is resumed once a loop runs (``worker.start()``)."""
     from co_cli.memory.inject import project_key

@@ -11,7 +11,7 @@ from co_cli.memory.retrieval import Scored, query_terms, rank, select
 
 if TYPE_CHECKING:
     from co_cli.deps import CoDeps
-    from co_cli.memory.store import MemoryStore
+    from co_cli.store.memories import Memories
 
 HEADING = "## Memory"
 CANDIDATES = 50
@@ -49,7 +49,7 @@ def prompt_text(prompt: str | Sequence[Any] | None) -> str:
     return " ".join(item for item in prompt if isinstance(item, str))
 
 
-def relevant_memories(store: MemoryStore, prompt: str, project: str, budget_tokens: int, now: float) -> list[Scored]:
+def relevant_memories(store: Memories, prompt: str, project: str, budget_tokens: int, now: float) -> list[Scored]:
     """The memories for a request about ``prompt``: instructions first, then the best matches, within budget."""
     if budget_tokens <= 0:
         return []
@@ -78,7 +78,7 @@ def memory_section(deps: CoDeps, prompt: str | Sequence[Any] | None) -> str:
         return ""
     assert deps.store is not None
     chosen = relevant_memories(
-        deps.store.memories(),
+        deps.store.memories,
         prompt_text(prompt),
         project_key(deps),
         deps.settings.memory_budget_tokens,

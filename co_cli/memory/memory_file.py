@@ -13,8 +13,8 @@ import re
 from collections.abc import Sequence
 
 from co_cli.errors import CoError
-from co_cli.memory.schema import KINDS, SCOPES
-from co_cli.memory.store import ImportEntry, Memory, clean_text
+from co_cli.store.memories import ImportEntry, Memory, clean_text
+from co_cli.store.schema import MEMORY_KINDS, MEMORY_SCOPES
 
 _LINE = re.compile(
     r"^[-*]\s+(?:m(?P<id>\d{1,18})\s+)?(?:\[(?P<scope>[a-z]+)(?:\s*,\s*(?P<kind>[a-z]+))?\]\s+)?(?P<text>\S.*)$"
@@ -57,10 +57,10 @@ def parse(text: str) -> list[ImportEntry]:
             raise BadMemoryFile(f"line {number}: not a memory line (expected `- m12 [user, fact] text`)")
         scope = match.group("scope") or "user"
         kind = match.group("kind") or "fact"
-        if scope not in SCOPES:
+        if scope not in MEMORY_SCOPES:
             raise BadMemoryFile(f"line {number}: unknown scope {scope!r} (user or project)")
-        if kind not in KINDS:
-            raise BadMemoryFile(f"line {number}: unknown kind {kind!r} ({', '.join(KINDS)})")
+        if kind not in MEMORY_KINDS:
+            raise BadMemoryFile(f"line {number}: unknown kind {kind!r} ({', '.join(MEMORY_KINDS)})")
         memory_id = int(match.group("id")) if match.group("id") else None
         if memory_id is not None:
             if memory_id in seen:

@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from co_cli.errors import CoError
-from co_cli.memory.store import Memory, MemoryStore
+from co_cli.store.memories import Memories, Memory
 
 QUESTION = "[a]ccept, [e]dit, [r]eject, [s]kip, [q]uit? "
 SOURCE_CHARS = 300
 
 
-def describe(store: MemoryStore, proposal: Memory) -> list[str]:
+def describe(store: Memories, proposal: Memory) -> list[str]:
     """The proposal, what it changes, and the message it came from."""
     what = {"update": "update", "delete": "forget"}.get(proposal.proposal or "add", "remember")
     lines = [f"{proposal.ref}: {what} [{proposal.scope}, {proposal.kind}] {proposal.text}"]
@@ -32,7 +32,7 @@ def describe(store: MemoryStore, proposal: Memory) -> list[str]:
 
 
 async def review(
-    store: MemoryStore,
+    store: Memories,
     proposals: list[Memory],
     ask: Callable[[str], Awaitable[str | None]],
     say: Callable[[str], None],

@@ -18,7 +18,7 @@ def inbox_count(conv: Conversation) -> int:
     """Proposals waiting for review (user scope and this project)."""
     if conv.store is None or not memory_on(conv.deps):
         return 0
-    return conv.store.memories().counts(project_key(conv.deps)).get("proposed", 0)
+    return conv.store.memories.counts(project_key(conv.deps)).get("proposed", 0)
 
 
 def toolbar_note(conv: Conversation) -> str:

@@ -40,7 +40,7 @@ def remember(
         replaces: the id (e.g. m12) of a memory this one corrects; that one is forgotten.
     """
     assert ctx.deps.store is not None
-    memories = ctx.deps.store.memories()
+    memories = ctx.deps.store.memories
     try:
         if replaces:
             memory = memories.replace(replaces, text, actor="model", kind=kind)
@@ -67,7 +67,7 @@ def recall(ctx: RunContext[CoDeps], query: str) -> str:
     """
     assert ctx.deps.store is not None
     terms = query_terms(query) or query.split()
-    hits = ctx.deps.store.memories().search(terms, project=project_key(ctx.deps), limit=RECALL_LIMIT)
+    hits = ctx.deps.store.memories.search(terms, project=project_key(ctx.deps), limit=RECALL_LIMIT)
     if not hits:
         return f"No memories match {query!r}."
     return "\n".join(f"[{h.memory.ref}] ({h.memory.kind}, {h.memory.scope}) {h.memory.text}" for h in hits)
@@ -81,7 +81,7 @@ def forget(ctx: RunContext[CoDeps], memory_id: str) -> str:
     """
     assert ctx.deps.store is not None
     try:
-        memory = ctx.deps.store.memories().forget(memory_id, actor="model")
+        memory = ctx.deps.store.memories.forget(memory_id, actor="model")
     except CoError as exc:
         return f"not forgotten: {exc.message}"
     return f"forgot {memory.ref}: {memory.text}  (co memory undo restores it)"

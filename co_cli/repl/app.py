@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
     from co_cli.repl.approval_prompt import TerminalApprover
     from co_cli.session import Conversation, TurnOutcome, TurnView
-    from co_cli.store.sessions import SessionStore
+    from co_cli.store import Store
 
 T = TypeVar("T")
 
@@ -46,7 +46,7 @@ class ChatApp:
         loaded: LoadedSettings,
         *,
         choice: ModelChoice,
-        store: SessionStore | None,
+        store: Store | None,
         interactive: bool,
         console: Console | None = None,
         out: TextIO | None = None,
@@ -164,9 +164,7 @@ class ChatApp:
             return ""
         key = (conv.session.id, id(conv.last_usage))
         if self._cost_cache is None or self._cost_cache[0] != key:
-            from co_cli.store.usage import session_totals
-
-            totals = session_totals(self.store, [conv.session.id]).get(conv.session.id)
+            totals = self.store.usage.totals([conv.session.id]).get(conv.session.id)
             label = f"│ ${totals.cost_usd:.4f} " if totals is not None and totals.cost_known else ""
             self._cost_cache = (key, label)
         return self._cost_cache[1]
@@ -265,7 +263,7 @@ class ChatApp:
         session = self.conv.session
         if session is None:
             return
-        info = self.store.get(session.id) if self.store else session
+        info = self.store.sessions.get(session.id) if self.store else session
         self.note(
             f"Resumed {info.id} · {info.title} · {info.message_count} messages · "
             f"{info.compaction_count} compactions · model {info.model}"

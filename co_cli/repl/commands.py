@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from co_cli.config import LoadedSettings
     from co_cli.context.compact import CompactionResult
     from co_cli.session import Conversation, TurnOutcome
-    from co_cli.store.sessions import SessionInfo, SessionStore
+    from co_cli.store import SessionInfo, Store
 
 T = TypeVar("T")
 
@@ -29,7 +29,7 @@ T = TypeVar("T")
 class CommandHost(Protocol):
     """What a slash command may use."""
 
-    store: SessionStore | None
+    store: Store | None
     loaded: LoadedSettings
     console: Console
     interactive: bool
@@ -104,10 +104,10 @@ async def dispatch(host: CommandHost, line: str) -> None:
 def _session_ids(host: CommandHost) -> list[str]:
     if host.store is None:
         return []
-    return [s.id for s in host.store.list(limit=30)]
+    return [s.id for s in host.store.sessions.list(limit=30)]
 
 
-def _store(host: CommandHost) -> SessionStore | None:
+def _store(host: CommandHost) -> Store | None:
     if host.store is None:
         host.error("sessions are not being saved (--no-save)")
     return host.store
@@ -249,13 +249,13 @@ async def _sessions(host: CommandHost, arg: str) -> None:
     if store is None:
         return
     if arg:
-        hits = store.search(arg, limit=20)
+        hits = store.search.messages(arg, limit=20)
         if not hits:
             host.info(f"No sessions match {arg!r}.")
             return
         host.show(search_table(hits))
         return
-    sessions = store.list(limit=30)
+    sessions = store.sessions.list(limit=30)
     if not sessions:
         host.info("No saved sessions yet.")
         return
@@ -270,10 +270,10 @@ async def _resume(host: CommandHost, arg: str) -> None:
     if not arg:
         await _pick(host, store)
         return
-    await _switch_to(host, store.get(arg))
+    await _switch_to(host, store.sessions.get(arg))
 
 
-async def _pick(host: CommandHost, store: SessionStore) -> None:
+async def _pick(host: CommandHost, store: Store) -> None:
     """The full-screen session picker; Enter resumes, f forks, d moves to the trash."""
     if not host.interactive:
         host.error("usage: /resume <id or prefix> (the picker needs a terminal; /sessions lists the ids)")
@@ -288,7 +288,7 @@ async def _pick(host: CommandHost, store: SessionStore) -> None:
         await _switch_to(host, forked)
         host.info(f"Forked {choice.session_id[:8]} -> {forked.id}; you are now in the fork.")
         return
-    await _switch_to(host, store.get(choice.session_id))
+    await _switch_to(host, store.sessions.get(choice.session_id))
 
 
 async def _switch_to(host: CommandHost, session: SessionInfo) -> None:
@@ -345,8 +345,8 @@ async def _rename(host: CommandHost, arg: str) -> None:
     if host.conv.session is None:
         host.error("nothing to rename yet: this conversation has no messages")
         return
-    store.rename(host.conv.session.id, arg)
-    host.conv.session = store.get(host.conv.session.id)
+    store.sessions.rename(host.conv.session.id, arg)
+    host.conv.session = store.sessions.get(host.conv.session.id)
     host.info(f"Renamed to: {host.conv.session.title}")
 
 
@@ -358,14 +358,14 @@ async def _delete(host: CommandHost, arg: str) -> None:
     if not arg:
         host.error("usage: /delete <id or prefix>")
         return
-    session = store.get(arg)
+    session = store.sessions.get(arg)
     if not await host.confirm(f"Move {session.id} ({session.title}) to the trash?"):
         host.info("Not deleted.")
         return
     current = session.id == host.conv.session_id
     if current:
         host.conv.new()
-    store.trash(session.id)
+    store.sessions.trash(session.id)
     restore = f" `co sessions restore {session.id[:12]}` brings it back."
     host.info(f"Moved {session.id} to the trash." + (" Started a new conversation." if current else "") + restore)
 
@@ -438,7 +438,7 @@ def _memories(host: CommandHost) -> tuple[Any, str] | None:
     if not memory_on(host.conv.deps):
         host.error("memory is off in this run (--no-memory or the memory setting)")
         return None
-    return host.store.memories(), project_key(host.conv.deps)
+    return host.store.memories, project_key(host.conv.deps)
 
 
 @command("memory", "[review]", "long-term memory: counts, proposals to review, what the last request used")
@@ -551,7 +551,7 @@ async def _rewind(host: CommandHost, arg: str) -> None:
 @command("usage", "", "tokens and cost of the last turn and of this session")
 async def _usage(host: CommandHost, arg: str) -> None:
     from co_cli.sessions_view import usage_lines
-    from co_cli.store.usage import UsageTotals, session_by_role
+    from co_cli.store.usage import UsageTotals
 
     last = host.conv.last_usage
     if last is None:
@@ -563,7 +563,7 @@ async def _usage(host: CommandHost, arg: str) -> None:
     session = host.conv.session
     if host.store is None or session is None:
         return
-    by_role = session_by_role(host.store, session.id)
+    by_role = host.store.usage.by_role(session.id)
     if not by_role:
         host.info("This session: no usage recorded yet.")
         return

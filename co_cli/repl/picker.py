@@ -26,11 +26,11 @@ from prompt_toolkit.styles import Style
 from co_cli.errors import CoError
 from co_cli.repl.picker_model import Match, PickerModel
 from co_cli.sessions_view import format_time
-from co_cli.store.sessions import SNIPPET_CLOSE, SNIPPET_OPEN
+from co_cli.store.search import SNIPPET_CLOSE, SNIPPET_OPEN
 from co_cli.terminal_text import printable
 
 if TYPE_CHECKING:
-    from co_cli.store.sessions import SessionStore
+    from co_cli.store import Store
 
 Action = Literal["resume", "fork"]
 HELP = "type to filter · ↑↓ choose · Enter resume · Tab list: f fork, d trash, / filter · Ctrl-T this dir · Esc leave"
@@ -53,7 +53,7 @@ class PickChoice:
 
 
 class Picker:
-    def __init__(self, store: SessionStore, cwd: str, current: str | None = None) -> None:
+    def __init__(self, store: Store, cwd: str, current: str | None = None) -> None:
         self.model = PickerModel(store, cwd)
         self.model.load()
         self.store = store
@@ -238,7 +238,7 @@ class Picker:
             session_id, self.asking = self.asking, None
             assert session_id is not None
             try:
-                self.store.trash(session_id)
+                self.store.sessions.trash(session_id)
             except CoError as exc:
                 self.message = exc.message
                 return
@@ -302,7 +302,7 @@ def _snippet_fragments(snippet: str) -> StyleAndTextTuples:
     return out
 
 
-async def pick_session(store: SessionStore, *, cwd: str, current: str | None = None) -> PickChoice | None:
+async def pick_session(store: Store, *, cwd: str, current: str | None = None) -> PickChoice | None:
     """Show the picker; the chosen session and what to do with it, or None if the user left."""
     picker = Picker(store, cwd, current)
     return await picker.app.run_async()

@@ -4,44 +4,30 @@ No terminal here (the screen is ``co_cli.repl.picker``), so the filtering is tes
 Every live session is loaded once (a few columns, no messages). A filter keystroke matches the titles in
 memory and asks FTS5 for the newest FAST_MATCHES matching messages only, which fills a screen in a few
 milliseconds however common the words are; when that was not every match, ``complete_filter`` (run in the
-background on its own connection) finds the rest. Snippets are read only for the rows on screen.
+background on its own connection) finds the rest. Snippets are read only for the rows on screen. The queries
+are ``co_cli.store.search``'s.
 """
 
 from __future__ import annotations
 
 import os
-import sqlite3
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from co_cli.errors import StoreError
-from co_cli.store.db import TEXT_FACTORY
-from co_cli.store.sessions import SNIPPET_CLOSE, SNIPPET_OPEN, valid_utf8
+from co_cli.store.codec import valid_utf8
+from co_cli.store.search import SNIPPET_CLOSE, SNIPPET_OPEN, ListedSession
 
 if TYPE_CHECKING:
-    from co_cli.store.sessions import SessionStore
+    from co_cli.store import Store
 
 SNIPPET_TOKENS = 12
 FAST_MATCHES = 500
-_HITS = (
-    "SELECT m.session_id, max(m.id) FROM (SELECT rowid AS r FROM messages_fts WHERE messages_fts MATCH ? "
-    "ORDER BY rowid DESC {limit}) f JOIN messages m ON m.id = f.r GROUP BY m.session_id"
-)
-
-
-@dataclass(frozen=True)
-class PickerRow:
-    id: str
-    title: str
-    updated_at: float
-    message_count: int
-    model: str
-    cwd: str
 
 
 @dataclass
 class Match:
-    row: PickerRow
+    row: ListedSession
     message_rowid: int | None = None
     """A message that matched the filter (its search-index rowid), for the snippet; None: the title matched."""
 
@@ -64,10 +50,10 @@ def same_directory(a: str, b: str) -> bool:
 
 @dataclass
 class PickerModel:
-    store: SessionStore
+    store: Store
     cwd: str
     this_directory_only: bool = False
-    rows: list[PickerRow] = field(default_factory=list)
+    rows: list[ListedSession] = field(default_factory=list)
     open_elsewhere: set[str] = field(default_factory=set)
     complete: bool = True
     """Whether the last ``filter`` found every match (else ``complete_filter`` has the rest)."""
@@ -76,13 +62,9 @@ class PickerModel:
 
     def load(self) -> None:
         """Read every live session with messages, most recently updated first, and which are open elsewhere."""
-        found = self.store._read(
-            "SELECT id, title, updated_at, message_count, model, cwd FROM sessions "
-            "WHERE message_count > 0 AND deleted_at IS NULL ORDER BY updated_at DESC, id DESC"
-        )
-        self.rows = [PickerRow(*row) for row in found]
+        self.rows = self.store.search.sessions()
         self._folded = [row.title.casefold() for row in self.rows]
-        self.open_elsewhere = self.store.open_elsewhere()
+        self.open_elsewhere = self.store.locks.open_elsewhere()
 
     def remove(self, session_id: str) -> None:
         kept = [(row, folded) for row, folded in zip(self.rows, self._folded, strict=True) if row.id != session_id]
@@ -106,15 +88,7 @@ class PickerModel:
         query = match_query(text)
         if not query:
             return self._merge(text, {})
-        conn = sqlite3.connect(self.store.path, timeout=10, check_same_thread=False)
-        try:
-            conn.text_factory = TEXT_FACTORY
-            found = conn.execute(_HITS.format(limit=""), (query,)).fetchall()
-        except sqlite3.Error:
-            found = []
-        finally:
-            conn.close()
-        return self._merge(text, {str(sid): int(rowid) for sid, rowid in found})
+        return self._merge(text, self.store.search.every_match(query))
 
     def _merge(self, text: str, hits: dict[str, int]) -> list[Match]:
         pairs = list(zip(self.rows, self._folded, strict=True))
@@ -138,11 +112,7 @@ class PickerModel:
     def _message_hits(self, query: str, limit: int) -> dict[str, int]:
         """Session id -> its newest message matching ``query`` among the newest ``limit`` matching messages."""
         try:
-            found = self.store._read(
-                "SELECT m.session_id, m.id FROM (SELECT rowid AS r FROM messages_fts WHERE messages_fts MATCH ? "
-                "ORDER BY rowid DESC LIMIT ?) f JOIN messages m ON m.id = f.r",
-                (query, limit),
-            )
+            found = self.store.search.newest_matches(query, limit)
         except StoreError:  # a query FTS5 rejects (it should not, as every word is quoted): no message matches
             found = []
         self._last_hit_rows = len(found)
@@ -168,12 +138,12 @@ class PickerModel:
         wanted = [rowid for rowid in wanted if (query, rowid) not in self._snippets]
         if not query or not wanted:
             return
-        found = self.store._read(f"SELECT id, text FROM messages WHERE id IN ({', '.join('?' * len(wanted))})", wanted)
+        found = self.store.search.texts(wanted)
         words = [w.casefold() for w in text.split()]
         for rowid in wanted:
             self._snippets[(query, rowid)] = ""
-        for rowid, message_text in found:
-            self._snippets[(query, int(rowid))] = make_snippet(str(message_text), words)
+        for rowid, message_text in found.items():
+            self._snippets[(query, rowid)] = make_snippet(message_text, words)
 
 
 def make_snippet(text: str, words: list[str], size: int = SNIPPET_TOKENS) -> str:

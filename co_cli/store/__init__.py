@@ -1,12 +1,70 @@
-"""The session store: every conversation saved in one SQLite file."""
+"""The session store: every conversation and every memory, saved in one SQLite file.
 
-from co_cli.store.sessions import (
-    CompactionRecord,
-    SearchHit,
-    SessionBusy,
-    SessionInfo,
-    SessionStore,
-    StoredMessage,
-)
+``Store`` opens the file once (``db``, the only way to run SQL) and hands out one object per table:
+``sessions``, ``messages``, ``compactions``, ``pins``, ``usage``, ``search``, ``memories``, ``queue`` and
+``locks``. Writes that must commit together (a whole turn) use the tables' statement-level functions inside
+one ``store.db.transaction()``.
+"""
 
-__all__ = ["CompactionRecord", "SearchHit", "SessionBusy", "SessionInfo", "SessionStore", "StoredMessage"]
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from co_cli.errors import SessionBusy
+from co_cli.store import copies
+from co_cli.store.compactions import CompactionRecord, Compactions
+from co_cli.store.db import Database
+from co_cli.store.locks import OpenSessions
+from co_cli.store.memories import Memories
+from co_cli.store.messages import Messages, StoredMessage
+from co_cli.store.pins import Pins
+from co_cli.store.queue import ExtractionQueue
+from co_cli.store.search import Search, SearchHit
+from co_cli.store.sessions import SessionInfo, Sessions
+from co_cli.store.usage import UsageLog
+
+
+class Store:
+    """One open session database and its tables. Safe to share between threads; many processes may use one
+    file."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.path = db.path
+        self.sessions = Sessions(db)
+        self.messages = Messages(db)
+        self.compactions = Compactions(db)
+        self.pins = Pins(db)
+        self.usage = UsageLog(db)
+        self.search = Search(db)
+        self.memories = Memories(db)
+        self.queue = ExtractionQueue(db)
+        self.locks = OpenSessions(db)
+
+    @classmethod
+    def open(cls, path: Path, *, reads_only: bool = False) -> Store:
+        """Open the store; ``reads_only`` opens a database that cannot be written read-only (see ``connect``)."""
+        return cls(Database.open(path, reads_only=reads_only))
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def fork(self, session_id: str, upto_seq: int | None = None) -> SessionInfo:
+        """Continue a copy of the session (up to message ``upto_seq``) under a new id (``copies.fork``)."""
+        return copies.fork(self.db, session_id, upto_seq)
+
+    def import_session(
+        self, info: SessionInfo, messages: Sequence[StoredMessage], compactions: Sequence[CompactionRecord]
+    ) -> SessionInfo:
+        """Insert a whole session as given (``copies.import_session``)."""
+        return copies.import_session(self.db, info, messages, compactions)
+
+
+__all__ = ["CompactionRecord", "Database", "SearchHit", "SessionBusy", "SessionInfo", "Store", "StoredMessage"]

@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict
 from datetime import datetime
+from typing import TYPE_CHECKING
 
+from co_cli.store.compactions import CompactionRecord, compactions_by_position
 from co_cli.store.import_document import EXPORT_FORMAT, EXPORT_VERSION, parse_export
+from co_cli.store.messages import StoredMessage
 from co_cli.store.redact import without_credentials
-from co_cli.store.sessions import (
-    CompactionRecord,
-    SessionInfo,
-    SessionStore,
-    StoredMessage,
-    compactions_by_position,
-)
+from co_cli.store.sessions import SessionInfo
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
+
+    from co_cli.store import Store
 
 _ROLE_HEADINGS = {
     "user": "User",
@@ -82,9 +85,9 @@ def _message_markdown(stored: StoredMessage) -> str:
     return "\n\n".join(blocks)
 
 
-def export_markdown(store: SessionStore, session_id: str) -> str:
+def export_markdown(store: Store, session_id: str) -> str:
     """The whole transcript as readable Markdown: title, metadata, then each message under its role."""
-    info = store.get(session_id)
+    info = store.sessions.get(session_id)
     lines = [
         f"# {info.title or 'Untitled session'}",
         "",
@@ -101,8 +104,8 @@ def export_markdown(store: SessionStore, session_id: str) -> str:
     if info.compaction_count:
         lines.append(f"- Compactions: {info.compaction_count}")
     parts = ["\n".join(lines)]
-    placed = compactions_by_position(store.compactions(info.id))
-    for stored in store.transcript(info.id):
+    placed = compactions_by_position(store.compactions.list(info.id))
+    for stored in store.messages.transcript(info.id):
         parts.append(_message_markdown(stored))
         for record in placed.get(stored.seq, []):
             summary = record.summary.replace("\n", "\n> ")
@@ -110,25 +113,25 @@ def export_markdown(store: SessionStore, session_id: str) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def export_json(store: SessionStore, session_id: str) -> str:
+def export_json(store: Store, session_id: str) -> str:
     """Lossless JSON: metadata, every message (pydantic-ai's own JSON form) and every compaction."""
     return json.dumps(export_document(store, session_id), ensure_ascii=False, indent=1)
 
 
-def export_json_line(store: SessionStore, session_id: str) -> str:
+def export_json_line(store: Store, session_id: str) -> str:
     """The same document on one line (for JSON lines: ``co sessions export --all``)."""
     return json.dumps(export_document(store, session_id), ensure_ascii=False, separators=(",", ":"))
 
 
-def export_document(store: SessionStore, session_id: str) -> dict[str, object]:
+def export_document(store: Store, session_id: str) -> dict[str, object]:
     from pydantic_ai.messages import ModelMessagesTypeAdapter
 
-    info = store.get(session_id)
-    transcript = store.transcript(info.id)
+    info = store.sessions.get(session_id)
+    transcript = store.messages.transcript(info.id)
     # Saving strips credentials already; stripping again covers databases written before it did.
     messages = ModelMessagesTypeAdapter.dump_python(without_credentials([s.message for s in transcript]), mode="json")
     compactions = []
-    for record in store.compactions(info.id):
+    for record in store.compactions.list(info.id):
         data = asdict(record)
         data["replacement"] = ModelMessagesTypeAdapter.dump_python(without_credentials(record.replacement), mode="json")
         compactions.append(data)
@@ -145,33 +148,35 @@ def export_document(store: SessionStore, session_id: str) -> dict[str, object]:
     return document
 
 
+Repair = Callable[[list["ModelMessage"]], list["ModelMessage"]]
+"""Makes a history sendable: answers tool calls left unanswered (``co_cli.context.repair.repair_orphans``)."""
+
+
 def resumable(
-    messages: list[StoredMessage], compactions: list[CompactionRecord]
+    messages: list[StoredMessage], compactions: list[CompactionRecord], repair: Repair
 ) -> tuple[list[StoredMessage], list[CompactionRecord]]:
     """Close what a live co would have closed: tool calls left unanswered at the end of the transcript (after
     its failed turns, which a resume skips) or at the end of a compaction's replacement get the same
-    "interrupted" result a cancelled turn saves, so the session can be continued."""
+    "interrupted" result a cancelled turn saves (``repair``), so the session can be continued."""
     from pydantic_ai.messages import ModelResponse
-
-    from co_cli.context.repair import repair_orphans
 
     kept = [m for m in messages if m.status != "failed"]
     if kept and isinstance(kept[-1].message, ModelResponse):
         last = kept[-1]
-        closing = repair_orphans([last.message])[1:]
+        closing = repair([last.message])[1:]
         messages = messages + [
             StoredMessage(len(messages) + i, last.created_at, "", "", "ok", message)
             for i, message in enumerate(closing)
         ]
     for record in compactions:
-        record.replacement = repair_orphans(record.replacement)
+        record.replacement = repair(record.replacement)
     return messages, compactions
 
 
-def import_json(store: SessionStore, text: str) -> SessionInfo:
+def import_json(store: Store, text: str, repair: Repair) -> SessionInfo:
     """Read an ``export_json`` document back; a taken id is imported under a new one.
 
-    Every field is checked (``parse_export``) and the transcript closed so it can be continued."""
+    Every field is checked (``parse_export``) and the transcript closed so it can be continued (``resumable``)."""
     info, messages, compactions = parse_export(text)
-    messages, compactions = resumable(messages, compactions)
+    messages, compactions = resumable(messages, compactions, repair)
     return store.import_session(info, messages, compactions)

@@ -13,8 +13,11 @@ from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
 from co_cli.errors import CoError
-from co_cli.store.db import MESSAGE_KINDS, MESSAGE_STATUSES
-from co_cli.store.sessions import CompactionRecord, SessionInfo, StoredMessage, is_session_id, valid_utf8
+from co_cli.store.codec import valid_utf8
+from co_cli.store.compactions import CompactionRecord
+from co_cli.store.messages import StoredMessage
+from co_cli.store.schema import MESSAGE_KINDS, MESSAGE_STATUSES
+from co_cli.store.sessions import SessionInfo, is_session_id
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage

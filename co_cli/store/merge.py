@@ -22,21 +22,17 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from co_cli.errors import CoError, SessionBusy
-from co_cli.store.export import resumable
+from co_cli.store import compactions as compaction_rows
+from co_cli.store import messages as message_rows
+from co_cli.store import sessions
+from co_cli.store.compactions import CompactionRecord
+from co_cli.store.export import Repair, resumable
 from co_cli.store.import_document import parse_export
-from co_cli.store.sessions import (
-    INSERT_COMPACTION,
-    CompactionRecord,
-    SessionInfo,
-    StoredMessage,
-    compaction_row,
-    dump_messages,
-    message_kind_and_text,
-    new_session_id,
-)
+from co_cli.store.messages import MessageRow, StoredMessage
+from co_cli.store.sessions import SessionInfo, new_session_id
 
 if TYPE_CHECKING:
-    from co_cli.store.sessions import SessionStore
+    from co_cli.store import Store
 
 MessageKey = tuple[float, str, str, str]  # created_at, kind, status, text
 
@@ -92,11 +88,8 @@ def _key(created_at: float, kind: str, status: str, text: str) -> MessageKey:
     return (round(created_at, 6), kind, status, text)
 
 
-def _local_keys(store: SessionStore, session_id: str) -> list[MessageKey]:
-    rows = store._read(
-        "SELECT created_at, kind, status, text FROM messages WHERE session_id = ? ORDER BY seq", (session_id,)
-    )
-    return [_key(*row) for row in rows]
+def _local_keys(store: Store, session_id: str) -> list[MessageKey]:
+    return [_key(*signature) for signature in store.messages.signatures(session_id)]
 
 
 def _common_prefix(a: Sequence[MessageKey], b: Sequence[MessageKey]) -> int:
@@ -108,35 +101,27 @@ def _common_prefix(a: Sequence[MessageKey], b: Sequence[MessageKey]) -> int:
     return n
 
 
-def _candidates(store: SessionStore, session_id: str) -> list[str]:
-    """The session (if here, in the trash or not) and every session forked from it, at any depth."""
-    rows = store._read(
-        "WITH RECURSIVE family(id) AS (SELECT id FROM sessions WHERE id = ? "
-        "UNION SELECT s.id FROM sessions s JOIN family f ON s.parent_id = f.id) SELECT id FROM family",
-        (session_id,),
-    )
-    return [str(row[0]) for row in rows]
-
-
-def merge_import(store: SessionStore, text: str) -> MergeReport:
+def merge_import(store: Store, text: str, repair: Repair) -> MergeReport:
+    """Merge every session of an export into the store; each transcript is first closed so it can be
+    continued (``resumable`` with ``repair``)."""
     report = MergeReport()
     for info, messages, compactions in documents(text):
-        messages, compactions = resumable(messages, compactions)
+        messages, compactions = resumable(messages, compactions, repair)
         _merge_one(store, info, messages, compactions, report)
     return report
 
 
 def _merge_one(
-    store: SessionStore,
+    store: Store,
     info: SessionInfo,
     messages: list[StoredMessage],
     compactions: list[CompactionRecord],
     report: MergeReport,
 ) -> None:
-    encoded = [(*message_kind_and_text(m.message), dump_messages([m.message])) for m in messages]
-    keys = [_key(m.created_at, kind, m.status, text) for m, (kind, text, _) in zip(messages, encoded, strict=True)]
+    encoded = [message_rows.encode(m.seq, m.created_at, m.message, m.status) for m in messages]
+    keys = [_key(row.created_at, row.kind, row.status, row.text) for row in encoded]
     best: tuple[int, str, int] | None = None  # (shared messages, local id, local length)
-    for local_id in _candidates(store, info.id):
+    for local_id in store.sessions.family(info.id):
         local = _local_keys(store, local_id)
         shared = _common_prefix(local, keys)
         if shared == len(keys):
@@ -150,11 +135,11 @@ def _merge_one(
     shared, local_id, local_length = best
     if shared == local_length:
         try:
-            added = _append(store, local_id, shared, messages[shared:], encoded[shared:], compactions)
+            added = _append(store, local_id, shared, encoded[shared:], compactions)
         except SessionBusy:
             report.busy.append(local_id)
             return
-        report.appended.append((store.get(local_id, trashed=_in_trash(store, local_id)), added))
+        report.appended.append((store.sessions.get(local_id, trashed=store.sessions.in_trash(local_id)), added))
         return
     info.parent_id = local_id
     info.fork_seq = shared - 1
@@ -162,54 +147,24 @@ def _merge_one(
     report.forked.append((store.import_session(info, messages, compactions), local_id))
 
 
-def _in_trash(store: SessionStore, session_id: str) -> bool:
-    return store._read("SELECT deleted_at IS NOT NULL FROM sessions WHERE id = ?", (session_id,))[0][0] == 1
-
-
 def _append(
-    store: SessionStore,
+    store: Store,
     session_id: str,
     expected_length: int,
-    messages: Sequence[StoredMessage],
-    encoded: Sequence[tuple[str, str, str]],
+    rows: Sequence[MessageRow],
     compactions: Sequence[CompactionRecord],
 ) -> int:
     """Append the messages (seqs continuing the local ones) and the compactions the local copy lacks, in one
     transaction; SessionBusy if another co has the session open, CoError if it changed meanwhile."""
-    with store._lock:
-        ours = store._locks.holds(session_id)
-        store._lock_session(session_id)
-        try:
-            with store._write() as conn:
-                count = conn.execute("SELECT message_count FROM sessions WHERE id = ?", (session_id,)).fetchone()[0]
-                if count != expected_length:
-                    raise CoError(f"session {session_id} changed during the import; import again")
-                conn.executemany(
-                    "INSERT INTO messages (session_id, seq, created_at, kind, text, json, status) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    [
-                        (session_id, m.seq, m.created_at, kind, text, data, m.status)
-                        for m, (kind, text, data) in zip(messages, encoded, strict=True)
-                    ],
-                )
-                have = {
-                    (round(r[0], 6), r[1], r[2])
-                    for r in conn.execute(
-                        "SELECT created_at, from_seq, upto_seq FROM compactions WHERE session_id = ?", (session_id,)
-                    )
-                }
-                new = [c for c in compactions if (round(c.created_at, 6), c.from_seq, c.upto_seq) not in have]
-                conn.executemany(
-                    INSERT_COMPACTION,
-                    [compaction_row(session_id, c, dump_messages(c.replacement)) for c in new],
-                )
-                last = max((m.created_at for m in messages), default=time.time())
-                conn.execute(
-                    "UPDATE sessions SET message_count = message_count + ?, compaction_count = compaction_count + ?, "
-                    "updated_at = max(updated_at, ?) WHERE id = ?",
-                    (len(messages), len(new), last, session_id),
-                )
-        finally:
-            if not ours:
-                store._locks.release(session_id)
-    return len(messages)
+    with store.locks.holding(session_id), store.db.transaction() as tx:
+        if sessions.find(tx, session_id).message_count != expected_length:
+            raise CoError(f"session {session_id} changed during the import; import again")
+        message_rows.insert(tx, session_id, rows)
+        have = {
+            (round(created_at, 6), start, upto) for created_at, start, upto in compaction_rows.spans(tx, session_id)
+        }
+        new = [c for c in compactions if (round(c.created_at, 6), c.from_seq, c.upto_seq) not in have]
+        compaction_rows.insert_rows(tx, session_id, [compaction_rows.encode(c) for c in new])
+        last = max((row.created_at for row in rows), default=time.time())
+        sessions.add_counts(tx, session_id, updated_at=last, messages=len(rows), compactions=len(new), keep_later=True)
+    return len(rows)

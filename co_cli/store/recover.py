@@ -24,16 +24,15 @@ from pathlib import Path
 from typing import Any
 
 from co_cli.errors import StoreError
-from co_cli.memory.recover import read_memories, write_memories
-from co_cli.store.db import MESSAGE_STATUSES, TEXT_FACTORY, connect, write_transaction
-from co_cli.store.sessions import (
-    SessionInfo,
-    dump_messages,
-    is_session_id,
-    message_kind_and_text,
-    new_session_id,
-    normalize_title,
-)
+from co_cli.store import compactions as compaction_rows
+from co_cli.store import messages as message_rows
+from co_cli.store import sessions
+from co_cli.store.codec import dump_messages, message_kind_and_text
+from co_cli.store.compactions import StoredCompaction
+from co_cli.store.db import TEXT_FACTORY, Database
+from co_cli.store.messages import MessageRow
+from co_cli.store.schema import MESSAGE_STATUSES
+from co_cli.store.sessions import SessionInfo, is_session_id, new_session_id, normalize_title
 
 _BATCH = 256
 _SESSION_READ = (
@@ -56,6 +55,17 @@ _SESSION_ROWS = {
     ),
 }
 """Further per-session tables copied as they are (pinned instructions, usage), when the database has them."""
+_MEMORY_ROWS = {
+    "memories": (
+        "text, scope, project, kind, status, source_session, source_seq, created_at, updated_at, replaced_by, "
+        "proposal, target_id"
+    ),
+    "memory_events": (
+        "change_id, undoes, memory_id, at, action, actor, old_text, new_text, old_status, new_status, "
+        "old_replaced_by, new_replaced_by, old_meta, new_meta"
+    ),
+}
+"""The memory tables, copied as they are (ids kept: events and replacements refer to them)."""
 
 
 @dataclass
@@ -299,7 +309,10 @@ def _decode(data: Any, *, single: bool) -> list[Any] | None:
     return None if single and len(messages) != 1 else messages
 
 
-def _rebuild(session_id: str, found: _Session, report: Recovery) -> tuple[SessionInfo, list[Any], list[Any]] | None:
+Rebuilt = tuple[SessionInfo, list[MessageRow], list[StoredCompaction]]
+
+
+def _rebuild(session_id: str, found: _Session, report: Recovery) -> Rebuilt | None:
     """The session with its readable messages renumbered and its compactions moved along; None if empty."""
     decoded = [(m, _decode(m[2], single=True)) for m in sorted(found.messages, key=lambda m: m[0])]
     kept = [(m, messages[0]) for m, messages in decoded if messages is not None]
@@ -316,7 +329,7 @@ def _rebuild(session_id: str, found: _Session, report: Recovery) -> tuple[Sessio
     def first_kept_from(old: int) -> int:
         return sum(1 for s in old_seqs if s < old)
 
-    compactions: list[tuple[Any, ...]] = []
+    compactions: list[StoredCompaction] = []
     for row in found.compactions:
         created, from_seq, upto_seq, summary, focus, trigger, before, after, model, replacement, *details = row
         usable = (
@@ -330,19 +343,24 @@ def _rebuild(session_id: str, found: _Session, report: Recovery) -> tuple[Sessio
             report.compactions_lost += 1
             continue
         upto = last_kept_upto(upto_seq)
+        method, detail, ledger, tiers, undone_at = _compaction_details(details)
         compactions.append(
-            (
-                _finite(created, kept[0][0][1]),
-                min(first_kept_from(from_seq), upto),
-                upto,
-                summary,
-                focus if isinstance(focus, str) else None,
-                trigger,
-                _count(before),
-                _count(after),
-                model if isinstance(model, str) else "",
-                replacement,
-                *_compaction_details(details),
+            StoredCompaction(
+                created_at=_finite(created, kept[0][0][1]),
+                from_seq=min(first_kept_from(from_seq), upto),
+                upto_seq=upto,
+                summary=summary,
+                focus=focus if isinstance(focus, str) else None,
+                trigger=trigger,
+                tokens_before=_count(before),
+                tokens_after=_count(after),
+                model=model if isinstance(model, str) else "",
+                replacement_json=replacement,
+                method=method,
+                detail=detail,
+                ledger=ledger,
+                tiers=tiers,
+                undone_at=undone_at,
             )
         )
     info = found.info
@@ -350,7 +368,21 @@ def _rebuild(session_id: str, found: _Session, report: Recovery) -> tuple[Sessio
         report.sessions_rebuilt += 1
         first, last = kept[0][0][1] or time.time(), kept[-1][0][1] or time.time()
         sid = session_id if is_session_id(session_id) else new_session_id()
-        info = SessionInfo(sid, "", first, last, "", "", None, None, 0, 0, 0, 0.0, 0)
+        info = SessionInfo(
+            id=sid,
+            title="",
+            created_at=first,
+            updated_at=last,
+            model="",
+            cwd="",
+            parent_id=None,
+            fork_seq=None,
+            message_count=0,
+            input_tokens=0,
+            output_tokens=0,
+            cost_usd=0.0,
+            compaction_count=0,
+        )
     info.message_count = len(kept)
     info.compaction_count = len(compactions)
     if info.fork_seq is not None:
@@ -359,9 +391,9 @@ def _rebuild(session_id: str, found: _Session, report: Recovery) -> tuple[Sessio
     for seq, ((_, created, _, status), message) in enumerate(kept):
         kind, text = message_kind_and_text(message)
         status = status if status in MESSAGE_STATUSES else "ok"
-        rows.append((seq, created or info.created_at, kind, text, dump_messages([message]), status))
+        rows.append(MessageRow(seq, created or info.created_at, kind, text, dump_messages([message]), status))
     if not info.title:
-        info.title = next((r[3] for r in rows if r[2] == "user"), "") or "recovered session"
+        info.title = next((r.text for r in rows if r.kind == "user"), "") or "recovered session"
     info.title = normalize_title(info.title)
     return info, rows, compactions
 
@@ -378,33 +410,51 @@ def _compaction_details(details: list[Any]) -> tuple[str, str, str, str, float |
     return text(method, "summary"), text(detail, ""), text(ledger, ""), text(tiers, ""), undone
 
 
-def _write(target: Path, rebuilt: list[tuple[SessionInfo, list[Any], list[Any]]], found: dict[str, _Session]) -> None:
-    from co_cli.store.sessions import INSERT_COMPACTION, SessionStore
+def _write(db: Database, rebuilt: list[Rebuilt], found: dict[str, _Session]) -> None:
+    for info, rows, compactions in rebuilt:
+        session = found.get(info.id)
+        with db.transaction() as tx:
+            sessions.insert(tx, info)
+            message_rows.insert(tx, info.id, rows)
+            compaction_rows.insert_rows(tx, info.id, compactions)
+            if session is not None and session.deleted_at is not None:
+                sessions.mark_trashed(tx, info.id, session.deleted_at)
+        for table, columns in _SESSION_ROWS.items():
+            marks = ", ".join("?" * len(columns.split(",")))
+            for row in session.extra.get(table, []) if session is not None else []:
+                try:  # a damaged row that breaks a constraint is left out, the rest kept
+                    with db.transaction() as tx:
+                        tx.execute(f"INSERT INTO {table} ({columns}) VALUES ({marks})", (info.id, *row))
+                except Exception:
+                    continue
 
-    conn = connect(target)
-    try:
-        for info, rows, compactions in rebuilt:
-            session = found.get(info.id)
-            with write_transaction(conn, target):
-                SessionStore._insert_session(conn, info)
-                conn.executemany(
-                    "INSERT INTO messages (session_id, seq, created_at, kind, text, json, status) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    [(info.id, *row) for row in rows],
-                )
-                conn.executemany(INSERT_COMPACTION, [(info.id, *row) for row in compactions])
-                if session is not None and session.deleted_at is not None:
-                    conn.execute("UPDATE sessions SET deleted_at = ? WHERE id = ?", (session.deleted_at, info.id))
-            for table, columns in _SESSION_ROWS.items():
-                marks = ", ".join("?" * len(columns.split(",")))
-                for row in session.extra.get(table, []) if session is not None else []:
-                    try:  # a damaged row that breaks a constraint is left out, the rest kept
-                        with write_transaction(conn, target):
-                            conn.execute(f"INSERT INTO {table} ({columns}) VALUES ({marks})", (info.id, *row))
-                    except Exception:
-                        continue
-    finally:
-        conn.close()
+
+def _read_memories(conn: sqlite3.Connection) -> dict[str, list[tuple[Any, ...]]]:
+    """Every readable row of the memory tables (rowid first); nothing for a database without them."""
+    found: dict[str, list[tuple[Any, ...]]] = {}
+    for table, columns in _MEMORY_ROWS.items():
+        try:
+            conn.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchall()
+        except sqlite3.DatabaseError:
+            continue
+        found[table] = _rows(conn, table, columns)[0]
+    return found
+
+
+def _write_memories(db: Database, found: dict[str, list[tuple[Any, ...]]]) -> int:
+    """Insert the rows read (ids kept); a row that breaks a constraint (damage) is skipped. Returns how many
+    memories were kept."""
+    kept = 0
+    for table, columns in _MEMORY_ROWS.items():
+        marks = ", ".join("?" * (len(columns.split(",")) + 1))
+        for row in found.get(table, []):
+            try:
+                with db.transaction() as tx:
+                    tx.execute(f"INSERT INTO {table} (id, {columns}) VALUES ({marks})", row)
+            except Exception:
+                continue
+            kept += table == "memories"
+    return kept
 
 
 def recover(source: Path, target: Path) -> Recovery:
@@ -422,15 +472,16 @@ def recover(source: Path, target: Path) -> Recovery:
         except sqlite3.DatabaseError:
             raise StoreError(f"{source} is not an SQLite database co can read anything from") from None
         found = _Reader(report).read(conn)
-        memories = read_memories(conn, _rows)
+        memories = _read_memories(conn)
     rebuilt = []
     for session_id, session in found.items():
         result = _rebuild(session_id, session, report)
         if result is not None:
             rebuilt.append(result)
     rebuilt.sort(key=lambda r: r[0].created_at)
-    _write(target, rebuilt, found)
-    write_memories(target, memories)
+    with Database.open(target) as db:
+        _write(db, rebuilt, found)
+        _write_memories(db, memories)
     report.sessions = len(rebuilt)
     report.messages = sum(len(rows) for _, rows, _ in rebuilt)
     report.compactions = sum(len(c) for _, _, c in rebuilt)

@@ -10,10 +10,9 @@ import sqlite3
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
-if TYPE_CHECKING:
-    from co_cli.store.sessions import SessionStore
+from co_cli.store.db import Database, Transaction
 
 UsageRole = Literal["chat", "summary", "memory", "title"]
 USAGE_ROLES: tuple[UsageRole, ...] = ("chat", "summary", "memory", "title")
@@ -113,67 +112,39 @@ def format_tokens(count: int) -> str:
     return f"{count / 1_000_000:.1f}M"
 
 
-_COLUMNS = "role, model, requests, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd"
+_FIELDS = (
+    "role",
+    "model",
+    "requests",
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "cost_usd",
+)
+_COLUMNS = ", ".join(_FIELDS)
 
 
-def insert_usage(conn: sqlite3.Connection, session_id: str, usage: TurnUsage, now: float | None = None) -> None:
-    """Add one usage row inside the caller's transaction."""
-    conn.execute(
-        f"INSERT INTO turn_usage (session_id, created_at, {_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            session_id,
-            time.time() if now is None else now,
-            usage.role,
-            usage.model,
-            usage.requests,
-            usage.input_tokens,
-            usage.output_tokens,
-            usage.cache_read_tokens,
-            usage.cache_write_tokens,
-            usage.cost_usd,
-        ),
-    )
-
-
-def record_usage(store: SessionStore, session_id: str, usage: TurnUsage) -> None:
-    """Save usage that is not part of a turn's messages (the summariser, the memory extractor, titles)."""
-    with store._lock, store._write() as conn:
-        insert_usage(conn, session_id, usage)
-
-
-def _usage(row: Sequence[object]) -> TurnUsage:
-    role, model, requests, inp, out, cread, cwrite, cost = row
+def _usage(row: sqlite3.Row) -> TurnUsage:
+    cost = row["cost_usd"]
     return TurnUsage(
-        str(role),  # type: ignore[arg-type]
-        str(model),
-        int(requests),  # type: ignore[call-overload]
-        int(inp),  # type: ignore[call-overload]
-        int(out),  # type: ignore[call-overload]
-        int(cread),  # type: ignore[call-overload]
-        int(cwrite),  # type: ignore[call-overload]
-        None if cost is None else float(cost),  # type: ignore[arg-type]
+        role=row["role"],
+        model=str(row["model"]),
+        requests=int(row["requests"]),
+        input_tokens=int(row["input_tokens"]),
+        output_tokens=int(row["output_tokens"]),
+        cache_read_tokens=int(row["cache_read_tokens"]),
+        cache_write_tokens=int(row["cache_write_tokens"]),
+        cost_usd=None if cost is None else float(cost),
     )
 
 
-def turn_rows(store: SessionStore, session_id: str) -> list[TurnUsage]:
-    """Every usage row of a session, oldest first."""
-    rows = store._read(f"SELECT {_COLUMNS} FROM turn_usage WHERE session_id = ? ORDER BY id", (session_id,))
-    return [_usage(row) for row in rows]
-
-
-def session_totals(store: SessionStore, session_ids: Sequence[str]) -> dict[str, UsageTotals]:
-    """Totals per session for the given ids (sessions without usage rows are left out)."""
-    totals: dict[str, UsageTotals] = {}
-    ids = list(dict.fromkeys(session_ids))
-    for start in range(0, len(ids), 500):
-        chunk = ids[start : start + 500]
-        rows = store._read(
-            f"SELECT session_id, {_COLUMNS} FROM turn_usage WHERE session_id IN ({', '.join('?' * len(chunk))})",
-            chunk,
-        )
-        for row in rows:
-            totals.setdefault(str(row[0]), UsageTotals()).add(_usage(row[1:]))
-    return totals
+def insert(tx: Transaction, session_id: str, usage: TurnUsage, now: float | None = None) -> None:
+    """Add one usage row inside the caller's transaction."""
+    tx.execute(
+        f"INSERT INTO turn_usage (session_id, created_at, {_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (session_id, time.time() if now is None else now, *(getattr(usage, name) for name in _FIELDS)),
+    )
 
 
 _GROUP_KEYS: dict[str, str] = {
@@ -184,36 +155,67 @@ _GROUP_KEYS: dict[str, str] = {
 }
 
 
-def usage_report(store: SessionStore, *, since: float | None, by: GroupBy) -> dict[str, UsageTotals]:
-    """Totals across sessions (the trash included: money spent stays spent) grouped by model, local day,
-    session or role; keys sorted. Summed in SQL: one pass over the usage table."""
-    key = _GROUP_KEYS[by]
-    where = "WHERE created_at >= ?" if since is not None else ""
-    rows = store._read(
-        f"SELECT {key} AS k, count(*), sum(requests), sum(input_tokens), sum(output_tokens), "
-        "sum(cache_read_tokens), sum(cache_write_tokens), total(cost_usd), count(*) - count(cost_usd), "
-        f"group_concat(DISTINCT model) FROM turn_usage {where} GROUP BY k ORDER BY k",
-        [since] if since is not None else [],
-    )
-    groups: dict[str, UsageTotals] = {}
-    for k, count, requests, inp, out, cread, cwrite, cost, unpriced, models in rows:
-        groups[str(k) if k else "?"] = UsageTotals(
-            rows=int(count),
-            requests=int(requests or 0),
-            input_tokens=int(inp or 0),
-            output_tokens=int(out or 0),
-            cache_read_tokens=int(cread or 0),
-            cache_write_tokens=int(cwrite or 0),
-            cost_usd=float(cost or 0.0),
-            unpriced=int(unpriced),
-            models={m for m in str(models or "").split(",") if m},
+class UsageLog:
+    """The usage rows of every session, and the totals read from them."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def record(self, session_id: str, usage: TurnUsage) -> None:
+        """Save usage that is not part of a turn's messages (the summariser, the memory extractor, titles)."""
+        with self.db.transaction() as tx:
+            insert(tx, session_id, usage)
+
+    def rows(self, session_id: str) -> list[TurnUsage]:
+        """Every usage row of a session, oldest first."""
+        rows = self.db.read(f"SELECT {_COLUMNS} FROM turn_usage WHERE session_id = ? ORDER BY id", (session_id,))
+        return [_usage(row) for row in rows]
+
+    def totals(self, session_ids: Sequence[str]) -> dict[str, UsageTotals]:
+        """Totals per session for the given ids (sessions without usage rows are left out)."""
+        totals: dict[str, UsageTotals] = {}
+        ids = list(dict.fromkeys(session_ids))
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            rows = self.db.read(
+                f"SELECT session_id, {_COLUMNS} FROM turn_usage WHERE session_id IN ({', '.join('?' * len(chunk))})",
+                chunk,
+            )
+            for row in rows:
+                totals.setdefault(str(row["session_id"]), UsageTotals()).add(_usage(row))
+        return totals
+
+    def report(self, *, since: float | None, by: GroupBy) -> dict[str, UsageTotals]:
+        """Totals across sessions (the trash included: money spent stays spent) grouped by model, local day,
+        session or role; keys sorted. Summed in SQL: one pass over the usage table."""
+        key = _GROUP_KEYS[by]
+        where = "WHERE created_at >= ?" if since is not None else ""
+        rows = self.db.read(
+            f"SELECT {key} AS k, count(*) AS n, sum(requests) AS requests, sum(input_tokens) AS input_tokens, "
+            "sum(output_tokens) AS output_tokens, sum(cache_read_tokens) AS cache_read_tokens, "
+            "sum(cache_write_tokens) AS cache_write_tokens, total(cost_usd) AS cost_usd, "
+            "count(*) - count(cost_usd) AS unpriced, group_concat(DISTINCT model) AS models "
+            f"FROM turn_usage {where} GROUP BY k ORDER BY k",
+            [since] if since is not None else [],
         )
-    return groups
+        groups: dict[str, UsageTotals] = {}
+        for row in rows:
+            groups[str(row["k"]) if row["k"] else "?"] = UsageTotals(
+                rows=int(row["n"]),
+                requests=int(row["requests"] or 0),
+                input_tokens=int(row["input_tokens"] or 0),
+                output_tokens=int(row["output_tokens"] or 0),
+                cache_read_tokens=int(row["cache_read_tokens"] or 0),
+                cache_write_tokens=int(row["cache_write_tokens"] or 0),
+                cost_usd=float(row["cost_usd"] or 0.0),
+                unpriced=int(row["unpriced"]),
+                models={m for m in str(row["models"] or "").split(",") if m},
+            )
+        return groups
 
-
-def session_by_role(store: SessionStore, session_id: str) -> dict[str, UsageTotals]:
-    """A session's totals per role (chat, summary, memory, title), in that order."""
-    totals: dict[str, UsageTotals] = {}
-    for usage in turn_rows(store, session_id):
-        totals.setdefault(usage.role, UsageTotals()).add(usage)
-    return {role: totals[role] for role in USAGE_ROLES if role in totals}
+    def by_role(self, session_id: str) -> dict[str, UsageTotals]:
+        """A session's totals per role (chat, summary, memory, title), in that order."""
+        totals: dict[str, UsageTotals] = {}
+        for usage in self.rows(session_id):
+            totals.setdefault(usage.role, UsageTotals()).add(usage)
+        return {role: totals[role] for role in USAGE_ROLES if role in totals}

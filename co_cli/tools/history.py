@@ -21,7 +21,7 @@ def search_conversation_history(ctx: RunContext[CoDeps], query: str, limit: int 
     store, session_id = ctx.deps.store, ctx.deps.session_id
     if store is None or session_id is None:
         return "No saved transcript to search (this session is not being saved)."
-    hits = store.search(query, session_id=session_id, limit=max(1, min(limit, 50)))
+    hits = store.search.messages(query, session_id=session_id, limit=max(1, min(limit, 50)))
     if not hits:
         return f"No matches for {query!r} in this conversation."
     lines = [f"{len(hits)} match(es) for {query!r}:"]

@@ -1,10 +1,13 @@
-"""MemoryStore: memories in the session database, every change an event, any change undoable.
+"""The memory tables: memories in the session database, every change an event, any change undoable.
 
 A memory is never destroyed: forgetting sets its status to ``deleted``; an update made by the model or the
 extractor forgets the old memory (``replaced_by`` the new one) and adds the new one. Each user-visible
 change (one command, one tool call, one accepted proposal, one import) is one *change*: one or more rows
 in ``memory_events`` with the same ``change_id``, written in one transaction. ``undo`` reverts the latest
 change that is not itself an undo and not undone yet, and records that as a change too.
+
+What is worth remembering, and which memories a prompt gets, is decided in ``co_cli.memory``; the rules of
+a memory row itself (one statement, no secret, a known kind and scope) are here.
 """
 
 from __future__ import annotations
@@ -14,28 +17,22 @@ import contextlib
 import json
 import re
 import sqlite3
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from dataclasses import replace as evolve
-from pathlib import Path
 from typing import Any, Literal
 
 from co_cli.errors import CoError
-from co_cli.memory.schema import KINDS, SCOPES
-from co_cli.memory.secrets import find_secret, refusal
-from co_cli.store.db import translated_errors, write_transaction
+from co_cli.secrets import find_secret, refusal
+from co_cli.store.db import Database, Reader, Transaction
+from co_cli.store.messages import saved_text
+from co_cli.store.schema import MEMORY_KINDS, MEMORY_SCOPES
 
 Actor = Literal["user", "model", "extractor"]
 TEXT_MAX_CHARS = 500
 _ID_RE = re.compile(r"m?(\d{1,18})", re.IGNORECASE)
-
-_COLUMNS = (
-    "id, text, scope, project, kind, status, source_session, source_seq, created_at, updated_at, "
-    "replaced_by, proposal, target_id"
-)
 
 
 class MemoryRefused(CoError):
@@ -111,6 +108,21 @@ class Candidate:
     """FTS5's score: lower (more negative) is more relevant."""
 
 
+_FIELDS = tuple(f.name for f in fields(Memory))
+_COLUMNS = ", ".join(_FIELDS)
+_M_COLUMNS = ", ".join(f"m.{name}" for name in _FIELDS)
+_EVENT_FIELDS = tuple(f.name for f in fields(MemoryEvent))
+_EVENT_COLUMNS = ", ".join(_EVENT_FIELDS)
+
+
+def _memory(row: sqlite3.Row) -> Memory:
+    return Memory(**{name: row[name] for name in _FIELDS})
+
+
+def _event(row: sqlite3.Row) -> MemoryEvent:
+    return MemoryEvent(**{name: row[name] for name in _EVENT_FIELDS})
+
+
 def parse_ref(ref: str | int) -> int:
     """'m12', 'M12' or '12' -> 12; MemoryNotFound for anything else."""
     if isinstance(ref, int):
@@ -135,13 +147,13 @@ def clean_text(text: str) -> str:
 
 
 def check_kind(kind: str) -> str:
-    if kind not in KINDS:
-        raise MemoryRefused(f"unknown kind {kind!r}: use one of {', '.join(KINDS)}")
+    if kind not in MEMORY_KINDS:
+        raise MemoryRefused(f"unknown kind {kind!r}: use one of {', '.join(MEMORY_KINDS)}")
     return kind
 
 
 def check_scope(scope: str) -> str:
-    if scope not in SCOPES:
+    if scope not in MEMORY_SCOPES:
         raise MemoryRefused(f"unknown scope {scope!r}: use user or project")
     return scope
 
@@ -172,14 +184,14 @@ class Snapshot:
 
 @dataclass
 class _Change:
-    conn: sqlite3.Connection
+    tx: Transaction
     change_id: int
     actor: Actor
     undoes: int | None = None
     now: float = field(default_factory=time.time)
 
     def event(self, memory_id: int, action: str, old: Snapshot | None, new: Snapshot) -> None:
-        self.conn.execute(
+        self.tx.execute(
             "INSERT INTO memory_events (change_id, undoes, memory_id, at, action, actor, old_text, new_text, "
             "old_status, new_status, old_replaced_by, new_replaced_by, old_meta, new_meta) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -191,77 +203,69 @@ class _Change:
         )  # fmt: skip
 
 
-class MemoryStore:
-    """The memory tables of one session database. Shares the connection (and its lock) of the SessionStore."""
+def _row(reader: Reader, memory_id: int) -> Memory:
+    row = reader.read_one(f"SELECT {_COLUMNS} FROM memories WHERE id = ?", (memory_id,))
+    if row is None:
+        raise MemoryNotFound(f"no memory m{memory_id} (`co memory list --all` shows them)")
+    return _memory(row)
 
-    def __init__(self, conn: sqlite3.Connection, path: Path, lock: threading.RLock | None = None) -> None:
-        self._conn = conn
-        self.path = path
-        self._lock = lock or threading.RLock()
 
-    # -- helpers --
+def _with_status(reader: Reader, ref: str | int, *statuses: str) -> Memory:
+    memory = _row(reader, parse_ref(ref))
+    if memory.status not in statuses:
+        raise MemoryNotFound(f"memory {memory.ref} is {memory.status}, not {' or '.join(statuses)}")
+    return memory
 
-    def _read(self, sql: str, params: Sequence[Any] = ()) -> builtins.list[tuple[Any, ...]]:
-        with self._lock, translated_errors(self.path):
-            return self._conn.execute(sql, params).fetchall()
+
+def _write(change: _Change, memory: Memory, action: str, new: Snapshot) -> None:
+    """Set a memory to ``new`` and record the event."""
+    change.tx.execute(
+        "UPDATE memories SET text = ?, status = ?, replaced_by = ?, kind = ?, scope = ?, project = ?, "
+        "updated_at = ? WHERE id = ?",
+        (new.text, new.status, new.replaced_by, new.kind, new.scope, new.project, change.now, memory.id),
+    )
+    change.event(memory.id, action, Snapshot.of(memory), new)
+
+
+def _insert(
+    change: _Change,
+    new: Snapshot,
+    *,
+    source_session: str | None,
+    source_seq: int | None,
+    proposal: str | None = None,
+    target_id: int | None = None,
+) -> int:
+    cursor = change.tx.execute(
+        "INSERT INTO memories (text, scope, project, kind, status, source_session, source_seq, created_at, "
+        "updated_at, proposal, target_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (new.text, new.scope, new.project, new.kind, new.status, source_session, source_seq,
+         change.now, change.now, proposal, target_id),
+    )  # fmt: skip
+    memory_id = int(cursor.lastrowid or 0)
+    change.event(memory_id, "add", None, new)
+    return memory_id
+
+
+def _new(text: str, kind: str, scope: str, project: str, status: str) -> Snapshot:
+    return Snapshot(clean_text(text), status, None, check_kind(kind), check_scope(scope),
+                    project if scope == "project" else "")  # fmt: skip
+
+
+class Memories:
+    """The memory tables of one session database: changes (each one transaction, undoable) and reads."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
 
     @contextmanager
     def _change(self, actor: Actor, undoes: int | None = None) -> Iterator[_Change]:
-        with self._lock, write_transaction(self._conn, self.path) as conn:
-            last = conn.execute("SELECT coalesce(max(change_id), 0) FROM memory_events").fetchone()[0]
-            yield _Change(conn, int(last) + 1, actor, undoes)
-
-    @staticmethod
-    def _row(conn: sqlite3.Connection, memory_id: int) -> Memory:
-        row = conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE id = ?", (memory_id,)).fetchone()
-        if row is None:
-            raise MemoryNotFound(f"no memory m{memory_id} (`co memory list --all` shows them)")
-        return Memory(*row)
+        with self.db.transaction() as tx:
+            last = tx.read_one("SELECT coalesce(max(change_id), 0) AS last FROM memory_events")
+            yield _Change(tx, int(last["last"] if last else 0) + 1, actor, undoes)
 
     def get(self, ref: str | int) -> Memory:
-        with self._lock, translated_errors(self.path):
-            return self._row(self._conn, parse_ref(ref))
-
-    def _with_status(self, conn: sqlite3.Connection, ref: str | int, *statuses: str) -> Memory:
-        memory = self._row(conn, parse_ref(ref))
-        if memory.status not in statuses:
-            raise MemoryNotFound(f"memory {memory.ref} is {memory.status}, not {' or '.join(statuses)}")
-        return memory
-
-    @staticmethod
-    def _write(change: _Change, memory: Memory, action: str, new: Snapshot) -> None:
-        """Set a memory to ``new`` and record the event."""
-        change.conn.execute(
-            "UPDATE memories SET text = ?, status = ?, replaced_by = ?, kind = ?, scope = ?, project = ?, "
-            "updated_at = ? WHERE id = ?",
-            (new.text, new.status, new.replaced_by, new.kind, new.scope, new.project, change.now, memory.id),
-        )
-        change.event(memory.id, action, Snapshot.of(memory), new)
-
-    @staticmethod
-    def _insert(
-        change: _Change,
-        new: Snapshot,
-        *,
-        source_session: str | None,
-        source_seq: int | None,
-        proposal: str | None = None,
-        target_id: int | None = None,
-    ) -> int:
-        cursor = change.conn.execute(
-            "INSERT INTO memories (text, scope, project, kind, status, source_session, source_seq, created_at, "
-            "updated_at, proposal, target_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (new.text, new.scope, new.project, new.kind, new.status, source_session, source_seq,
-             change.now, change.now, proposal, target_id),
-        )  # fmt: skip
-        memory_id = int(cursor.lastrowid or 0)
-        change.event(memory_id, "add", None, new)
-        return memory_id
-
-    @staticmethod
-    def _new(text: str, kind: str, scope: str, project: str, status: str) -> Snapshot:
-        return Snapshot(clean_text(text), status, None, check_kind(kind), check_scope(scope),
-                        project if scope == "project" else "")  # fmt: skip
+        return _row(self.db, parse_ref(ref))
 
     # -- changes --
 
@@ -277,10 +281,10 @@ class MemoryStore:
         source_seq: int | None = None,
     ) -> Memory:
         """A new active memory (refused: empty text, a secret, an unknown kind or scope)."""
-        new = self._new(text, kind, scope, project, "active")
+        new = _new(text, kind, scope, project, "active")
         with self._change(actor) as change:
-            memory_id = self._insert(change, new, source_session=source_session, source_seq=source_seq)
-            return self._row(change.conn, memory_id)
+            memory_id = _insert(change, new, source_session=source_session, source_seq=source_seq)
+            return _row(change.tx, memory_id)
 
     def propose(
         self,
@@ -295,12 +299,12 @@ class MemoryStore:
         source_seq: int | None = None,
     ) -> Memory:
         """A proposal of the extractor for the user to review (``target``: the memory it updates or deletes)."""
-        new = self._new(text, kind, scope, project, "proposed")
+        new = _new(text, kind, scope, project, "proposed")
         with self._change("extractor") as change:
-            memory_id = self._insert(
+            memory_id = _insert(
                 change, new, source_session=source_session, source_seq=source_seq, proposal=proposal, target_id=target
             )
-            return self._row(change.conn, memory_id)
+            return _row(change.tx, memory_id)
 
     def edit(self, ref: str | int, text: str, *, actor: Actor = "user", kind: str | None = None) -> Memory:
         """Change a memory's text (and kind) in place; its id stays."""
@@ -308,28 +312,28 @@ class MemoryStore:
         if kind is not None:
             check_kind(kind)
         with self._change(actor) as change:
-            memory = self._with_status(change.conn, ref, "active", "proposed")
+            memory = _with_status(change.tx, ref, "active", "proposed")
             new = evolve(Snapshot.of(memory), text=text, kind=kind or memory.kind)
             if new == Snapshot.of(memory):
                 raise MemoryRefused(f"memory {memory.ref} already says that")
-            self._write(change, memory, "update", new)
-            return self._row(change.conn, memory.id)
+            _write(change, memory, "update", new)
+            return _row(change.tx, memory.id)
 
     def forget(self, ref: str | int, *, actor: Actor) -> Memory:
         """Soft-delete an active memory."""
         with self._change(actor) as change:
-            memory = self._with_status(change.conn, ref, "active")
-            self._write(change, memory, "delete", evolve(Snapshot.of(memory), status="deleted"))
-            return self._row(change.conn, memory.id)
+            memory = _with_status(change.tx, ref, "active")
+            _write(change, memory, "delete", evolve(Snapshot.of(memory), status="deleted"))
+            return _row(change.tx, memory.id)
 
     def replace(self, ref: str | int, text: str, *, actor: Actor, kind: str | None = None) -> Memory:
         """Forget a memory and add its successor (``replaced_by``) in one change; returns the new memory."""
         with self._change(actor) as change:
-            old = self._with_status(change.conn, ref, "active")
-            new = self._new(text, kind or old.kind, old.scope, old.project, "active")
-            new_id = self._insert(change, new, source_session=old.source_session, source_seq=old.source_seq)
-            self._write(change, old, "delete", evolve(Snapshot.of(old), status="deleted", replaced_by=new_id))
-            return self._row(change.conn, new_id)
+            old = _with_status(change.tx, ref, "active")
+            new = _new(text, kind or old.kind, old.scope, old.project, "active")
+            new_id = _insert(change, new, source_session=old.source_session, source_seq=old.source_seq)
+            _write(change, old, "delete", evolve(Snapshot.of(old), status="deleted", replaced_by=new_id))
+            return _row(change.tx, new_id)
 
     def accept(self, ref: str | int, *, text: str | None = None) -> Memory:
         """Accept a proposal (optionally in the user's own words): it becomes active, or does to its target
@@ -337,51 +341,47 @@ class MemoryStore:
         if text is not None:
             text = clean_text(text)
         with self._change("user") as change:
-            memory = self._with_status(change.conn, ref, "proposed")
-            target = self._row(change.conn, memory.target_id) if memory.target_id else None
+            memory = _with_status(change.tx, ref, "proposed")
+            target = _row(change.tx, memory.target_id) if memory.target_id else None
             if target is not None and target.status != "active":
                 target = None  # forgotten meanwhile: an update is then just an add
             if memory.proposal == "delete":
                 if target is not None:
-                    self._write(change, target, "delete", evolve(Snapshot.of(target), status="deleted"))
-                self._write(change, memory, "accept", evolve(Snapshot.of(memory), status="deleted"))
-                return self._row(change.conn, memory.id)
-            self._write(
-                change, memory, "accept", evolve(Snapshot.of(memory), status="active", text=text or memory.text)
-            )
+                    _write(change, target, "delete", evolve(Snapshot.of(target), status="deleted"))
+                _write(change, memory, "accept", evolve(Snapshot.of(memory), status="deleted"))
+                return _row(change.tx, memory.id)
+            _write(change, memory, "accept", evolve(Snapshot.of(memory), status="active", text=text or memory.text))
             if memory.proposal == "update" and target is not None:
-                self._write(
-                    change, target, "delete", evolve(Snapshot.of(target), status="deleted", replaced_by=memory.id)
-                )
-            return self._row(change.conn, memory.id)
+                _write(change, target, "delete", evolve(Snapshot.of(target), status="deleted", replaced_by=memory.id))
+            return _row(change.tx, memory.id)
 
     def reject(self, ref: str | int) -> Memory:
         with self._change("user") as change:
-            memory = self._with_status(change.conn, ref, "proposed")
-            self._write(change, memory, "reject", evolve(Snapshot.of(memory), status="rejected"))
-            return self._row(change.conn, memory.id)
+            memory = _with_status(change.tx, ref, "proposed")
+            _write(change, memory, "reject", evolve(Snapshot.of(memory), status="rejected"))
+            return _row(change.tx, memory.id)
 
     def import_entries(self, entries: Sequence[ImportEntry], project: str) -> ImportResult:
         """Make the active memories of user scope and ``project`` what ``entries`` list, in one change: new
         entries added, changed ones updated, missing ones forgotten. Entries must be valid (see memory_file)."""
         result = ImportResult()
         with contextlib.suppress(_NothingChanged), self._change("user") as change:
-            rows = change.conn.execute(
+            rows = change.tx.read(
                 f"SELECT {_COLUMNS} FROM memories WHERE status = 'active' AND (scope = 'user' OR project = ?)",
                 (project,),
-            ).fetchall()
-            existing = {m.id: m for m in (Memory(*r) for r in rows)}
+            )
+            existing = {m.id: m for m in (_memory(r) for r in rows)}
             listed = {e.id for e in entries if e.id is not None}
             by_text = {m.text: m.id for m in existing.values() if m.id not in listed}
             for entry in entries:
-                new = self._new(entry.text, entry.kind, entry.scope, project, "active")
+                new = _new(entry.text, entry.kind, entry.scope, project, "active")
                 if entry.id is None and by_text.get(new.text) is not None:
                     # A line written without its id for a memory that exists (e.g. imported twice): the same one.
                     same = by_text.pop(new.text)
                     entry = evolve(entry, id=same)
                     listed.add(same)
                 if entry.id is None:
-                    self._insert(change, new, source_session=None, source_seq=None)
+                    _insert(change, new, source_session=None, source_seq=None)
                     result.added += 1
                     continue
                 memory = existing.get(entry.id)
@@ -389,11 +389,11 @@ class MemoryStore:
                     raise MemoryRefused(f"line {entry.line}: m{entry.id} is not an active memory here")
                 if evolve(Snapshot.of(memory), text=new.text, kind=new.kind, scope=new.scope,
                            project=new.project) != Snapshot.of(memory):  # fmt: skip
-                    self._write(change, memory, "update", evolve(new, replaced_by=memory.replaced_by))
+                    _write(change, memory, "update", evolve(new, replaced_by=memory.replaced_by))
                     result.updated += 1
             for memory_id, memory in existing.items():
                 if memory_id not in listed:
-                    self._write(change, memory, "delete", evolve(Snapshot.of(memory), status="deleted"))
+                    _write(change, memory, "delete", evolve(Snapshot.of(memory), status="deleted"))
                     result.deleted += 1
             if not (result.added or result.updated or result.deleted):
                 raise _NothingChanged  # rolls the (empty) change back: nothing to undo later
@@ -402,28 +402,30 @@ class MemoryStore:
     def undo(self) -> builtins.list[MemoryEvent]:
         """Revert the latest change not undone yet; returns the events that did it (MemoryRefused if none)."""
         with self._change("user") as change:
-            conn = change.conn
-            row = conn.execute(
-                "SELECT max(change_id) FROM memory_events WHERE undoes IS NULL AND change_id NOT IN "
+            tx = change.tx
+            row = tx.read_one(
+                "SELECT max(change_id) AS latest FROM memory_events WHERE undoes IS NULL AND change_id NOT IN "
                 "(SELECT undoes FROM memory_events WHERE undoes IS NOT NULL)"
-            ).fetchone()
-            if row is None or row[0] is None:
+            )
+            if row is None or row["latest"] is None:
                 raise MemoryRefused("nothing to undo")
-            change.undoes = int(row[0])
-            events = conn.execute(
+            change.undoes = int(row["latest"])
+            events = tx.read(
                 "SELECT memory_id, old_text, old_status, old_replaced_by, old_meta FROM memory_events "
                 "WHERE change_id = ? ORDER BY id DESC",
                 (change.undoes,),
-            ).fetchall()
-            for memory_id, old_text, old_status, old_replaced_by, old_meta in events:
-                current = self._row(conn, memory_id)
-                if old_status is None:  # undoing an add forgets the memory (softly, as always)
+            )
+            for event in events:
+                current = _row(tx, event["memory_id"])
+                if event["old_status"] is None:  # undoing an add forgets the memory (softly, as always)
                     before = evolve(Snapshot.of(current), status="deleted")
                 else:
-                    meta = json.loads(old_meta) if old_meta else {}
+                    meta = json.loads(event["old_meta"]) if event["old_meta"] else {}
                     kind, scope = meta.get("kind", current.kind), meta.get("scope", current.scope)
                     project = meta.get("project", current.project)
-                    before = Snapshot(old_text, old_status, old_replaced_by, kind, scope, project)
+                    before = Snapshot(
+                        event["old_text"], event["old_status"], event["old_replaced_by"], kind, scope, project
+                    )
                 if before.status == "deleted" and current.status != "deleted":
                     action = "delete"
                 elif current.status == "deleted" and before.status != "deleted":
@@ -432,20 +434,20 @@ class MemoryStore:
                     action = "update"
                 else:
                     action = "restore"
-                self._write(change, current, action, before)
+                _write(change, current, action, before)
             change_id = change.change_id
         return self.events_of(change_id)
 
     # -- reads --
 
     def events_of(self, change_id: int) -> builtins.list[MemoryEvent]:
-        rows = self._read(f"SELECT {_EVENT_COLUMNS} FROM memory_events WHERE change_id = ? ORDER BY id", (change_id,))
-        return [MemoryEvent(*r) for r in rows]
+        rows = self.db.read(f"SELECT {_EVENT_COLUMNS} FROM memory_events WHERE change_id = ? ORDER BY id", (change_id,))
+        return [_event(r) for r in rows]
 
     def log(self, limit: int = 50) -> builtins.list[MemoryEvent]:
         """The newest events first."""
-        rows = self._read(f"SELECT {_EVENT_COLUMNS} FROM memory_events ORDER BY id DESC LIMIT ?", (limit,))
-        return [MemoryEvent(*r) for r in rows]
+        rows = self.db.read(f"SELECT {_EVENT_COLUMNS} FROM memory_events ORDER BY id DESC LIMIT ?", (limit,))
+        return [_event(r) for r in rows]
 
     def list(
         self,
@@ -464,10 +466,10 @@ class MemoryStore:
         if project is not None:
             clauses.append("(scope = 'user' OR project = ?)")
             params.append(project)
-        rows = self._read(
+        rows = self.db.read(
             f"SELECT {_COLUMNS} FROM memories WHERE {' AND '.join(clauses)} ORDER BY id LIMIT ?", (*params, limit)
         )
-        return [Memory(*r) for r in rows]
+        return [_memory(r) for r in rows]
 
     def search(
         self, terms: Sequence[str], *, project: str | None, statuses: Sequence[str] = ("active",), limit: int = 50
@@ -482,30 +484,31 @@ class MemoryStore:
             params.append(project)
         # The best FTS matches first (a bounded pool, so a common word does not join every row), then the
         # status and scope filter.
-        rows = self._read(
-            f"SELECT {_M_COLUMNS}, hits.score FROM (SELECT rowid, bm25(memories_fts) AS score FROM memories_fts "
+        rows = self.db.read(
+            f"SELECT {_M_COLUMNS}, hits.score AS score "
+            "FROM (SELECT rowid, bm25(memories_fts) AS score FROM memories_fts "
             "WHERE memories_fts MATCH ? ORDER BY score LIMIT ?) AS hits JOIN memories m ON m.id = hits.rowid "
             f"WHERE m.status IN ({', '.join('?' * len(statuses))}) {scope_clause} ORDER BY hits.score LIMIT ?",
             (params[0], max(limit * 20, 500), *params[1:], limit),
         )
-        return [Candidate(Memory(*r[:-1]), float(r[-1])) for r in rows]
+        return [Candidate(_memory(r), float(r["score"])) for r in rows]
 
     def instructions(self, project: str | None) -> builtins.list[Memory]:
         """Active memories of kind ``instruction`` in user scope or ``project``, newest first."""
-        rows = self._read(
+        rows = self.db.read(
             f"SELECT {_COLUMNS} FROM memories WHERE status = 'active' AND kind = 'instruction' "
             "AND (scope = 'user' OR project = ?) ORDER BY updated_at DESC, id DESC LIMIT 200",
             (project or "",),
         )
-        return [Memory(*r) for r in rows]
+        return [_memory(r) for r in rows]
 
     def counts(self, project: str | None) -> dict[str, int]:
         """How many memories per status, in user scope plus ``project``."""
-        rows = self._read(
-            "SELECT status, count(*) FROM memories WHERE scope = 'user' OR project = ? GROUP BY status",
+        rows = self.db.read(
+            "SELECT status, count(*) AS n FROM memories WHERE scope = 'user' OR project = ? GROUP BY status",
             (project or "",),
         )
-        return {str(status): int(n) for status, n in rows}
+        return {str(row["status"]): int(row["n"]) for row in rows}
 
     def proposals(self, project: str | None) -> builtins.list[Memory]:
         return self.list(statuses=("proposed",), project=project)
@@ -514,66 +517,7 @@ class MemoryStore:
         """The text of the message a memory came from (None if unknown or since deleted)."""
         if memory.source_session is None or memory.source_seq is None:
             return None
-        rows = self._read(
-            "SELECT text FROM messages WHERE session_id = ? AND seq = ?", (memory.source_session, memory.source_seq)
-        )
-        return str(rows[0][0]) if rows else None
-
-
-@dataclass(frozen=True)
-class QueuedTurn:
-    id: int
-    session_id: str
-    seq: int
-    text: str
-    project: str
-    attempts: int
-
-
-class ExtractionQueue:
-    """Turns whose facts are still to be extracted, kept in the database so that none is lost at exit or in
-    a crash: an item is claimed while it is worked on and removed when done; a claim older than
-    ``stale_after`` seconds (its co died) is taken over by the next co."""
-
-    MAX_ATTEMPTS = 2
-
-    def __init__(self, memories: MemoryStore) -> None:
-        self._m = memories
-
-    def put(self, session_id: str, seq: int, text: str, project: str) -> None:
-        with self._m._lock, write_transaction(self._m._conn, self._m.path) as conn:
-            conn.execute(
-                "INSERT INTO memory_queue (session_id, seq, text, project, created_at) VALUES (?, ?, ?, ?, ?)",
-                (session_id, seq, text, project, time.time()),
-            )
-
-    def claim(self, stale_after: float = 300.0) -> QueuedTurn | None:
-        now = time.time()
-        with self._m._lock, write_transaction(self._m._conn, self._m.path) as conn:
-            row = conn.execute(
-                "SELECT id, session_id, seq, text, project, attempts FROM memory_queue "
-                "WHERE claimed_at IS NULL OR claimed_at < ? ORDER BY id LIMIT 1",
-                (now - stale_after,),
-            ).fetchone()
-            if row is None:
-                return None
-            conn.execute("UPDATE memory_queue SET claimed_at = ?, attempts = attempts + 1 WHERE id = ?", (now, row[0]))
-            return QueuedTurn(int(row[0]), str(row[1]), int(row[2]), str(row[3]), str(row[4]), int(row[5]) + 1)
-
-    def done(self, item: QueuedTurn) -> None:
-        with self._m._lock, write_transaction(self._m._conn, self._m.path) as conn:
-            conn.execute("DELETE FROM memory_queue WHERE id = ?", (item.id,))
-
-    def failed(self, item: QueuedTurn) -> None:
-        """Try again later (next start), unless it has failed too often."""
-        if item.attempts >= self.MAX_ATTEMPTS:
-            self.done(item)
-            return
-        with self._m._lock, write_transaction(self._m._conn, self._m.path) as conn:
-            conn.execute("UPDATE memory_queue SET claimed_at = NULL WHERE id = ?", (item.id,))
-
-    def __len__(self) -> int:
-        return int(self._m._read("SELECT count(*) FROM memory_queue")[0][0])
+        return saved_text(self.db, memory.source_session, memory.source_seq)
 
 
 @dataclass(frozen=True)
@@ -590,7 +534,3 @@ class ImportResult:
     added: int = 0
     updated: int = 0
     deleted: int = 0
-
-
-_EVENT_COLUMNS = "change_id, memory_id, at, action, actor, old_text, new_text, old_status, new_status, undoes"
-_M_COLUMNS = ", ".join("m." + c.strip() for c in _COLUMNS.split(","))

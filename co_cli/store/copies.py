@@ -1,0 +1,73 @@
+"""Whole sessions written at once: a fork of a stored session, and a session imported as given.
+
+Each is one transaction over the sessions, messages, compactions (and, for a fork, pins) tables.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from co_cli.errors import CoError
+from co_cli.store import compactions, messages, pins, sessions
+from co_cli.store.compactions import CompactionRecord
+from co_cli.store.db import Database
+from co_cli.store.messages import StoredMessage
+from co_cli.store.sessions import SessionInfo, is_session_id, new_session_id, normalize_title
+
+
+def fork(db: Database, session_id: str, upto_seq: int | None = None) -> SessionInfo:
+    """Copy the session (up to ``upto_seq``) under a new id; the original is untouched.
+
+    The fork keeps the pins in force and the compactions that had happened by that point: those covering
+    only messages up to ``upto_seq`` and made before the message after it was saved (``co_cli.resume``)."""
+    now = time.time()
+    with db.transaction() as tx:
+        source = sessions.find(tx, session_id)
+        last = source.message_count - 1
+        upto = last if upto_seq is None else upto_seq
+        if upto < -1 or upto > last:
+            raise CoError(f"cannot fork session {session_id} at message {upto_seq}: it has messages 0..{last}")
+        info = SessionInfo(
+            id=new_session_id(now),
+            title=f"{source.title} (fork)",
+            created_at=now,
+            updated_at=now,
+            model=source.model,
+            cwd=source.cwd,
+            parent_id=source.id,
+            fork_seq=upto,
+            message_count=upto + 1,
+            input_tokens=0,
+            output_tokens=0,
+            cost_usd=0.0,
+            compaction_count=0,
+        )
+        sessions.insert(tx, info)
+        messages.copy(tx, session_id, info.id, upto)
+        following = messages.saved_at(tx, session_id, upto + 1)
+        info.compaction_count = compactions.copy(tx, session_id, info.id, upto, following)
+        sessions.add_counts(tx, info.id, updated_at=now, compactions=info.compaction_count)
+        pins.copy(tx, session_id, info.id)
+    return info
+
+
+def import_session(
+    db: Database,
+    info: SessionInfo,
+    transcript: Sequence[StoredMessage],
+    records: Sequence[CompactionRecord],
+) -> SessionInfo:
+    """Insert a whole session as given; a taken or malformed id is replaced by a new one."""
+    rows = [messages.encode(m.seq, m.created_at, m.message, m.status) for m in transcript]
+    stored = [compactions.encode(record) for record in records]
+    with db.transaction() as tx:
+        if sessions.exists(tx, info.id) or not is_session_id(info.id):
+            info.id = new_session_id()
+        info.message_count = len(rows)
+        info.compaction_count = len(stored)
+        info.title = normalize_title(info.title)
+        sessions.insert(tx, info)
+        messages.insert(tx, info.id, rows)
+        compactions.insert_rows(tx, info.id, stored)
+    return info

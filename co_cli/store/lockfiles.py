@@ -1,0 +1,125 @@
+"""Which co process has a session open: one lock file per session, locked with ``flock``.
+
+The kernel drops a ``flock`` lock when its process ends, however it ends (a crash, ``kill -9``, a
+power cut), so a lock never outlives its holder and a reused pid means nothing. Processes on one
+machine, containers sharing the data directory included, see each other's locks.
+
+A lock file is removed by its holder on release. Between opening a file and locking it another process
+may have removed (released) or replaced (taken over) it, so a lock counts only if the locked file is
+still the one at the path; otherwise the attempt starts again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+from pathlib import Path
+
+from co_cli.errors import StoreError
+
+_ATTEMPTS = 50  # files replaced under us this often in a row means someone keeps taking the lock
+
+
+class SessionLocks:
+    """The session locks this process holds, as lock files in ``directory`` (0700, files 0600)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self._held: dict[str, int] = {}  # session id -> open, locked file descriptor
+
+    def path(self, session_id: str) -> Path:
+        return self.directory / f"{session_id}.lock"
+
+    def holds(self, session_id: str) -> bool:
+        return session_id in self._held
+
+    def acquire(self, session_id: str, *, force: bool = False) -> bool:
+        """Lock the session for this process; False if another process holds it.
+
+        ``force`` takes the lock from a live holder: its lock file is removed and a new one locked, so the
+        holder keeps a lock on a file nobody else opens any more.
+        """
+        if session_id in self._held:
+            return True
+        self._ensure_directory()
+        path = self.path(session_id)
+        for _ in range(_ATTEMPTS):
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            except OSError as exc:
+                raise StoreError(f"cannot create session lock file {path}: {exc.strerror}") from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                if not force:
+                    return False
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
+                continue
+            if not _is_current(fd, path):
+                os.close(fd)  # released or taken over meanwhile: try the file now at the path
+                continue
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, 0)
+                os.write(fd, f"{os.getpid()}\n".encode())
+            self._held[session_id] = fd
+            return True
+        return False
+
+    def release(self, session_id: str) -> None:
+        """Unlock the session and remove its lock file (if it is still ours: --force may have replaced it)."""
+        fd = self._held.pop(session_id, None)
+        if fd is None:
+            return
+        try:
+            if _is_current(fd, self.path(session_id)):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(self.path(session_id))
+        finally:
+            os.close(fd)  # closing the last descriptor drops the lock
+
+    def release_all(self) -> None:
+        for session_id in list(self._held):
+            self.release(session_id)
+
+    def held_elsewhere(self) -> list[str]:
+        """Ids of the sessions another live process holds open now."""
+        held: list[str] = []
+        if not self.directory.is_dir():
+            return held
+        for path in sorted(self.directory.glob("*.lock")):
+            session_id = path.name.removesuffix(".lock")
+            if session_id in self._held:
+                continue
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            except OSError:
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                held.append(session_id)
+            finally:
+                os.close(fd)
+        return held
+
+    def _ensure_directory(self) -> None:
+        if self.directory.is_dir():
+            return
+        try:
+            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            os.chmod(self.directory, 0o700)  # mkdir's mode is reduced by the umask
+        except OSError as exc:
+            raise StoreError(f"cannot create the session lock directory {self.directory}: {exc.strerror}") from None
+
+
+def _is_current(fd: int, path: Path) -> bool:
+    """Whether the open file ``fd`` is still the file at ``path``."""
+    try:
+        at_path = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    mine = os.fstat(fd)
+    return (at_path.st_dev, at_path.st_ino) == (mine.st_dev, mine.st_ino)

@@ -1,0 +1,144 @@
+"""Full-text search of the transcripts (FTS5), for ``co sessions search``, ``/sessions``, the history tool and
+the session picker.
+
+The picker asks for little at a time: every live session once (a few columns, no messages), the newest
+matching messages per keystroke, all of them in the background on a connection of its own, and the text
+of the few messages whose snippets are on screen.
+"""
+
+from __future__ import annotations
+
+import builtins
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from co_cli.store.codec import valid_utf8
+from co_cli.store.db import Database, open_connection
+
+SNIPPET_OPEN = "«"
+SNIPPET_CLOSE = "»"
+
+
+@dataclass
+class SearchHit:
+    session_id: str
+    title: str
+    seq: int
+    kind: str
+    created_at: float
+    snippet: str
+    rank: float
+
+
+@dataclass(frozen=True)
+class ListedSession:
+    """A live session as the picker lists it."""
+
+    id: str
+    title: str
+    updated_at: float
+    message_count: int
+    model: str
+    cwd: str
+
+
+def fts_query(text: str) -> str:
+    """Quote every whitespace-separated term so FTS5 syntax in user text is matched literally."""
+    terms = [term.replace('"', '""') for term in valid_utf8(text).replace("\x00", " ").split()]
+    return " ".join(f'"{term}"' for term in terms if term.strip('"'))
+
+
+class Search:
+    """Queries over the search index and the listings built on it."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def messages(self, query: str, session_id: str | None = None, limit: int = 20) -> builtins.list[SearchHit]:
+        """Full-text search of every transcript (or one), best matches first."""
+        match = fts_query(query)
+        if not match:
+            return []
+        where = "messages_fts MATCH ? AND s.deleted_at IS NULL" + (" AND m.session_id = ?" if session_id else "")
+        params: builtins.list[Any] = [match] + ([session_id] if session_id else []) + [limit]
+        snippet = f"snippet(messages_fts, 0, '{SNIPPET_OPEN}', '{SNIPPET_CLOSE}', '…', 16)"
+        rows = self.db.read(
+            f"SELECT m.session_id, s.title, m.seq, m.kind, m.created_at, {snippet} AS snippet, "
+            "bm25(messages_fts) AS rank "
+            "FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid "
+            "JOIN sessions s ON s.id = m.session_id "
+            f"WHERE {where} ORDER BY rank LIMIT ?",
+            params,
+        )
+        return [
+            SearchHit(
+                session_id=row["session_id"],
+                title=row["title"],
+                seq=row["seq"],
+                kind=row["kind"],
+                created_at=row["created_at"],
+                snippet=row["snippet"],
+                rank=row["rank"],
+            )
+            for row in rows
+        ]
+
+    def sessions(self) -> builtins.list[ListedSession]:
+        """Every live session with messages, most recently updated first."""
+        rows = self.db.read(
+            "SELECT id, title, updated_at, message_count, model, cwd FROM sessions "
+            "WHERE message_count > 0 AND deleted_at IS NULL ORDER BY updated_at DESC, id DESC"
+        )
+        return [
+            ListedSession(
+                id=row["id"],
+                title=row["title"],
+                updated_at=row["updated_at"],
+                message_count=row["message_count"],
+                model=row["model"],
+                cwd=row["cwd"],
+            )
+            for row in rows
+        ]
+
+    def newest_matches(self, match: str, limit: int) -> builtins.list[tuple[str, int]]:
+        """(session id, message id) of the newest ``limit`` messages matching the FTS5 query ``match``."""
+        rows = self.db.read(
+            "SELECT m.session_id, m.id FROM (SELECT rowid AS r FROM messages_fts WHERE messages_fts MATCH ? "
+            "ORDER BY rowid DESC LIMIT ?) f JOIN messages m ON m.id = f.r",
+            (match, limit),
+        )
+        return [(str(row["session_id"]), int(row["id"])) for row in rows]
+
+    def every_match(self, match: str) -> dict[str, int]:
+        """Session id -> its newest message matching ``match``, over every message. Runs on a connection of its
+        own, so a long search in another thread does not hold up the shared one; nothing on any error."""
+        return newest_match_per_session(self.db.path, match)
+
+    def texts(self, message_ids: Sequence[int]) -> dict[int, str]:
+        """The plain text of these messages (by message id), in one primary-key query."""
+        if not message_ids:
+            return {}
+        rows = self.db.read(
+            f"SELECT id, text FROM messages WHERE id IN ({', '.join('?' * len(message_ids))})", list(message_ids)
+        )
+        return {int(row["id"]): str(row["text"]) for row in rows}
+
+
+def newest_match_per_session(path: Path, match: str) -> dict[str, int]:
+    """``Search.every_match`` on a connection of its own to the database at ``path``."""
+    conn = open_connection(path)
+    try:
+        rows = conn.execute(
+            "SELECT m.session_id, max(m.id) AS newest FROM (SELECT rowid AS r FROM messages_fts "
+            "WHERE messages_fts MATCH ? ORDER BY rowid DESC) f JOIN messages m ON m.id = f.r GROUP BY m.session_id",
+            (match,),
+        ).fetchall()
+    except sqlite3.Error:
+        rows = []
+    finally:
+        conn.close()
+    return {str(row["session_id"]): int(row["newest"]) for row in rows}
