@@ -23,8 +23,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from co_cli.memory.inject import relevant_memories, render_memory_section  # noqa: E402
-from co_cli.memory.store import MemoryStore  # noqa: E402
-from co_cli.store.db import connect  # noqa: E402
+from co_cli.store.db import Database  # noqa: E402
+from co_cli.store.memories import Memories  # noqa: E402
 
 _WORD_TEXT = (
     "kestrel deploy build test docker python rust go postgres redis cache queue vim emacs tabs spaces lint "
@@ -46,26 +46,24 @@ ZIPF = [1.0 / (rank + 1) for rank in range(len(VOCABULARY))]
 """Word frequencies as in natural text (Zipf): a few words are everywhere, most are rare."""
 
 
-def populate(store: MemoryStore, count: int, rng: random.Random, *, narrow: bool = False) -> None:
+def populate(store: Memories, count: int, rng: random.Random, *, narrow: bool = False) -> None:
     """``count`` active memories; ``narrow``: drawn from only 48 words (every prompt word then matches ~20%
     of all memories, the worst case for full-text ranking)."""
-    conn = store._conn
     now = time.time()
-    conn.execute("BEGIN")
-    for i in range(count):
-        n = rng.randint(5, 14)
-        picked = [rng.choice(WORDS) for _ in range(n)] if narrow else rng.choices(VOCABULARY, ZIPF, k=n)
-        text = "The user " + " ".join(picked) + f" (note {i})"
-        kind = "instruction" if i % 500 == 0 else rng.choice(("fact", "preference"))
-        scope = "project" if i % 3 == 0 else "user"
-        project = f"/repo/{i % 7}" if scope == "project" else ""
-        at = now - rng.uniform(0, 365) * 86400
-        conn.execute(
-            "INSERT INTO memories (text, scope, project, kind, status, created_at, updated_at) "
-            "VALUES (?, ?, ?, ?, 'active', ?, ?)",
-            (text, scope, project, kind, at, at),
-        )
-    conn.execute("COMMIT")
+    with store.db.transaction() as tx:
+        for i in range(count):
+            n = rng.randint(5, 14)
+            picked = [rng.choice(WORDS) for _ in range(n)] if narrow else rng.choices(VOCABULARY, ZIPF, k=n)
+            text = "The user " + " ".join(picked) + f" (note {i})"
+            kind = "instruction" if i % 500 == 0 else rng.choice(("fact", "preference"))
+            scope = "project" if i % 3 == 0 else "user"
+            project = f"/repo/{i % 7}" if scope == "project" else ""
+            at = now - rng.uniform(0, 365) * 86400
+            tx.execute(
+                "INSERT INTO memories (text, scope, project, kind, status, created_at, updated_at) "
+                "VALUES (?, ?, ?, ?, 'active', ?, ?)",
+                (text, scope, project, kind, at, at),
+            )
 
 
 def bench_retrieval(sizes: list[int], runs: int) -> None:
@@ -75,8 +73,8 @@ def bench_retrieval(sizes: list[int], runs: int) -> None:
     )
     for size, narrow in [(size, narrow) for size in sizes for narrow in (False, True)]:
         with tempfile.TemporaryDirectory() as tmp:
-            conn = connect(Path(tmp) / "co.db")
-            store = MemoryStore(conn, Path(tmp) / "co.db")
+            db = Database.open(Path(tmp) / "co.db")
+            store = Memories(db)
             populate(store, size, random.Random(size), narrow=narrow)
             timings: list[float] = []
             sent: list[int] = []
@@ -93,7 +91,7 @@ def bench_retrieval(sizes: list[int], runs: int) -> None:
                 f"{size:>9} | {'48 words' if narrow else 'Zipf 5k':>10} | {statistics.median(timings):>30.2f} | "
                 f"{p95:>6.2f} | {timings[-1]:>6.2f} | {statistics.median(sent):>13.0f}"
             )
-            conn.close()
+            db.close()
 
 
 def bench_next_prompt(runs: int) -> None:
@@ -106,7 +104,7 @@ def bench_next_prompt(runs: int) -> None:
     from co_cli.memory.extract import attach_extraction
     from co_cli.models import ModelChoice, ResolvedModel
     from co_cli.session import Conversation
-    from co_cli.store.sessions import SessionStore
+    from co_cli.store import Store
 
     async def chat(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         if info.output_tools:  # the extraction call: a slow summariser
@@ -130,14 +128,14 @@ def bench_next_prompt(runs: int) -> None:
             os.environ["CO_CLI_CONFIG_DIR"] = f"{tmp}/config"
             loaded = load_settings(cwd=Path(tmp))
             loaded.paths.ensure_data_dir()
-            store = SessionStore.open(loaded.paths.db)
+            store = Store.open(loaded.paths.db)
             model = FunctionModel(chat, model_name="bench")
             resolved = ResolvedModel(model=model, choice=ModelChoice(spec="bench", reason="bench"),
                                      context_window=100_000, window_source="bench")  # fmt: skip
             deps = CoDeps(settings=loaded.settings, paths=loaded.paths, cwd=Path(tmp), store=store)
             conv = Conversation(resolved=resolved, deps=deps, store=store)
             if extract:
-                attach_extraction(conv, store.memories())
+                attach_extraction(conv, store.memories)
 
             async def turns(conv: Conversation = conv) -> list[float]:
                 timings = []

@@ -24,7 +24,7 @@ from co_cli.config import load_settings  # noqa: E402
 from co_cli.deps import CoDeps  # noqa: E402
 from co_cli.models import resolve_model  # noqa: E402
 from co_cli.session import Conversation  # noqa: E402
-from co_cli.store.sessions import SessionStore  # noqa: E402
+from co_cli.store import Store  # noqa: E402
 
 
 def main() -> None:
@@ -40,16 +40,16 @@ def main() -> None:
             os.environ.update(env)
             loaded = load_settings()
             loaded.paths.ensure_data_dir()
-            store = SessionStore.open(loaded.paths.db)
+            store = Store.open(loaded.paths.db)
             session_id = populate(store, size)
-            store.set_model(session_id, "test")
+            store.sessions.set_model(session_id, "test")
             resolved = resolve_model(loaded.settings)
             times = []
             for _ in range(args.runs):
                 deps = CoDeps(settings=loaded.settings, paths=loaded.paths, cwd=Path(tmp), store=store)
                 conv = Conversation(resolved=resolved, deps=deps, store=store)
                 start = time.perf_counter()
-                conv.load(store.get(session_id))
+                conv.load(store.sessions.get(session_id))
                 times.append(time.perf_counter() - start)
                 conv.release()
             store.close()

@@ -26,63 +26,51 @@ from prompt_toolkit.input import create_pipe_input  # noqa: E402
 from prompt_toolkit.output import DummyOutput  # noqa: E402
 
 from bench.bench_store import Row, _prose, measure, print_table, turn  # noqa: E402
+from co_cli.context.repair import repair_orphans  # noqa: E402
 from co_cli.resume import check_fork_point, rebuild_context  # noqa: E402
+from co_cli.store import CompactionRecord, SessionInfo, Store, StoredMessage  # noqa: E402
+from co_cli.store import messages as message_rows  # noqa: E402
+from co_cli.store import sessions as session_rows  # noqa: E402
+from co_cli.store import usage as usage_rows  # noqa: E402
 from co_cli.store.export import export_json_line  # noqa: E402
 from co_cli.store.merge import merge_import  # noqa: E402
-from co_cli.store.sessions import (  # noqa: E402
-    CompactionRecord,
-    SessionInfo,
-    SessionStore,
-    StoredMessage,
-    dump_messages,
-    message_kind_and_text,
-)
-from co_cli.store.usage import usage_report  # noqa: E402
+from co_cli.store.messages import MessageRow  # noqa: E402
+from co_cli.store.usage import TurnUsage  # noqa: E402
 
 MODELS = ["anthropic:claude-sonnet-4-5", "openai:gpt-5", "local", "ollama:qwen2.5"]
 DIRS = ["/home/me/proj", "/home/me/site", "/srv/api", "/tmp/scratch"]
 
 
-def bulk_sessions(store: SessionStore, count: int, turns_each: int) -> None:
+def bulk_sessions(store: Store, count: int, turns_each: int) -> None:
     """``count`` sessions of ``turns_each`` realistic turns, written in one transaction (setting up only)."""
     templates = [turn(i) for i in range(64)]
-    encoded = [[(*message_kind_and_text(m), dump_messages([m])) for m in t] for t in templates]
+    encoded = [[message_rows.encode(0, 0.0, m, "ok") for m in t] for t in templates]
     now = time.time()
     rng = random.Random(7)
-    with store._lock, store._write() as conn:
+    with store.db.transaction() as tx:
         for n in range(count):
             updated = now - (count - n) * 60
             sid = f"{int(updated * 1000):012x}{n:08x}"
             title = f"session {n}: " + _prose(n, 6)
-            rows = []
+            rows: list[MessageRow] = []
             for t in range(turns_each):
-                for kind, text, data in encoded[(n + t) % len(encoded)]:
-                    rows.append((sid, len(rows), updated, kind, f"{text} s{n}", data, "ok"))
-            conn.execute(
-                "INSERT INTO sessions (id, title, created_at, updated_at, model, cwd, message_count) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (sid, title, updated, updated, rng.choice(MODELS), rng.choice(DIRS), len(rows)),
-            )
-            conn.executemany(
-                "INSERT INTO messages (session_id, seq, created_at, kind, text, json, status) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                rows,
-            )
+                for row in encoded[(n + t) % len(encoded)]:
+                    rows.append(MessageRow(len(rows), updated, row.kind, f"{row.text} s{n}", row.json, "ok"))
+            model, cwd = rng.choice(MODELS), rng.choice(DIRS)
+            info = SessionInfo(sid, title, updated, updated, model, cwd, None, None, len(rows), 0, 0, 0.0, 0)
+            session_rows.insert(tx, info)
+            message_rows.insert(tx, sid, rows)
             for t in range(turns_each):
                 cost = None if n % 5 == 0 else 0.002
-                conn.execute(
-                    "INSERT INTO turn_usage (session_id, created_at, role, model, requests, input_tokens, "
-                    "output_tokens, cache_read_tokens, cache_write_tokens, cost_usd) "
-                    "VALUES (?, ?, 'chat', ?, 2, 1500, 300, 800, 0, ?)",
-                    (sid, updated - t, rng.choice(MODELS), cost),
-                )
+                usage = TurnUsage("chat", rng.choice(MODELS), 2, 1500, 300, 800, 0, cost)
+                usage_rows.insert(tx, sid, usage, updated - t)
 
 
 def bench_picker(db: Path, count: int, runs: int, rows: list[Row]) -> None:
     from co_cli.repl.picker import Picker
 
-    with SessionStore.open(db) as store:
-        store._conn.execute("PRAGMA synchronous = OFF")
+    with Store.open(db) as store:
+        store.db._conn.execute("PRAGMA synchronous = OFF")  # setting up only
         bulk_sessions(store, count, turns_each=2)
         label = f"{count:,} sessions, {count * 8:,} msgs"
 
@@ -122,8 +110,8 @@ def bench_picker(db: Path, count: int, runs: int, rows: list[Row]) -> None:
 
 
 def bench_fork_at(db: Path, runs: int, rows: list[Row]) -> None:
-    with SessionStore.open(db) as store:
-        store._conn.execute("PRAGMA synchronous = OFF")
+    with Store.open(db) as store:
+        store.db._conn.execute("PRAGMA synchronous = OFF")  # setting up only
         now = time.time()
         stored: list[StoredMessage] = []
         i = 0
@@ -136,11 +124,11 @@ def bench_fork_at(db: Path, runs: int, rows: list[Row]) -> None:
         summary = [turn(0)[0]]
         for upto in (1_999, 5_999, 8_999):
             created = now + (upto + 0.5) * 0.001
-            store.add_compaction(sid, CompactionRecord(0, upto, "s", None, "auto", 1, 1, "m", summary, created))
+            store.compactions.add(sid, CompactionRecord(0, upto, "s", None, "auto", 1, 1, "m", summary, created))
         point = 7_999  # after the second compaction, before the third
 
         def fork_at() -> None:
-            check_fork_point(store.outline(sid), point)
+            check_fork_point(store.messages.outline(sid), point)
             fork = store.fork(sid, point)
             rebuild_context(store, fork.id)
 
@@ -158,36 +146,41 @@ def bench_fork_at(db: Path, runs: int, rows: list[Row]) -> None:
 
 def bench_import(tmp: Path, count: int, runs: int, rows: list[Row]) -> None:
     source = tmp / "source.db"
-    with SessionStore.open(source) as store:
-        store._conn.execute("PRAGMA synchronous = OFF")
+    with Store.open(source) as store:
+        store.db._conn.execute("PRAGMA synchronous = OFF")  # setting up only
         bulk_sessions(store, count, turns_each=2)
-        text = "".join(export_json_line(store, s.id) + "\n" for s in store.list(limit=count))
+        text = "".join(export_json_line(store, s.id) + "\n" for s in store.sessions.list(limit=count))
     label = f"{count:,} sessions, {len(text) / 2**20:.1f} MiB"
     targets = iter(range(100))
 
     def fresh_import() -> None:
-        with SessionStore.open(tmp / f"target-{next(targets)}.db") as target:
-            merge_import(target, text)
+        with Store.open(tmp / f"target-{next(targets)}.db") as target:
+            merge_import(target, text, repair_orphans)
 
     rows.append(Row("import into an empty store", label, *measure(fresh_import, runs), 60_000))
-    with SessionStore.open(tmp / "again.db") as target:
-        merge_import(target, text)
+    with Store.open(tmp / "again.db") as target:
+        merge_import(target, text, repair_orphans)
         rows.append(
-            Row("import again (all unchanged)", label, *measure(lambda: merge_import(target, text), runs), None)
+            Row(
+                "import again (all unchanged)",
+                label,
+                *measure(lambda: merge_import(target, text, repair_orphans), runs),
+                None,
+            )
         )
     print("  done import", file=sys.stderr)
 
 
 def bench_usage(db: Path, runs: int, rows: list[Row]) -> None:
-    with SessionStore.open(db, reads_only=True) as store:
-        count = store.count()
+    with Store.open(db, reads_only=True) as store:
+        count = store.sessions.count()
         label = f"{count:,} sessions, {count * 2:,} usage rows"
         for by in ("model", "day", "session"):
             rows.append(
                 Row(
                     f"usage report by {by}",
                     label,
-                    *measure(lambda by=by: usage_report(store, since=None, by=by), runs),
+                    *measure(lambda by=by: store.usage.report(since=None, by=by), runs),
                     200,
                 )
             )  # type: ignore[misc]

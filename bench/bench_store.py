@@ -33,8 +33,8 @@ from pydantic_ai.messages import (  # noqa: E402
     UserPromptPart,
 )
 
+from co_cli.store import SessionInfo, Store, StoredMessage  # noqa: E402
 from co_cli.store.db import SYNCHRONOUS  # noqa: E402
-from co_cli.store.sessions import SessionInfo, SessionStore, StoredMessage  # noqa: E402
 
 TURNS_PER_SAVE_SAMPLE = 50
 WORDS = [
@@ -79,7 +79,7 @@ def turn(i: int) -> list[ModelMessage]:
     ]
 
 
-def populate(store: SessionStore, messages: int) -> str:
+def populate(store: Store, messages: int) -> str:
     """A session of ``messages`` messages, inserted in one go through the import path."""
     now = time.time()
     stored: list[StoredMessage] = []
@@ -120,7 +120,7 @@ def measure(fn: Callable[[], object], runs: int) -> tuple[float, float, float]:
     return statistics.median(wall), max(wall), statistics.median(cpu)
 
 
-def bench_sessions(store: SessionStore, sizes: list[int], rows: list[Row]) -> None:
+def bench_sessions(store: Store, sizes: list[int], rows: list[Row]) -> None:
     for size in sizes:
         label = f"{size:,} msgs"
         sid = populate(store, size)
@@ -131,18 +131,18 @@ def bench_sessions(store: SessionStore, sizes: list[int], rows: list[Row]) -> No
             messages = turn(i)
             prompt = messages[0].parts[0].content
             assert isinstance(prompt, str)
-            seq = store.begin_turn(sid, prompt)
-            store.finish_turn(sid, seq, messages, input_tokens=100, output_tokens=50, cost_usd=0.001)
+            seq = store.messages.begin_turn(sid, prompt)
+            store.messages.finish_turn(sid, seq, messages, input_tokens=100, output_tokens=50, cost_usd=0.001)
 
         rows.append(Row("save turn (begin+finish, 4 msgs)", label, *measure(save_turn, TURNS_PER_SAVE_SAMPLE), 10))
         runs = 3 if size <= 10_000 else 1
         target = 500 if size <= 10_000 else None  # the targets are set at 10k messages
-        rows.append(Row("load messages()", label, *measure(lambda sid=sid: store.messages(sid), runs), target))
+        rows.append(Row("load messages()", label, *measure(lambda sid=sid: store.messages.messages(sid), runs), target))
         rows.append(Row("fork", label, *measure(lambda sid=sid: store.fork(sid), runs), target))
         print(f"  done {label}", file=sys.stderr)
 
 
-def bench_durability(store: SessionStore, rows: list[Row]) -> None:
+def bench_durability(store: Store, rows: list[Row]) -> None:
     """Each of a turn's two commits (the prompt before the model is called, the finished turn after) with the
     WAL synced at every commit (FULL) and only at checkpoints (NORMAL)."""
     sid = populate(store, 1_000)
@@ -153,14 +153,14 @@ def bench_durability(store: SessionStore, rows: list[Row]) -> None:
         messages = turn(next(counter))
         prompt = messages[0].parts[0].content
         assert isinstance(prompt, str)
-        pending.append((store.begin_turn(sid, prompt), messages))
+        pending.append((store.messages.begin_turn(sid, prompt), messages))
 
     def commit_turn() -> None:
         seq, messages = pending.pop()
-        store.finish_turn(sid, seq, messages, input_tokens=100, output_tokens=50, cost_usd=0.001)
+        store.messages.finish_turn(sid, seq, messages, input_tokens=100, output_tokens=50, cost_usd=0.001)
 
     for mode in ("NORMAL", "FULL"):
-        store._conn.execute(f"PRAGMA synchronous = {mode}")
+        store.db._conn.execute(f"PRAGMA synchronous = {mode}")  # a setting of the connection itself
         prompts: list[tuple[float, float, float]] = []
         turns: list[tuple[float, float, float]] = []
         for _ in range(TURNS_PER_SAVE_SAMPLE):  # alternating, as in a conversation
@@ -170,20 +170,29 @@ def bench_durability(store: SessionStore, rows: list[Row]) -> None:
             wall = [t[0] for t in times]
             cpu = statistics.median(t[2] for t in times)
             rows.append(Row(f"{name}, synchronous={mode}", "1,000 msgs", statistics.median(wall), max(wall), cpu, None))
-    store._conn.execute(f"PRAGMA synchronous = {SYNCHRONOUS}")
+    store.db._conn.execute(f"PRAGMA synchronous = {SYNCHRONOUS}")
     print("  done durability", file=sys.stderr)
 
 
 def bench_list(db: Path, counts: list[int], rows: list[Row]) -> None:
-    with SessionStore.open(db) as store:
-        store._conn.execute("PRAGMA synchronous = OFF")  # setting up only: listing does not write
+    with Store.open(db) as store:
+        store.db._conn.execute("PRAGMA synchronous = OFF")  # setting up only: listing does not write
         for count in counts:
-            for n in range(store.count(), count):
-                sid = store.create_session(model="bench-model", cwd="/bench", title=f"session {n}").id
-                store.begin_turn(sid, f"first prompt of session {n}")  # listings skip sessions without messages
-            label = f"{store.count():,} sessions"
-            rows.append(Row("list(50)", label, *measure(lambda: store.list(50), 20), 100))
-            rows.append(Row("get(prefix)", label, *measure(lambda: store.get(store.list(1)[0].id[:16]), 20), None))
+            for n in range(store.sessions.count(), count):
+                sid = store.sessions.create(model="bench-model", cwd="/bench", title=f"session {n}").id
+                store.messages.begin_turn(
+                    sid, f"first prompt of session {n}"
+                )  # listings skip sessions without messages
+            label = f"{store.sessions.count():,} sessions"
+            rows.append(Row("list(50)", label, *measure(lambda: store.sessions.list(50), 20), 100))
+            rows.append(
+                Row(
+                    "get(prefix)",
+                    label,
+                    *measure(lambda: store.sessions.get(store.sessions.list(1)[0].id[:16]), 20),
+                    None,
+                )
+            )
             print(f"  done {label}", file=sys.stderr)
         code = (
             f"import sys; sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r}); "
@@ -198,11 +207,11 @@ def bench_list(db: Path, counts: list[int], rows: list[Row]) -> None:
         rows.append(Row("`co sessions list` (new process)", label, *measure(cli_list, 3), None))
 
 
-def bench_search(store: SessionStore, rows: list[Row]) -> None:
-    total = store._conn.execute("SELECT count(*) FROM messages").fetchone()[0]
+def bench_search(store: Store, rows: list[Row]) -> None:
+    total = store.db.read_one("SELECT count(*) FROM messages")[0]
     label = f"{total:,} msgs in db"
     for query in ("kestrel pelican", "module_42.py", "question 12345", 'NEAR("odd" *'):
-        rows.append(Row(f"search {query!r}", label, *measure(lambda q=query: store.search(q), 5), None))
+        rows.append(Row(f"search {query!r}", label, *measure(lambda q=query: store.search.messages(q), 5), None))
 
 
 def print_table(rows: list[Row]) -> None:
@@ -227,10 +236,10 @@ def main() -> None:
     sizes = [1_000, 10_000] if args.quick else [1_000, 10_000, 100_000]
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="co-bench-", dir=args.dir) as tmp:
-        with SessionStore.open(Path(tmp) / "durability" / "co-cli.db") as store:
+        with Store.open(Path(tmp) / "durability" / "co-cli.db") as store:
             bench_durability(store, rows)
         messages_db = Path(tmp) / "messages" / "co-cli.db"
-        with SessionStore.open(messages_db) as store:
+        with Store.open(messages_db) as store:
             bench_sessions(store, sizes, rows)
             bench_search(store, rows)
         bench_list(Path(tmp) / "list" / "co-cli.db", [1_000, 10_000], rows)

@@ -357,9 +357,7 @@ class Conversation:
         if self.store and self.session and prompt_seq is not None:
             # Keep what the failed run did (tool calls that ran, their results) in the transcript; the
             # working context stays as it was, so /retry sends the prompt again.
-            self.store.messages.finish_turn(
-                self.session.id, prompt_seq, repair_orphans(run.partial), status="failed"
-            )
+            self.store.messages.finish_turn(self.session.id, prompt_seq, repair_orphans(run.partial), status="failed")
         return TurnOutcome("failed", error=describe_provider_error(failure))
 
     async def _run_agent(self, prompt: str, base: list[ModelMessage], view: TurnView, token: CancellationToken) -> _Run:

@@ -21,7 +21,8 @@ class FakeApp:
     def __init__(self) -> None:
         self.errors: list[str] = []
         self.running = True
-        self.store = SimpleNamespace(list=lambda limit: [SimpleNamespace(id="01abc"), SimpleNamespace(id="01abd")])
+        listed = [SimpleNamespace(id="01abc"), SimpleNamespace(id="01abd")]
+        self.store = SimpleNamespace(sessions=SimpleNamespace(list=lambda limit: listed))
 
     def error(self, message: str) -> None:
         self.errors.append(message)

@@ -1,6 +1,6 @@
 """End to end: session management through the real `co` program against the scripted server.
 
-Sessions are seeded directly through ``SessionStore`` where only their content matters (starting `co` costs
+Sessions are seeded directly through ``Store`` where only their content matters (starting `co` costs
 seconds); everything under test — resume, fork, list, search, delete, export, import, locking — goes through
 the `co` binary. Runs that do not depend on each other are started at the same time.
 """
@@ -103,20 +103,20 @@ def tool_turn(prompt: str, answer: str) -> list[Any]:
 
 def append_turn(db: Path, session_id: str, messages: list[Any]) -> None:
     """Save one turn the way co does: the prompt first, then the whole turn."""
-    from co_cli.store.sessions import SessionStore
+    from co_cli.store import Store
 
-    with SessionStore.open(db) as store:
-        seq = store.begin_turn(session_id, messages[0].parts[0].content)
-        store.finish_turn(session_id, seq, messages)
+    with Store.open(db) as store:
+        seq = store.messages.begin_turn(session_id, messages[0].parts[0].content)
+        store.messages.finish_turn(session_id, seq, messages)
 
 
 def seed_session(db: Path, *turns: list[Any]) -> str:
     """A saved session holding ``turns``, as co would have saved them; returns its id."""
-    from co_cli.store.sessions import SessionStore
+    from co_cli.store import Store
 
     db.parent.mkdir(parents=True, exist_ok=True)
-    with SessionStore.open(db) as store:
-        info = store.create_session(model="scripted", cwd=str(db.parent), title="")
+    with Store.open(db) as store:
+        info = store.sessions.create(model="scripted", cwd=str(db.parent), title="")
     for messages in turns:
         append_turn(db, info.id, messages)
     return info.id
@@ -124,7 +124,7 @@ def seed_session(db: Path, *turns: list[Any]) -> str:
 
 def add_summary(db: Path, session_id: str, upto_seq: int, summary: str) -> None:
     """Record a compaction that replaced messages 0..upto_seq by ``summary`` (as /compact would)."""
-    from co_cli.store.sessions import CompactionRecord, SessionStore
+    from co_cli.store import CompactionRecord, Store
     from co_cli.synthetic import ack_response, summary_request, summary_text
 
     text = summary_text(upto_seq + 1, summary, None)
@@ -139,8 +139,8 @@ def add_summary(db: Path, session_id: str, upto_seq: int, summary: str) -> None:
         model="scripted",
         replacement=[summary_request(upto_seq + 1, summary), ack_response()],
     )
-    with SessionStore.open(db) as store:
-        store.add_compaction(session_id, record)
+    with Store.open(db) as store:
+        store.compactions.add(session_id, record)
 
 
 def run_all(jobs: Sequence[Job], env: dict[str, str], cwd: Path, timeout: float = 60) -> list[Any]:

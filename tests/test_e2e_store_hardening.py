@@ -30,13 +30,13 @@ def db_path(env: dict[str, str]) -> Path:
 
 
 def seed(db: Path, messages: list[Any], *, model: str = "scripted", cwd: str = "/work", title: str = "") -> str:
-    from co_cli.store.sessions import SessionStore
+    from co_cli.store import Store
 
     db.parent.mkdir(parents=True, exist_ok=True)
-    with SessionStore.open(db) as store:
-        sid = store.create_session(model=model, cwd=cwd, title=title).id
-        seq = store.begin_turn(sid, messages[0].parts[0].content)
-        store.finish_turn(sid, seq, messages)
+    with Store.open(db) as store:
+        sid = store.sessions.create(model=model, cwd=cwd, title=title).id
+        seq = store.messages.begin_turn(sid, messages[0].parts[0].content)
+        store.messages.finish_turn(sid, seq, messages)
     return sid
 
 

@@ -17,7 +17,7 @@ from co_cli.config import load_settings
 from co_cli.errors import CoError
 from co_cli.message_view import user_text
 from co_cli.resume import check_fork_point, rebuild_context, rewind_point
-from co_cli.store.sessions import SessionStore
+from co_cli.store import Store
 from tests.test_turn_core import Core, core, dumped, long_echo, run, streaming_model, summarizer
 
 __all__ = ["core"]  # the fixture, imported for pytest
@@ -40,7 +40,7 @@ def test_a_fork_at_each_turn_end_has_exactly_what_the_live_session_had(
         snapshots.append((last, dumped(conv.working)))
     assert conv.session is not None
     sid = conv.session.id
-    records = core.store.compactions(sid)
+    records = core.store.compactions.list(sid)
     assert len(records) >= 2
     points = [seq for seq, _ in snapshots]
     # Points inside what a later compaction covered (it must not apply there), and right after one's range.
@@ -56,31 +56,33 @@ def test_a_fork_at_each_turn_end_has_exactly_what_the_live_session_had(
         assert dumped(resumed.working) == live, f"fork at #{seq}"
         resumed.release()
     # The original is untouched by all this.
-    assert len(core.store.compactions(sid)) == len(records)
-    assert core.store.get(sid).message_count == points[-1] + 1
+    assert len(core.store.compactions.list(sid)) == len(records)
+    assert core.store.sessions.get(sid).message_count == points[-1] + 1
 
 
-def tool_session(store: SessionStore) -> str:
+def tool_session(store: Store) -> str:
     """#0 prompt, #1 answer, #2 prompt, #3 tool call, #4 tool result, #5 answer, #6 failed prompt."""
-    sid = store.create_session(model="test", cwd="/w", title="tools").id
-    seq = store.begin_turn(sid, "hi")
-    store.finish_turn(sid, seq, [ModelRequest(parts=[UserPromptPart("hi")]), ModelResponse(parts=[TextPart("hey")])])
-    seq = store.begin_turn(sid, "read it")
+    sid = store.sessions.create(model="test", cwd="/w", title="tools").id
+    seq = store.messages.begin_turn(sid, "hi")
+    store.messages.finish_turn(
+        sid, seq, [ModelRequest(parts=[UserPromptPart("hi")]), ModelResponse(parts=[TextPart("hey")])]
+    )
+    seq = store.messages.begin_turn(sid, "read it")
     messages: list[ModelMessage] = [
         ModelRequest(parts=[UserPromptPart("read it")]),
         ModelResponse(parts=[ToolCallPart("read_file", {"path": "a"}, "c1")]),
         ModelRequest(parts=[ToolReturnPart("read_file", "contents", "c1")]),
         ModelResponse(parts=[TextPart("it says contents")]),
     ]
-    store.finish_turn(sid, seq, messages)
-    seq = store.begin_turn(sid, "this one fails")
-    store.finish_turn(sid, seq, [], status="failed")
+    store.messages.finish_turn(sid, seq, messages)
+    seq = store.messages.begin_turn(sid, "this one fails")
+    store.messages.finish_turn(sid, seq, [], status="failed")
     return sid
 
 
 def test_a_fork_inside_a_tool_call_or_a_failed_turn_is_refused_with_the_safe_points(core: Core) -> None:
     sid = tool_session(core.store)
-    transcript = core.store.transcript(sid)
+    transcript = core.store.messages.transcript(sid)
     for seq in (1, 5, -1):
         check_fork_point(transcript, seq)
     with pytest.raises(CoError, match=r"#3 is in the middle of a turn.*#1 \(before that turn\) or #5"):
@@ -100,10 +102,10 @@ def test_a_fork_inside_a_tool_call_or_a_failed_turn_is_refused_with_the_safe_poi
 def test_conversation_fork_at_refuses_a_mid_tool_point_and_creates_nothing(core: Core) -> None:
     sid = tool_session(core.store)
     conv = core.conversation(streaming_model(long_echo))
-    conv.load(core.store.get(sid))
+    conv.load(core.store.sessions.get(sid))
     with pytest.raises(CoError):
         conv.fork(3)
-    assert conv.session_id == sid and core.store.count() == 1
+    assert conv.session_id == sid and core.store.sessions.count() == 1
     forked = conv.fork(1)
     assert forked is not None and conv.session_id == forked.id
     assert [user_text(m) for m in conv.working if isinstance(m, ModelRequest)] == ["hi"]
@@ -111,7 +113,7 @@ def test_conversation_fork_at_refuses_a_mid_tool_point_and_creates_nothing(core:
 
 def test_rewind_defaults_to_before_the_last_answered_prompt(core: Core) -> None:
     sid = tool_session(core.store)
-    transcript = core.store.transcript(sid)
+    transcript = core.store.messages.transcript(sid)
     assert rewind_point(transcript) == 1  # the last prompt that was not a failed one is #2
     assert rewind_point(transcript, 5) == 5
     with pytest.raises(CoError):
@@ -132,10 +134,10 @@ def test_rewind_continues_in_a_fork_and_the_original_stays(core: Core) -> None:
         assert run(conv, prompt).status == "ok"
     assert conv.session is not None
     original = conv.session.id
-    before = [(m.seq, m.text) for m in core.store.transcript(original)]
+    before = [(m.seq, m.text) for m in core.store.messages.transcript(original)]
     forked = conv.rewind()
     assert forked is not None and forked.parent_id == original and forked.fork_seq == 3
     assert run(conv, "three again").status == "ok"
     assert seen[-1] == ["one", "two", "three again"]
-    assert [(m.seq, m.text) for m in core.store.transcript(original)] == before
-    assert [m.text for m in core.store.transcript(forked.id)][-2:] == ["three again", "answer 4"]
+    assert [(m.seq, m.text) for m in core.store.messages.transcript(original)] == before
+    assert [m.text for m in core.store.messages.transcript(forked.id)][-2:] == ["three again", "answer 4"]

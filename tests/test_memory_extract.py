@@ -13,18 +13,19 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from co_cli.memory.extract import Decision, ExtractionWorker, is_standalone, plan
-from co_cli.memory.store import ExtractionQueue, MemoryStore
-from co_cli.store.db import connect
+from co_cli.store.db import Database
+from co_cli.store.memories import Memories
+from co_cli.store.queue import ExtractionQueue
 
 pytestmark = pytest.mark.allow_model_requests
 PROJECT = "/repo/one"
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[MemoryStore]:
-    conn = connect(tmp_path / "co.db")
-    yield MemoryStore(conn, tmp_path / "co.db")
-    conn.close()
+def store(tmp_path: Path) -> Iterator[Memories]:
+    db = Database.open(tmp_path / "co.db")
+    yield Memories(db)
+    db.close()
 
 
 def _prompt_of(messages: list[ModelMessage]) -> str:
@@ -51,7 +52,7 @@ def structured(facts: list[str] | None = None, decisions: list[dict[str, Any]] |
     return FunctionModel(answer)
 
 
-def run_worker(store: MemoryStore, model: FunctionModel, message: str, mode: str = "review") -> ExtractionWorker:
+def run_worker(store: Memories, model: FunctionModel, message: str, mode: str = "review") -> ExtractionWorker:
     async def go() -> ExtractionWorker:
         worker = ExtractionWorker(store, lambda: model, mode, PROJECT)  # type: ignore[arg-type]
         worker.submit(message, "sess1", 4)
@@ -61,7 +62,7 @@ def run_worker(store: MemoryStore, model: FunctionModel, message: str, mode: str
     return asyncio.run(go())
 
 
-def test_add_without_neighbours_becomes_a_proposal_with_provenance(store: MemoryStore) -> None:
+def test_add_without_neighbours_becomes_a_proposal_with_provenance(store: Memories) -> None:
     calls: list[str] = []
     model = structured(facts=["The user's wife is named Anne", "The user uses vim"], calls=calls)
     worker = run_worker(store, model, "My wife is Anne and I use vim for everything")
@@ -70,10 +71,10 @@ def test_add_without_neighbours_becomes_a_proposal_with_provenance(store: Memory
     assert all(p.proposal == "add" and p.source_session == "sess1" and p.source_seq == 4 for p in proposals)
     assert store.list() == []  # nothing active until reviewed
     assert len(calls) == 1 and "My wife is Anne" in calls[0]  # no reconciliation without neighbours
-    assert worker.last_error is None and len(ExtractionQueue(store)) == 0
+    assert worker.last_error is None and len(ExtractionQueue(store.db)) == 0
 
 
-def test_reconciliation_update_delete_none_and_add(store: MemoryStore) -> None:
+def test_reconciliation_update_delete_none_and_add(store: Memories) -> None:
     lives = store.add("The user lives in Paris", actor="user")
     likes = store.add("The user likes Paris cafes", actor="user")
     editor = store.add("The user edits in Paris with emacs", actor="user")
@@ -94,7 +95,7 @@ def test_reconciliation_update_delete_none_and_add(store: MemoryStore) -> None:
     assert len(store.list()) == 3  # review mode: nothing applied yet
 
 
-def test_auto_mode_applies_at_once_logged_and_undoable(store: MemoryStore) -> None:
+def test_auto_mode_applies_at_once_logged_and_undoable(store: Memories) -> None:
     old = store.add("The user lives in Paris", actor="user")
     decisions = [{"event": "UPDATE", "id": old.ref, "text": "The user lives in Lyon now"}]
     run_worker(
@@ -109,17 +110,17 @@ def test_auto_mode_applies_at_once_logged_and_undoable(store: MemoryStore) -> No
     assert [m.text for m in store.list()] == ["The user lives in Paris"]
 
 
-def test_invalid_answer_proposes_nothing_and_is_reported(store: MemoryStore) -> None:
+def test_invalid_answer_proposes_nothing_and_is_reported(store: Memories) -> None:
     def nonsense(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         return ModelResponse(parts=[TextPart("Sure! Here are some facts: the user is nice.")])
 
     worker = run_worker(store, FunctionModel(nonsense), "I always use tabs when I write Go code")
     assert store.proposals(None) == [] and store.list() == []
     assert worker.last_error
-    assert len(ExtractionQueue(store)) == 0  # retried once, then dropped: no endless retries
+    assert len(ExtractionQueue(store.db)) == 0  # retried once, then dropped: no endless retries
 
 
-def test_model_failure_proposes_nothing_and_loses_nothing(store: MemoryStore) -> None:
+def test_model_failure_proposes_nothing_and_loses_nothing(store: Memories) -> None:
     kept = store.add("The user uses tabs in Go", actor="user")
 
     def broken(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -130,13 +131,13 @@ def test_model_failure_proposes_nothing_and_loses_nothing(store: MemoryStore) ->
     assert store.list() == [kept] and store.proposals(None) == []
 
 
-def test_secrets_from_the_model_are_dropped(store: MemoryStore) -> None:
+def test_secrets_from_the_model_are_dropped(store: Memories) -> None:
     model = structured(facts=["The user's API key is sk-proj-abcdefghijklmnopqrstuv", "The user deploys on Fridays"])
     run_worker(store, model, "my key is sk-proj-abcdefghijklmnopqrstuv and I deploy on Fridays")
     assert [p.text for p in store.proposals(None)] == ["The user deploys on Fridays"]
 
 
-def test_short_messages_are_not_sent_to_the_model(store: MemoryStore) -> None:
+def test_short_messages_are_not_sent_to_the_model(store: Memories) -> None:
     calls: list[str] = []
     run_worker(store, structured(facts=["The user says thanks"], calls=calls), "thanks!")
     assert calls == []
@@ -151,14 +152,14 @@ def test_junk_is_not_a_standalone_statement(text: str) -> None:
     assert not is_standalone(text)
 
 
-def test_a_tiny_model_cannot_flood_the_inbox(store: MemoryStore) -> None:
+def test_a_tiny_model_cannot_flood_the_inbox(store: Memories) -> None:
     facts = [f"The user mentioned topic number {i} today" for i in range(10)]
     model = structured(facts=facts + ["?", "it", "I do"])
     run_worker(store, model, "a long rambling message that mentions many different topics at once")
     assert len(store.proposals(None)) == 3
 
 
-def test_plan_drops_unknown_ids_duplicates_and_double_targets(store: MemoryStore) -> None:
+def test_plan_drops_unknown_ids_duplicates_and_double_targets(store: Memories) -> None:
     m = store.add("The user lives in Paris", actor="user")
     decisions = [
         Decision(event="UPDATE", id="m999", text="The user lives in Rome now"),
@@ -170,7 +171,7 @@ def test_plan_drops_unknown_ids_duplicates_and_double_targets(store: MemoryStore
     assert [(c.op, c.target) for c in changes] == [("delete", m.id)]
 
 
-def test_worker_never_blocks_the_caller_and_drains_at_exit(store: MemoryStore) -> None:
+def test_worker_never_blocks_the_caller_and_drains_at_exit(store: Memories) -> None:
     release = asyncio.Event()
 
     async def slow(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -192,11 +193,12 @@ def test_worker_never_blocks_the_caller_and_drains_at_exit(store: MemoryStore) -
     assert [p.text for p in store.proposals(None)] == ["The user writes Go daily"]
 
 
-def test_queued_work_of_an_interrupted_co_is_resumed(store: MemoryStore) -> None:
-    ExtractionQueue(store).put("old-session", 7, "I prefer dark themes in every editor", PROJECT)
-    item = ExtractionQueue(store).claim()  # a co that died while working on it
+def test_queued_work_of_an_interrupted_co_is_resumed(store: Memories) -> None:
+    ExtractionQueue(store.db).put("old-session", 7, "I prefer dark themes in every editor", PROJECT)
+    item = ExtractionQueue(store.db).claim()  # a co that died while working on it
     assert item is not None
-    store._conn.execute("UPDATE memory_queue SET claimed_at = claimed_at - 3600")
+    with store.db.transaction() as tx:
+        tx.execute("UPDATE memory_queue SET claimed_at = claimed_at - 3600")
 
     async def go() -> None:
         worker = ExtractionWorker(store, lambda: structured(facts=["The user prefers dark themes"]), "review", PROJECT)

@@ -11,25 +11,26 @@ import pytest
 from co_cli.memory.inject import relevant_memories, render_memory_section
 from co_cli.memory.instructions_files import load_instructions_files, project_root
 from co_cli.memory.retrieval import Scored, near_duplicate, query_terms, rank, score, select
-from co_cli.memory.store import MemoryStore
-from co_cli.store.db import connect
+from co_cli.store.db import Database
+from co_cli.store.memories import Memories
 
 DAY = 86400.0
 PROJECT = "/repo/one"
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[MemoryStore]:
-    conn = connect(tmp_path / "co.db")
-    yield MemoryStore(conn, tmp_path / "co.db")
-    conn.close()
+def store(tmp_path: Path) -> Iterator[Memories]:
+    db = Database.open(tmp_path / "co.db")
+    yield Memories(db)
+    db.close()
 
 
-def _age(store: MemoryStore, memory_id: int, days: float) -> None:
-    store._conn.execute("UPDATE memories SET updated_at = ? WHERE id = ?", (time.time() - days * DAY, memory_id))
+def _age(store: Memories, memory_id: int, days: float) -> None:
+    with store.db.transaction() as tx:
+        tx.execute("UPDATE memories SET updated_at = ? WHERE id = ?", (time.time() - days * DAY, memory_id))
 
 
-def test_relevance_beats_recency_beats_nothing(store: MemoryStore) -> None:
+def test_relevance_beats_recency_beats_nothing(store: Memories) -> None:
     relevant_old = store.add("The kestrel service deploys to fly.io with kestrel deploy", actor="user")
     weak_new = store.add("The kestrel logo is blue", actor="user")
     weak_old = store.add("The kestrel mascot is a bird", actor="user")
@@ -49,7 +50,7 @@ def test_score_formula() -> None:
     assert score(1.0, 1000.0) > score(0.5, 0.0)
 
 
-def test_budget_is_respected_and_instructions_go_first(store: MemoryStore) -> None:
+def test_budget_is_respected_and_instructions_go_first(store: Memories) -> None:
     for i in range(40):
         store.add(f"Fact number {i} about the kestrel project and its many details", actor="user")
     rule = store.add("Always answer in British English", actor="user", kind="instruction")
@@ -72,7 +73,7 @@ def test_near_duplicates_skipped() -> None:
     assert [s.id for s in select([], items, 800)] == [1]
 
 
-def test_project_memories_only_in_their_project(store: MemoryStore) -> None:
+def test_project_memories_only_in_their_project(store: Memories) -> None:
     store.add("kestrel deploys with make ship", actor="user", scope="project", project=PROJECT)
     store.add("kestrel deploys with ansible", actor="user", scope="project", project="/repo/two")
     here = relevant_memories(store, "kestrel deploys", PROJECT, 800, time.time())
@@ -81,14 +82,14 @@ def test_project_memories_only_in_their_project(store: MemoryStore) -> None:
     assert elsewhere == []
 
 
-def test_deleted_and_proposed_are_never_sent(store: MemoryStore) -> None:
+def test_deleted_and_proposed_are_never_sent(store: Memories) -> None:
     m = store.add("kestrel uses postgres", actor="user")
     store.propose("kestrel uses mysql", proposal="add")
     store.forget(m.ref, actor="user")
     assert relevant_memories(store, "kestrel database", "", 800, time.time()) == []
 
 
-def test_query_terms_drop_stopwords_and_fts_syntax_is_literal(store: MemoryStore) -> None:
+def test_query_terms_drop_stopwords_and_fts_syntax_is_literal(store: Memories) -> None:
     assert query_terms("What is the kestrel deploy command?") == ["kestrel", "deploy", "command"]
     store.add('kestrel "quoted" NEAR(x) text', actor="user")
     assert relevant_memories(store, 'NEAR( "quoted" OR * kestrel', "", 800, time.time())

@@ -11,18 +11,20 @@ import pytest
 
 from co_cli.errors import CoError
 from co_cli.memory import memory_file
-from co_cli.memory.secrets import find_secret
-from co_cli.memory.store import ExtractionQueue, MemoryNotFound, MemoryRefused, MemoryStore
-from co_cli.store.db import SCHEMA_VERSION, connect
+from co_cli.secrets import find_secret
+from co_cli.store.db import Database, connect
+from co_cli.store.memories import Memories, MemoryNotFound, MemoryRefused
+from co_cli.store.queue import ExtractionQueue
+from co_cli.store.schema import SCHEMA_VERSION
 
 PROJECT = "/repo/one"
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[MemoryStore]:
-    conn = connect(tmp_path / "co.db")
-    yield MemoryStore(conn, tmp_path / "co.db")
-    conn.close()
+def store(tmp_path: Path) -> Iterator[Memories]:
+    db = Database.open(tmp_path / "co.db")
+    yield Memories(db)
+    db.close()
 
 
 def test_migration_creates_the_memory_tables(tmp_path: Path) -> None:
@@ -33,7 +35,7 @@ def test_migration_creates_the_memory_tables(tmp_path: Path) -> None:
     conn.close()
 
 
-def test_add_get_and_ids(store: MemoryStore) -> None:
+def test_add_get_and_ids(store: Memories) -> None:
     a = store.add("The user prefers tabs", actor="user", kind="preference")
     b = store.add("Run make check first", actor="model", kind="instruction", scope="project", project=PROJECT)
     assert (a.ref, b.ref) == ("m1", "m2")
@@ -42,12 +44,12 @@ def test_add_get_and_ids(store: MemoryStore) -> None:
 
 
 @pytest.mark.parametrize("ref", ["m999", "x12", "", "m-1"])
-def test_unknown_ids_are_one_line_errors(store: MemoryStore, ref: str) -> None:
+def test_unknown_ids_are_one_line_errors(store: Memories, ref: str) -> None:
     with pytest.raises(MemoryNotFound):
         store.get(ref)
 
 
-def test_forget_is_soft_and_undo_restores(store: MemoryStore) -> None:
+def test_forget_is_soft_and_undo_restores(store: Memories) -> None:
     m = store.add("The user's dog is called Rex", actor="user")
     store.forget(m.ref, actor="model")
     assert store.get(m.id).status == "deleted"
@@ -59,7 +61,7 @@ def test_forget_is_soft_and_undo_restores(store: MemoryStore) -> None:
     assert [x.text for x in store.list()] == ["The user's dog is called Rex"]
 
 
-def test_undo_walks_back_change_by_change_and_never_undoes_an_undo(store: MemoryStore) -> None:
+def test_undo_walks_back_change_by_change_and_never_undoes_an_undo(store: Memories) -> None:
     m = store.add("first text here", actor="user")
     store.edit(m.ref, "second text here")
     store.edit(m.ref, "third text here")
@@ -73,7 +75,7 @@ def test_undo_walks_back_change_by_change_and_never_undoes_an_undo(store: Memory
         store.undo()
 
 
-def test_replace_is_one_change_with_replaced_by(store: MemoryStore) -> None:
+def test_replace_is_one_change_with_replaced_by(store: Memories) -> None:
     old = store.add("The user lives in Paris", actor="user")
     new = store.replace(old.ref, "The user lives in Lyon", actor="model")
     assert store.get(old.id).replaced_by == new.id and store.get(old.id).status == "deleted"
@@ -83,7 +85,7 @@ def test_replace_is_one_change_with_replaced_by(store: MemoryStore) -> None:
     assert store.get(old.id).replaced_by is None
 
 
-def test_every_change_is_logged_with_old_and_new_text_and_actor(store: MemoryStore) -> None:
+def test_every_change_is_logged_with_old_and_new_text_and_actor(store: Memories) -> None:
     m = store.add("The user uses vim daily", actor="user")
     store.edit(m.ref, "The user uses neovim daily", actor="model")
     store.forget(m.ref, actor="extractor")
@@ -92,7 +94,7 @@ def test_every_change_is_logged_with_old_and_new_text_and_actor(store: MemorySto
     assert (log[1].old_text, log[1].new_text) == ("The user uses vim daily", "The user uses neovim daily")
 
 
-def test_proposals_accept_reject_and_update_target(store: MemoryStore) -> None:
+def test_proposals_accept_reject_and_update_target(store: Memories) -> None:
     target = store.add("The user works at Acme", actor="user")
     add = store.propose("The user likes green tea", proposal="add", source_session="s1", source_seq=3)
     upd = store.propose("The user works at Globex", proposal="update", target=target.id)
@@ -109,7 +111,7 @@ def test_proposals_accept_reject_and_update_target(store: MemoryStore) -> None:
     assert [m.id for m in store.proposals(None)] == [dele.id]
 
 
-def test_project_scope_is_isolated(store: MemoryStore) -> None:
+def test_project_scope_is_isolated(store: Memories) -> None:
     store.add("The user prefers short answers", actor="user")
     store.add("Deploys go through fly.io", actor="user", scope="project", project=PROJECT)
     store.add("Deploys go through heroku", actor="user", scope="project", project="/repo/two")
@@ -133,7 +135,7 @@ SECRETS = [
 
 
 @pytest.mark.parametrize("text", SECRETS)
-def test_secrets_are_refused_and_nothing_reaches_the_database(store: MemoryStore, tmp_path: Path, text: str) -> None:
+def test_secrets_are_refused_and_nothing_reaches_the_database(store: Memories, tmp_path: Path, text: str) -> None:
     with pytest.raises(MemoryRefused, match="credential") as exc:
         store.add(text, actor="user")
     secret_part = max(text.split(), key=len)
@@ -162,14 +164,14 @@ def test_ordinary_text_is_not_taken_for_a_secret(text: str) -> None:
     assert find_secret(text) is None
 
 
-def test_empty_and_overlong_text_refused(store: MemoryStore) -> None:
+def test_empty_and_overlong_text_refused(store: Memories) -> None:
     with pytest.raises(MemoryRefused, match="needs some text"):
         store.add("   \n ", actor="user")
     with pytest.raises(MemoryRefused, match="at most"):
         store.add("word " * 200, actor="user")
 
 
-def test_export_import_round_trip_as_events(store: MemoryStore) -> None:
+def test_export_import_round_trip_as_events(store: Memories) -> None:
     a = store.add("The user prefers tabs", actor="user", kind="preference")
     b = store.add("Run make check first", actor="user", kind="instruction", scope="project", project=PROJECT)
     c = store.add("The user's cat is Tom", actor="user")
@@ -205,15 +207,15 @@ def test_bad_memory_files_are_refused_with_the_line(text: str, error: str) -> No
         memory_file.parse(text)
 
 
-def test_import_of_unknown_id_changes_nothing(store: MemoryStore) -> None:
+def test_import_of_unknown_id_changes_nothing(store: Memories) -> None:
     store.add("The user prefers tabs", actor="user")
     with pytest.raises(MemoryRefused, match="m42 is not an active memory"):
         store.import_entries(memory_file.parse("- [user, fact] new one here\n- m42 [user, fact] x\n"), PROJECT)
     assert [m.text for m in store.list()] == ["The user prefers tabs"]
 
 
-def test_queue_claims_once_and_retries_a_failure_once(store: MemoryStore) -> None:
-    queue = ExtractionQueue(store)
+def test_queue_claims_once_and_retries_a_failure_once(store: Memories) -> None:
+    queue = ExtractionQueue(store.db)
     queue.put("s1", 0, "I moved to Oslo last year", PROJECT)
     item = queue.claim()
     assert item is not None and queue.claim() is None  # claimed: not handed out twice
@@ -232,18 +234,18 @@ def test_sessions_recover_keeps_memories_and_their_history(tmp_path: Path) -> No
     from co_cli.store.recover import recover
 
     source = tmp_path / "co.db"
-    conn = connect(source)
-    store = MemoryStore(conn, source)
+    db = Database.open(source)
+    store = Memories(db)
     kept = store.add("The user prefers tabs", actor="user", kind="preference")
     gone = store.add("The user lives in Paris", actor="user")
     store.forget(gone.ref, actor="user")
-    conn.close()
+    db.close()
     recover(source, tmp_path / "recovered.db")
-    conn = connect(tmp_path / "recovered.db")
-    copy = MemoryStore(conn, tmp_path / "recovered.db")
+    db = Database.open(tmp_path / "recovered.db")
+    copy = Memories(db)
     assert [(m.id, m.text) for m in copy.list()] == [(kept.id, "The user prefers tabs")]
     assert copy.search(["tabs"], project=None)  # the full-text index is rebuilt
     assert [e.action for e in copy.log()] == ["delete", "add", "add"]
     copy.undo()
     assert copy.get(gone.id).status == "active"
-    conn.close()
+    db.close()

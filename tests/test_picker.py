@@ -14,20 +14,22 @@ from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserProm
 
 from co_cli.repl.picker import PickChoice, Picker
 from co_cli.repl.picker_model import PickerModel, match_query
-from co_cli.store.locks import SessionLocks
-from co_cli.store.sessions import SessionStore
+from co_cli.store import Store
+from co_cli.store.lockfiles import SessionLocks
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[SessionStore]:
-    with SessionStore.open(tmp_path / "data" / "co-cli.db") as opened:
+def store(tmp_path: Path) -> Iterator[Store]:
+    with Store.open(tmp_path / "data" / "co-cli.db") as opened:
         yield opened
 
 
-def session(store: SessionStore, title: str, prompt: str, answer: str, cwd: str = "/home/me/proj") -> str:
-    sid = store.create_session(model="test", cwd=cwd, title=title).id
-    seq = store.begin_turn(sid, prompt)
-    store.finish_turn(sid, seq, [ModelRequest(parts=[UserPromptPart(prompt)]), ModelResponse(parts=[TextPart(answer)])])
+def session(store: Store, title: str, prompt: str, answer: str, cwd: str = "/home/me/proj") -> str:
+    sid = store.sessions.create(model="test", cwd=cwd, title=title).id
+    seq = store.messages.begin_turn(sid, prompt)
+    store.messages.finish_turn(
+        sid, seq, [ModelRequest(parts=[UserPromptPart(prompt)]), ModelResponse(parts=[TextPart(answer)])]
+    )
     return sid
 
 
@@ -38,11 +40,11 @@ def test_match_query_quotes_words_and_makes_the_last_a_prefix() -> None:
     assert match_query("   ") == ""
 
 
-def test_filter_finds_titles_and_message_text_with_a_snippet(store: SessionStore) -> None:
+def test_filter_finds_titles_and_message_text_with_a_snippet(store: Store) -> None:
     pelican = session(store, "Birds", "where does the pelican nest?", "On the coast.")
     config = session(store, "pelican config", "hello", "hi")
     other = session(store, "Something else", "unrelated", "indeed", cwd="/elsewhere")
-    store.trash(session(store, "pelican trashed", "pelican", "gone"))
+    store.sessions.trash(session(store, "pelican trashed", "pelican", "gone"))
     model = PickerModel(store, cwd="/home/me/proj")
     model.load()
     assert [m.row.id for m in model.filter("")] == [other, config, pelican]  # newest first, trash left out
@@ -59,7 +61,7 @@ def test_filter_finds_titles_and_message_text_with_a_snippet(store: SessionStore
         model.filter(nasty)  # never an error
 
 
-def test_sessions_open_in_another_co_are_marked(store: SessionStore) -> None:
+def test_sessions_open_in_another_co_are_marked(store: Store) -> None:
     sid = session(store, "busy", "hello", "hi")
     other = SessionLocks(store.path.parent / f"{store.path.name}.locks")
     assert other.acquire(sid)
@@ -71,7 +73,7 @@ def test_sessions_open_in_another_co_are_marked(store: SessionStore) -> None:
         other.release(sid)
 
 
-def drive(store: SessionStore, keys: str, current: str | None = None) -> PickChoice | None:
+def drive(store: Store, keys: str, current: str | None = None) -> PickChoice | None:
     """Run the picker on a pipe, typing ``keys``."""
 
     async def main() -> PickChoice | None:
@@ -83,7 +85,7 @@ def drive(store: SessionStore, keys: str, current: str | None = None) -> PickCho
     return asyncio.run(main())
 
 
-def test_keys_enter_resumes_the_filtered_session_tab_f_forks_escape_leaves(store: SessionStore) -> None:
+def test_keys_enter_resumes_the_filtered_session_tab_f_forks_escape_leaves(store: Store) -> None:
     pelican = session(store, "Birds", "where does the pelican nest?", "On the coast.")
     session(store, "Other", "hello", "hi")
     assert drive(store, "coast\r") == PickChoice("resume", pelican)
@@ -92,16 +94,16 @@ def test_keys_enter_resumes_the_filtered_session_tab_f_forks_escape_leaves(store
     assert drive(store, "\x1b[B\r") == PickChoice("resume", pelican)  # Down, then Enter
 
 
-def test_d_asks_before_moving_to_the_trash(store: SessionStore) -> None:
+def test_d_asks_before_moving_to_the_trash(store: Store) -> None:
     pelican = session(store, "Birds", "where does the pelican nest?", "On the coast.")
     other = session(store, "Other", "hello", "hi")
     assert drive(store, "Birds\tdn\x1b") is None
-    assert {s.id for s in store.list()} == {pelican, other}
+    assert {s.id for s in store.sessions.list()} == {pelican, other}
     assert drive(store, "Birds\tdy\r\x1b") is None  # nothing left that matches: Enter does nothing
-    assert [s.id for s in store.list()] == [other]
-    assert store.trashed()[0][0].id == pelican
+    assert [s.id for s in store.sessions.list()] == [other]
+    assert store.sessions.trashed()[0][0].id == pelican
     assert drive(store, "\tdy\x1b", current=other) is None  # the current session is not trashed from here
-    assert [s.id for s in store.list()] == [other]
+    assert [s.id for s in store.sessions.list()] == [other]
 
 
 def test_make_snippet_marks_words_and_elides() -> None:
@@ -115,7 +117,7 @@ def test_make_snippet_marks_words_and_elides() -> None:
 
 
 def test_common_words_show_the_newest_matches_first_then_every_match(
-    store: SessionStore, monkeypatch: pytest.MonkeyPatch
+    store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from co_cli.repl import picker_model
 

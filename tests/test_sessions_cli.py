@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 
 from co_cli.errors import CoError, SessionNotFound
 from co_cli.sessions_cli import app
-from co_cli.store.sessions import SessionStore
+from co_cli.store import Store
 
 runner = CliRunner()
 
@@ -37,10 +37,10 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _populate(data_dir: Path) -> tuple[str, str]:
-    with SessionStore.open(data_dir / "co-cli.db") as store:
-        first = store.create_session(model="test", cwd="/proj", title="Configure the pelican").id
-        seq = store.begin_turn(first, "where is the pelican config?")
-        store.finish_turn(
+    with Store.open(data_dir / "co-cli.db") as store:
+        first = store.sessions.create(model="test", cwd="/proj", title="Configure the pelican").id
+        seq = store.messages.begin_turn(first, "where is the pelican config?")
+        store.messages.finish_turn(
             first,
             seq,
             [
@@ -50,9 +50,9 @@ def _populate(data_dir: Path) -> tuple[str, str]:
                 ModelResponse(parts=[TextPart("It is in **pelican.toml**.")]),
             ],
         )
-        second = store.create_session(model="test", cwd="/proj", title="Second talk").id
-        seq = store.begin_turn(second, "hello")
-        store.finish_turn(second, seq, [ModelResponse(parts=[TextPart("hi")])])
+        second = store.sessions.create(model="test", cwd="/proj", title="Second talk").id
+        seq = store.messages.begin_turn(second, "hello")
+        store.messages.finish_turn(second, seq, [ModelResponse(parts=[TextPart("hi")])])
     return first, second
 
 
@@ -108,9 +108,9 @@ def test_export_import_round_trip(data_dir: Path, tmp_path: Path) -> None:
     imported = runner.invoke(app, ["import", str(out)])
     assert imported.exit_code == 0, imported.output
     assert "1 unchanged" in imported.output  # the same session, already here
-    with SessionStore.open(data_dir / "co-cli.db") as store:
-        assert store.count() == 2
-        store.delete(first)
+    with Store.open(data_dir / "co-cli.db") as store:
+        assert store.sessions.count() == 2
+        store.sessions.delete(first)
     imported = runner.invoke(app, ["import", str(out)])
     assert f"imported {first} (Configure the pelican, 4 messages)" in imported.output
 
@@ -128,8 +128,8 @@ def test_rename(data_dir: Path) -> None:
     first, _ = _populate(data_dir)
     result = runner.invoke(app, ["rename", first[:14], "Pelican\nsetup"])
     assert result.exit_code == 0, result.output
-    with SessionStore.open(data_dir / "co-cli.db") as store:
-        assert store.get(first).title == "Pelican setup"
+    with Store.open(data_dir / "co-cli.db") as store:
+        assert store.sessions.get(first).title == "Pelican setup"
 
 
 def test_delete_asks_and_moves_to_the_trash_keeping_everything(data_dir: Path) -> None:
@@ -143,12 +143,12 @@ def test_delete_asks_and_moves_to_the_trash_keeping_everything(data_dir: Path) -
     assert accepted.exit_code == 0, accepted.output
     assert "trash" in accepted.output and "restore" in accepted.output
     assert (outputs / "c1.txt").read_text() == "offloaded"  # kept until purged
-    with SessionStore.open(data_dir / "co-cli.db") as store:
-        assert [s.id for s in store.list()] == [second]
-        assert store.search("pelican") == []
-        assert store.latest() is not None and store.latest().id == second  # type: ignore[union-attr]
-        assert [info.id for info, _ in store.trashed()] == [first]
-        assert len(store.transcript(first)) == 4
+    with Store.open(data_dir / "co-cli.db") as store:
+        assert [s.id for s in store.sessions.list()] == [second]
+        assert store.search.messages("pelican") == []
+        assert store.sessions.latest() is not None and store.sessions.latest().id == second  # type: ignore[union-attr]
+        assert [info.id for info, _ in store.sessions.trashed()] == [first]
+        assert len(store.messages.transcript(first)) == 4
     listed = runner.invoke(app, ["trash"], env={"COLUMNS": "160"})
     assert listed.exit_code == 0 and first in listed.output and "Configure the pelican" in listed.output
     again = runner.invoke(app, ["delete", first, "--yes"])
@@ -157,17 +157,20 @@ def test_delete_asks_and_moves_to_the_trash_keeping_everything(data_dir: Path) -
 
 def test_restore_brings_a_session_back_unchanged(data_dir: Path) -> None:
     first, second = _populate(data_dir)
-    with SessionStore.open(data_dir / "co-cli.db") as store:
-        before = (store.get(first), [(m.seq, m.text, m.status) for m in store.transcript(first)])
+    with Store.open(data_dir / "co-cli.db") as store:
+        before = (store.sessions.get(first), [(m.seq, m.text, m.status) for m in store.messages.transcript(first)])
     assert runner.invoke(app, ["delete", first, "--yes"]).exit_code == 0
     not_trashed = runner.invoke(app, ["restore", second])
     assert isinstance(not_trashed.exception, SessionNotFound) and "not in the trash" in not_trashed.exception.message
     restored = runner.invoke(app, ["restore", first[:14]])
     assert restored.exit_code == 0, restored.output
-    with SessionStore.open(data_dir / "co-cli.db") as store:
-        assert (store.get(first), [(m.seq, m.text, m.status) for m in store.transcript(first)]) == before
-        assert {h.session_id for h in store.search("pelican")} == {first}
-        assert store.trashed() == []
+    with Store.open(data_dir / "co-cli.db") as store:
+        assert (
+            store.sessions.get(first),
+            [(m.seq, m.text, m.status) for m in store.messages.transcript(first)],
+        ) == before
+        assert {h.session_id for h in store.search.messages("pelican")} == {first}
+        assert store.sessions.trashed() == []
 
 
 def test_purge_needs_yes_and_removes_rows_and_tool_outputs(data_dir: Path) -> None:
@@ -184,10 +187,10 @@ def test_purge_needs_yes_and_removes_rows_and_tool_outputs(data_dir: Path) -> No
     purged = runner.invoke(app, ["purge", first, "--yes"])
     assert purged.exit_code == 0, purged.output
     assert not outputs.exists()
-    with SessionStore.open(data_dir / "co-cli.db") as store:
-        assert store.trashed() == [] and [s.id for s in store.list()] == [second]
+    with Store.open(data_dir / "co-cli.db") as store:
+        assert store.sessions.trashed() == [] and [s.id for s in store.sessions.list()] == [second]
         with pytest.raises(SessionNotFound):
-            store.get(first, trashed=True)
+            store.sessions.get(first, trashed=True)
     assert runner.invoke(app, ["delete", second, "--yes"]).exit_code == 0
     everything = runner.invoke(app, ["purge", "--all", "--yes"])
     assert everything.exit_code == 0 and "purged 1" in everything.output

@@ -25,13 +25,13 @@ from pydantic_ai.messages import (
 from typer.testing import CliRunner
 
 from co_cli import sessions_cli
-from co_cli.context.repair import tool_pairs_valid
+from co_cli.context.repair import repair_orphans, tool_pairs_valid
 from co_cli.errors import CoError, StoreError
 from co_cli.sessions_cli import app
 from co_cli.sessions_view import format_time, sessions_table
+from co_cli.store import CompactionRecord, Store
 from co_cli.store.export import export_json, export_markdown, import_json
 from co_cli.store.redact import url_without_credentials
-from co_cli.store.sessions import CompactionRecord, SessionStore
 
 runner = CliRunner()
 
@@ -50,11 +50,11 @@ def db(data_dir: Path) -> Path:
     return data_dir / "co-cli.db"
 
 
-def save_turn(store: SessionStore, sid: str, messages: list[ModelMessage]) -> None:
+def save_turn(store: Store, sid: str, messages: list[ModelMessage]) -> None:
     first = messages[0].parts[0]
     assert isinstance(first, UserPromptPart) and isinstance(first.content, str)
-    seq = store.begin_turn(sid, first.content)
-    store.finish_turn(sid, seq, messages)
+    seq = store.messages.begin_turn(sid, first.content)
+    store.messages.finish_turn(sid, seq, messages)
 
 
 def text_turn(prompt: str, answer: str, **response: Any) -> list[ModelMessage]:
@@ -62,14 +62,14 @@ def text_turn(prompt: str, answer: str, **response: Any) -> list[ModelMessage]:
 
 
 def seeded(db: Path, title: str = "a talk") -> str:
-    with SessionStore.open(db) as store:
-        sid = store.create_session(model="test", cwd="/proj", title=title).id
+    with Store.open(db) as store:
+        sid = store.sessions.create(model="test", cwd="/proj", title=title).id
         save_turn(store, sid, text_turn("where is the pelican?", "In the config."))
     return sid
 
 
 def exported(db: Path, sid: str) -> dict[str, Any]:
-    with SessionStore.open(db) as store:
+    with Store.open(db) as store:
         document: dict[str, Any] = json.loads(export_json(store, sid))
     return document
 
@@ -121,8 +121,8 @@ def test_import_refuses_out_of_range_fields_with_one_line(
     db: Path, tmp_path: Path, path: str, value: Any, needle: str
 ) -> None:
     sid = seeded(db)
-    with SessionStore.open(db) as store:
-        store.add_compaction(
+    with Store.open(db) as store:
+        store.compactions.add(
             sid, CompactionRecord(0, 0, "sum", None, "manual", 5, 1, "m", [ModelRequest(parts=[UserPromptPart("s")])])
         )
     document = exported(db, sid)
@@ -131,8 +131,8 @@ def test_import_refuses_out_of_range_fields_with_one_line(
     target.write_text(json.dumps(document))  # Infinity and NaN as Python's json writes them
     result = runner.invoke(app, ["import", str(target)])
     one_line_error(result, needle)
-    with SessionStore.open(db) as store:
-        assert store.count() == 1
+    with Store.open(db) as store:
+        assert store.sessions.count() == 1
 
 
 def test_import_refuses_an_empty_transcript(db: Path, tmp_path: Path) -> None:
@@ -161,9 +161,9 @@ def test_odd_times_already_in_a_database_still_list_show_search_and_export(db: P
         result = runner.invoke(app, args)
         assert result.exit_code == 0, (args, result.output, result.exception)
     assert "?" in runner.invoke(app, ["list"]).output
-    with SessionStore.open(db) as store:
+    with Store.open(db) as store:
         assert "(time" in export_markdown(store, sid)
-        assert sessions_table(store.list())  # the REPL's /sessions renders the same table
+        assert sessions_table(store.sessions.list())  # the REPL's /sessions renders the same table
 
 
 # ----- the terminal gets no control sequences; files and pipes get the exact text ----------------------
@@ -174,8 +174,8 @@ C1_CSI = "\x9b2J"
 
 
 def hostile_session(db: Path) -> str:
-    with SessionStore.open(db) as store:
-        sid = store.create_session(model=f"evil{OSC52}model", cwd=f"/tmp/{CSI}cwd", title="t").id
+    with Store.open(db) as store:
+        sid = store.sessions.create(model=f"evil{OSC52}model", cwd=f"/tmp/{CSI}cwd", title="t").id
         save_turn(
             store,
             sid,
@@ -249,16 +249,16 @@ def test_url_without_credentials(url: str, safe: str) -> None:
 
 def test_provider_url_credentials_are_not_saved_or_exported(db: Path) -> None:
     url = f"https://me:{SECRET}@llm.example.com/v1?api-key={SECRET}&key={SECRET}"
-    with SessionStore.open(db) as store:
-        sid = store.create_session(model="test", cwd="/", title="keys").id
+    with Store.open(db) as store:
+        sid = store.sessions.create(model="test", cwd="/", title="keys").id
         turn = text_turn("hi", "hello", provider_url=url, provider_name="openai")
         save_turn(store, sid, turn)
         replacement: list[ModelMessage] = [
             ModelRequest(parts=[UserPromptPart("sum")]),
             ModelResponse([TextPart("ok")], provider_url=url),
         ]
-        store.add_compaction(sid, CompactionRecord(0, 1, "s", None, "manual", 1, 1, "m", replacement))
-        loaded = store.messages(sid)
+        store.compactions.add(sid, CompactionRecord(0, 1, "s", None, "manual", 1, 1, "m", replacement))
+        loaded = store.messages.messages(sid)
         assert isinstance(loaded[1], ModelResponse) and loaded[1].provider_url == "https://llm.example.com/v1"
         assert isinstance(turn[1], ModelResponse) and turn[1].provider_url == url  # the caller's are unchanged
         as_json = export_json(store, sid)
@@ -278,7 +278,7 @@ def test_export_strips_credentials_saved_by_an_older_co(db: Path) -> None:
     conn.execute("UPDATE messages SET json = ? WHERE session_id = ? AND seq = 1", (json.dumps(message), sid))
     conn.commit()
     conn.close()
-    with SessionStore.open(db) as store:
+    with Store.open(db) as store:
         assert SECRET not in export_json(store, sid)
 
 
@@ -298,12 +298,12 @@ def test_undecodable_bytes_are_read_with_replacement_and_never_echoed(db: Path) 
     conn.execute("UPDATE messages SET json = CAST(? AS TEXT) WHERE session_id = ? AND seq = 1", (broken, sid))
     conn.commit()
     conn.close()
-    with SessionStore.open(db) as store:
-        transcript = store.transcript(sid)
+    with Store.open(db) as store:
+        transcript = store.messages.transcript(sid)
         assert "\ufffd" in transcript[0].text and "private-row" in transcript[0].text
         answer = transcript[1].message
         assert isinstance(answer, ModelResponse) and answer.parts[0].content == "In the conf\ufffd"  # type: ignore[union-attr]
-        assert [h.seq for h in store.search("private")] == [0]
+        assert [h.seq for h in store.search.messages("private")] == [0]
     for args in (["show", sid], ["export", sid], ["search", "private"]):
         assert runner.invoke(app, args).exit_code == 0, args
 
@@ -311,9 +311,9 @@ def test_undecodable_bytes_are_read_with_replacement_and_never_echoed(db: Path) 
 def _damaged_database(db: Path) -> tuple[list[str], int]:
     """Three sessions of 40 turns, then one page of the messages table overwritten; returns ids and page size."""
     ids = []
-    with SessionStore.open(db) as store:
+    with Store.open(db) as store:
         for s in range(3):
-            sid = store.create_session(model="m", cwd="/", title=f"talk {s}").id
+            sid = store.sessions.create(model="m", cwd="/", title=f"talk {s}").id
             ids.append(sid)
             for t in range(40):
                 save_turn(store, sid, text_turn(f"prompt {s}-{t} " + "x" * 300, f"MARK{s}-{t} " + "y" * 300))
@@ -329,8 +329,8 @@ def _damaged_database(db: Path) -> tuple[list[str], int]:
 
 def test_damaged_database_advice_names_recover(db: Path) -> None:
     ids, _ = _damaged_database(db)
-    with SessionStore.open(db) as store, pytest.raises(StoreError) as excinfo:
-        store.transcript(ids[1])
+    with Store.open(db) as store, pytest.raises(StoreError) as excinfo:
+        store.messages.transcript(ids[1])
     assert "co sessions recover" in str(excinfo.value) and "MARK" not in str(excinfo.value)
 
 
@@ -342,23 +342,23 @@ def test_recover_salvages_session_by_session_and_keeps_the_old_file(db: Path) ->
     assert "saved 3 sessions" in result.output and "could not read" in result.output
     kept = [p for p in db.parent.iterdir() if ".damaged-" in p.name and p.suffix == ".db"]
     assert len(kept) == 1 and kept[0].read_bytes() == damaged
-    with SessionStore.open(db) as store:
-        assert store.integrity_ok()
-        counts = {info.id: info.message_count for info in store.list()}
+    with Store.open(db) as store:
+        assert store.db.integrity_ok()
+        counts = {info.id: info.message_count for info in store.sessions.list()}
         assert counts[ids[0]] == counts[ids[2]] == 80
         assert 70 <= counts[ids[1]] < 80  # only the rows of the damaged page are lost
-        seqs = [m.seq for m in store.transcript(ids[1])]
+        seqs = [m.seq for m in store.messages.transcript(ids[1])]
         assert seqs == list(range(counts[ids[1]]))  # renumbered: the next turn has a free seq
         save_turn(store, ids[1], text_turn("after recovery", "fine"))
-        assert store.search("recovery")[0].session_id == ids[1]
+        assert store.search.messages("recovery")[0].session_id == ids[1]
     lost = 80 - counts[ids[1]]
     assert f"could not read {lost} messages" in result.output
 
 
 def test_recover_rebuilds_sessions_whose_metadata_is_lost(db: Path, tmp_path: Path) -> None:
     ids = [seeded(db, title=f"talk {n}") for n in range(3)]
-    with SessionStore.open(db) as store:
-        store.add_compaction(ids[0], CompactionRecord(0, 1, "s", None, "manual", 5, 1, "m", []))
+    with Store.open(db) as store:
+        store.compactions.add(ids[0], CompactionRecord(0, 1, "s", None, "manual", 5, 1, "m", []))
     conn = sqlite3.connect(db)
     root = conn.execute("SELECT rootpage FROM sqlite_schema WHERE name = 'sessions'").fetchone()[0]
     conn.close()
@@ -370,8 +370,8 @@ def test_recover_rebuilds_sessions_whose_metadata_is_lost(db: Path, tmp_path: Pa
     result = runner.invoke(app, ["recover", "-o", str(target)])
     assert result.exit_code == 0, result.output
     assert "3 sessions lost their title" in result.output
-    with SessionStore.open(target) as store:
-        rebuilt = {info.id: info for info in store.list()}
+    with Store.open(target) as store:
+        rebuilt = {info.id: info for info in store.sessions.list()}
         assert sorted(rebuilt) == sorted(ids)
         assert all(info.title == "where is the pelican?" and info.message_count == 2 for info in rebuilt.values())
         assert rebuilt[ids[0]].compaction_count == 1
@@ -379,8 +379,8 @@ def test_recover_rebuilds_sessions_whose_metadata_is_lost(db: Path, tmp_path: Pa
 
 def test_recover_into_another_file_leaves_the_database_alone(db: Path, tmp_path: Path) -> None:
     sid = seeded(db)
-    with SessionStore.open(db) as store:
-        store.add_compaction(
+    with Store.open(db) as store:
+        store.compactions.add(
             sid, CompactionRecord(0, 1, "sum", None, "manual", 5, 1, "m", [ModelRequest(parts=[UserPromptPart("s")])])
         )
     before = db.read_bytes()
@@ -388,16 +388,16 @@ def test_recover_into_another_file_leaves_the_database_alone(db: Path, tmp_path:
     result = runner.invoke(app, ["recover", "--output", str(target)])
     assert result.exit_code == 0, result.output
     assert "nothing was lost" in result.output and db.read_bytes() == before
-    with SessionStore.open(target) as store:
-        assert store.get(sid).message_count == 2 and len(store.compactions(sid)) == 1
+    with Store.open(target) as store:
+        assert store.sessions.get(sid).message_count == 2 and len(store.compactions.list(sid)) == 1
     again = runner.invoke(app, ["recover", "--output", str(target)])
     one_line_error(again, "already exists")
 
 
 def test_recover_refuses_while_a_session_is_open(db: Path) -> None:
     sid = seeded(db)
-    with SessionStore.open(db) as holder:
-        holder.acquire(sid)
+    with Store.open(db) as holder:
+        holder.locks.acquire(sid)
         code = (
             "import sys; sys.path.insert(0, sys.argv[1])\n"
             "from typer.testing import CliRunner\nfrom co_cli.sessions_cli import app\n"
@@ -452,10 +452,10 @@ def test_read_only_database_can_be_listed_shown_searched_and_exported(
             assert sid in result.output or "pelican" in result.output
         rename = runner.invoke(app, ["rename", sid, "new title"])
         one_line_error(rename, "read-only")
-        with SessionStore.open(db, reads_only=True) as store:
+        with Store.open(db, reads_only=True) as store:
             with pytest.raises(StoreError, match="read-only"):
-                store.rename(sid, "x")
-            assert store.get(sid).title == "a talk"
+                store.sessions.rename(sid, "x")
+            assert store.sessions.get(sid).title == "a talk"
     finally:
         db.parent.chmod(0o700)
         db.chmod(0o600)
@@ -489,10 +489,10 @@ def test_import_closes_an_unanswered_tool_call_and_a_replacement_ending_in_one(d
     ]
     target = tmp_path / "dangling.json"
     target.write_text(json.dumps(document))
-    with SessionStore.open(db) as store:
-        info = import_json(store, target.read_text())
-        messages = store.messages(info.id)
-        compaction = store.latest_compaction(info.id)
+    with Store.open(db) as store:
+        info = import_json(store, target.read_text(), repair_orphans)
+        messages = store.messages.messages(info.id)
+        compaction = store.compactions.latest(info.id)
     assert info.message_count == 4 and tool_pairs_valid(messages)
     closing = messages[-1]
     assert isinstance(closing, ModelRequest) and isinstance(closing.parts[0], ToolReturnPart)
@@ -529,44 +529,43 @@ def test_import_refuses_devices_fifos_and_directories_without_hanging(
 
 def test_a_session_whose_first_prompt_was_not_saved_is_not_listed(db: Path) -> None:
     kept = seeded(db)
-    with SessionStore.open(db) as store:
-        store._conn.execute(
-            "CREATE TEMP TRIGGER fail_inserts BEFORE INSERT ON messages "
-            "BEGIN SELECT RAISE(ABORT, 'disk I/O error'); END"
-        )
-        empty = store.create_session(model="test", cwd="/", title="never saved")
-        store.acquire(empty.id)
+    with Store.open(db) as store:
+        with store.db.transaction() as tx:
+            tx.execute(
+                "CREATE TEMP TRIGGER fail_inserts BEFORE INSERT ON messages "
+                "BEGIN SELECT RAISE(ABORT, 'disk I/O error'); END"
+            )
+        empty = store.sessions.create(model="test", cwd="/", title="never saved")
+        store.locks.acquire(empty.id)
         with pytest.raises(StoreError):
-            store.begin_turn(empty.id, "never saved")
-        assert [s.id for s in store.list()] == [kept] and store.count() == 1
-        latest = store.latest()
+            store.messages.begin_turn(empty.id, "never saved")
+        assert [s.id for s in store.sessions.list()] == [kept] and store.sessions.count() == 1
+        latest = store.sessions.latest()
         assert latest is not None and latest.id == kept  # `co chat -c` does not pick the empty one
-        store.release(empty.id)
+        store.locks.release(empty.id)
     listed = runner.invoke(app, ["list"])
     assert "never saved" not in listed.output and kept in listed.output
 
 
 def test_recover_keeps_the_trash_undone_compactions_pins_and_usage(db: Path, tmp_path: Path) -> None:
-    from co_cli.store.usage import TurnUsage, record_usage
+    from co_cli.store.usage import TurnUsage
 
     ids = [seeded(db, title=f"talk {n}") for n in range(2)]
-    with SessionStore.open(db) as store:
-        store.add_compaction(ids[0], CompactionRecord(0, 1, "s", None, "manual", 5, 1, "m", [], method="digest"))
-        store.undo_compaction(ids[0])
-        store.add_pin(ids[0], "Never push to main.", "user")
-        record_usage(store, ids[0], TurnUsage(role="chat", model="m", requests=1, input_tokens=10, output_tokens=2))
-        store.trash(ids[1])
+    with Store.open(db) as store:
+        store.compactions.add(ids[0], CompactionRecord(0, 1, "s", None, "manual", 5, 1, "m", [], method="digest"))
+        store.compactions.undo(ids[0])
+        store.pins.add(ids[0], "Never push to main.", "user")
+        store.usage.record(ids[0], TurnUsage(role="chat", model="m", requests=1, input_tokens=10, output_tokens=2))
+        store.sessions.trash(ids[1])
     target = tmp_path / "recovered.db"
     result = runner.invoke(app, ["recover", "-o", str(target)])
     assert result.exit_code == 0, result.output
-    with SessionStore.open(target) as store:
-        assert [info.id for info in store.list()] == [ids[0]]  # the trashed one stays in the trash
-        assert [info.id for info, _ in store.trashed()] == [ids[1]]
-        (record,) = store.compactions(ids[0])
+    with Store.open(target) as store:
+        assert [info.id for info in store.sessions.list()] == [ids[0]]  # the trashed one stays in the trash
+        assert [info.id for info, _ in store.sessions.trashed()] == [ids[1]]
+        (record,) = store.compactions.list(ids[0])
         assert record.method == "digest" and record.undone_at is not None
-        assert store.latest_compaction(ids[0]) is None  # the undo still holds
-        assert [text for _, text, _ in store.pins(ids[0])] == ["Never push to main."]
-    from co_cli.store.usage import session_by_role
-
-    with SessionStore.open(target) as store:
-        assert session_by_role(store, ids[0])["chat"].input_tokens == 10
+        assert store.compactions.latest(ids[0]) is None  # the undo still holds
+        assert [pin.text for pin in store.pins.active(ids[0])] == ["Never push to main."]
+    with Store.open(target) as store:
+        assert store.usage.by_role(ids[0])["chat"].input_tokens == 10

@@ -12,9 +12,9 @@ import pytest
 from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelRequest, ModelResponse, TextPart, UserPromptPart
 
 from co_cli.errors import StoreError
-from co_cli.store import db as db_module
-from co_cli.store.db import MIGRATIONS, SCHEMA_VERSION, run_script
-from co_cli.store.sessions import SessionStore
+from co_cli.store import Store
+from co_cli.store import schema as schema_module
+from co_cli.store.schema import MIGRATIONS, SCHEMA_VERSION, run_script
 
 # The version-1 schema exactly as the first release wrote it; never change this text.
 V1_SCHEMA = """
@@ -138,22 +138,22 @@ def _user_version(path: Path) -> int:
         conn.close()
 
 
-def _exercise(store: SessionStore) -> None:
+def _exercise(store: Store) -> None:
     """Everything a current co does must work on the migrated file."""
-    sid = store.create_session(model="test", cwd="/", title="new").id
-    seq = store.begin_turn(sid, "kestrel question")
-    store.finish_turn(sid, seq, [ModelResponse(parts=[TextPart("kestrel answer")])])
-    store.acquire(sid)
-    store.release(sid)
+    sid = store.sessions.create(model="test", cwd="/", title="new").id
+    seq = store.messages.begin_turn(sid, "kestrel question")
+    store.messages.finish_turn(sid, seq, [ModelResponse(parts=[TextPart("kestrel answer")])])
+    store.locks.acquire(sid)
+    store.locks.release(sid)
     fork = store.fork(sid)
-    assert store.get(fork.id).message_count == 2
-    assert store.integrity_ok()
+    assert store.sessions.get(fork.id).message_count == 2
+    assert store.db.integrity_ok()
 
 
 def test_empty_file_gets_the_current_schema(tmp_path: Path) -> None:
     path = tmp_path / "co.db"
     path.touch()
-    with SessionStore.open(path) as store:
+    with Store.open(path) as store:
         _exercise(store)
     assert _user_version(path) == SCHEMA_VERSION
 
@@ -167,15 +167,15 @@ def test_hand_built_version_1_database_migrates_and_keeps_its_data(tmp_path: Pat
     conn.execute("COMMIT")
     conn.close()
     fresh = tmp_path / "fresh.db"
-    SessionStore.open(fresh).close()
-    with SessionStore.open(path) as store:
-        old = store.get(OLD_ID)
+    Store.open(fresh).close()
+    with Store.open(path) as store:
+        old = store.sessions.get(OLD_ID)
         assert (old.title, old.message_count, old.compaction_count) == ("old talk", 2, 1)
-        assert [m.text for m in store.transcript(OLD_ID)] == ["where is the kestrel config", "in kestrel.toml"]
-        assert {h.seq for h in store.search("kestrel", session_id=OLD_ID)} == {0, 1}
-        latest = store.latest_compaction(OLD_ID)
+        assert [m.text for m in store.messages.transcript(OLD_ID)] == ["where is the kestrel config", "in kestrel.toml"]
+        assert {h.seq for h in store.search.messages("kestrel", session_id=OLD_ID)} == {0, 1}
+        latest = store.compactions.latest(OLD_ID)
         assert latest is not None and latest.summary == "asked about config"
-        store.acquire(OLD_ID)
+        store.locks.acquire(OLD_ID)
         _exercise(store)
     assert _user_version(path) == SCHEMA_VERSION
     assert _schema(path) == _schema(fresh)
@@ -186,11 +186,11 @@ def test_every_earlier_version_migrates_to_the_current_schema(tmp_path: Path, ve
     path = tmp_path / "co.db"
     _build_at_version(path, version)
     fresh = tmp_path / "fresh.db"
-    SessionStore.open(fresh).close()
-    with SessionStore.open(path) as store:
+    Store.open(fresh).close()
+    with Store.open(path) as store:
         if version >= 1:
-            assert store.get(OLD_ID).message_count == 2
-            assert store.search("kestrel")
+            assert store.sessions.get(OLD_ID).message_count == 2
+            assert store.search.messages("kestrel")
         _exercise(store)
     assert _user_version(path) == SCHEMA_VERSION
     assert _schema(path) == _schema(fresh)
@@ -204,17 +204,17 @@ def test_failed_migration_leaves_the_previous_version_intact(tmp_path: Path, mon
         run_script(conn, "ALTER TABLE sessions ADD COLUMN half_done INTEGER;")
         raise sqlite3.OperationalError("disk I/O error")
 
-    monkeypatch.setattr(db_module, "MIGRATIONS", (MIGRATIONS[0], broken))
+    monkeypatch.setattr(schema_module, "MIGRATIONS", (MIGRATIONS[0], broken))
     with pytest.raises(StoreError, match=str(path)):
-        SessionStore.open(path)
+        Store.open(path)
     assert _user_version(path) == 1
     conn = sqlite3.connect(path)
     columns = {row[1] for row in conn.execute("PRAGMA table_info(sessions)")}
     conn.close()
     assert "half_done" not in columns
     monkeypatch.undo()
-    with SessionStore.open(path) as store:
-        assert store.get(OLD_ID).title == "old talk"
+    with Store.open(path) as store:
+        assert store.sessions.get(OLD_ID).title == "old talk"
     assert _user_version(path) == SCHEMA_VERSION
 
 
@@ -226,8 +226,8 @@ def test_every_version_has_one_migration() -> None:
 def _open_and_create(path: str, start: float) -> None:
     while time.time() < start:
         time.sleep(0.001)
-    with SessionStore.open(Path(path)) as store:
-        store.create_session(model="test", cwd="/", title=f"from {os.getpid()}")
+    with Store.open(Path(path)) as store:
+        store.sessions.create(model="test", cwd="/", title=f"from {os.getpid()}")
 
 
 @pytest.mark.parametrize("version", [0, 1])
@@ -244,6 +244,6 @@ def test_processes_opening_an_old_database_at_once_migrate_it_once(tmp_path: Pat
         proc.join(timeout=60)
     assert [proc.exitcode for proc in procs] == [0] * 8
     assert _user_version(path) == SCHEMA_VERSION
-    with SessionStore.open(path) as store:
-        assert store._conn.execute("SELECT count(*) FROM sessions").fetchone() == (8 + (1 if version else 0),)
-        assert store.integrity_ok()
+    with Store.open(path) as store:
+        assert tuple(store.db.read_one("SELECT count(*) FROM sessions")) == (8 + (1 if version else 0),)
+        assert store.db.integrity_ok()

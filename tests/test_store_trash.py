@@ -11,9 +11,9 @@ import pytest
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
 
 from co_cli.errors import SessionBusy, SessionNotFound
-from co_cli.store.locks import SessionLocks
-from co_cli.store.sessions import CompactionRecord, SessionStore
-from co_cli.store.usage import TurnUsage, session_totals
+from co_cli.store import CompactionRecord, Store
+from co_cli.store.lockfiles import SessionLocks
+from co_cli.store.usage import TurnUsage
 
 
 def turn(prompt: str, answer: str) -> list[ModelMessage]:
@@ -21,24 +21,24 @@ def turn(prompt: str, answer: str) -> list[ModelMessage]:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[SessionStore]:
-    with SessionStore.open(tmp_path / "data" / "co-cli.db") as opened:
+def store(tmp_path: Path) -> Iterator[Store]:
+    with Store.open(tmp_path / "data" / "co-cli.db") as opened:
         yield opened
 
 
-def saved_session(store: SessionStore, word: str, turns: int = 2) -> str:
-    sid = store.create_session(model="test", cwd="/work", title=f"about {word}").id
+def saved_session(store: Store, word: str, turns: int = 2) -> str:
+    sid = store.sessions.create(model="test", cwd="/work", title=f"about {word}").id
     for i in range(turns):
-        seq = store.begin_turn(sid, f"tell me about {word} {i}")
-        store.finish_turn(
+        seq = store.messages.begin_turn(sid, f"tell me about {word} {i}")
+        store.messages.finish_turn(
             sid, seq, turn(f"tell me about {word} {i}", f"{word} is fine {i}"), usage=TurnUsage(requests=1)
         )
     summary: list[ModelMessage] = [ModelRequest(parts=[UserPromptPart(f"summary of {word}")])]
-    store.add_compaction(sid, CompactionRecord(0, 1, f"summary {word}", None, "auto", 10, 5, "test", summary))
+    store.compactions.add(sid, CompactionRecord(0, 1, f"summary {word}", None, "auto", 10, 5, "test", summary))
     return sid
 
 
-def fts_terms(store: SessionStore) -> set[str]:
+def fts_terms(store: Store) -> set[str]:
     """Every term the full-text index holds (fts5vocab reads the index itself, not the content table)."""
     conn = sqlite3.connect(store.path)
     try:
@@ -48,72 +48,81 @@ def fts_terms(store: SessionStore) -> set[str]:
         conn.close()
 
 
-def test_trash_hides_everywhere_and_restore_brings_it_back_unchanged(store: SessionStore) -> None:
+def test_trash_hides_everywhere_and_restore_brings_it_back_unchanged(store: Store) -> None:
     keep = saved_session(store, "pelican")
     doomed = saved_session(store, "albatross")
-    before = (store.get(doomed), [(m.seq, m.text) for m in store.transcript(doomed)], store.compactions(doomed))
-    store.trash(doomed)
-    assert [s.id for s in store.list()] == [keep] and store.count() == 1
-    assert store.latest() is not None and store.latest().id == keep  # type: ignore[union-attr]
-    assert store.search("albatross") == []
+    before = (
+        store.sessions.get(doomed),
+        [(m.seq, m.text) for m in store.messages.transcript(doomed)],
+        store.compactions.list(doomed),
+    )
+    store.sessions.trash(doomed)
+    assert [s.id for s in store.sessions.list()] == [keep] and store.sessions.count() == 1
+    assert store.sessions.latest() is not None and store.sessions.latest().id == keep  # type: ignore[union-attr]
+    assert store.search.messages("albatross") == []
     with pytest.raises(SessionNotFound, match="in the trash"):
-        store.get(doomed)
-    [(info, deleted_at)] = store.trashed()
+        store.sessions.get(doomed)
+    [(info, deleted_at)] = store.sessions.trashed()
     assert info.id == doomed and abs(deleted_at - time.time()) < 60
     assert "albatross" in fts_terms(store)  # kept whole while in the trash
-    store.restore(store.get(doomed, trashed=True).id)
-    after = (store.get(doomed), [(m.seq, m.text) for m in store.transcript(doomed)], store.compactions(doomed))
+    store.sessions.restore(store.sessions.get(doomed, trashed=True).id)
+    after = (
+        store.sessions.get(doomed),
+        [(m.seq, m.text) for m in store.messages.transcript(doomed)],
+        store.compactions.list(doomed),
+    )
     assert after == before
-    assert {h.session_id for h in store.search("albatross")} == {doomed}
+    assert {h.session_id for h in store.search.messages("albatross")} == {doomed}
 
 
-def test_purge_leaves_no_row_search_entry_usage_or_file(store: SessionStore, tmp_path: Path) -> None:
+def test_purge_leaves_no_row_search_entry_usage_or_file(store: Store, tmp_path: Path) -> None:
     keep = saved_session(store, "pelican")
     doomed = saved_session(store, "albatross", turns=200)
     files = tmp_path / "outputs"
     (files / doomed).mkdir(parents=True)
     (files / doomed / "call-1.txt").write_text("offloaded albatross output")
-    pages_before = store._read("PRAGMA page_count")[0][0]
-    store.trash(doomed)
+    pages_before = store.db.read("PRAGMA page_count")[0][0]
+    store.sessions.trash(doomed)
     with pytest.raises(SessionNotFound):
-        store.purge([keep], files_root=files)  # only from the trash
-    assert store.purge([doomed], files_root=files) == 1
+        store.sessions.purge([keep], files_root=files)  # only from the trash
+    assert store.sessions.purge([doomed], files_root=files) == 1
     for table, column in (("sessions", "id"), ("messages", "session_id"), ("compactions", "session_id")):
-        assert store._read(f"SELECT count(*) FROM {table} WHERE {column} = ?", (doomed,))[0][0] == 0
-    assert store._read("SELECT count(*) FROM turn_usage WHERE session_id = ?", (doomed,))[0][0] == 0
-    assert session_totals(store, [doomed]) == {}
+        assert store.db.read(f"SELECT count(*) FROM {table} WHERE {column} = ?", (doomed,))[0][0] == 0
+    assert store.db.read("SELECT count(*) FROM turn_usage WHERE session_id = ?", (doomed,))[0][0] == 0
+    assert store.usage.totals([doomed]) == {}
     assert "albatross" not in fts_terms(store) and "pelican" in fts_terms(store)
-    assert store._read("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'albatross'")[0][0] == 0
+    assert store.db.read("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'albatross'")[0][0] == 0
     assert not (files / doomed).exists()
-    assert store.integrity_ok()
-    pages_after = store._read("PRAGMA page_count")[0][0]
+    assert store.db.integrity_ok()
+    pages_after = store.db.read("PRAGMA page_count")[0][0]
     assert pages_after < pages_before  # the space is given back to the file system
-    assert store.path.stat().st_size == pages_after * store._read("PRAGMA page_size")[0][0]
-    assert [s.id for s in store.list()] == [keep]
+    assert store.path.stat().st_size == pages_after * store.db.read("PRAGMA page_size")[0][0]
+    assert [s.id for s in store.sessions.list()] == [keep]
 
 
-def test_nothing_is_purged_by_age_unless_retention_is_set(store: SessionStore) -> None:
+def test_nothing_is_purged_by_age_unless_retention_is_set(store: Store) -> None:
     old = saved_session(store, "old")
     recent = saved_session(store, "recent")
-    store.trash(old)
-    store.trash(recent)
-    store._conn.execute("UPDATE sessions SET deleted_at = ? WHERE id = ?", (time.time() - 40 * 86400, old))
-    assert store.purge_expired(0) == 0
-    assert {info.id for info, _ in store.trashed()} == {old, recent}
-    assert store.purge_expired(30) == 1
-    assert [info.id for info, _ in store.trashed()] == [recent]
+    store.sessions.trash(old)
+    store.sessions.trash(recent)
+    with store.db.transaction() as tx:
+        tx.execute("UPDATE sessions SET deleted_at = ? WHERE id = ?", (time.time() - 40 * 86400, old))
+    assert store.sessions.purge_expired(0) == 0
+    assert {info.id for info, _ in store.sessions.trashed()} == {old, recent}
+    assert store.sessions.purge_expired(30) == 1
+    assert [info.id for info, _ in store.sessions.trashed()] == [recent]
 
 
-def test_a_session_open_in_another_process_is_not_trashed(store: SessionStore) -> None:
+def test_a_session_open_in_another_process_is_not_trashed(store: Store) -> None:
     sid = saved_session(store, "busy")
     other = SessionLocks(store.path.parent / f"{store.path.name}.locks")  # another open file: another holder
     assert other.acquire(sid)
     try:
-        assert store.open_elsewhere() == {sid}
+        assert store.locks.open_elsewhere() == {sid}
         with pytest.raises(SessionBusy):
-            store.trash(sid)
-        assert store.get(sid).id == sid
+            store.sessions.trash(sid)
+        assert store.sessions.get(sid).id == sid
     finally:
         other.release(sid)
-    store.trash(sid)
-    assert store.trashed()[0][0].id == sid
+    store.sessions.trash(sid)
+    assert store.sessions.trashed()[0][0].id == sid

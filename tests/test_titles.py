@@ -13,7 +13,6 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from co_cli.config import load_settings
 from co_cli.session import Conversation
-from co_cli.store.usage import session_by_role
 from co_cli.titles import clean_title
 from tests.test_turn_core import Core, RecordingView, core, streaming_model
 
@@ -71,16 +70,16 @@ def test_the_first_exchange_is_titled_in_the_background(titling: Core) -> None:
 
     def right_after_the_turn() -> None:
         assert conv.session is not None
-        seen["title"] = titling.store.get(conv.session.id).title
+        seen["title"] = titling.store.sessions.get(conv.session.id).title
         seen["elapsed"] = str(time.monotonic() - started)
 
     assert turns(conv, "help me plan a trip to lisbon in may", then=right_after_the_turn) == ["ok"]
     assert seen["title"] == "help me plan a trip to lisbon in may"  # the turn did not wait for the title
     assert float(seen["elapsed"]) < 0.3
     assert conv.session is not None
-    assert titling.store.get(conv.session.id).title == "Lisbon Trip Plans" == conv.session.title
+    assert titling.store.sessions.get(conv.session.id).title == "Lisbon Trip Plans" == conv.session.title
     assert len(calls) == 1
-    assert list(session_by_role(titling.store, conv.session.id)) == ["chat", "title"]
+    assert list(titling.store.usage.by_role(conv.session.id)) == ["chat", "title"]
     turns(conv, "and in june?")
     assert len(calls) == 1  # only after the first exchange
 
@@ -90,11 +89,11 @@ def test_rename_while_the_title_is_written_wins(titling: Core) -> None:
 
     def rename() -> None:
         assert conv.session is not None
-        titling.store.rename(conv.session.id, "my own name")
+        titling.store.sessions.rename(conv.session.id, "my own name")
 
     turns(conv, "first prompt", then=rename)
     assert conv.session is not None
-    assert titling.store.get(conv.session.id).title == "my own name"
+    assert titling.store.sessions.get(conv.session.id).title == "my own name"
 
 
 def test_a_failing_model_keeps_the_first_prompt_title(titling: Core) -> None:
@@ -104,7 +103,7 @@ def test_a_failing_model_keeps_the_first_prompt_title(titling: Core) -> None:
     conv = titling.conversation(streaming_model(lambda m: "sure"), summarizer=titler(broken))
     assert turns(conv, "what is a monad") == ["ok"]
     assert conv.session is not None
-    assert titling.store.get(conv.session.id).title == "what is a monad"
+    assert titling.store.sessions.get(conv.session.id).title == "what is a monad"
 
 
 def test_auto_title_off_sends_nothing(core: Core) -> None:
@@ -112,7 +111,7 @@ def test_auto_title_off_sends_nothing(core: Core) -> None:
     conv = core.conversation(streaming_model(lambda m: "sure"), summarizer=titler("Nope", calls=calls))
     turns(conv, "a prompt")
     assert calls == [] and conv.session is not None
-    assert core.store.get(conv.session.id).title == "a prompt"
+    assert core.store.sessions.get(conv.session.id).title == "a prompt"
 
 
 def test_background_work_left_at_exit_is_bounded(titling: Core) -> None:
@@ -127,4 +126,4 @@ def test_background_work_left_at_exit_is_bounded(titling: Core) -> None:
         return time.monotonic() - started
 
     assert asyncio.run(main()) < 2
-    assert conv.session is not None and titling.store.get(conv.session.id).title == "slow one"
+    assert conv.session is not None and titling.store.sessions.get(conv.session.id).title == "slow one"

@@ -10,7 +10,7 @@ from pydantic_ai.messages import ModelResponse, TextPart
 
 from co_cli.context.offload import offload_large_outputs
 from co_cli.deps import CoDeps
-from co_cli.store.sessions import SessionStore
+from co_cli.store import Store
 from co_cli.tools.history import build_history_toolset, read_tool_output, search_conversation_history
 from tests.support.deps import ctx_for, make_deps
 
@@ -24,13 +24,13 @@ def deps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CoDeps:
 
 
 def test_search_finds_text_of_this_session_only(deps: CoDeps) -> None:
-    store = SessionStore.open(deps.paths.db)
-    mine = store.create_session(model="test", cwd="/", title="mine")
-    other = store.create_session(model="test", cwd="/", title="other")
-    seq = store.begin_turn(mine.id, "the deploy key lives in vault path secret/ops/kestrel")
-    store.finish_turn(mine.id, seq, [ModelResponse(parts=[TextPart("noted")])])
-    seq = store.begin_turn(other.id, "kestrel in another conversation")
-    store.finish_turn(other.id, seq, [ModelResponse(parts=[TextPart("ok")])])
+    store = Store.open(deps.paths.db)
+    mine = store.sessions.create(model="test", cwd="/", title="mine")
+    other = store.sessions.create(model="test", cwd="/", title="other")
+    seq = store.messages.begin_turn(mine.id, "the deploy key lives in vault path secret/ops/kestrel")
+    store.messages.finish_turn(mine.id, seq, [ModelResponse(parts=[TextPart("noted")])])
+    seq = store.messages.begin_turn(other.id, "kestrel in another conversation")
+    store.messages.finish_turn(other.id, seq, [ModelResponse(parts=[TextPart("ok")])])
     deps.store, deps.session_id = store, mine.id
     out = search_conversation_history(ctx_for(deps), "kestrel")
     assert "secret/ops/kestrel" in out.replace("«", "").replace("»", "")

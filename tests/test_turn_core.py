@@ -23,7 +23,7 @@ from co_cli.deps import CoDeps
 from co_cli.message_view import answer_text, user_text
 from co_cli.models import ModelChoice, ResolvedModel
 from co_cli.session import Conversation
-from co_cli.store.sessions import SessionStore
+from co_cli.store import Store
 from co_cli.synthetic import INTERRUPTED_NOTE, is_summary, synthetic_kind
 from co_cli.tools.approval import ApprovalRequest
 
@@ -84,7 +84,7 @@ def echo(messages: list[ModelMessage]) -> str:
 @dataclass
 class Core:
     loaded: LoadedSettings
-    store: SessionStore
+    store: Store
     cwd: Path
 
     def conversation(self, model: FunctionModel, *, ask: Any = None, summarizer: Any = None) -> Conversation:
@@ -107,7 +107,7 @@ def core(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Core:
     cwd.mkdir()
     loaded = load_settings(cwd=cwd)
     loaded.paths.ensure_data_dir()
-    store = SessionStore.open(loaded.paths.db)
+    store = Store.open(loaded.paths.db)
     yield Core(loaded, store, cwd)  # type: ignore[misc]
     store.close()
 
@@ -118,7 +118,7 @@ def run(conv: Conversation, prompt: str, view: RecordingView | None = None, toke
 
 def stored(core: Core, conv: Conversation) -> list[tuple[int, str, str, str]]:
     assert conv.session is not None
-    return [(m.seq, m.kind, m.status, m.text) for m in core.store.transcript(conv.session.id)]
+    return [(m.seq, m.kind, m.status, m.text) for m in core.store.messages.transcript(conv.session.id)]
 
 
 def dumped(messages: list[ModelMessage]) -> Any:
@@ -222,7 +222,7 @@ def test_a_compaction_during_a_turn_is_recorded_and_adopted(core: Core, monkeypa
         assert run(conv, f"hello number {i} " + "with padding words " * 10, view).status == "ok"
     assert any(n.startswith("Compacted (summary, auto past 6 messages)") for v in views for n in v.notices)
     assert conv.session is not None
-    records = core.store.compactions(conv.session.id)
+    records = core.store.compactions.list(conv.session.id)
     assert records and all(r.trigger == "auto" for r in records)
     summaries = [m for m in conv.working if is_summary(m)]
     assert len(summaries) == 1
@@ -243,7 +243,7 @@ def test_resume_rebuilds_exactly_what_the_live_session_had(core: Core, monkeypat
     live_sent = dumped(conv.sendable()[0])
     conv.release()
     resumed = core.conversation(streaming_model(long_echo), summarizer=summarizer())
-    resumed.load(core.store.get(conv.session.id))
+    resumed.load(core.store.sessions.get(conv.session.id))
     assert dumped(resumed.working) == live
     assert dumped(resumed.sendable()[0]) == live_sent
     assert resumed.context.seqs[-1] == conv.context.seqs[-1]
@@ -257,7 +257,7 @@ def test_manual_compaction_records_the_range_from_the_first_message(core: Core) 
     result = asyncio.run(conv.compact(None))
     assert result.n_replaced == 6
     assert conv.session is not None
-    record = core.store.latest_compaction(conv.session.id)
+    record = core.store.compactions.latest(conv.session.id)
     assert record is not None and (record.from_seq, record.upto_seq) == (0, 5)
     assert record.trigger == "manual"
     assert [synthetic_kind(m) for m in conv.working] == ["summary", "ack"]
@@ -267,10 +267,10 @@ def test_a_crash_closed_turn_is_saved_on_resume(core: Core) -> None:
     conv = core.conversation(streaming_model(echo))
     run(conv, "answered")
     assert conv.session is not None
-    core.store.begin_turn(conv.session.id, "never answered")  # the process died here
+    core.store.messages.begin_turn(conv.session.id, "never answered")  # the process died here
     conv.release()
     resumed = core.conversation(streaming_model(echo))
-    resumed.load(core.store.get(conv.session.id))
+    resumed.load(core.store.sessions.get(conv.session.id))
     rows = stored(core, resumed)
     assert rows[-2:] == [(2, "user", "cancelled", "never answered"), (3, "assistant", "cancelled", INTERRUPTED_NOTE)]
     assert resumed.context.seqs == [0, 1, 2, 3]
@@ -290,10 +290,10 @@ def test_uncompact_restores_the_context_exactly_and_resume_agrees(core: Core) ->
     assert conv.session is not None
     conv.release()
     resumed = core.conversation(streaming_model(long_echo), summarizer=summarizer())
-    resumed.load(core.store.get(conv.session.id))
+    resumed.load(core.store.sessions.get(conv.session.id))
     assert dumped(resumed.working) == live
     assert resumed.uncompact() is None  # nothing left in force to undo
-    records = core.store.compactions(conv.session.id)
+    records = core.store.compactions.list(conv.session.id)
     assert len(records) == 1 and records[0].undone_at is not None
 
 
@@ -324,7 +324,7 @@ def test_pins_reach_every_request_and_survive_resume_and_fork(core: Core) -> Non
     assert conv.session is not None
     conv.release()
     resumed = core.conversation(FunctionModel(stream_function=stream, model_name="pins"))
-    resumed.load(core.store.get(conv.session.id))
+    resumed.load(core.store.sessions.get(conv.session.id))
     assert [p.text for p in resumed.pins] == ["Always answer in British English."]
     forked = resumed.fork()
     assert forked is not None and [p.text for p in resumed.pins] == ["Always answer in British English."]

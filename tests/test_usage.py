@@ -15,15 +15,7 @@ from typer.testing import CliRunner
 
 from co_cli.repl import commands
 from co_cli.sessions_view import tool_stats, usage_lines
-from co_cli.store.usage import (
-    TurnUsage,
-    UsageTotals,
-    format_cost,
-    record_usage,
-    session_by_role,
-    session_totals,
-    usage_report,
-)
+from co_cli.store.usage import TurnUsage, UsageTotals, format_cost
 from co_cli.usage import messages_cost, response_cost
 from tests.test_turn_core import Core, core, long_echo, run, streaming_model, summarizer
 
@@ -59,10 +51,10 @@ def test_each_turn_saves_its_usage_and_the_session_totals_add_up(core: Core) -> 
     last = conv.last_usage
     assert last is not None and last.requests == 1 and last.input_tokens > 0 and last.output_tokens > 0
     assert last.cost_usd is not None and last.cost_usd > 0
-    totals = session_totals(core.store, [conv.session.id])[conv.session.id]
+    totals = core.store.usage.totals([conv.session.id])[conv.session.id]
     assert totals.rows == 2 and totals.requests == 2 and totals.cost_known
     assert totals.cost_usd == pytest.approx(2 * last.cost_usd, rel=0.2)
-    info = core.store.get(conv.session.id)
+    info = core.store.sessions.get(conv.session.id)
     assert info.input_tokens == totals.input_tokens and info.output_tokens == totals.output_tokens
 
 
@@ -71,9 +63,9 @@ def test_an_unpriced_model_is_recorded_as_unknown(core: Core) -> None:
     assert run(conv, "hello").status == "ok"
     assert conv.session is not None and conv.last_usage is not None
     assert conv.last_usage.cost_usd is None
-    [row] = core.store._read("SELECT cost_usd, requests FROM turn_usage WHERE session_id = ?", (conv.session.id,))
-    assert row == (None, 1)
-    assert format_cost(session_totals(core.store, [conv.session.id])[conv.session.id]) == "unknown"
+    [row] = core.store.db.read("SELECT cost_usd, requests FROM turn_usage WHERE session_id = ?", (conv.session.id,))
+    assert tuple(row) == (None, 1)
+    assert format_cost(core.store.usage.totals([conv.session.id])[conv.session.id]) == "unknown"
 
 
 def test_the_summariser_spend_is_its_own_line(core: Core) -> None:
@@ -82,7 +74,7 @@ def test_the_summariser_spend_is_its_own_line(core: Core) -> None:
         run(conv, f"message {i}")
     asyncio.run(conv.compact(None))
     assert conv.session is not None
-    by_role = session_by_role(core.store, conv.session.id)
+    by_role = core.store.usage.by_role(conv.session.id)
     assert list(by_role) == ["chat", "summary"]
     assert by_role["chat"].requests == 3 and by_role["summary"].requests >= 1
     lines = usage_lines(by_role)
@@ -92,29 +84,30 @@ def test_the_summariser_spend_is_its_own_line(core: Core) -> None:
 
 def test_usage_report_groups_by_model_day_session_and_since(core: Core) -> None:
     store = core.store
-    a = store.create_session(model="m", cwd="/", title="a").id
-    b = store.create_session(model="m", cwd="/", title="b").id
-    record_usage(store, a, TurnUsage(model="gpt-4o", requests=1, input_tokens=10, output_tokens=5, cost_usd=0.25))
-    record_usage(store, b, TurnUsage(model="gpt-4o", requests=2, input_tokens=20, output_tokens=5, cost_usd=0.5))
-    record_usage(store, b, TurnUsage(model="local", requests=1, input_tokens=7, cost_usd=None))
-    store._conn.execute("UPDATE turn_usage SET created_at = ? WHERE session_id = ?", (time.time() - 10 * 86400, a))
-    by_model = usage_report(store, since=None, by="model")
+    a = store.sessions.create(model="m", cwd="/", title="a").id
+    b = store.sessions.create(model="m", cwd="/", title="b").id
+    store.usage.record(a, TurnUsage(model="gpt-4o", requests=1, input_tokens=10, output_tokens=5, cost_usd=0.25))
+    store.usage.record(b, TurnUsage(model="gpt-4o", requests=2, input_tokens=20, output_tokens=5, cost_usd=0.5))
+    store.usage.record(b, TurnUsage(model="local", requests=1, input_tokens=7, cost_usd=None))
+    with store.db.transaction() as tx:
+        tx.execute("UPDATE turn_usage SET created_at = ? WHERE session_id = ?", (time.time() - 10 * 86400, a))
+    by_model = store.usage.report(since=None, by="model")
     assert set(by_model) == {"gpt-4o", "local"}
     assert by_model["gpt-4o"].cost_usd == pytest.approx(0.75) and by_model["gpt-4o"].cost_known
     assert format_cost(by_model["local"]) == "unknown"
-    by_session = usage_report(store, since=None, by="session")
+    by_session = store.usage.report(since=None, by="session")
     assert by_session[b].requests == 3 and format_cost(by_session[b]) == "$0.5000 + unknown"
-    assert len(usage_report(store, since=None, by="day")) == 2
-    recent = usage_report(store, since=time.time() - 7 * 86400, by="model")
+    assert len(store.usage.report(since=None, by="day")) == 2
+    recent = store.usage.report(since=time.time() - 7 * 86400, by="model")
     assert recent["gpt-4o"].requests == 2
 
 
 def test_co_usage_command_prints_a_table_and_json(core: Core, monkeypatch: pytest.MonkeyPatch) -> None:
     from co_cli.usage_cli import app
 
-    sid = core.store.create_session(model="m", cwd="/", title="a").id
-    record_usage(core.store, sid, TurnUsage(model="gpt-4o", requests=1, input_tokens=10, output_tokens=5, cost_usd=1))
-    record_usage(core.store, sid, TurnUsage(model="mystery", requests=1, input_tokens=3, output_tokens=1))
+    sid = core.store.sessions.create(model="m", cwd="/", title="a").id
+    core.store.usage.record(sid, TurnUsage(model="gpt-4o", requests=1, input_tokens=10, output_tokens=5, cost_usd=1))
+    core.store.usage.record(sid, TurnUsage(model="mystery", requests=1, input_tokens=3, output_tokens=1))
     runner = CliRunner()
     table = runner.invoke(app, ["--by", "model"], env={"COLUMNS": "120"})
     assert table.exit_code == 0, table.output
@@ -130,7 +123,7 @@ def test_co_usage_command_prints_a_table_and_json(core: Core, monkeypatch: pytes
 def test_tool_stats_count_calls_and_failures_per_tool() -> None:
     from pydantic_ai.messages import ToolCallPart, ToolReturnPart
 
-    from co_cli.store.sessions import StoredMessage
+    from co_cli.store import StoredMessage
 
     messages: list[ModelMessage] = [
         ModelResponse(parts=[ToolCallPart("run_shell", {}, "1"), ToolCallPart("read_file", {}, "2")]),
@@ -176,9 +169,11 @@ def test_sessions_list_has_tokens_and_cost_columns(core: Core, monkeypatch: pyte
 
     conv = core.conversation(streaming_model(lambda messages: "fine", name="gpt-4o"))
     run(conv, "hello")
-    old = core.store.create_session(model="m", cwd="/", title="before usage rows")
-    seq = core.store.begin_turn(old.id, "old prompt")
-    core.store.finish_turn(old.id, seq, [ModelResponse(parts=[TextPart("old")])], input_tokens=5, output_tokens=2)
+    old = core.store.sessions.create(model="m", cwd="/", title="before usage rows")
+    seq = core.store.messages.begin_turn(old.id, "old prompt")
+    core.store.messages.finish_turn(
+        old.id, seq, [ModelResponse(parts=[TextPart("old")])], input_tokens=5, output_tokens=2
+    )
     monkeypatch.chdir(core.cwd)
     runner = CliRunner()
     table = runner.invoke(app, ["list"], env={"COLUMNS": "160"})
