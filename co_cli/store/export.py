@@ -149,7 +149,7 @@ def export_document(store: Store, session_id: str) -> dict[str, object]:
 
 
 Repair = Callable[[list["ModelMessage"]], list["ModelMessage"]]
-"""Makes a history sendable: answers tool calls left unanswered (``co_cli.context.repair.repair_orphans``)."""
+"""Makes a history sendable: answers tool calls left unanswered (the context package's ``repair_orphans``)."""
 
 
 def resumable(

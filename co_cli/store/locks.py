@@ -26,7 +26,7 @@ class OpenSessions:
 
         A lock left by a process that has ended is free. ``force`` takes the session from a live holder."""
         with self.db.lock:
-            self._lock(session_id, force=force)
+            self._take(session_id, force=force)
             try:
                 with self.db.transaction() as tx:
                     tx.execute(
@@ -66,14 +66,14 @@ class OpenSessions:
         unless this process already held it. The database lock is held throughout."""
         with self.db.lock:
             ours = self.db.lock_files.holds(session_id)
-            self._lock(session_id)
+            self._take(session_id)
             try:
                 yield
             finally:
                 if not ours:
                     self.db.lock_files.release(session_id)
 
-    def _lock(self, session_id: str, force: bool = False) -> None:
+    def _take(self, session_id: str, force: bool = False) -> None:
         """Take the session's lock file; SessionBusy if another live process holds it (and not ``force``)."""
         if self.db.read_one("SELECT id FROM sessions WHERE id = ?", (session_id,)) is None:
             raise SessionNotFound.no_such(session_id)

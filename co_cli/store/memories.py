@@ -6,7 +6,7 @@ change (one command, one tool call, one accepted proposal, one import) is one *c
 in ``memory_events`` with the same ``change_id``, written in one transaction. ``undo`` reverts the latest
 change that is not itself an undo and not undone yet, and records that as a change too.
 
-What is worth remembering, and which memories a prompt gets, is decided in ``co_cli.memory``; the rules of
+What is worth remembering, and which memories a prompt gets, is decided by the memory package; the rules of
 a memory row itself (one statement, no secret, a known kind and scope) are here.
 """
 

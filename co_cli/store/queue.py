@@ -1,4 +1,4 @@
-"""The memory-extraction queue: turns whose facts are still to be extracted (``co_cli.memory.extract``).
+"""The memory-extraction queue: turns whose facts are still to be extracted (by the memory extractor).
 
 Kept in the database so that none is lost at exit or in a crash: an item is claimed while it is worked on
 and removed when done; a claim older than ``stale_after`` seconds (its co died) is taken over by the next co.
