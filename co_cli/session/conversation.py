@@ -47,7 +47,7 @@ class Conversation:
         self.deps = deps
         self.store = store
         self.state: SessionState = deps.state
-        self.recorder = Recorder(store, self.state, deps.cwd)
+        self.recorder = Recorder(store, self.state, deps.cwd, model_label=lambda: self.engine.resolved.label)
         self.engine = Engine(
             resolved,
             deps,

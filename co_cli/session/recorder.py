@@ -8,6 +8,7 @@ seqs a turn's messages will get before anything is written, so compaction spans 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,10 +51,12 @@ class Written:
 
 
 class Recorder:
-    def __init__(self, store: SessionStore, state: SessionState, cwd: Path) -> None:
+    def __init__(self, store: SessionStore, state: SessionState, cwd: Path, model_label: Callable[[], str]) -> None:
         self.store = store
         self.state = state
         self.cwd = cwd
+        self.model_label = model_label
+        """The label of the model in use (saved with a new session)."""
         self._next_seq = 0
 
     @property
@@ -78,13 +81,18 @@ class Recorder:
         self.state.info = None
         self._next_seq = 0
 
-    # ----- turns ------------------------------------------------------------------------------------------
-    def begin(self, prompt: str, *, model: str) -> int:
-        """Commit the user's prompt (creating the session on its first); return the prompt's seq."""
+    def _ensure_session(self, title: str) -> str:
+        """The session's id, creating it first if nothing has been saved yet (an empty title is set by the
+        first prompt)."""
         if self.state.info is None:
-            self.state.info = self.store.create_session(model=model, cwd=str(self.cwd), title=prompt)
+            self.state.info = self.store.create_session(model=self.model_label(), cwd=str(self.cwd), title=title)
             self.store.acquire(self.state.info.id)
-        seq = self.store.begin_turn(self.state.info.id, prompt)
+        return self.state.info.id
+
+    # ----- turns ------------------------------------------------------------------------------------------
+    def begin(self, prompt: str) -> int:
+        """Commit the user's prompt (creating the session on its first); return the prompt's seq."""
+        seq = self.store.begin_turn(self._ensure_session(prompt), prompt)
         self._next_seq = seq + 1
         return seq
 
@@ -151,7 +159,8 @@ class Recorder:
         return self.store.undo_compaction(self._session_id())
 
     def pin(self, text: str, source: PinSource) -> int:
-        return self.store.add_pin(self._session_id(), text, source)
+        """Save a pin (a pin made before the first prompt creates the session it belongs to)."""
+        return self.store.add_pin(self._ensure_session(""), text, source)
 
     def unpin(self, pin_id: int) -> None:
         self.store.remove_pin(self._session_id(), pin_id)

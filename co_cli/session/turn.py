@@ -101,7 +101,7 @@ class Turns:
         # Text that is not valid UTF-8 (e.g. stray bytes from a pipe) is sent and saved with U+FFFD instead.
         prompt = prompt.encode("utf-8", "replace").decode("utf-8")
         self.state.last_prompt = prompt
-        prompt_seq = self.recorder.begin(prompt, model=self.engine.resolved.label)
+        prompt_seq = self.recorder.begin(prompt)
         self.state.turn_seq = prompt_seq
         outcome = await self._turn(prompt, view, token, prompt_seq, retry_on_overflow=True)
         if outcome.status == "ok":
