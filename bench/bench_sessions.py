@@ -27,7 +27,7 @@ from prompt_toolkit.output import DummyOutput  # noqa: E402
 
 from bench.bench_store import Row, _prose, measure, print_table, turn  # noqa: E402
 from co_cli.context.repair import repair_orphans  # noqa: E402
-from co_cli.resume import check_fork_point, rebuild_context  # noqa: E402
+from co_cli.session.rebuild import check_fork_point, rebuild_context  # noqa: E402
 from co_cli.store import CompactionRecord, SessionInfo, Store, StoredMessage  # noqa: E402
 from co_cli.store import messages as message_rows  # noqa: E402
 from co_cli.store import sessions as session_rows  # noqa: E402

@@ -14,9 +14,13 @@ from pydantic_ai.usage import RequestUsage
 from typer.testing import CliRunner
 
 from co_cli.repl import commands
+from co_cli.session.metering import messages_cost, response_cost
 from co_cli.sessions_view import tool_stats, usage_lines
-from co_cli.store.usage import TurnUsage, UsageTotals, format_cost
-from co_cli.usage import messages_cost, response_cost
+from co_cli.store.usage import (
+    TurnUsage,
+    UsageTotals,
+    format_cost,
+)
 from tests.test_turn_core import Core, core, long_echo, run, streaming_model, summarizer
 
 __all__ = ["core"]
@@ -72,7 +76,7 @@ def test_the_summariser_spend_is_its_own_line(core: Core) -> None:
     conv = core.conversation(streaming_model(long_echo), summarizer=summarizer())
     for i in range(3):
         run(conv, f"message {i}")
-    asyncio.run(conv.compact(None))
+    asyncio.run(conv.compactions.compact(None))
     assert conv.session is not None
     by_role = core.store.usage.by_role(conv.session.id)
     assert list(by_role) == ["chat", "summary"]
@@ -189,7 +193,7 @@ def test_the_embedded_model_costs_nothing_and_an_unknown_one_is_unknown() -> Non
     from pydantic_ai.messages import ModelResponse, TextPart
     from pydantic_ai.usage import RequestUsage
 
-    from co_cli.usage import response_cost
+    from co_cli.session.metering import response_cost
 
     usage = RequestUsage(input_tokens=1000, output_tokens=100)
     local = ModelResponse(parts=[TextPart("hi")], usage=usage, model_name="local:SmolLM2", provider_name="llama_cpp")

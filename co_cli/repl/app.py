@@ -92,8 +92,7 @@ class ChatApp:
             self._conv = await self._start_build()
         if not self._background_started:
             self._background_started = True
-            if self._conv.memory_worker is not None:
-                self._conv.memory_worker.start()  # what an earlier co left queued
+            self._conv.background.start_extraction()  # what an earlier co left queued
         return self._conv
 
     async def finish_background(self) -> None:
@@ -102,7 +101,7 @@ class ChatApp:
         if self._conv is None:
             return
         await self._conv.finish_background()
-        worker = self._conv.memory_worker
+        worker = self._conv.background.memory_worker
         if worker is None:
             return
         try:
@@ -148,10 +147,10 @@ class ChatApp:
             return html.escape(f" {self.choice.spec} │ loading… ")
         r = self._conv.resolved
         session = self._conv.session.id[:8] if self._conv.session else "new"
-        pct = self._conv.percent_used()
+        pct = self._conv.window.percent_used()
         from co_cli.memory.status import toolbar_note
 
-        memory = toolbar_note(self._conv)
+        memory = toolbar_note(self._conv.memories, self._conv.project)
         cost = self._session_cost()
         return html.escape(
             f" {r.label} │ session {session} │ context {pct:.0f}% of {r.context_window:,} {cost}{memory}"

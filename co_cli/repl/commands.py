@@ -182,7 +182,7 @@ async def _compact(host: CommandHost, arg: str) -> None:
     preview = word == "preview"
     focus = rest.strip() if preview else arg
     try:
-        work = host.conv.preview_compaction(focus) if preview else host.conv.compact(focus)
+        work = host.conv.compactions.preview(focus) if preview else host.conv.compactions.compact(focus)
         result = await host.cancellable(work, "Compacting…")
     except NothingToCompact as exc:
         host.info(exc.message[:1].upper() + exc.message[1:] + ".")
@@ -200,12 +200,12 @@ async def _compact(host: CommandHost, arg: str) -> None:
         if result is None:
             host.info("Discarded; history unchanged.")
             return
-        host.conv.apply_compaction(result, focus)
+        host.conv.compactions.apply(result, focus)
     host.info(compaction_line(result))
 
 
 def _show_compaction(host: CommandHost) -> None:
-    summary = host.conv.current_summary()
+    summary = host.conv.compactions.current_summary()
     if summary is None:
         host.info("No compaction is in force: the model sees the whole conversation.")
     else:
@@ -230,7 +230,7 @@ async def _review_preview(host: CommandHost, result: CompactionResult) -> Compac
             if edited is None:
                 host.error("no editor could be started (set $EDITOR); the summary is unchanged")
                 continue
-            result = host.conv.with_summary_text(result, edited)
+            result = host.conv.compactions.with_summary_text(result, edited)
             host.show(result.summary)
 
 
@@ -238,7 +238,7 @@ async def _review_preview(host: CommandHost, result: CompactionResult) -> Compac
 async def _context(host: CommandHost, arg: str) -> None:
     from co_cli.repl.context_view import render_context
 
-    host.show(render_context(host.conv.report(), plain=not host.interactive))
+    host.show(render_context(host.conv.window.report(), plain=not host.interactive))
 
 
 @command("sessions", "[query]", "list saved sessions, or search them")
@@ -318,7 +318,7 @@ async def _fork(host: CommandHost, arg: str) -> None:
         return
     upto = _message_number(arg, "/fork [n]")
     parent = host.conv.session.id
-    forked = host.conv.fork(upto)
+    forked = host.conv.branches.fork(upto)
     if forked:
         at = f" at #{upto}" if upto is not None else ""
         host.info(f"Forked {parent[:8]}{at} -> {forked.id}; you are now in the fork.")
@@ -345,9 +345,8 @@ async def _rename(host: CommandHost, arg: str) -> None:
     if host.conv.session is None:
         host.error("nothing to rename yet: this conversation has no messages")
         return
-    store.sessions.rename(host.conv.session.id, arg)
-    host.conv.session = store.sessions.get(host.conv.session.id)
-    host.info(f"Renamed to: {host.conv.session.title}")
+    renamed = host.conv.rename(arg)
+    host.info(f"Renamed to: {renamed.title}")
 
 
 @command("delete", "<id>", "move a saved session to the trash (asks to confirm)", complete=_session_ids)
@@ -381,11 +380,11 @@ async def _delete(host: CommandHost, arg: str) -> None:
 async def _pin(host: CommandHost, arg: str) -> None:
     remember = arg == "--remember" or arg.startswith("--remember ")
     arg = arg.removeprefix("--remember").strip()
-    text = arg or host.conv.last_user_text()
+    text = arg or host.conv.pins.last_user_text()
     if not text:
         host.error("nothing to pin yet: type /pin <instruction>")
         return
-    pin = host.conv.pin(text)
+    pin = host.conv.pins.add(text)
     if pin is None:
         host.info("Already pinned.")
     else:
@@ -415,13 +414,13 @@ async def _unpin(host: CommandHost, arg: str) -> None:
     if not arg.strip().isdigit():
         host.error("usage: /unpin <n> (see /pins)")
         return
-    pin = host.conv.unpin(int(arg))
+    pin = host.conv.pins.remove(int(arg))
     host.info(f"Unpinned: {pin.text}")
 
 
 @command("uncompact", "", "undo the latest compaction: the working context as it was before it")
 async def _uncompact(host: CommandHost, arg: str) -> None:
-    count = host.conv.uncompact()
+    count = host.conv.compactions.undo()
     if count is None:
         host.info("Nothing to undo: no compaction is in force.")
         return
@@ -430,15 +429,14 @@ async def _uncompact(host: CommandHost, arg: str) -> None:
 
 def _memories(host: CommandHost) -> tuple[Any, str] | None:
     """The memory store and this project's key, or None (with an error) when memory is off or not saved."""
-    from co_cli.memory.inject import memory_on, project_key
-
     if host.store is None:
         host.error("memory needs saved sessions (not with --no-save)")
         return None
-    if not memory_on(host.conv.deps):
+    memories = host.conv.memories
+    if memories is None:
         host.error("memory is off in this run (--no-memory or the memory setting)")
         return None
-    return host.store.memories, project_key(host.conv.deps)
+    return memories, host.conv.project
 
 
 @command("memory", "[review]", "long-term memory: counts, proposals to review, what the last request used")
@@ -473,13 +471,13 @@ async def _memory(host: CommandHost, arg: str) -> None:
         host.show(Text("Pinned in this session only (/pins, /unpin N):\n" + "\n".join(lines), style="dim"))
     for proposal in store.proposals(project):
         host.show(Text("\n".join(describe(store, proposal)), style="yellow"))
-    used = host.conv.deps.memory_used
+    used = host.conv.state.memory_used
     if used:
         host.show(Text("Sent with the last request:\n" + "\n".join(f"  m{m.id} {m.text}" for m in used), style="dim"))
     else:
         host.show(Text("The last request was sent no memories.", style="dim"))
-    worker = host.conv.memory_worker
-    if worker is None and host.conv.deps.settings.memory_extract != "off":
+    worker = host.conv.background.memory_worker
+    if worker is None and host.loaded.settings.memory_extract != "off":
         host.show(
             Text(
                 "Automatic extraction is off with the embedded model as summariser (set summarization_model "
@@ -540,7 +538,7 @@ async def _rewind(host: CommandHost, arg: str) -> None:
         return
     upto = _message_number(arg, "/rewind [n]")
     parent = host.conv.session.id
-    forked = host.conv.rewind(upto)
+    forked = host.conv.branches.rewind(upto)
     if forked is None:
         return
     where = f"after message #{forked.fork_seq}" if (forked.fork_seq or 0) >= 0 else "to the start"

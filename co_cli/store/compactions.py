@@ -1,7 +1,7 @@
 """The compactions table: each time a session's working context was compacted, what replaced which messages.
 
 The transcript is never changed by a compaction; a compaction row says how the working context was built
-from it (``co_cli.resume``). An undone compaction (``/uncompact``) stays on record with ``undone_at``.
+from it (a rebuild of the working context). An undone compaction (``/uncompact``) stays on record with ``undone_at``.
 """
 
 from __future__ import annotations

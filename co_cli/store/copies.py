@@ -20,7 +20,8 @@ def fork(db: Database, session_id: str, upto_seq: int | None = None) -> SessionI
     """Copy the session (up to ``upto_seq``) under a new id; the original is untouched.
 
     The fork keeps the pins in force and the compactions that had happened by that point: those covering
-    only messages up to ``upto_seq`` and made before the message after it was saved (``co_cli.resume``)."""
+    only messages up to ``upto_seq`` and made before the message after it was saved, as a rebuild of the
+    working context at that point has them)."""
     now = time.time()
     with db.transaction() as tx:
         source = sessions.find(tx, session_id)
