@@ -79,7 +79,7 @@ def bulk_sessions(store: SessionStore, count: int, turns_each: int) -> None:
 
 
 def bench_picker(db: Path, count: int, runs: int, rows: list[Row]) -> None:
-    from co_cli.repl.picker import Picker
+    from co_cli.terminal.picker import Picker
 
     with SessionStore.open(db) as store:
         store._conn.execute("PRAGMA synchronous = OFF")

@@ -8,8 +8,8 @@ from types import SimpleNamespace
 from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
 
-from co_cli.repl import commands
-from co_cli.repl.prompt import SlashCompleter
+from co_cli.terminal import commands
+from co_cli.terminal.prompt import SlashCompleter
 
 REQUIRED = {
     "help", "model", "new", "clear", "quit", "exit", "retry", "compact", "context",

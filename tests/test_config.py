@@ -139,7 +139,7 @@ def test_cli_config_path(tmp_path: Path) -> None:
 
 def test_help_does_not_import_pydantic_ai(tmp_path: Path) -> None:
     code = (
-        "import sys\nfrom co_cli.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "import sys\nfrom co_cli.terminal.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
         "heavy = [m for m in sys.modules if m.startswith(('pydantic_ai', 'openai', 'anthropic', 'google.genai', "
         "'groq', 'mistralai', 'llama_cpp'))]\nprint('HEAVY', heavy)\n"
     )

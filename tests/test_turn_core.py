@@ -351,8 +351,8 @@ def test_a_summary_pins_the_standing_instructions_it_quotes(core: Core) -> None:
 def test_memory_extraction_is_not_attached_with_the_embedded_model_as_summariser(
     core: Core, tmp_path: Path
 ) -> None:
-    from co_cli.chat import _embedded
     from co_cli.local.model import LocalModel
+    from co_cli.terminal.chat import _embedded
 
     local = LocalModel(tmp_path / "tiny.gguf", n_ctx=2048, max_tokens=16)
     embedded = core.conversation(streaming_model(echo))

@@ -13,10 +13,10 @@ from prompt_toolkit.formatted_text import HTML
 from prompt_toolkit.history import FileHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
-from co_cli.repl.commands import REGISTRY
+from co_cli.terminal.commands import REGISTRY
 
 if TYPE_CHECKING:
-    from co_cli.repl.app import ChatApp
+    from co_cli.terminal.app import ChatApp
 
 PROMPT = "co> "
 

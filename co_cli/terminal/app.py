@@ -17,18 +17,18 @@ from rich.text import Text
 from co_cli.config import LoadedSettings
 from co_cli.errors import CoError
 from co_cli.models import ModelChoice
-from co_cli.repl import commands
-from co_cli.repl.render import PlainView, TerminalView, print_error
-from co_cli.repl.terminal_mode import quiet_input
+from co_cli.terminal import commands
+from co_cli.terminal.render import PlainView, TerminalView, print_error
+from co_cli.terminal.terminal_mode import quiet_input
 from co_cli.terminal_text import printable
 
 if TYPE_CHECKING:
     from pydantic_ai import CancellationToken
     from pydantic_ai.messages import ModelMessage
 
-    from co_cli.repl.approval_prompt import TerminalApprover
     from co_cli.session import Conversation, TurnOutcome, TurnView
     from co_cli.store.sessions import SessionStore
+    from co_cli.terminal.approval_prompt import TerminalApprover
 
 T = TypeVar("T")
 
@@ -286,7 +286,7 @@ class ChatApp:
             await self.turn(line)
 
     async def run_interactive(self) -> None:
-        from co_cli.repl.prompt import PROMPT, make_session
+        from co_cli.terminal.prompt import PROMPT, make_session
 
         self.banner()
         if self._conv is not None and self._conv.session:

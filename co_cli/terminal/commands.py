@@ -224,7 +224,7 @@ async def _review_preview(host: CommandHost, result: CompactionResult) -> Compac
         if answer == "d" or answer == "":
             return None
         if answer == "e":
-            from co_cli.repl.editor import edit_text
+            from co_cli.terminal.editor import edit_text
 
             edited = edit_text(result.summary)
             if edited is None:
@@ -236,14 +236,14 @@ async def _review_preview(host: CommandHost, result: CompactionResult) -> Compac
 
 @command("context", "", "how full the context window is, and with what")
 async def _context(host: CommandHost, arg: str) -> None:
-    from co_cli.repl.context_view import render_context
+    from co_cli.terminal.context_view import render_context
 
     host.show(render_context(host.conv.report(), plain=not host.interactive))
 
 
 @command("sessions", "[query]", "list saved sessions, or search them")
 async def _sessions(host: CommandHost, arg: str) -> None:
-    from co_cli.sessions_view import search_table, sessions_table
+    from co_cli.terminal.views import search_table, sessions_table
 
     store = _store(host)
     if store is None:
@@ -278,7 +278,7 @@ async def _pick(host: CommandHost, store: SessionStore) -> None:
     if not host.interactive:
         host.error("usage: /resume <id or prefix> (the picker needs a terminal; /sessions lists the ids)")
         return
-    from co_cli.repl.picker import pick_session
+    from co_cli.terminal.picker import pick_session
 
     choice = await pick_session(store, cwd=str(host.conv.deps.cwd), current=host.conv.session_id)
     if choice is None:
@@ -550,8 +550,8 @@ async def _rewind(host: CommandHost, arg: str) -> None:
 
 @command("usage", "", "tokens and cost of the last turn and of this session")
 async def _usage(host: CommandHost, arg: str) -> None:
-    from co_cli.sessions_view import usage_lines
     from co_cli.store.usage import UsageTotals, session_by_role
+    from co_cli.terminal.views import usage_lines
 
     last = host.conv.last_usage
     if last is None:
