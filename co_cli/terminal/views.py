@@ -13,11 +13,11 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from co_cli.context.report import KINDS, ContextReport
 from co_cli.store.sessions import SNIPPET_CLOSE, SNIPPET_OPEN, compactions_by_position
 from co_cli.terminal_text import printable
 
 if TYPE_CHECKING:
+    from co_cli.context.report import ContextReport
     from co_cli.store.sessions import CompactionRecord, SearchHit, SessionInfo, StoredMessage
     from co_cli.store.usage import UsageTotals
 
@@ -245,6 +245,9 @@ def usage_bar(percent: float, threshold: float, width: int = BAR_WIDTH) -> Text:
 
 
 def render_context(report: ContextReport, plain: bool = False) -> RenderableType | str:
+    """/context: a bar and the numbers behind it (plain lines when not in a terminal)."""
+    from co_cli.context.report import KINDS  # the context package imports pydantic-ai: `co sessions` needs none
+
     if plain:
         return "\n".join(report.lines())
     table = Table(show_header=False, box=None, pad_edge=False)
