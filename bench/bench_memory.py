@@ -103,7 +103,6 @@ def bench_next_prompt(runs: int) -> None:
 
     from co_cli.config import load_settings
     from co_cli.deps import CoDeps
-    from co_cli.memory.extract import attach_extraction
     from co_cli.models import ModelChoice, ResolvedModel
     from co_cli.session import Conversation
     from co_cli.store.sessions import SessionStore
@@ -137,7 +136,7 @@ def bench_next_prompt(runs: int) -> None:
             deps = CoDeps(settings=loaded.settings, paths=loaded.paths, cwd=Path(tmp), store=store)
             conv = Conversation(resolved=resolved, deps=deps, store=store)
             if extract:
-                attach_extraction(conv, store.memories())
+                conv.background.attach_extraction()
 
             async def turns(conv: Conversation = conv) -> list[float]:
                 timings = []
@@ -147,8 +146,8 @@ def bench_next_prompt(runs: int) -> None:
                         f"I like the number {i} and the colour blue a lot", Quiet(), CancellationToken()
                     )
                     timings.append((time.perf_counter() - start) * 1000)
-                if conv.memory_worker is not None:
-                    await conv.memory_worker.drain()
+                if conv.background.memory_worker is not None:
+                    await conv.background.memory_worker.drain()
                 return timings
 
             timings = asyncio.run(turns())

@@ -37,7 +37,6 @@ from pydantic_ai import Agent  # noqa: E402
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart  # noqa: E402
 from pydantic_ai.models import Model, ModelRequestContext, ModelRequestParameters  # noqa: E402
 
-from co_cli.agent import pins_section  # noqa: E402
 from co_cli.config import Settings, load_settings  # noqa: E402
 from co_cli.context.boundaries import find_head_end, find_tail_start  # noqa: E402
 from co_cli.context.governor import ContextGovernor, GovernorEvent  # noqa: E402
@@ -45,6 +44,7 @@ from co_cli.context.policy import GovernorConfig  # noqa: E402
 from co_cli.context.summarize import render_transcript  # noqa: E402
 from co_cli.message_view import views  # noqa: E402
 from co_cli.models import resolve_model  # noqa: E402
+from co_cli.session.instructions import pins_section  # noqa: E402
 from tests.support.planted_facts import FACTS, facts_kept, planted_script, turn_messages  # noqa: E402
 
 PLAIN_PROMPT = "Summarise this conversation.\n\n<transcript>\n{transcript}\n</transcript>"

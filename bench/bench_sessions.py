@@ -26,7 +26,7 @@ from prompt_toolkit.input import create_pipe_input  # noqa: E402
 from prompt_toolkit.output import DummyOutput  # noqa: E402
 
 from bench.bench_store import Row, _prose, measure, print_table, turn  # noqa: E402
-from co_cli.resume import check_fork_point, rebuild_context  # noqa: E402
+from co_cli.session.rebuild import check_fork_point, rebuild_context  # noqa: E402
 from co_cli.store.export import export_json_line  # noqa: E402
 from co_cli.store.merge import merge_import  # noqa: E402
 from co_cli.store.sessions import (  # noqa: E402

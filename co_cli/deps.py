@@ -1,17 +1,60 @@
-"""Run-time dependencies handed to the agent's tools (``RunContext[CoDeps].deps``)."""
+"""What the agent's tools may read of the live run: ``CoDeps`` (fixed for the run) and ``SessionState`` (what
+changes as the conversation goes on). ``RunContext[CoDeps].deps`` is how a tool gets both."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from co_cli.config import Paths, Settings
+from co_cli.context.working import WorkingContext
 
 if TYPE_CHECKING:
     from co_cli.memory.instructions_files import InstructionsFiles
     from co_cli.memory.retrieval import Scored
-    from co_cli.store.sessions import SessionStore
+    from co_cli.store.sessions import SessionInfo, SessionStore
+    from co_cli.store.usage import TurnUsage
+
+PinSource = Literal["user", "summary"]
+
+
+@dataclass(frozen=True)
+class Pin:
+    """A standing instruction, kept verbatim in the instructions of every request of the session."""
+
+    id: int
+    text: str
+    source: PinSource
+
+
+@dataclass
+class SessionState:
+    """The one mutable record of the live session. The session's collaborators change it; tools read it."""
+
+    info: SessionInfo | None = None
+    """The saved session (None until the first prompt creates it)."""
+    context: WorkingContext = field(default_factory=WorkingContext)
+    """What the model is sent next (before trimming), each message beside its transcript seq."""
+    pins: list[Pin] = field(default_factory=list)
+    """Standing instructions: part of every request's instructions, never summarised."""
+    approved_commands: set[str] = field(default_factory=set)
+    """Shell commands the user allowed, verbatim, for the rest of this session ("a" at the prompt)."""
+    turn_seq: int | None = None
+    """The seq of the prompt being answered (provenance of what the model remembers)."""
+    last_prompt: str | None = None
+    last_usage: TurnUsage | None = None
+    """The usage of the last finished turn (for ``/usage``)."""
+    memory_used: list[Scored] = field(default_factory=list)
+    """The memories the last request was sent (for ``/memory`` and ``/context``)."""
+
+    @property
+    def session_id(self) -> str | None:
+        return self.info.id if self.info else None
+
+    def pin_texts(self) -> list[str]:
+        return [pin.text for pin in self.pins]
 
 
 @dataclass
@@ -20,17 +63,30 @@ class CoDeps:
     paths: Paths
     cwd: Path
     store: SessionStore | None = None
-    session_id: str | None = None
-    # Shell commands the user allowed, verbatim, for the rest of this session ("a" at the prompt).
-    approved_commands: set[str] = field(default_factory=set)
-    # Standing instructions pinned in this session: part of every request's instructions, never summarised.
-    pins: list[str] = field(default_factory=list)
-    # Long-term memory: the seq of the prompt being answered (provenance of what the model remembers), the
-    # memories the last request was sent, and per-directory facts read once.
-    turn_seq: int | None = None
-    memory_used: list[Scored] = field(default_factory=list)
-    instructions_files: InstructionsFiles | None = None
-    project: str | None = None
+    state: SessionState = field(default_factory=SessionState)
+
+    @property
+    def session_id(self) -> str | None:
+        return self.state.session_id
+
+    @cached_property
+    def instructions_files(self) -> InstructionsFiles:
+        """The instructions files of this working directory (read once per conversation)."""
+        from co_cli.memory.instructions_files import load_instructions_files
+
+        return load_instructions_files(self.cwd, self.settings.config_dir, self.settings.instructions_files_max_tokens)
+
+    @cached_property
+    def project(self) -> str:
+        """What project-scope memories of this working directory are filed under."""
+        from co_cli.memory.instructions_files import project_root
+
+        return str(project_root(self.cwd))
+
+    @property
+    def memory_on(self) -> bool:
+        """Long-term memory is used in this run (the ``memory`` setting; off with ``--no-memory``/``--no-save``)."""
+        return bool(self.settings.memory) and self.store is not None
 
     @property
     def tool_output_dir(self) -> Path:

@@ -113,6 +113,8 @@ def test_memory_commands_when_memory_is_off(core: Core, monkeypatch: pytest.Monk
     printed = ChatRun(core, streaming_model(echo)).send("/memory", "/remember x", "/forget m1")
     assert printed.code == 1 and printed.out == ""
     assert printed.err == "error: memory is off in this run (--no-memory or the memory setting)\n" * 3
-    unsaved = ChatRun(core, streaming_model(echo), saved=False).send("/remember x")
+    unsaved_run = ChatRun(core, streaming_model(echo), saved=False)
+    unsaved = unsaved_run.send("/remember x")
+    unsaved_run.close()
     assert unsaved.err == "error: memory needs saved sessions (not with --no-save)\n"
     assert memories(core).list() == []

@@ -43,6 +43,7 @@ def test_sessions_lists_and_searches_the_saved_sessions(core: Core) -> None:
 def test_session_commands_without_saving_say_so(core: Core) -> None:
     chat = ChatRun(core, streaming_model(echo), saved=False)
     printed = chat.send("hello", *(f"/{word}" for word in ("sessions", "resume x", "fork", "rename t", "delete x")))
+    chat.close()
     assert printed.code == 1 and printed.lines == ["echo: hello"]
     assert printed.err == "error: sessions are not being saved (--no-save)\n" * 5
     assert core.store.list() == []

@@ -16,7 +16,7 @@ from pydantic_ai.messages import (
 from co_cli.config import load_settings
 from co_cli.errors import CoError
 from co_cli.message_view import user_text
-from co_cli.resume import check_fork_point, rebuild_context, rewind_point
+from co_cli.session.rebuild import check_fork_point, rebuild_context, rewind_point
 from co_cli.store.sessions import SessionStore
 from tests.test_turn_core import Core, core, dumped, long_echo, run, streaming_model, summarizer
 
@@ -102,9 +102,9 @@ def test_conversation_fork_at_refuses_a_mid_tool_point_and_creates_nothing(core:
     conv = core.conversation(streaming_model(long_echo))
     conv.load(core.store.get(sid))
     with pytest.raises(CoError):
-        conv.fork(3)
+        conv.branches.fork(3)
     assert conv.session_id == sid and core.store.count() == 1
-    forked = conv.fork(1)
+    forked = conv.branches.fork(1)
     assert forked is not None and conv.session_id == forked.id
     assert [user_text(m) for m in conv.working if isinstance(m, ModelRequest)] == ["hi"]
 
@@ -133,7 +133,7 @@ def test_rewind_continues_in_a_fork_and_the_original_stays(core: Core) -> None:
     assert conv.session is not None
     original = conv.session.id
     before = [(m.seq, m.text) for m in core.store.transcript(original)]
-    forked = conv.rewind()
+    forked = conv.branches.rewind()
     assert forked is not None and forked.parent_id == original and forked.fork_seq == 3
     assert run(conv, "three again").status == "ok"
     assert seen[-1] == ["one", "two", "three again"]

@@ -30,7 +30,7 @@ from co_cli.tools.files import MAX_LINE_CHARS, READ_OUTPUT_CHARS, grep, list_dir
 from co_cli.tools.history import read_tool_output
 from co_cli.tools.paths import PRIVATE_REASON
 from co_cli.tools.shell import run_shell
-from tests.support.deps import ctx_for, make_deps
+from tests.support.deps import ctx_for, in_session, make_deps
 from tests.test_context_fixtures import calls, reply, returns, user
 from tests.test_tools_shell import assert_dies
 
@@ -203,7 +203,7 @@ def home_deps(tmp_path: Path) -> CoDeps:
         user_settings=config_dir / "settings.json",
         project_settings=home / ".co-cli" / "settings.json",
     )
-    return CoDeps(settings=settings, paths=paths, cwd=home, session_id="mine")
+    return in_session(CoDeps(settings=settings, paths=paths, cwd=home), "mine")
 
 
 PRIVATE_CALLS = [

@@ -7,8 +7,6 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "co_cli"
 UI_LIBRARIES = ("rich", "prompt_toolkit", "typer")
-ASKS_THE_SCREEN = {"memory/extract.py"}
-"""Asks prompt_toolkit whether a prompt is on screen before it prints; it draws nothing."""
 
 
 def imported(path: Path) -> set[str]:
@@ -35,7 +33,7 @@ def test_only_the_terminal_imports_rich_prompt_toolkit_or_typer() -> None:
         if path.relative_to(PACKAGE).parts[0] != "terminal"
         and any(name.split(".")[0] in UI_LIBRARIES for name in imported(path))
     }
-    assert outside <= ASKS_THE_SCREEN
+    assert outside == set()
 
 
 def test_terminal_modules_import_each_other_without_a_cycle() -> None:

@@ -13,8 +13,8 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from co_cli.config import load_settings
 from co_cli.session import Conversation
+from co_cli.session.titles import clean_title
 from co_cli.store.usage import session_by_role
-from co_cli.titles import clean_title
 from tests.test_turn_core import Core, RecordingView, core, streaming_model
 
 __all__ = ["core"]

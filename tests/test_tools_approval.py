@@ -137,7 +137,7 @@ def test_denial_reaches_model_and_run_continues(deps: CoDeps) -> None:
     assert denial.content == USER_DENIED_MESSAGE
     assert denial.outcome == "denied"
     assert "inside line" in output
-    assert deps.approved_commands == set()
+    assert deps.state.approved_commands == set()
 
 
 def test_shell_always_asks_even_with_y(deps: CoDeps) -> None:
@@ -146,7 +146,7 @@ def test_shell_always_asks_even_with_y(deps: CoDeps) -> None:
     run(script, deps, prompter)
     assert [request.command for request in prompter.asked] == ["echo once", "echo once"]
     assert all("once" in str(part.content) for part in script.returns)
-    assert deps.approved_commands == set()
+    assert deps.state.approved_commands == set()
 
 
 def test_always_allows_only_the_exact_command(deps: CoDeps) -> None:
@@ -160,7 +160,7 @@ def test_always_allows_only_the_exact_command(deps: CoDeps) -> None:
     prompter = Prompter("a", "n")
     output = run(script, deps, prompter)
     assert [request.command for request in prompter.asked] == ["echo same", "echo same "]
-    assert deps.approved_commands == {"echo same"}
+    assert deps.state.approved_commands == {"echo same"}
     assert "exit code: 0" in str(script.returns[0].content)
     assert "exit code: 0" in str(script.returns[1].content)
     assert output == f"final: {USER_DENIED_MESSAGE}"
@@ -171,7 +171,7 @@ def test_always_on_a_file_tool_approves_once(deps: CoDeps) -> None:
     prompter = Prompter("a", "y")
     run(script, deps, prompter)
     assert len(prompter.asked) == 2
-    assert deps.approved_commands == set()
+    assert deps.state.approved_commands == set()
 
 
 def test_non_interactive_denies_with_message(deps: CoDeps) -> None:
@@ -197,8 +197,8 @@ def test_handler_uses_deps_getter(deps: CoDeps) -> None:
     results = asyncio.run(handler(None, requests))  # type: ignore[arg-type]
     assert results is not None
     assert isinstance(results.approvals["c1"], ToolApproved)
-    assert other.approved_commands == {"ls"}
-    assert deps.approved_commands == set()
+    assert other.state.approved_commands == {"ls"}
+    assert deps.state.approved_commands == set()
     assert asyncio.run(handler(None, DeferredToolRequests())) is None  # type: ignore[arg-type]
 
 

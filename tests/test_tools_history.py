@@ -12,7 +12,7 @@ from co_cli.context.offload import offload_large_outputs
 from co_cli.deps import CoDeps
 from co_cli.store.sessions import SessionStore
 from co_cli.tools.history import build_history_toolset, read_tool_output, search_conversation_history
-from tests.support.deps import ctx_for, make_deps
+from tests.support.deps import ctx_for, in_session, make_deps
 
 
 @pytest.fixture
@@ -31,7 +31,8 @@ def test_search_finds_text_of_this_session_only(deps: CoDeps) -> None:
     store.finish_turn(mine.id, seq, [ModelResponse(parts=[TextPart("noted")])])
     seq = store.begin_turn(other.id, "kestrel in another conversation")
     store.finish_turn(other.id, seq, [ModelResponse(parts=[TextPart("ok")])])
-    deps.store, deps.session_id = store, mine.id
+    deps.store = store
+    in_session(deps, mine.id)
     out = search_conversation_history(ctx_for(deps), "kestrel")
     assert "secret/ops/kestrel" in out.replace("«", "").replace("»", "")
     assert "another conversation" not in out
@@ -46,7 +47,7 @@ def test_search_without_a_saved_session(deps: CoDeps) -> None:
 def test_read_tool_output_pages_an_offloaded_output(deps: CoDeps) -> None:
     from pydantic_ai.messages import ModelRequest, ToolCallPart, ToolReturnPart
 
-    deps.session_id = "s1"
+    in_session(deps, "s1")
     big = "\n".join(f"line {i}" for i in range(20000))
     history = [
         ModelResponse(parts=[ToolCallPart("run_shell", {"command": "seq"}, tool_call_id="c1")]),

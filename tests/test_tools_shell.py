@@ -68,7 +68,7 @@ def test_needs_approval_unless_approved_or_allowed(deps: CoDeps) -> None:
     with pytest.raises(ApprovalRequired) as raised:
         asyncio.run(run_shell(ctx_for(deps), "echo hi"))
     assert raised.value.metadata == {"reason": SHELL_REASON, "command": "echo hi"}
-    deps.approved_commands.add("echo hi")
+    deps.state.approved_commands.add("echo hi")
     assert "hi" in asyncio.run(run_shell(ctx_for(deps), "echo hi"))
     with pytest.raises(ApprovalRequired):
         asyncio.run(run_shell(ctx_for(deps), "echo hi; rm -rf /nothing"))

@@ -94,8 +94,7 @@ class Core:
         deps = CoDeps(settings=self.loaded.settings, paths=self.loaded.paths, cwd=self.cwd, store=self.store)
         conv = Conversation(resolved=resolved, deps=deps, store=self.store, ask_approval=ask)
         if summarizer is not None:
-            conv.summarizer = summarizer
-            conv.governor.summarizer = summarizer
+            conv.engine.set_summarizer(summarizer)
         return conv
 
 
@@ -240,12 +239,12 @@ def test_resume_rebuilds_exactly_what_the_live_session_had(core: Core, monkeypat
         run(conv, f"message {i} " + "with padding words " * 10)
     assert conv.session is not None
     live = dumped(conv.working)
-    live_sent = dumped(conv.sendable()[0])
+    live_sent = dumped(conv.window.sendable()[0])
     conv.release()
     resumed = core.conversation(streaming_model(long_echo), summarizer=summarizer())
     resumed.load(core.store.get(conv.session.id))
     assert dumped(resumed.working) == live
-    assert dumped(resumed.sendable()[0]) == live_sent
+    assert dumped(resumed.window.sendable()[0]) == live_sent
     assert resumed.context.seqs[-1] == conv.context.seqs[-1]
 
 
@@ -254,7 +253,7 @@ def test_manual_compaction_records_the_range_from_the_first_message(core: Core) 
     conv = core.conversation(streaming_model(long_echo), summarizer=summarizer())
     for i in range(3):
         run(conv, f"turn {i} " + "with padding words " * 10)
-    result = asyncio.run(conv.compact(None))
+    result = asyncio.run(conv.compactions.compact(None))
     assert result.n_replaced == 6
     assert conv.session is not None
     record = core.store.latest_compaction(conv.session.id)
@@ -281,9 +280,9 @@ def test_uncompact_restores_the_context_exactly_and_resume_agrees(core: Core) ->
     for i in range(3):
         run(conv, f"turn {i} " + "with padding words " * 10)
     before = dumped(conv.working)
-    asyncio.run(conv.compact(None))
+    asyncio.run(conv.compactions.compact(None))
     assert dumped(conv.working) != before
-    assert conv.uncompact() == 6
+    assert conv.compactions.undo() == 6
     assert dumped(conv.working) == before
     run(conv, "after the undo")
     live = dumped(conv.working)
@@ -292,20 +291,24 @@ def test_uncompact_restores_the_context_exactly_and_resume_agrees(core: Core) ->
     resumed = core.conversation(streaming_model(long_echo), summarizer=summarizer())
     resumed.load(core.store.get(conv.session.id))
     assert dumped(resumed.working) == live
-    assert resumed.uncompact() is None  # nothing left in force to undo
+    assert resumed.compactions.undo() is None  # nothing left in force to undo
     records = core.store.compactions(conv.session.id)
     assert len(records) == 1 and records[0].undone_at is not None
 
 
-def test_uncompact_without_saving_uses_the_context_kept_in_memory(core: Core) -> None:
+def test_uncompact_without_saving_works_on_the_scratch_store(core: Core, tmp_path: Path) -> None:
+    """--no-save runs on a store in a scratch directory: undo works the same way there."""
+    scratch = SessionStore.open(tmp_path / "scratch" / "sessions.db")
+    core = Core(core.loaded, scratch, core.cwd)
     conv = core.conversation(streaming_model(long_echo), summarizer=summarizer())
-    conv.store = None
     for i in range(3):
         run(conv, f"turn {i} " + "with padding words " * 10)
     before = dumped(conv.working)
-    asyncio.run(conv.compact(None))
-    assert conv.uncompact() == 6 and dumped(conv.working) == before
-    assert conv.uncompact() is None
+    asyncio.run(conv.compactions.compact(None))
+    assert conv.compactions.undo() == 6 and dumped(conv.working) == before
+    assert conv.compactions.undo() is None
+    conv.release()
+    scratch.close()
 
 
 def test_pins_reach_every_request_and_survive_resume_and_fork(core: Core) -> None:
@@ -317,8 +320,8 @@ def test_pins_reach_every_request_and_survive_resume_and_fork(core: Core) -> Non
 
     conv = core.conversation(FunctionModel(stream_function=stream, model_name="pins"))
     run(conv, "Always answer in British English.")
-    assert conv.pin(conv.last_user_text() or "") is not None
-    assert conv.pin("Always answer in British English.") is None  # already pinned
+    assert conv.pins.add(conv.pins.last_user_text() or "") is not None
+    assert conv.pins.add("Always answer in British English.") is None  # already pinned
     run(conv, "next")
     assert "Always answer in British English." in seen[-1] and "Always answer" not in seen[0]
     assert conv.session is not None
@@ -326,10 +329,10 @@ def test_pins_reach_every_request_and_survive_resume_and_fork(core: Core) -> Non
     resumed = core.conversation(FunctionModel(stream_function=stream, model_name="pins"))
     resumed.load(core.store.get(conv.session.id))
     assert [p.text for p in resumed.pins] == ["Always answer in British English."]
-    forked = resumed.fork()
+    forked = resumed.branches.fork()
     assert forked is not None and [p.text for p in resumed.pins] == ["Always answer in British English."]
-    removed = resumed.unpin(1)
-    assert removed.text == "Always answer in British English." and resumed.pins == []
+    removed = resumed.pins.remove(1)
+    assert removed.text == "Always answer in British English." and resumed.pins.all() == []
     run(resumed, "and now")
     assert "Always answer" not in seen[-1]
 
@@ -344,7 +347,7 @@ def test_a_summary_pins_the_standing_instructions_it_quotes(core: Core) -> None:
     conv = core.conversation(streaming_model(long_echo), summarizer=FunctionModel(plain, model_name="s"))
     run(conv, "Never push directly to main. How do I tag a release? " + "padding words " * 20)
     run(conv, "what else " + "padding words " * 20)
-    asyncio.run(conv.compact(None))
+    asyncio.run(conv.compactions.compact(None))
     assert [(p.text, p.source) for p in conv.pins] == [("Never push directly to main.", "summary")]
 
 
@@ -352,13 +355,13 @@ def test_memory_extraction_is_not_attached_with_the_embedded_model_as_summariser
     core: Core, tmp_path: Path
 ) -> None:
     from co_cli.local.model import LocalModel
-    from co_cli.terminal.chat import _embedded
 
     local = LocalModel(tmp_path / "tiny.gguf", n_ctx=2048, max_tokens=16)
     embedded = core.conversation(streaming_model(echo))
-    embedded.resolved = ResolvedModel(
+    embedded.engine.resolved = ResolvedModel(
         model=local, choice=ModelChoice(spec="local", reason="test"), context_window=2048, window_source="t"
     )
-    assert _embedded(embedded)
-    assert not _embedded(core.conversation(streaming_model(echo)))
-    assert not _embedded(core.conversation(streaming_model(echo), summarizer=summarizer()))
+    assert embedded.engine.summarizer_is_embedded
+    assert embedded.background.attach_extraction() is None
+    assert not core.conversation(streaming_model(echo)).engine.summarizer_is_embedded
+    assert not core.conversation(streaming_model(echo), summarizer=summarizer()).engine.summarizer_is_embedded

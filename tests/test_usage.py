@@ -13,6 +13,7 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Text
 from pydantic_ai.usage import RequestUsage
 from typer.testing import CliRunner
 
+from co_cli.session.metering import messages_cost, response_cost
 from co_cli.store.usage import (
     TurnUsage,
     UsageTotals,
@@ -24,7 +25,6 @@ from co_cli.store.usage import (
 )
 from co_cli.terminal import commands
 from co_cli.terminal.views import tool_stats, usage_lines
-from co_cli.usage import messages_cost, response_cost
 from tests.test_turn_core import Core, core, long_echo, run, streaming_model, summarizer
 
 __all__ = ["core"]
@@ -80,7 +80,7 @@ def test_the_summariser_spend_is_its_own_line(core: Core) -> None:
     conv = core.conversation(streaming_model(long_echo), summarizer=summarizer())
     for i in range(3):
         run(conv, f"message {i}")
-    asyncio.run(conv.compact(None))
+    asyncio.run(conv.compactions.compact(None))
     assert conv.session is not None
     by_role = session_by_role(core.store, conv.session.id)
     assert list(by_role) == ["chat", "summary"]
@@ -194,7 +194,7 @@ def test_the_embedded_model_costs_nothing_and_an_unknown_one_is_unknown() -> Non
     from pydantic_ai.messages import ModelResponse, TextPart
     from pydantic_ai.usage import RequestUsage
 
-    from co_cli.usage import response_cost
+    from co_cli.session.metering import response_cost
 
     usage = RequestUsage(input_tokens=1000, output_tokens=100)
     local = ModelResponse(parts=[TextPart("hi")], usage=usage, model_name="local:SmolLM2", provider_name="llama_cpp")

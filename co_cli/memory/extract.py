@@ -30,7 +30,6 @@ from co_cli.memory.store import ExtractionQueue, Memory, MemoryStore, QueuedTurn
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
 
-    from co_cli.session import Conversation
 
 ExtractMode = Literal["off", "review", "auto"]
 MAX_FACTS = 3
@@ -298,28 +297,3 @@ def _describe(exc: Exception) -> str:
         return describe_provider_error(exc).split("; /retry")[0]
     except Exception:
         return f"{type(exc).__name__}: {exc}"
-
-
-def attach_extraction(conv: Conversation, store: MemoryStore) -> ExtractionWorker:
-    """Extract after each answered turn of ``conv`` (its summarisation model); the toolbar is redrawn when
-    proposals arrive. What an earlier co left queued is resumed once a loop runs (``worker.start()``)."""
-    from co_cli.memory.inject import project_key
-
-    worker = ExtractionWorker(
-        store,
-        lambda: conv.summary_model,
-        conv.deps.settings.memory_extract,
-        project_key(conv.deps),
-        on_change=_redraw_prompt,
-    )
-    conv.memory_worker = worker
-    conv.after_turn.append(worker.submit)
-    return worker
-
-
-def _redraw_prompt() -> None:
-    from prompt_toolkit.application import get_app_or_none
-
-    app = get_app_or_none()
-    if app is not None:
-        app.invalidate()

@@ -756,7 +756,7 @@ class SessionStore:
         """Copy the session (up to ``upto_seq``) under a new id; the original is untouched.
 
         The fork keeps the compactions that had happened by that point: those covering only messages up to
-        ``upto_seq`` and made before the message after it was saved (``co_cli.resume``)."""
+        ``upto_seq`` and made before the message after it was saved (``co_cli.session.rebuild``)."""
         now = time.time()
         with self._lock, self._write() as conn:
             source = SessionInfo(*self._session_row(session_id))

@@ -92,8 +92,7 @@ class ChatApp:
             self._conv = await self._start_build()
         if not self._background_started:
             self._background_started = True
-            if self._conv.memory_worker is not None:
-                self._conv.memory_worker.start()  # what an earlier co left queued
+            self._conv.background.start_extraction()  # what an earlier co left queued
         return self._conv
 
     async def finish_background(self) -> None:
@@ -102,7 +101,7 @@ class ChatApp:
         if self._conv is None:
             return
         await self._conv.finish_background()
-        worker = self._conv.memory_worker
+        worker = self._conv.background.memory_worker
         if worker is None:
             return
         try:

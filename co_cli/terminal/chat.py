@@ -62,21 +62,22 @@ async def _chat(options: ChatOptions, loaded: LoadedSettings) -> int:
     from co_cli.terminal.app import ChatApp
 
     if not options.save:
-        # Nothing of this conversation may stay on disk: input history and offloaded outputs go to a
-        # temporary directory that is removed at exit.
+        # Nothing of this conversation may stay on disk: the session store, input history and offloaded
+        # outputs go to a temporary directory that is removed at exit; long-term memory is off.
         scratch = tempfile.TemporaryDirectory(prefix="co-nosave-")
         atexit.register(scratch.cleanup)
         loaded = replace(loaded, paths=replace(loaded.paths, data_dir=Path(scratch.name)))
+        loaded = replace(loaded, settings=loaded.settings.model_copy(update={"memory": False}))
     settings, paths = loaded.settings, loaded.paths
     interactive = options.prompt is None and sys.stdin.isatty() and sys.stdout.isatty()
     console = Console(highlight=False)
 
-    store = None
-    if options.save:
-        from co_cli.store.sessions import SessionStore
+    from co_cli.store.sessions import SessionStore
 
-        paths.ensure_data_dir()
-        store = SessionStore.open(paths.db)
+    paths.ensure_data_dir()
+    store = SessionStore.open(paths.db)
+    saved_store = store if options.save else None
+    if options.save:
         store.purge_expired(settings.trash_retention_days, paths.tool_outputs)
     try:
         if options.pick:
@@ -98,13 +99,13 @@ async def _chat(options: ChatOptions, loaded: LoadedSettings) -> int:
         if interactive and session is None:
             # Draw the prompt at once; pydantic-ai and the provider SDK load while the user types.
             app = ChatApp(
-                build, loaded, choice=choice, store=store, interactive=True, console=console, approver=approver
+                build, loaded, choice=choice, store=saved_store, interactive=True, console=console, approver=approver
             )
             await app.run_interactive()
             return 0
         conv = build()
         app = ChatApp(
-            conv, loaded, choice=choice, store=store, interactive=interactive, console=console, approver=approver
+            conv, loaded, choice=choice, store=saved_store, interactive=interactive, console=console, approver=approver
         )
         try:
             if options.prompt is not None:
@@ -118,30 +119,27 @@ async def _chat(options: ChatOptions, loaded: LoadedSettings) -> int:
         finally:
             conv.release()
     finally:
-        if store is not None:
-            store.close()
+        store.close()
 
 
-async def _picked(store: SessionStore | None, options: ChatOptions, interactive: bool) -> ChatOptions:
+async def _picked(store: SessionStore, options: ChatOptions, interactive: bool) -> ChatOptions:
     """The options with the session chosen in the picker (resume None when the user left it)."""
     from co_cli.errors import CoError
     from co_cli.terminal.picker import pick_session
 
     if not interactive:
         raise CoError("--pick needs a terminal; pass the session with --resume <id> (`co sessions list`)", exit_code=2)
-    assert store is not None
     choice = await pick_session(store, cwd=str(Path.cwd()))
     if choice is None:
         return replace(options, resume=None)
     return replace(options, resume=choice.session_id, fork=choice.action == "fork")
 
 
-def _session_to_resume(store: SessionStore | None, options: ChatOptions) -> SessionInfo | None:
+def _session_to_resume(store: SessionStore, options: ChatOptions) -> SessionInfo | None:
     from co_cli.errors import SessionNotFound
 
     if options.resume is None:
         return None
-    assert store is not None
     session = store.latest() if options.resume == "@latest" else store.get(options.resume)
     if session is None:
         raise SessionNotFound("no saved sessions to resume yet")
@@ -152,7 +150,7 @@ def _build_conversation(
     settings: Settings,
     loaded: LoadedSettings,
     choice: ModelChoice,
-    store: SessionStore | None,
+    store: SessionStore,
     session: SessionInfo | None,
     options: ChatOptions,
     approver: TerminalApprover | None,
@@ -165,15 +163,11 @@ def _build_conversation(
     if approver is not None:
         _install_local_spinner(console)
     resolved = resolve_choice(choice, settings, loaded.paths)
-    if session is not None and options.fork_at is not None:
-        from co_cli.resume import check_fork_point
+    if session is not None and (options.fork or options.fork_at is not None):
+        from co_cli.session.branches import fork_at
 
-        assert store is not None
-        check_fork_point(store.outline(session.id), options.fork_at)
-        session = store.fork(session.id, options.fork_at)
-    elif session is not None and options.fork:
-        assert store is not None
-        session = store.fork(session.id)  # only once the model is known to work: no stray forks
+        # Only once the model is known to work: no stray forks.
+        session = fork_at(store, session.id, options.fork_at)
     deps = CoDeps(settings=settings, paths=loaded.paths, cwd=Path.cwd(), store=store)
     conv = Conversation(
         resolved=resolved,
@@ -182,21 +176,21 @@ def _build_conversation(
         ask_approval=None if options.approve_all else approver,
         approve_all=options.approve_all,
     )
-    if store is not None and settings.memory and settings.memory_extract != "off" and not _embedded(conv):
-        from co_cli.memory.extract import attach_extraction
-
-        attach_extraction(conv, store.memories())
+    conv.background.attach_extraction(on_change=_redraw_prompt)
     if session is not None:
-        if options.force and store is not None:
+        if options.force:
             store.acquire(session.id, force=True)  # load() then finds the session already held here
         conv.load(session)
     return conv
 
 
-def _embedded(conv: Conversation) -> bool:
-    """Whether the summarisation model is the embedded one: automatic extraction is left off then (it would
-    compete with the chat model for the CPU, and a model that small cannot give structured answers)."""
-    return type(conv.summarizer or conv.resolved.model).__name__ == "LocalModel"
+def _redraw_prompt() -> None:
+    """Redraw the prompt (its toolbar counts the memory proposals waiting for review)."""
+    from prompt_toolkit.application import get_app_or_none
+
+    app = get_app_or_none()
+    if app is not None:
+        app.invalidate()
 
 
 def _install_local_spinner(console: Console) -> None:

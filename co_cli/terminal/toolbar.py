@@ -24,10 +24,10 @@ class Toolbar:
             return html.escape(f" {self.spec} │ loading… ")
         r = conv.resolved
         session = conv.session.id[:8] if conv.session else "new"
-        pct = conv.percent_used()
+        pct = conv.window.percent_used()
         from co_cli.memory.status import toolbar_note
 
-        memory = toolbar_note(conv)
+        memory = toolbar_note(conv.memories, conv.project)
         cost = self._session_cost(conv)
         return html.escape(
             f" {r.label} │ session {session} │ context {pct:.0f}% of {r.context_window:,} {cost}{memory}"

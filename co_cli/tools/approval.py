@@ -103,7 +103,7 @@ def make_approval_handler(
             if approve_all:
                 approvals[call_id], answered_by[call_id] = ToolApproved(), "approve-all"
                 continue
-            if request.command is not None and request.command in deps.approved_commands:
+            if request.command is not None and request.command in deps.state.approved_commands:
                 approvals[call_id], answered_by[call_id] = ToolApproved(), "session-allowed"
                 continue
             if ask is None:
@@ -114,7 +114,7 @@ def make_approval_handler(
             answered_by[call_id] = "user"
             if answer == "a":
                 if request.command is not None:
-                    deps.approved_commands.add(request.command)
+                    deps.state.approved_commands.add(request.command)
                 approvals[call_id] = ToolApproved()
             elif answer == "y":
                 approvals[call_id] = ToolApproved()

@@ -263,7 +263,7 @@ async def run_shell(ctx: RunContext[CoDeps], command: str, timeout: float | None
         command: The bash command line to run.
         timeout: Seconds before the command is killed; at most (and by default) the configured limit.
     """
-    if not ctx.tool_call_approved and command not in ctx.deps.approved_commands:
+    if not ctx.tool_call_approved and command not in ctx.deps.state.approved_commands:
         raise ApprovalRequired(metadata={"reason": SHELL_REASON, "command": command})
     settings = ctx.deps.settings
     return await execute_command(

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
+from co_cli.store.sessions import SessionStore
 from co_cli.terminal.app import ChatApp
 
 if TYPE_CHECKING:
@@ -43,8 +44,13 @@ class ChatRun:
     of ``ChatApp.run_lines``."""
 
     def __init__(self, core: Core, model: FunctionModel, *, summarizer: Any = None, saved: bool = True) -> None:
-        if not saved:  # as with --no-save: no store under the conversation or the app
-            core = replace(core, store=None)  # type: ignore[arg-type]
+        self._scratch: SessionStore | None = None
+        if not saved:
+            # As `co chat --no-save` runs: the conversation on a store of its own in a scratch directory, memory
+            # off, and the app without a store (the saved sessions are out of reach).
+            self._scratch = SessionStore.open(core.cwd.parent / "scratch" / "sessions.db")
+            settings = core.loaded.settings.model_copy(update={"memory": False})
+            core = replace(core, store=self._scratch, loaded=replace(core.loaded, settings=settings))
         self.core = core
         self._out = io.StringIO()
         self._err = io.StringIO()
@@ -56,7 +62,7 @@ class ChatRun:
                 self.conv,
                 core.loaded,
                 choice=self.conv.resolved.choice,
-                store=core.store,
+                store=None if self._scratch else core.store,
                 interactive=False,
                 console=console,
                 out=self._out,
@@ -72,3 +78,8 @@ class ChatRun:
         printed = Printed(code, out[self._seen[0] :], err[self._seen[1] :])
         self._seen = (len(out), len(err))
         return printed
+
+    def close(self) -> None:
+        """Close the scratch store of an unsaved run (the saved store is the fixture's)."""
+        if self._scratch is not None:
+            self._scratch.close()

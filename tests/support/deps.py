@@ -10,6 +10,7 @@ from pydantic_ai.usage import RunUsage
 
 from co_cli.config import Paths, Settings
 from co_cli.deps import CoDeps
+from co_cli.store.sessions import SessionInfo
 
 
 def make_deps(tmp_path: Path, **settings: object) -> CoDeps:
@@ -32,3 +33,9 @@ def make_deps(tmp_path: Path, **settings: object) -> CoDeps:
 
 def ctx_for(deps: CoDeps, *, approved: bool = False) -> RunContext[CoDeps]:
     return RunContext(deps=deps, model=TestModel(), usage=RunUsage(), tool_call_approved=approved)
+
+
+def in_session(deps: CoDeps, session_id: str) -> CoDeps:
+    """``deps`` as in the live session ``session_id`` (its state names that session)."""
+    deps.state.info = SessionInfo(session_id, "", 0.0, 0.0, "test", str(deps.cwd), None, None, 0, 0, 0, 0.0, 0)
+    return deps

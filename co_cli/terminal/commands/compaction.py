@@ -29,7 +29,7 @@ async def _compact(host: CommandHost, arg: str) -> None:
     preview = word == "preview"
     focus = rest.strip() if preview else arg
     try:
-        work = host.conv.preview_compaction(focus) if preview else host.conv.compact(focus)
+        work = host.conv.compactions.preview(focus) if preview else host.conv.compactions.compact(focus)
         result = await host.cancellable(work, "Compacting…")
     except NothingToCompact as exc:
         host.info(exc.message[:1].upper() + exc.message[1:] + ".")
@@ -47,12 +47,12 @@ async def _compact(host: CommandHost, arg: str) -> None:
         if result is None:
             host.info("Discarded; history unchanged.")
             return
-        host.conv.apply_compaction(result, focus)
+        host.conv.compactions.apply(result, focus)
     host.info(compaction_line(result))
 
 
 def _show_compaction(host: CommandHost) -> None:
-    summary = host.conv.current_summary()
+    summary = host.conv.compactions.current_summary()
     if summary is None:
         host.info("No compaction is in force: the model sees the whole conversation.")
     else:
@@ -77,7 +77,7 @@ async def _review_preview(host: CommandHost, result: CompactionResult) -> Compac
             if edited is None:
                 host.error("no editor could be started (set $EDITOR); the summary is unchanged")
                 continue
-            result = host.conv.with_summary_text(result, edited)
+            result = host.conv.compactions.with_summary_text(result, edited)
             host.show(result.summary)
 
 
@@ -89,11 +89,11 @@ async def _review_preview(host: CommandHost, result: CompactionResult) -> Compac
 async def _pin(host: CommandHost, arg: str) -> None:
     remember = arg == "--remember" or arg.startswith("--remember ")
     arg = arg.removeprefix("--remember").strip()
-    text = arg or host.conv.last_user_text()
+    text = arg or host.conv.pins.last_user_text()
     if not text:
         host.error("nothing to pin yet: type /pin <instruction>")
         return
-    pin = host.conv.pin(text)
+    pin = host.conv.pins.add(text)
     if pin is None:
         host.info("Already pinned.")
     else:
@@ -123,13 +123,13 @@ async def _unpin(host: CommandHost, arg: str) -> None:
     if not arg.strip().isdigit():
         host.error("usage: /unpin <n> (see /pins)")
         return
-    pin = host.conv.unpin(int(arg))
+    pin = host.conv.pins.remove(int(arg))
     host.info(f"Unpinned: {pin.text}")
 
 
 @command("uncompact", "", "undo the latest compaction: the working context as it was before it")
 async def _uncompact(host: CommandHost, arg: str) -> None:
-    count = host.conv.uncompact()
+    count = host.conv.compactions.undo()
     if count is None:
         host.info("Nothing to undo: no compaction is in force.")
         return

@@ -66,7 +66,7 @@ async def _retry(host: CommandHost, arg: str) -> None:
 async def _context(host: CommandHost, arg: str) -> None:
     from co_cli.terminal.views import render_context
 
-    host.show(render_context(host.conv.report(), plain=not host.interactive))
+    host.show(render_context(host.conv.window.report(), plain=not host.interactive))
 
 
 @command("usage", "", "tokens and cost of the last turn and of this session")

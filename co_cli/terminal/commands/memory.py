@@ -11,15 +11,14 @@ from co_cli.terminal.commands.registry import CommandHost, command
 
 def open_memories(host: CommandHost) -> tuple[Any, str] | None:
     """The memory store and this project's key, or None (with an error) when memory is off or not saved."""
-    from co_cli.memory.inject import memory_on, project_key
-
     if host.store is None:
         host.error("memory needs saved sessions (not with --no-save)")
         return None
-    if not memory_on(host.conv.deps):
+    memories = host.conv.memories
+    if memories is None:
         host.error("memory is off in this run (--no-memory or the memory setting)")
         return None
-    return host.store.memories(), project_key(host.conv.deps)
+    return memories, host.conv.project
 
 
 @command("memory", "[review]", "long-term memory: counts, proposals to review, what the last request used")
@@ -54,13 +53,13 @@ async def _memory(host: CommandHost, arg: str) -> None:
         host.show(Text("Pinned in this session only (/pins, /unpin N):\n" + "\n".join(lines), style="dim"))
     for proposal in store.proposals(project):
         host.show(Text("\n".join(describe(store, proposal)), style="yellow"))
-    used = host.conv.deps.memory_used
+    used = host.conv.state.memory_used
     if used:
         host.show(Text("Sent with the last request:\n" + "\n".join(f"  m{m.id} {m.text}" for m in used), style="dim"))
     else:
         host.show(Text("The last request was sent no memories.", style="dim"))
-    worker = host.conv.memory_worker
-    if worker is None and host.conv.deps.settings.memory_extract != "off":
+    worker = host.conv.background.memory_worker
+    if worker is None and host.loaded.settings.memory_extract != "off":
         host.show(
             Text(
                 "Automatic extraction is off with the embedded model as summariser (set summarization_model "

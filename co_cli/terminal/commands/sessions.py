@@ -111,7 +111,7 @@ async def _fork(host: CommandHost, arg: str) -> None:
         return
     upto = _message_number(arg, "/fork [n]")
     parent = host.conv.session.id
-    forked = host.conv.fork(upto)
+    forked = host.conv.branches.fork(upto)
     if forked:
         at = f" at #{upto}" if upto is not None else ""
         host.info(f"Forked {parent[:8]}{at} -> {forked.id}; you are now in the fork.")
@@ -128,9 +128,8 @@ async def _rename(host: CommandHost, arg: str) -> None:
     if host.conv.session is None:
         host.error("nothing to rename yet: this conversation has no messages")
         return
-    store.rename(host.conv.session.id, arg)
-    host.conv.session = store.get(host.conv.session.id)
-    host.info(f"Renamed to: {host.conv.session.title}")
+    renamed = host.conv.rename(arg)
+    host.info(f"Renamed to: {renamed.title}")
 
 
 @command("delete", "<id>", "move a saved session to the trash (asks to confirm)", complete=_session_ids)
@@ -162,7 +161,7 @@ async def _rewind(host: CommandHost, arg: str) -> None:
         return
     upto = _message_number(arg, "/rewind [n]")
     parent = host.conv.session.id
-    forked = host.conv.rewind(upto)
+    forked = host.conv.branches.rewind(upto)
     if forked is None:
         return
     where = f"after message #{forked.fork_seq}" if (forked.fork_seq or 0) >= 0 else "to the start"

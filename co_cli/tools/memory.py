@@ -15,7 +15,6 @@ from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
 
 from co_cli.deps import CoDeps
 from co_cli.errors import CoError
-from co_cli.memory.inject import memory_on, project_key
 from co_cli.memory.retrieval import query_terms
 
 MEMORY_TOOL_NAMES = ("remember", "recall", "forget")
@@ -50,9 +49,9 @@ def remember(
             actor="model",
             kind=kind,
             scope=scope,
-            project=project_key(ctx.deps),
+            project=ctx.deps.project,
             source_session=ctx.deps.session_id,
-            source_seq=ctx.deps.turn_seq,
+            source_seq=ctx.deps.state.turn_seq,
         )
     except CoError as exc:
         return f"not remembered: {exc.message}"
@@ -67,7 +66,7 @@ def recall(ctx: RunContext[CoDeps], query: str) -> str:
     """
     assert ctx.deps.store is not None
     terms = query_terms(query) or query.split()
-    hits = ctx.deps.store.memories().search(terms, project=project_key(ctx.deps), limit=RECALL_LIMIT)
+    hits = ctx.deps.store.memories().search(terms, project=ctx.deps.project, limit=RECALL_LIMIT)
     if not hits:
         return f"No memories match {query!r}."
     return "\n".join(f"[{h.memory.ref}] ({h.memory.kind}, {h.memory.scope}) {h.memory.text}" for h in hits)
@@ -88,7 +87,7 @@ def forget(ctx: RunContext[CoDeps], memory_id: str) -> str:
 
 
 def _offered(ctx: RunContext[CoDeps], tool_def: ToolDefinition) -> bool:
-    return memory_on(ctx.deps)
+    return ctx.deps.memory_on
 
 
 def memory_function_toolset() -> FunctionToolset[CoDeps]:

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 from pydantic_ai import Agent
 from pydantic_ai.models import Model
 
+from co_cli.session.metering import UsageMeter
 from co_cli.store.sessions import normalize_title
-from co_cli.usage import UsageMeter
 
 if TYPE_CHECKING:
     from co_cli.store.sessions import SessionStore

@@ -1,23 +1,21 @@
-"""The chat agent: instructions, tools and capabilities around the chosen model."""
+"""The chat agent's instructions: co's own text, the instructions files, the session's pins and the memories
+retrieved for the request."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Sequence
 from datetime import date
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from co_cli.deps import CoDeps
-from co_cli.models import request_time_limits
-
-if TYPE_CHECKING:
-    from pydantic_ai import Agent
-    from pydantic_ai.models import Model
+from co_cli.memory.inject import prompt_text, relevant_memories, render_memory_section
+from co_cli.text_tokens import estimate_text_tokens
 
 
 def instructions_text(deps: CoDeps) -> str:
     """The instructions that stay the same for the whole conversation (the memory section varies per request)."""
-    from co_cli.memory.inject import instructions_files
-
-    files = instructions_files(deps).section
+    files = deps.instructions_files.section
     return _base_instructions(deps) + (f"\n\n{files}" if files else "")
 
 
@@ -31,7 +29,7 @@ def _base_instructions(deps: CoDeps) -> str:
         "through them with read_tool_output. Earlier parts of a long conversation may be summarised; use "
         "search_conversation_history to look up details that the summary left out. Once a tool result "
         "arrives, answer the user in plain language."
-    ) + pins_section(deps.pins)
+    ) + pins_section(deps.state.pin_texts())
 
 
 def pins_section(pins: list[str]) -> str:
@@ -42,24 +40,26 @@ def pins_section(pins: list[str]) -> str:
     return f"\n\n## Standing instructions from the user (always follow these)\n{lines}"
 
 
-def build_agent(model: Model, *, capabilities: list[Any], request_timeout: float = 120.0) -> Agent[CoDeps, str]:
-    from pydantic_ai import Agent, RunContext
-
-    from co_cli.memory.inject import memory_section
-    from co_cli.memory.tools import build_memory_toolset
-    from co_cli.tools import build_toolset
-    from co_cli.tools.history import build_history_toolset
-
-    def instructions(ctx: RunContext[CoDeps]) -> str:
-        memory = memory_section(ctx.deps, ctx.prompt)
-        return instructions_text(ctx.deps) + (f"\n\n{memory}" if memory else "")
-
-    return Agent(
-        model,
-        deps_type=CoDeps,
-        output_type=str,
-        instructions=instructions,
-        toolsets=[build_toolset(), build_history_toolset(), build_memory_toolset()],
-        capabilities=capabilities,
-        model_settings=request_time_limits(model, request_timeout),
+def memory_section(deps: CoDeps, prompt: str | Sequence[Any] | None) -> str:
+    """The ``## Memory`` section for this request (empty when memory is off); what it holds is kept in the
+    session state for /memory and /context."""
+    if not deps.memory_on or deps.store is None:
+        deps.state.memory_used = []
+        return ""
+    chosen = relevant_memories(
+        deps.store.memories(),
+        prompt_text(prompt),
+        deps.project,
+        deps.settings.memory_budget_tokens,
+        time.time(),
     )
+    deps.state.memory_used = chosen
+    return render_memory_section(chosen)
+
+
+def memory_report_tokens(deps: CoDeps) -> dict[str, int]:
+    """For /context: tokens of the instructions files and of the last request's memory section."""
+    return {
+        "instructions_files_tokens": deps.instructions_files.tokens,
+        "memory_tokens": estimate_text_tokens(render_memory_section(deps.state.memory_used)),
+    }

@@ -20,6 +20,7 @@ from co_cli.errors import CoError
 from co_cli.synthetic import interrupted_response, upgrade_legacy
 
 if TYPE_CHECKING:
+    from co_cli.session.recorder import Recorder
     from co_cli.store.sessions import CompactionRecord, SessionStore
 
 
@@ -136,3 +137,15 @@ def rewind_point(transcript: Sequence[Outlined], upto_seq: int | None = None) ->
     if not prompts:
         raise CoError("nothing to rewind: this conversation has no prompt yet")
     return max(p for p in safe_points(transcript) if p < prompts[-1])
+
+
+def live_context(store: SessionStore, recorder: Recorder, session_id: str) -> WorkingContext:
+    """The working context to continue ``session_id`` with: rebuilt, and a turn a crash cut off closed with
+    its note, saved, so every later reader agrees."""
+    rebuilt = rebuild_context(store, session_id)
+    context = rebuilt.context
+    last_seq = context.seqs[-1] if context.seqs else None
+    if rebuilt.open_turn and last_seq is not None:
+        note = interrupted_response()
+        context.append(note, recorder.close_open_turn(note, last_seq))
+    return context

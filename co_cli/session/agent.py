@@ -1,0 +1,78 @@
+"""The chat agent around the chosen model (its tools, capabilities and instructions), and the summariser."""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING, Any
+
+from co_cli.config import Paths, Settings
+from co_cli.context.tokens import estimate_overhead
+from co_cli.deps import CoDeps
+from co_cli.models import request_time_limits
+from co_cli.session.instructions import instructions_text, memory_section
+
+if TYPE_CHECKING:
+    from pydantic_ai import Agent
+    from pydantic_ai.models import Model
+
+
+def build_agent(model: Model, *, capabilities: list[Any], request_timeout: float = 120.0) -> Agent[CoDeps, str]:
+    from pydantic_ai import Agent, RunContext
+
+    from co_cli.tools import build_toolset
+    from co_cli.tools.history import build_history_toolset
+    from co_cli.tools.memory import build_memory_toolset
+
+    def instructions(ctx: RunContext[CoDeps]) -> str:
+        memory = memory_section(ctx.deps, ctx.prompt)
+        return instructions_text(ctx.deps) + (f"\n\n{memory}" if memory else "")
+
+    return Agent(
+        model,
+        deps_type=CoDeps,
+        output_type=str,
+        instructions=instructions,
+        toolsets=[build_toolset(), build_history_toolset(), build_memory_toolset()],
+        capabilities=capabilities,
+        model_settings=request_time_limits(model, request_timeout),
+    )
+
+
+def summarizer_model(settings: Settings, paths: Paths | None = None) -> Model | None:
+    """The model that writes summaries: ``summarization_model`` if set, else None (the chat model).
+
+    A 'provider:model' string is used as such even when base_url is set; a bare name goes to that server.
+    """
+    spec = settings.summarization_model.strip()
+    if not spec:
+        return None
+    from co_cli.models import build_model, choose_model
+
+    if ":" in spec or spec in ("local", "test"):
+        settings = settings.model_copy(update={"base_url": ""})
+    settings = settings.model_copy(update={"model": spec})
+    return build_model(choose_model(settings, "summarization_model setting"), settings, paths)
+
+
+@functools.cache
+def tool_defs_tokens() -> int:
+    """Tokens the chat agent's tool schemas add to every request (they never change in a process)."""
+    return estimate_overhead("", build_agent_tool_defs())
+
+
+def build_agent_tool_defs() -> list[Any]:
+    """Tool definitions of the chat agent (for counting their tokens)."""
+    from co_cli.tools import build_toolset
+    from co_cli.tools.history import build_history_toolset
+    from co_cli.tools.memory import memory_function_toolset
+
+    defs = []
+    for toolset in (build_toolset(), build_history_toolset(), memory_function_toolset()):
+        for tool in toolset.tools.values():
+            defs.append(tool.tool_def)
+    return defs
+
+
+def overhead_tokens(deps: CoDeps) -> int:
+    """Tokens every request carries besides the history: the instructions and the tool schemas."""
+    return estimate_overhead(instructions_text(deps), []) + tool_defs_tokens()

@@ -1,0 +1,85 @@
+"""Work of the live session that never sits on the prompt's critical path: the session's title and memory
+extraction. Started after a turn, awaited (for a while) at exit."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from co_cli.deps import SessionState
+from co_cli.memory.extract import ExtractionWorker, worth_extracting
+from co_cli.session.engine import Engine
+from co_cli.session.recorder import Extraction
+from co_cli.store.sessions import SessionStore
+
+
+class Background:
+    def __init__(self, store: SessionStore, state: SessionState, engine: Engine) -> None:
+        self.store = store
+        self.state = state
+        self.engine = engine
+        self.memory_worker: ExtractionWorker | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    # ----- memory extraction ------------------------------------------------------------------------------
+    def attach_extraction(self, on_change: Callable[[], None] | None = None) -> ExtractionWorker | None:
+        """Extract facts after each answered turn (with the summarisation model), when memory and extraction
+        are on. Left off when the summariser is the embedded model: it would compete with the chat model for
+        the CPU, and a model that small cannot give structured answers. ``on_change`` is called when
+        proposals arrive (the toolbar redraws)."""
+        deps = self.engine.deps
+        if not deps.memory_on or deps.settings.memory_extract == "off" or self.engine.summarizer_is_embedded:
+            return None
+        self.memory_worker = ExtractionWorker(
+            self.store.memories(),
+            lambda: self.engine.summary_model,
+            deps.settings.memory_extract,
+            deps.project,
+            on_change=on_change,
+        )
+        return self.memory_worker
+
+    def extraction(self, prompt: str) -> Extraction | None:
+        """The queue item of an answered turn (saved with it), or None when it holds nothing worth a look."""
+        worker = self.memory_worker
+        if worker is None or worker.mode == "off" or not worth_extracting(prompt):
+            return None
+        return Extraction(prompt, worker.project)
+
+    def start_extraction(self) -> None:
+        """Work through the extraction queue (including what an earlier co left) in the background."""
+        if self.memory_worker is not None:
+            self.memory_worker.start()
+
+    # ----- titles -----------------------------------------------------------------------------------------
+    def start_title(self, prompt: str, answer: str) -> None:
+        """Title the session from its first exchange in the background (``auto_title``). Skipped with the
+        embedded local model as summariser: the next answer would wait for it."""
+        session = self.state.info
+        if not self.engine.deps.settings.auto_title or session is None or self.engine.summarizer_is_embedded:
+            return
+        from co_cli.session.titles import write_title
+
+        model = self.engine.summarizer or self.engine.resolved.model
+        task = asyncio.ensure_future(write_title(self.store, session.id, session.title, model, prompt, answer))
+
+        def done(finished: asyncio.Task[str | None]) -> None:
+            self._tasks.discard(finished)
+            title = None if finished.cancelled() or finished.exception() else finished.result()
+            if title and self.state.info is session:
+                session.title = title
+
+        task.add_done_callback(done)
+        self._tasks.add(task)
+
+    async def finish(self, timeout: float = 15.0) -> None:
+        """Let background work (titles) finish, at most ``timeout`` seconds; what is left is cancelled."""
+        pending = set(self._tasks)
+        if not pending:
+            return
+        _, late = await asyncio.wait(pending, timeout=timeout)
+        for task in late:
+            task.cancel()
+        if late:
+            await asyncio.wait(late)

@@ -1,0 +1,148 @@
+"""One live conversation: a small facade over the collaborators that run it.
+
+No terminal I/O here: the REPL, ``-p`` and piped mode all drive this same class. What changes as the
+conversation goes on is in ``SessionState`` (``deps.state``); every write to the saved session goes through
+the ``Recorder``. Commands use the collaborators: ``conv.pins.add(text)``, ``conv.compactions.preview(focus)``,
+``conv.branches.fork(n)``, ``conv.window.report()``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pydantic_ai import CancellationToken
+from pydantic_ai.messages import ModelMessage
+from pydantic_ai.models import Model
+
+from co_cli.context.working import WorkingContext
+from co_cli.deps import CoDeps, Pin, SessionState
+from co_cli.models import ResolvedModel
+from co_cli.session.background import Background
+from co_cli.session.branches import Branches
+from co_cli.session.compaction import Compactions
+from co_cli.session.engine import Engine
+from co_cli.session.pins import Pins
+from co_cli.session.rebuild import live_context
+from co_cli.session.recorder import Recorder
+from co_cli.session.turn import TurnOutcome, Turns, TurnView
+from co_cli.session.window import ContextWindow
+from co_cli.tools.approval import ApprovalPrompt
+
+if TYPE_CHECKING:
+    from co_cli.memory.store import MemoryStore
+    from co_cli.store.sessions import SessionInfo, SessionStore
+    from co_cli.store.usage import TurnUsage
+
+
+class Conversation:
+    def __init__(
+        self,
+        resolved: ResolvedModel,
+        deps: CoDeps,
+        store: SessionStore,
+        ask_approval: ApprovalPrompt | None = None,
+        approve_all: bool = False,
+    ) -> None:
+        deps.store = store
+        self.deps = deps
+        self.store = store
+        self.state: SessionState = deps.state
+        self.recorder = Recorder(store, self.state, deps.cwd, model_label=lambda: self.engine.resolved.label)
+        self.engine = Engine(
+            resolved,
+            deps,
+            ask_approval=ask_approval,
+            approve_all=approve_all,
+            on_governor_event=lambda event: self.turns.on_governor_event(event),
+        )
+        self.pins = Pins(self.state, self.recorder, on_change=self.engine.recount)
+        self.compactions = Compactions(self.state, self.engine, self.recorder, self.pins, self._rebuilt)
+        self.background = Background(store, self.state, self.engine)
+        self.turns = Turns(self.state, self.engine, self.recorder, self.compactions, self.pins, self.background)
+        self.branches = Branches(store, self.state, self.load)
+        self.window = ContextWindow(store, self.state, self.engine)
+
+    # ----- what the conversation is -----------------------------------------------------------------------
+    @property
+    def resolved(self) -> ResolvedModel:
+        return self.engine.resolved
+
+    @property
+    def session(self) -> SessionInfo | None:
+        """The saved session (None until the first prompt)."""
+        return self.state.info
+
+    @property
+    def session_id(self) -> str | None:
+        return self.state.session_id
+
+    @property
+    def context(self) -> WorkingContext:
+        return self.state.context
+
+    @property
+    def working(self) -> list[ModelMessage]:
+        """What the model is sent next (before trimming)."""
+        return self.state.context.messages
+
+    @property
+    def last_prompt(self) -> str | None:
+        return self.state.last_prompt
+
+    @property
+    def last_usage(self) -> TurnUsage | None:
+        return self.state.last_usage
+
+    @property
+    def summarizer(self) -> Model | None:
+        return self.engine.summarizer
+
+    @property
+    def memories(self) -> MemoryStore | None:
+        """Long-term memory, or None when it is off in this run."""
+        return self.store.memories() if self.deps.memory_on else None
+
+    @property
+    def project(self) -> str:
+        """What this working directory's project-scope memories are filed under."""
+        return self.deps.project
+
+    # ----- which session ----------------------------------------------------------------------------------
+    def new(self) -> None:
+        """Start a new conversation (the current one stays saved)."""
+        self.recorder.detach()
+        self._reset(WorkingContext(), [])
+
+    def load(self, session: SessionInfo) -> None:
+        """Continue a saved session: rebuild its working context exactly as the live session had it."""
+        self.recorder.open(session)
+        stored = self.store.pins(session.id)
+        pins = [Pin(pin_id, text, "summary" if source == "summary" else "user") for pin_id, text, source in stored]
+        self._reset(self._rebuilt(), pins)
+
+    def _reset(self, context: WorkingContext, pins: list[Pin]) -> None:
+        self.state.context = context
+        self.state.approved_commands.clear()  # "always" was said for the other session
+        self.pins.set(pins, notify=False)  # the engine is rebuilt next, counting them
+        self.engine.build()
+
+    def _rebuilt(self) -> WorkingContext:
+        assert self.state.info is not None
+        return live_context(self.store, self.recorder, self.state.info.id)
+
+    def release(self) -> None:
+        self.recorder.release()
+
+    def switch_model(self, resolved: ResolvedModel) -> None:
+        self.engine.switch(resolved)
+        self.recorder.set_model(resolved.label)
+
+    def rename(self, title: str) -> SessionInfo:
+        return self.recorder.rename(title)
+
+    # ----- turns ------------------------------------------------------------------------------------------
+    async def run_turn(self, prompt: str, view: TurnView, token: CancellationToken) -> TurnOutcome:
+        return await self.turns.run(prompt, view, token)
+
+    async def finish_background(self, timeout: float = 15.0) -> None:
+        await self.background.finish(timeout)

@@ -1,0 +1,94 @@
+"""The model side of the live session: the chat agent, the summariser (metered) and the context governor.
+
+Rebuilt when the model changes and when another session starts (the governor holds a session's compaction
+cache and summariser failures; its overhead counts the session's pins).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pydantic_ai import Agent
+from pydantic_ai.capabilities import HandleDeferredToolCalls
+from pydantic_ai.models import Model
+
+from co_cli.context.governor import ContextGovernor, GovernorEvent
+from co_cli.context.policy import GovernorConfig
+from co_cli.deps import CoDeps
+from co_cli.models import ResolvedModel
+from co_cli.session.agent import build_agent, overhead_tokens, summarizer_model
+from co_cli.session.metering import UsageMeter
+from co_cli.store.usage import TurnUsage
+from co_cli.tools.approval import ApprovalPrompt, make_approval_handler
+
+
+class Engine:
+    def __init__(
+        self,
+        resolved: ResolvedModel,
+        deps: CoDeps,
+        *,
+        ask_approval: ApprovalPrompt | None,
+        approve_all: bool,
+        on_governor_event: Callable[[GovernorEvent], None],
+    ) -> None:
+        self.resolved = resolved
+        self.deps = deps
+        self.ask_approval = ask_approval
+        self.approve_all = approve_all
+        self.on_governor_event = on_governor_event
+        self._meter: UsageMeter | None = None
+        self.build()
+
+    def build(self) -> None:
+        settings = self.deps.settings
+        self.summarizer: Model | None = summarizer_model(settings, self.deps.paths)
+        self.governor = ContextGovernor(
+            GovernorConfig.from_settings(settings, self.resolved.context_window),
+            summarizer=self.summary_model,
+            offload_dir=lambda: self.deps.tool_output_dir,
+            overhead_tokens=overhead_tokens(self.deps),
+            on_event=self.on_governor_event,
+        )
+        handler = make_approval_handler(self.ask_approval, approve_all=self.approve_all, deps_getter=lambda: self.deps)
+        self.agent: Agent[CoDeps, str] = build_agent(
+            self.resolved.model,
+            capabilities=[self.governor, HandleDeferredToolCalls(handler=handler)],
+            request_timeout=settings.request_timeout,
+        )
+
+    def switch(self, resolved: ResolvedModel) -> None:
+        self.resolved = resolved
+        self.build()
+
+    def set_summarizer(self, model: Model) -> None:
+        """Summarise with ``model`` from now on (metered like the configured one)."""
+        self.summarizer = model
+        self.governor.summarizer = self.summary_model
+
+    def recount(self) -> None:
+        """The instructions changed (pins): count what every request carries again."""
+        self.governor.pipeline.overhead_tokens = overhead_tokens(self.deps)
+
+    @property
+    def summary_model(self) -> Model:
+        """The summariser (``summarization_model``, else the chat model), metered: its spend is saved apart."""
+        model = self.summarizer or self.resolved.model
+        if self._meter is None:
+            self._meter = UsageMeter(model, "summary")
+        self._meter.wrapped = model
+        return self._meter
+
+    @property
+    def summary_model_name(self) -> str:
+        model = self.summary_model
+        return getattr(model, "model_name", str(model))
+
+    @property
+    def summarizer_is_embedded(self) -> bool:
+        """The summariser is the embedded model (it shares the CPU with the chat model, and answers slowly)."""
+        return type(self.summarizer or self.resolved.model).__name__ == "LocalModel"
+
+    def drain_summary_usage(self) -> TurnUsage | None:
+        """What the summariser spent since the last drain (one usage row), or None."""
+        return self._meter.drain() if self._meter else None

@@ -1,0 +1,81 @@
+"""The session's pins: standing instructions kept verbatim in every request's instructions, so no compaction
+can drop them. Numbered from 1 as ``/pins`` lists them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+
+from co_cli.context.boundaries import latest_request
+from co_cli.deps import Pin, PinSource, SessionState
+from co_cli.errors import CoError
+from co_cli.session.recorder import Recorder
+
+
+def normalize_pin(text: str) -> str:
+    return " ".join(text.split())
+
+
+class Pins:
+    def __init__(self, state: SessionState, recorder: Recorder, on_change: Callable[[], None]) -> None:
+        self.state = state
+        self.recorder = recorder
+        self.on_change = on_change
+        """Called when the pins change (the instructions every request carries changed)."""
+
+    def __iter__(self) -> Iterator[Pin]:
+        return iter(self.state.pins)
+
+    def __len__(self) -> int:
+        return len(self.state.pins)
+
+    def all(self) -> list[Pin]:
+        return list(self.state.pins)
+
+    def is_new(self, text: str) -> bool:
+        """Whether ``text`` would make a new pin (not empty, not pinned already)."""
+        text = normalize_pin(text)
+        return bool(text) and all(pin.text != text for pin in self.state.pins)
+
+    def add(self, text: str, source: PinSource = "user") -> Pin | None:
+        """Pin a standing instruction for the rest of the session (None when it is already pinned)."""
+        text = normalize_pin(text)
+        if not self.is_new(text):
+            return None
+        pin = Pin(self.recorder.pin(text, source), text, source)
+        self.set([*self.state.pins, pin])
+        return pin
+
+    def adopt(self, found: Sequence[tuple[str, PinSource]], ids: Sequence[int]) -> None:
+        """Take in pins the recorder has already saved (found by a summary), with their ids."""
+        pins = [Pin(pin_id, text, source) for (text, source), pin_id in zip(found, ids, strict=True)]
+        if pins:
+            self.set([*self.state.pins, *pins])
+
+    def new_ones(self, texts: Sequence[str], source: PinSource) -> list[tuple[str, PinSource]]:
+        """The texts that would make new pins, normalised and without repeats."""
+        chosen: list[tuple[str, PinSource]] = []
+        for text in texts:
+            text = normalize_pin(text)
+            if self.is_new(text) and all(text != t for t, _ in chosen):
+                chosen.append((text, source))
+        return chosen
+
+    def remove(self, number: int) -> Pin:
+        """Remove pin ``number`` (1-based, as /pins lists them)."""
+        pins = self.state.pins
+        if not 1 <= number <= len(pins):
+            raise CoError(f"no pin {number}: /pins lists {len(pins)}")
+        pin = pins[number - 1]
+        self.recorder.unpin(pin.id)
+        self.set([p for p in pins if p is not pin])
+        return pin
+
+    def set(self, pins: list[Pin], *, notify: bool = True) -> None:
+        self.state.pins = pins
+        if notify:
+            self.on_change()
+
+    def last_user_text(self) -> str | None:
+        """What the user typed last (for /pin with no text)."""
+        found = latest_request(self.state.context.messages)
+        return found[1] if found else self.state.last_prompt

@@ -1,0 +1,190 @@
+"""The only writer of a live session: every change to its saved record goes through here.
+
+A turn is written twice: its prompt before the model is called (a crash keeps what the user typed), and the
+rest when it ends — its messages and status, the usage rows (chat and summariser), the compactions made
+during it, the pins a summary found and the memory-extraction queue item — together. ``seqs_for`` tells the
+seqs a turn's messages will get before anything is written, so compaction spans are computed first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic_ai.messages import ModelMessage, ModelRequest, UserPromptPart
+
+from co_cli.deps import PinSource, SessionState
+from co_cli.store.sessions import CompactionRecord, SessionInfo, SessionStore
+from co_cli.store.usage import TurnUsage
+from co_cli.vocabulary import MessageStatus
+
+
+@dataclass
+class Extraction:
+    """A finished turn whose facts the memory extractor should look at."""
+
+    text: str
+    project: str
+
+
+@dataclass
+class TurnRecord:
+    """Everything a finished turn leaves in the store."""
+
+    prompt_seq: int
+    messages: list[ModelMessage]
+    status: MessageStatus
+    usage: list[TurnUsage] = field(default_factory=list)
+    compactions: list[CompactionRecord] = field(default_factory=list)
+    pins: list[tuple[str, PinSource]] = field(default_factory=list)
+    """Standing instructions a summary of this turn found (text, source)."""
+    extraction: Extraction | None = None
+
+
+@dataclass
+class Written:
+    seqs: list[int]
+    """The seq of each of the turn's messages."""
+    pin_ids: list[int]
+    """The id of each pin of the record, in order."""
+
+
+class Recorder:
+    def __init__(self, store: SessionStore, state: SessionState, cwd: Path, model_label: Callable[[], str]) -> None:
+        self.store = store
+        self.state = state
+        self.cwd = cwd
+        self.model_label = model_label
+        """The label of the model in use (saved with a new session)."""
+        self._next_seq = 0
+
+    @property
+    def session(self) -> SessionInfo | None:
+        return self.state.info
+
+    # ----- which session is written ---------------------------------------------------------------------
+    def open(self, session: SessionInfo) -> None:
+        """Hold ``session`` for this process (SessionBusy if another co has it open) and write to it from now."""
+        self.store.acquire(session.id)
+        self.release()
+        self.state.info = session
+        self._next_seq = self.store.get(session.id).message_count
+
+    def release(self) -> None:
+        if self.state.info is not None:
+            self.store.release(self.state.info.id)
+
+    def detach(self) -> None:
+        """Let go of the session; the next prompt starts a new one."""
+        self.release()
+        self.state.info = None
+        self._next_seq = 0
+
+    def _ensure_session(self, title: str) -> str:
+        """The session's id, creating it first if nothing has been saved yet (an empty title is set by the
+        first prompt)."""
+        if self.state.info is None:
+            self.state.info = self.store.create_session(model=self.model_label(), cwd=str(self.cwd), title=title)
+            self.store.acquire(self.state.info.id)
+        return self.state.info.id
+
+    # ----- turns ------------------------------------------------------------------------------------------
+    def begin(self, prompt: str) -> int:
+        """Commit the user's prompt (creating the session on its first); return the prompt's seq."""
+        seq = self.store.begin_turn(self._ensure_session(prompt), prompt)
+        self._next_seq = seq + 1
+        return seq
+
+    def seqs_for(self, prompt_seq: int, messages: list[ModelMessage]) -> list[int]:
+        """The seqs ``finish`` will give ``messages``: a first message holding the prompt takes the prompt's
+        seq (it replaces the prompt row), the rest follow the transcript's end."""
+        replaces = bool(messages) and _is_prompt_request(messages[0])
+        appended = len(messages) - int(replaces)
+        return [prompt_seq] * int(replaces) + list(range(self._next_seq, self._next_seq + appended))
+
+    def finish(self, turn: TurnRecord) -> Written:
+        """Save a finished turn with everything it brought (see the module docstring)."""
+        session_id = self._session_id()
+        chat = next((u for u in turn.usage if u.role == "chat"), None)
+        seqs = self.store.finish_turn(
+            session_id,
+            turn.prompt_seq,
+            turn.messages,
+            status=turn.status,
+            input_tokens=chat.input_tokens if chat else 0,
+            output_tokens=chat.output_tokens if chat else 0,
+            cost_usd=(chat.cost_usd or 0.0) if chat else 0.0,
+            usage=chat,
+        )
+        self._next_seq = max([self._next_seq - 1, *seqs]) + 1
+        from co_cli.store.usage import record_usage
+
+        for usage in turn.usage:
+            if usage is not chat:
+                record_usage(self.store, session_id, usage)
+        for record in turn.compactions:
+            self.store.add_compaction(session_id, record)
+        pin_ids = [self.store.add_pin(session_id, text, source) for text, source in turn.pins]
+        if turn.extraction is not None:
+            from co_cli.memory.store import ExtractionQueue
+
+            ExtractionQueue(self.store.memories()).put(
+                session_id, turn.prompt_seq, turn.extraction.text, turn.extraction.project
+            )
+        return Written(seqs, pin_ids)
+
+    def close_open_turn(self, note: ModelMessage, prompt_seq: int) -> int | None:
+        """Save the closing note of a turn a crash cut off (found on resume); its seq."""
+        saved = self.store.finish_turn(self._session_id(), prompt_seq, [note], status="cancelled")
+        if saved:
+            self._next_seq = saved[-1] + 1
+        return saved[0] if saved else None
+
+    # ----- compactions and pins ----------------------------------------------------------------------------
+    def compaction(
+        self, record: CompactionRecord, pins: list[tuple[str, PinSource]], usage: TurnUsage | None
+    ) -> list[int]:
+        """Save a compaction made outside a turn (``/compact``), the pins its summary found and what the
+        summariser spent; return the pin ids."""
+        session_id = self._session_id()
+        self.store.add_compaction(session_id, record)
+        if usage is not None:
+            from co_cli.store.usage import record_usage
+
+            record_usage(self.store, session_id, usage)
+        return [self.store.add_pin(session_id, text, source) for text, source in pins]
+
+    def undo_compaction(self) -> CompactionRecord | None:
+        return self.store.undo_compaction(self._session_id())
+
+    def pin(self, text: str, source: PinSource) -> int:
+        """Save a pin (a pin made before the first prompt creates the session it belongs to)."""
+        return self.store.add_pin(self._ensure_session(""), text, source)
+
+    def unpin(self, pin_id: int) -> None:
+        self.store.remove_pin(self._session_id(), pin_id)
+
+    # ----- the session's record -----------------------------------------------------------------------------
+    def set_model(self, label: str) -> None:
+        if self.state.info is not None:
+            self.store.set_model(self.state.info.id, label)
+
+    def rename(self, title: str) -> SessionInfo:
+        session_id = self._session_id()
+        self.store.rename(session_id, title)
+        self.state.info = self.store.get(session_id)
+        return self.state.info
+
+    def fork(self, upto_seq: int | None) -> SessionInfo:
+        """A copy of the session up to ``upto_seq`` (the whole of it when None), under a new id."""
+        return self.store.fork(self._session_id(), upto_seq)
+
+    def _session_id(self) -> str:
+        if self.state.info is None:
+            raise RuntimeError("no session to write to yet")
+        return self.state.info.id
+
+
+def _is_prompt_request(message: ModelMessage) -> bool:
+    return isinstance(message, ModelRequest) and any(isinstance(p, UserPromptPart) for p in message.parts)

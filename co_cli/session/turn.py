@@ -1,0 +1,276 @@
+"""One turn: the prompt saved, the agent run streamed to a view, the turn closed however it ended (answered,
+cancelled, cut off, failed) and saved with everything it brought, the working context moved on.
+
+No terminal I/O here: the caller passes a ``TurnView`` that receives what happens during the turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from pydantic_ai import CancellationToken, capture_run_messages
+from pydantic_ai.exceptions import RunCancelled
+from pydantic_ai.messages import (
+    AgentStreamEvent,
+    FunctionToolCallEvent,
+    FunctionToolResultEvent,
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    PartDeltaEvent,
+    PartStartEvent,
+    TextPart,
+    TextPartDelta,
+    UserPromptPart,
+)
+from pydantic_ai.models import Model
+from pydantic_ai.run import AgentRunResultEvent
+
+from co_cli.context.compact import CompactionResult, compaction_line
+from co_cli.context.governor import GovernorEvent
+from co_cli.context.repair import repair_orphans
+from co_cli.deps import PinSource, SessionState
+from co_cli.failure_text import describe_provider_error, is_context_overflow
+from co_cli.message_view import kinds
+from co_cli.session.background import Background
+from co_cli.session.compaction import Compactions
+from co_cli.session.engine import Engine
+from co_cli.session.metering import run_usage
+from co_cli.session.pins import Pins
+from co_cli.session.recorder import Recorder, TurnRecord
+from co_cli.store.sessions import CompactionRecord
+from co_cli.synthetic import CUT_OFF_NOTE, close_interrupted, interrupted_response
+from co_cli.vocabulary import MessageStatus
+
+TurnStatus = Literal["ok", "cancelled", "cut-off", "failed"]
+"""ok: answered; cancelled: the user stopped it; cut-off: the stream ended before the answer was complete;
+failed: the provider or the network failed (the prompt is kept for /retry)."""
+
+
+class TurnView(Protocol):
+    """What the terminal shows during a turn."""
+
+    def text(self, delta: str) -> None: ...
+    def tool_call(self, name: str, args: Any) -> None: ...
+    def tool_result(self, name: str, content: Any) -> None: ...
+    def notice(self, message: str) -> None: ...
+    def end(self, interrupted: bool = False) -> None: ...
+
+
+@dataclass
+class TurnOutcome:
+    status: TurnStatus
+    output: str = ""
+    error: str | None = None
+
+
+@dataclass
+class _Run:
+    """How one agent run ended."""
+
+    result: Any = None
+    cancelled: RunCancelled | None = None
+    failure: Exception | None = None
+    partial: list[ModelMessage] = field(default_factory=list)
+    """Messages the run added before it failed (captured)."""
+
+
+class Turns:
+    def __init__(
+        self,
+        state: SessionState,
+        engine: Engine,
+        recorder: Recorder,
+        compactions: Compactions,
+        pins: Pins,
+        background: Background,
+    ) -> None:
+        self.state = state
+        self.engine = engine
+        self.recorder = recorder
+        self.compactions = compactions
+        self.pins = pins
+        self.background = background
+        self._notices: list[str] = []
+        self._made: list[CompactionResult] = []
+        """Compactions the governor made during the running turn."""
+
+    async def run(self, prompt: str, view: TurnView, token: CancellationToken) -> TurnOutcome:
+        # Text that is not valid UTF-8 (e.g. stray bytes from a pipe) is sent and saved with U+FFFD instead.
+        prompt = prompt.encode("utf-8", "replace").decode("utf-8")
+        self.state.last_prompt = prompt
+        prompt_seq = self.recorder.begin(prompt)
+        self.state.turn_seq = prompt_seq
+        outcome = await self._turn(prompt, view, token, prompt_seq, retry_on_overflow=True)
+        if outcome.status == "ok":
+            if self.background.extraction(prompt) is not None:
+                self.background.start_extraction()  # the turn queued its prompt
+            if prompt_seq == 0:
+                self.background.start_title(prompt, outcome.output)
+        return outcome
+
+    async def _turn(
+        self, prompt: str, view: TurnView, token: CancellationToken, prompt_seq: int, *, retry_on_overflow: bool
+    ) -> TurnOutcome:
+        base = list(self.state.context.messages)
+        self._notices.clear()
+        self._made.clear()
+        run = await self._run_agent(prompt, base, view, token)
+        self._flush_notices(view)
+        cut_off = run.result is not None and _cut_off(run.result.new_messages(), self.engine.resolved.model)
+        view.end(interrupted=run.cancelled is not None or cut_off)
+        if run.cancelled is not None:
+            new = close_cancelled(run.cancelled.new_messages(), prompt)
+            self._finish(prompt, base + new, new, prompt_seq, "cancelled", run.cancelled.usage)
+            return TurnOutcome("cancelled")
+        if run.result is not None and cut_off:
+            new = close_cut_off(run.result.new_messages())
+            self._finish(prompt, base + new, new, prompt_seq, "cancelled", run.result.usage)
+            view.notice("The connection closed before the answer was complete; what arrived is kept.")
+            return TurnOutcome("cut-off", output=run.result.output, error="the answer was cut off")
+        if run.result is not None:
+            result = run.result
+            self._finish(prompt, result.all_messages(), result.new_messages(), prompt_seq, "ok", result.usage)
+            return TurnOutcome("ok", output=result.output)
+        failure = run.failure or RuntimeError("the run ended without a result")
+        self.engine.governor.discard()  # a compaction made during the failed run is not adopted
+        tools_ran = any("tool-return" in kinds(m) for m in run.partial)
+        # Retrying re-runs the turn: only when no tool has run yet (a command must not run twice).
+        if retry_on_overflow and is_context_overflow(failure) and not tools_ran:
+            view.notice("The provider says the context is too long: compacting harder and retrying once.")
+            if await self.compactions.compact_harder(view.notice):
+                return await self._turn(prompt, view, token, prompt_seq, retry_on_overflow=False)
+        # Keep what the failed run did (tool calls that ran, their results) in the transcript; the working
+        # context stays as it was, so /retry sends the prompt again.
+        self.recorder.finish(TurnRecord(prompt_seq, repair_orphans(run.partial), "failed"))
+        return TurnOutcome("failed", error=describe_provider_error(failure))
+
+    async def _run_agent(self, prompt: str, base: list[ModelMessage], view: TurnView, token: CancellationToken) -> _Run:
+        run = _Run()
+        with capture_run_messages() as captured:
+            try:
+                async with self.engine.agent.run_stream_events(
+                    prompt, message_history=base, deps=self.engine.deps, cancellation_token=token
+                ) as events:
+                    run.result = await self._show_events(events, view)
+            except RunCancelled as exc:
+                run.cancelled = exc
+            except Exception as exc:  # provider failures: one clear line, nothing lost
+                run.failure = exc
+        if run.result is None:
+            run.partial = [m for m in captured[len(base) :] if m.parts]  # a failed stream leaves an empty response
+        return run
+
+    async def _show_events(self, events: AsyncIterator[Any], view: TurnView) -> Any:
+        """Pass a run's events to the view; return the run's result."""
+        tool_names: dict[str, str] = {}
+        result = None
+        async for event in events:
+            self._flush_notices(view)
+            if isinstance(event, AgentRunResultEvent):
+                result = event.result
+            else:
+                _show_event(event, view, tool_names)
+        return result
+
+    def on_governor_event(self, event: GovernorEvent) -> None:
+        if event.kind == "compaction" and event.result is not None:
+            self._made.append(event.result)
+            self._notices.append(compaction_line(event.result))
+        elif event.message:
+            self._notices.append(event.message)
+
+    def _flush_notices(self, view: TurnView) -> None:
+        for message in self._notices:
+            view.notice(message)
+        self._notices.clear()
+
+    def _finish(
+        self,
+        prompt: str,
+        all_messages: list[ModelMessage],
+        new: list[ModelMessage],
+        prompt_seq: int,
+        status: MessageStatus,
+        usage: Any,
+    ) -> None:
+        """Save the turn with everything it brought (one record), then make the run's history (with any
+        compaction it made) the working context."""
+        turn_usage = run_usage(usage, new, model=self.engine.resolved.label, role="chat")
+        self.state.last_usage = turn_usage
+        seqs = self.recorder.seqs_for(prompt_seq, new)
+        context = self.state.context.extended(all_messages, seqs)
+        _, adopted = self.engine.governor.adopt(all_messages)
+        records: list[CompactionRecord] = []
+        found: list[tuple[str, PinSource]] = []
+        if adopted is not None:
+            # Each compaction of the run is recorded; the last one (the cache) is what the context keeps.
+            records = [self.compactions.record(r, context, trigger="auto", focus="") for r in self._made]
+            found = self.pins.new_ones([text for r in self._made for text in r.standing_instructions], "summary")
+        self._made.clear()
+        spent = self.engine.drain_summary_usage()
+        written = self.recorder.finish(
+            TurnRecord(
+                prompt_seq,
+                new,
+                status,
+                usage=[turn_usage, *([spent] if spent is not None else [])],
+                compactions=records,
+                pins=found,
+                extraction=self.background.extraction(prompt) if status == "ok" else None,
+            )
+        )
+        if written.seqs != seqs:  # another process wrote to the session meanwhile (taken over with --force)
+            context = self.state.context.extended(all_messages, written.seqs)
+        self.pins.adopt(found, written.pin_ids)
+        if adopted is not None:
+            context.apply(adopted)
+        self.state.context = context
+
+
+def _show_event(event: AgentStreamEvent, view: TurnView, tool_names: dict[str, str]) -> None:
+    if isinstance(event, PartStartEvent) and isinstance(event.part, TextPart):
+        if event.part.content:
+            view.text(event.part.content)
+    elif isinstance(event, PartDeltaEvent) and isinstance(event.delta, TextPartDelta):
+        view.text(event.delta.content_delta)
+    elif isinstance(event, FunctionToolCallEvent):
+        tool_names[event.part.tool_call_id] = event.part.tool_name
+        view.tool_call(event.part.tool_name, event.part.args)
+    elif isinstance(event, FunctionToolResultEvent):
+        part = event.part
+        view.tool_result(getattr(part, "tool_name", None) or tool_names.get(part.tool_call_id, "?"), part.content)
+
+
+def _cut_off(new: list[ModelMessage], model: Model) -> bool:
+    """The run's last answer was streamed but never finished: a chat-completions server closed the stream
+    without a finish reason (it sends one with every complete answer; pydantic-ai then reports "stop" anyway,
+    so the server's own word in ``provider_details`` is what tells)."""
+    last = new[-1] if new else None
+    return (
+        type(model).__name__ == "OpenAIChatModel"
+        and isinstance(last, ModelResponse)
+        and "finish_reason" not in (last.provider_details or {})
+    )
+
+
+def close_cancelled(new: list[ModelMessage], prompt: str) -> list[ModelMessage]:
+    """Close a cancelled turn: the partial answer is kept and marked, so the history stays well-formed."""
+    new = repair_orphans(list(new)) if new else []
+    if not new:
+        new = [ModelRequest(parts=[UserPromptPart(prompt)])]
+    last = new[-1]
+    if isinstance(last, ModelResponse):
+        new[-1] = close_interrupted(last)
+    else:
+        new.append(interrupted_response())
+    return new
+
+
+def close_cut_off(new: list[ModelMessage]) -> list[ModelMessage]:
+    """Mark a run whose last answer was cut off by the connection: the text is kept, with a note."""
+    last = new[-1]
+    assert isinstance(last, ModelResponse)
+    return [*new[:-1], close_interrupted(last, CUT_OFF_NOTE)]
