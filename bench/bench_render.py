@@ -16,7 +16,7 @@ import time
 from rich.console import Console
 from rich.markdown import Markdown
 
-from co_cli.repl.render import MarkdownStream
+from co_cli.terminal.render import MarkdownStream
 
 BLOCK = (
     "## Step {i}\n\nThis paragraph explains step {i} with some **bold** text, `inline code` and a "

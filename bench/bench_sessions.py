@@ -67,7 +67,7 @@ def bulk_sessions(store: Store, count: int, turns_each: int) -> None:
 
 
 def bench_picker(db: Path, count: int, runs: int, rows: list[Row]) -> None:
-    from co_cli.repl.picker import Picker
+    from co_cli.terminal.picker import Picker
 
     with Store.open(db) as store:
         store.db._conn.execute("PRAGMA synchronous = OFF")  # setting up only

@@ -196,7 +196,7 @@ def bench_list(db: Path, counts: list[int], rows: list[Row]) -> None:
             print(f"  done {label}", file=sys.stderr)
         code = (
             f"import sys; sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r}); "
-            "from typer.testing import CliRunner; from co_cli.sessions_cli import app; "
+            "from typer.testing import CliRunner; from co_cli.terminal.sessions_cli import app; "
             "r = CliRunner().invoke(app, ['list']); assert r.exit_code == 0, r.output"
         )
         env = {**os.environ, "CO_CLI_DATA_DIR": str(db.parent), "CO_CLI_CONFIG_DIR": str(db.parent / "cfg")}

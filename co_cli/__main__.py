@@ -1,3 +1,3 @@
-from co_cli.cli import main
+from co_cli.terminal.cli import main
 
 main()

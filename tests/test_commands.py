@@ -8,8 +8,8 @@ from types import SimpleNamespace
 from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
 
-from co_cli.repl import commands
-from co_cli.repl.prompt import SlashCompleter
+from co_cli.terminal import commands
+from co_cli.terminal.prompt import SlashCompleter
 
 REQUIRED = {
     "help", "model", "new", "clear", "quit", "exit", "retry", "compact", "context",
@@ -62,3 +62,20 @@ def test_completion_of_names_and_session_ids() -> None:
     assert completions("/resume 01ab") == ["01abc", "01abd"]
     assert completions("/resume 01abd") == ["01abd"]
     assert completions("hello") == []
+
+
+def test_each_command_lives_in_the_module_of_its_concern() -> None:
+    by_module: dict[str, list[str]] = {}
+    for cmd in commands.commands():
+        by_module.setdefault(cmd.handler.__module__.rpartition(".")[2], []).append(cmd.name)
+    assert by_module == {
+        "conversation": ["help", "quit", "new", "clear", "model", "retry", "context", "usage"],
+        "compaction": ["compact", "pin", "pins", "unpin", "uncompact"],
+        "sessions": ["sessions", "resume", "fork", "rename", "delete", "rewind"],
+        "memory": ["memory", "remember", "forget"],
+    }
+
+
+def test_help_order_names_every_command_once() -> None:
+    assert [cmd.name for cmd in commands.commands()] == list(commands.HELP_ORDER)
+    assert commands.names()[:4] == ["help", "quit", "exit", "new"]  # an alias follows its command

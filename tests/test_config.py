@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -139,11 +140,14 @@ def test_cli_config_path(tmp_path: Path) -> None:
 
 def test_help_does_not_import_pydantic_ai(tmp_path: Path) -> None:
     code = (
-        "import sys\nfrom co_cli.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "import sys\nfrom co_cli.terminal.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
         "heavy = [m for m in sys.modules if m.startswith(('pydantic_ai', 'openai', 'anthropic', 'google.genai', "
         "'groq', 'mistralai', 'llama_cpp'))]\nprint('HEAVY', heavy)\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # this checkout's co_cli, whatever is installed
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path, env=env
+    )
     assert "HEAVY []" in result.stdout, result.stdout + result.stderr
     assert "chat" in result.stdout and "sessions" in result.stdout
 

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from pydantic_ai.models.test import TestModel
 
-from co_cli.chat import ChatOptions, run_chat
 from co_cli.config import load_settings
+from co_cli.terminal.chat import ChatOptions, run_chat
 
 
 @pytest.mark.allow_model_requests

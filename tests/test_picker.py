@@ -12,10 +12,10 @@ from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
 
-from co_cli.repl.picker import PickChoice, Picker
-from co_cli.repl.picker_model import PickerModel, match_query
 from co_cli.store import Store
 from co_cli.store.lockfiles import SessionLocks
+from co_cli.terminal.picker import PickChoice, Picker
+from co_cli.terminal.picker_model import PickerModel, match_query
 
 
 @pytest.fixture
@@ -107,7 +107,7 @@ def test_d_asks_before_moving_to_the_trash(store: Store) -> None:
 
 
 def test_make_snippet_marks_words_and_elides() -> None:
-    from co_cli.repl.picker_model import make_snippet
+    from co_cli.terminal.picker_model import make_snippet
 
     text = " ".join(f"w{i}" for i in range(40)) + " the Pelican flies " + " ".join(f"v{i}" for i in range(40))
     snippet = make_snippet(text, ["pelic"], size=8)
@@ -119,7 +119,7 @@ def test_make_snippet_marks_words_and_elides() -> None:
 def test_common_words_show_the_newest_matches_first_then_every_match(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from co_cli.repl import picker_model
+    from co_cli.terminal import picker_model
 
     ids = [session(store, f"talk {i}", f"kestrel number {i}", "the kestrel hovers") for i in range(6)]
     monkeypatch.setattr(picker_model, "FAST_MATCHES", 4)  # 4 of the 12 matching messages: 2 sessions

@@ -6,7 +6,7 @@ import io
 
 from rich.console import Console
 
-from co_cli.repl.render import MarkdownStream, PlainView, short_args, stable_split, summarize_result
+from co_cli.terminal.render import MarkdownStream, PlainView, short_args, stable_split, summarize_result
 
 
 def test_stable_split_at_blank_lines_outside_fences() -> None:

@@ -6,8 +6,8 @@ import io
 
 from rich.console import Console
 
-from co_cli.repl.app import last_exchanges, preview_lines
-from co_cli.repl.render import MarkdownStream
+from co_cli.terminal.app import last_exchanges, preview_lines
+from co_cli.terminal.render import MarkdownStream
 from tests.test_context_fixtures import reply, user
 
 HAIKU = "A lone wave, a silent one\nThe sea's unrelenting beauty\nEndless, blue, and deep"

@@ -21,8 +21,8 @@ from pydantic_ai.messages import (
 from typer.testing import CliRunner
 
 from co_cli.errors import CoError, SessionNotFound
-from co_cli.sessions_cli import app
 from co_cli.store import Store
+from co_cli.terminal.sessions_cli import app
 
 runner = CliRunner()
 
@@ -203,7 +203,7 @@ def test_list_search_rename_delete_do_not_import_pydantic_ai(data_dir: Path) -> 
     script = (
         "import sys\n"
         "from typer.testing import CliRunner\n"
-        "from co_cli.sessions_cli import app\n"
+        "from co_cli.terminal.sessions_cli import app\n"
         "runner = CliRunner()\n"
         f"for args in (['list'], ['search', 'pelican'], ['rename', '{first}', 'x'], ['delete', '{first}', '-y']):\n"
         "    result = runner.invoke(app, args)\n"

@@ -24,14 +24,14 @@ from pydantic_ai.messages import (
 )
 from typer.testing import CliRunner
 
-from co_cli import sessions_cli
 from co_cli.context.repair import repair_orphans, tool_pairs_valid
 from co_cli.errors import CoError, StoreError
-from co_cli.sessions_cli import app
-from co_cli.sessions_view import format_time, sessions_table
 from co_cli.store import CompactionRecord, Store
 from co_cli.store.export import export_json, export_markdown, import_json
 from co_cli.store.redact import url_without_credentials
+from co_cli.terminal import sessions_cli
+from co_cli.terminal.sessions_cli import app
+from co_cli.terminal.views import format_time, sessions_table
 
 runner = CliRunner()
 
@@ -400,7 +400,7 @@ def test_recover_refuses_while_a_session_is_open(db: Path) -> None:
         holder.locks.acquire(sid)
         code = (
             "import sys; sys.path.insert(0, sys.argv[1])\n"
-            "from typer.testing import CliRunner\nfrom co_cli.sessions_cli import app\n"
+            "from typer.testing import CliRunner\nfrom co_cli.terminal.sessions_cli import app\n"
             "r = CliRunner().invoke(app, ['recover'])\nprint(type(r.exception).__name__, r.exception)\n"
         )
         import subprocess

@@ -145,7 +145,7 @@ def test_single_document_exports_merge_too_and_bad_lines_are_named(
 
 
 def test_cli_export_all_and_import_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from co_cli.sessions_cli import app
+    from co_cli.terminal.sessions_cli import app
 
     runner = CliRunner()
     monkeypatch.setenv("CO_CLI_DATA_DIR", str(tmp_path / "one"))

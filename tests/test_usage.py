@@ -13,14 +13,14 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Text
 from pydantic_ai.usage import RequestUsage
 from typer.testing import CliRunner
 
-from co_cli.repl import commands
 from co_cli.session.metering import messages_cost, response_cost
-from co_cli.sessions_view import tool_stats, usage_lines
 from co_cli.store.usage import (
     TurnUsage,
     UsageTotals,
     format_cost,
 )
+from co_cli.terminal import commands
+from co_cli.terminal.views import tool_stats, usage_lines
 from tests.test_turn_core import Core, core, long_echo, run, streaming_model, summarizer
 
 __all__ = ["core"]
@@ -107,7 +107,7 @@ def test_usage_report_groups_by_model_day_session_and_since(core: Core) -> None:
 
 
 def test_co_usage_command_prints_a_table_and_json(core: Core, monkeypatch: pytest.MonkeyPatch) -> None:
-    from co_cli.usage_cli import app
+    from co_cli.terminal.usage_cli import app
 
     sid = core.store.sessions.create(model="m", cwd="/", title="a").id
     core.store.usage.record(sid, TurnUsage(model="gpt-4o", requests=1, input_tokens=10, output_tokens=5, cost_usd=1))
@@ -155,7 +155,7 @@ def test_slash_usage_shows_the_last_turn_and_the_session(core: Core) -> None:
 
 
 def test_toolbar_shows_the_session_cost_only_when_known(core: Core) -> None:
-    from co_cli.repl.app import ChatApp
+    from co_cli.terminal.app import ChatApp
 
     def toolbar_after_a_turn(model_name: str) -> str:
         conv = core.conversation(streaming_model(lambda messages: "fine", name=model_name))
@@ -169,7 +169,7 @@ def test_toolbar_shows_the_session_cost_only_when_known(core: Core) -> None:
 
 
 def test_sessions_list_has_tokens_and_cost_columns(core: Core, monkeypatch: pytest.MonkeyPatch) -> None:
-    from co_cli.sessions_cli import app
+    from co_cli.terminal.sessions_cli import app
 
     conv = core.conversation(streaming_model(lambda messages: "fine", name="gpt-4o"))
     run(conv, "hello")

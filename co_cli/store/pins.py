@@ -7,15 +7,16 @@ from __future__ import annotations
 
 import builtins
 import time
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from co_cli.store import sessions
 from co_cli.store.codec import valid_utf8
 from co_cli.store.db import Database, Transaction
 
 
-@dataclass(frozen=True)
-class StoredPin:
+class StoredPin(NamedTuple):
+    """A pin in force, read by name or unpacked as ``(id, text, source)``."""
+
     id: int
     text: str
     source: str

@@ -17,9 +17,9 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from co_cli.models import ModelChoice
-    from co_cli.repl.approval_prompt import TerminalApprover
     from co_cli.session import Conversation
     from co_cli.store import SessionInfo, Store
+    from co_cli.terminal.approval_prompt import TerminalApprover
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ async def _chat(options: ChatOptions, loaded: LoadedSettings) -> int:
     from rich.console import Console
 
     from co_cli.models import choose_model
-    from co_cli.repl.app import ChatApp
+    from co_cli.terminal.app import ChatApp
 
     if not options.save:
         # Nothing of this conversation may stay on disk: the session store, input history and offloaded
@@ -89,7 +89,7 @@ async def _chat(options: ChatOptions, loaded: LoadedSettings) -> int:
             settings = settings.model_copy(update={"model": session.model})
         source = "session" if session is not None and options.model is None else loaded.sources.get("model", "default")
         choice = choose_model(settings, source)
-        from co_cli.repl.approval_prompt import TerminalApprover
+        from co_cli.terminal.approval_prompt import TerminalApprover
 
         approver = TerminalApprover(console) if interactive else None
 
@@ -125,7 +125,7 @@ async def _chat(options: ChatOptions, loaded: LoadedSettings) -> int:
 async def _picked(store: Store, options: ChatOptions, interactive: bool) -> ChatOptions:
     """The options with the session chosen in the picker (resume None when the user left it)."""
     from co_cli.errors import CoError
-    from co_cli.repl.picker import pick_session
+    from co_cli.terminal.picker import pick_session
 
     if not interactive:
         raise CoError("--pick needs a terminal; pass the session with --resume <id> (`co sessions list`)", exit_code=2)

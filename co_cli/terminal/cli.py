@@ -11,7 +11,7 @@ import typer
 
 from co_cli import __version__
 from co_cli.errors import CoError
-from co_cli.project_trust_cli import app as trust_app
+from co_cli.terminal.trust_cli import app as trust_app
 from co_cli.terminal_text import printable
 
 LATEST = "@latest"
@@ -30,12 +30,12 @@ config_app.add_typer(trust_app, name="trust")
 
 
 def _mount_sessions() -> None:
-    from co_cli.memory_cli import app as memory_app
-    from co_cli.sessions_cli import app as sessions_app
+    from co_cli.terminal.memory_cli import app as memory_app
+    from co_cli.terminal.sessions_cli import app as sessions_app
 
     app.add_typer(sessions_app, name="sessions", help="List, show, search, export, import, rename and delete sessions.")
     app.add_typer(memory_app, name="memory", help="List, search, add, edit, forget, review and undo memories.")
-    from co_cli.usage_cli import usage
+    from co_cli.terminal.usage_cli import usage
 
     app.command("usage")(usage)
 
@@ -99,7 +99,7 @@ def chat(
     ] = False,
 ) -> None:
     """Chat with a model (REPL); with -p or piped stdin, non-interactive."""
-    from co_cli.chat import ChatOptions, run_chat
+    from co_cli.terminal.chat import ChatOptions, run_chat
 
     if prompt is not None and not prompt.strip():
         raise CoError("the prompt given with -p is empty", exit_code=2)

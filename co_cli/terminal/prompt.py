@@ -1,4 +1,8 @@
-"""prompt-toolkit input: persisted history, slash-command completion, multi-line keys, bottom toolbar."""
+"""prompt-toolkit input: persisted history, slash-command completion, multi-line keys, bottom toolbar.
+
+It knows the app only as a ``CommandHost`` (what a command's completer reads) and a toolbar callback, so the
+app imports the prompt and not the other way round.
+"""
 
 from __future__ import annotations
 
@@ -13,10 +17,10 @@ from prompt_toolkit.formatted_text import HTML
 from prompt_toolkit.history import FileHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
-from co_cli.repl.commands import REGISTRY
+from co_cli.terminal.commands import REGISTRY, names
 
 if TYPE_CHECKING:
-    from co_cli.repl.app import ChatApp
+    from co_cli.terminal.commands import CommandHost
 
 PROMPT = "co> "
 
@@ -24,8 +28,8 @@ PROMPT = "co> "
 class SlashCompleter(Completer):
     """Completes /command names, then the command's own arguments (e.g. session ids)."""
 
-    def __init__(self, app: ChatApp) -> None:
-        self.app = app
+    def __init__(self, host: CommandHost) -> None:
+        self.host = host
 
     def get_completions(self, document: Document, complete_event: CompleteEvent) -> Iterable[Completion]:
         text = document.text_before_cursor
@@ -33,14 +37,14 @@ class SlashCompleter(Completer):
             return
         name, sep, arg = text[1:].partition(" ")
         if not sep:
-            for key, cmd in REGISTRY.items():
+            for key in names():
                 if key.startswith(name.lower()):
-                    yield Completion("/" + key, start_position=-len(text), display_meta=cmd.help)
+                    yield Completion("/" + key, start_position=-len(text), display_meta=REGISTRY[key].help)
             return
         wanted = REGISTRY.get(name.lower())
         if wanted is None or wanted.complete is None:
             return
-        for value in wanted.complete(self.app):
+        for value in wanted.complete(self.host):
             if value.startswith(arg):
                 yield Completion(value, start_position=-len(arg))
 
@@ -55,12 +59,12 @@ def key_bindings() -> KeyBindings:
     return kb
 
 
-def make_session(app: ChatApp, history_file: Path, toolbar: Callable[[], str]) -> PromptSession[str]:
+def make_session(host: CommandHost, history_file: Path, toolbar: Callable[[], str]) -> PromptSession[str]:
     history_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     history_file.touch(mode=0o600, exist_ok=True)
     return PromptSession(
         history=FileHistory(str(history_file)),
-        completer=SlashCompleter(app),
+        completer=SlashCompleter(host),
         complete_while_typing=True,
         key_bindings=key_bindings(),
         bottom_toolbar=lambda: HTML(toolbar()),

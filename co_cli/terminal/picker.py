@@ -24,9 +24,9 @@ from prompt_toolkit.layout.processors import BeforeInput
 from prompt_toolkit.styles import Style
 
 from co_cli.errors import CoError
-from co_cli.repl.picker_model import Match, PickerModel
-from co_cli.sessions_view import format_time
 from co_cli.store.search import SNIPPET_CLOSE, SNIPPET_OPEN
+from co_cli.terminal.picker_model import Match, PickerModel
+from co_cli.terminal.views import format_time
 from co_cli.terminal_text import printable
 
 if TYPE_CHECKING:

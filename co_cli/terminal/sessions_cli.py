@@ -146,7 +146,7 @@ def list_sessions(
     if not sessions:
         console.print("No saved sessions yet. Start one with `co chat`.", highlight=False, markup=False)
         return
-    from co_cli.sessions_view import sessions_table
+    from co_cli.terminal.views import sessions_table
 
     console.print(sessions_table(sessions, usage))
     if total > len(sessions):
@@ -157,7 +157,7 @@ def list_sessions(
 def show(session_id: Annotated[str, typer.Argument(help="Session id or unique prefix.")]) -> None:
     """Show a session's metadata, usage and cost, tool calls, and its full transcript (messages numbered
     #0, #1, ...: the numbers `co chat --resume <id> --fork-at <n>` takes)."""
-    from co_cli.sessions_view import format_time, render_transcript, tool_stats, usage_lines
+    from co_cli.terminal.views import format_time, render_transcript, tool_stats, usage_lines
 
     store, _ = _open_store(reads_only=True)
     with store:
@@ -218,7 +218,7 @@ def search(
     if not hits:
         console.print(f"No messages match {query!r}.", markup=False, highlight=False)
         return
-    from co_cli.sessions_view import search_table
+    from co_cli.terminal.views import search_table
 
     console.print(search_table(hits))
 
@@ -340,7 +340,7 @@ def trash(
 ) -> None:
     """List the sessions in the trash, most recently deleted first."""
     from co_cli.config import load_settings
-    from co_cli.sessions_view import trash_table
+    from co_cli.terminal.views import trash_table
 
     store, paths = _open_store()
     with store:

@@ -193,7 +193,7 @@ def export(
 ) -> None:
     """The memories of the user and this project as Markdown, one per line."""
     from co_cli.memory.memory_file import render
-    from co_cli.sessions_cli import _write_private
+    from co_cli.terminal.sessions_cli import _write_private
 
     store, project = _open()
     text = render(store.list(project=project), project)
@@ -208,7 +208,7 @@ def export(
 def import_(file: Annotated[Path, typer.Argument(help="A file written by `co memory export` (and edited).")]) -> None:
     """Make the memories what FILE lists: new lines added, changed ones updated, removed ones forgotten."""
     from co_cli.memory.memory_file import parse
-    from co_cli.sessions_cli import _read_import_file
+    from co_cli.terminal.sessions_cli import _read_import_file
 
     entries = parse(_read_import_file(file))
     store, project = _open()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import html
 import signal
 import sys
 import threading
@@ -17,18 +16,19 @@ from rich.text import Text
 from co_cli.config import LoadedSettings
 from co_cli.errors import CoError
 from co_cli.models import ModelChoice
-from co_cli.repl import commands
-from co_cli.repl.render import PlainView, TerminalView, print_error
-from co_cli.repl.terminal_mode import quiet_input
+from co_cli.terminal import commands
+from co_cli.terminal.render import PlainView, TerminalView, print_error
+from co_cli.terminal.terminal_mode import quiet_input
+from co_cli.terminal.toolbar import Toolbar
 from co_cli.terminal_text import printable
 
 if TYPE_CHECKING:
     from pydantic_ai import CancellationToken
     from pydantic_ai.messages import ModelMessage
 
-    from co_cli.repl.approval_prompt import TerminalApprover
     from co_cli.session import Conversation, TurnOutcome, TurnView
     from co_cli.store import Store
+    from co_cli.terminal.approval_prompt import TerminalApprover
 
 T = TypeVar("T")
 
@@ -69,7 +69,7 @@ class ChatApp:
         self.running = True
         self.errors = 0
         self._token: CancellationToken | None = None
-        self._cost_cache: tuple[tuple[str, int], str] | None = None
+        self._toolbar = Toolbar(choice.spec, store)
         self.view: TurnView = TerminalView(self.console) if interactive else PlainView(self.out)
         if approver is not None:
             approver.before_asking = self.view.pause if isinstance(self.view, TerminalView) else None
@@ -143,30 +143,8 @@ class ChatApp:
             self.console.print(Text("Type /help for commands, Ctrl-D to quit.", style="dim"))
 
     def toolbar(self) -> str:
-        if self._conv is None:
-            return html.escape(f" {self.choice.spec} │ loading… ")
-        r = self._conv.resolved
-        session = self._conv.session.id[:8] if self._conv.session else "new"
-        pct = self._conv.window.percent_used()
-        from co_cli.memory.status import toolbar_note
-
-        memory = toolbar_note(self._conv.memories, self._conv.project)
-        cost = self._session_cost()
-        return html.escape(
-            f" {r.label} │ session {session} │ context {pct:.0f}% of {r.context_window:,} {cost}{memory}"
-        )
-
-    def _session_cost(self) -> str:
-        """ "│ $0.0123 " when the session's whole cost is known, else "" (read once per turn, not per key)."""
-        conv = self._conv
-        if conv is None or conv.session is None or self.store is None:
-            return ""
-        key = (conv.session.id, id(conv.last_usage))
-        if self._cost_cache is None or self._cost_cache[0] != key:
-            totals = self.store.usage.totals([conv.session.id]).get(conv.session.id)
-            label = f"│ ${totals.cost_usd:.4f} " if totals is not None and totals.cost_known else ""
-            self._cost_cache = (key, label)
-        return self._cost_cache[1]
+        """The line under the prompt (``toolbar.Toolbar``)."""
+        return self._toolbar.text(self._conv)
 
     # ----- turns -------------------------------------------------------------------------------------
     async def turn(self, prompt: str) -> TurnOutcome:
@@ -283,7 +261,7 @@ class ChatApp:
             await self.turn(line)
 
     async def run_interactive(self) -> None:
-        from co_cli.repl.prompt import PROMPT, make_session
+        from co_cli.terminal.prompt import PROMPT, make_session
 
         self.banner()
         if self._conv is not None and self._conv.session:

@@ -1,6 +1,6 @@
 """What the session picker shows: every session, filtered by title and by full-text search of the messages.
 
-No terminal here (the screen is ``co_cli.repl.picker``), so the filtering is tested and measured on its own.
+No terminal here (the screen is ``co_cli.terminal.picker``), so the filtering is tested and measured on its own.
 Every live session is loaded once (a few columns, no messages). A filter keystroke matches the titles in
 memory and asks FTS5 for the newest FAST_MATCHES matching messages only, which fills a screen in a few
 milliseconds however common the words are; when that was not every match, ``complete_filter`` (run in the

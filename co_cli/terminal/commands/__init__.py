@@ -1,0 +1,34 @@
+"""Slash commands, one module per concern; importing this package registers them all.
+
+``registry`` holds the table, ``@command``, ``parse``, ``dispatch`` and ``CommandHost``; ``conversation``,
+``compaction``, ``sessions`` and ``memory`` hold the commands, each registering itself when imported.
+"""
+
+from co_cli.terminal.commands import compaction, conversation, memory, sessions
+from co_cli.terminal.commands.registry import (
+    HELP_ORDER,
+    REGISTRY,
+    Command,
+    CommandHost,
+    command,
+    commands,
+    dispatch,
+    names,
+    parse,
+)
+
+__all__ = [
+    "HELP_ORDER",
+    "REGISTRY",
+    "Command",
+    "CommandHost",
+    "command",
+    "commands",
+    "compaction",
+    "conversation",
+    "dispatch",
+    "memory",
+    "names",
+    "parse",
+    "sessions",
+]

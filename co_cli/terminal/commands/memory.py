@@ -1,0 +1,111 @@
+"""Long-term memory from the prompt: what is kept and what waits for review, remembering and forgetting."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+
+from co_cli.terminal.commands.registry import CommandHost, command
+
+
+def open_memories(host: CommandHost) -> tuple[Any, str] | None:
+    """The memory store and this project's key, or None (with an error) when memory is off or not saved."""
+    if host.store is None:
+        host.error("memory needs saved sessions (not with --no-save)")
+        return None
+    memories = host.conv.memories
+    if memories is None:
+        host.error("memory is off in this run (--no-memory or the memory setting)")
+        return None
+    return memories, host.conv.project
+
+
+@command("memory", "[review]", "long-term memory: counts, proposals to review, what the last request used")
+async def _memory(host: CommandHost, arg: str) -> None:
+    from co_cli.memory.review import describe
+    from co_cli.memory.status import forget_toolbar_cache
+
+    opened = open_memories(host)
+    if opened is None:
+        return
+    store, project = opened
+    if arg.strip().lower() == "review":
+        await _memory_review(host, store, project)
+        forget_toolbar_cache()
+        return
+    if arg.strip():
+        host.error("usage: /memory or /memory review")
+        return
+    counts = store.counts(project)
+    active = store.list(project=project)
+    users = sum(1 for m in active if m.scope == "user")
+    host.info(
+        f"Memories: {users} user, {len(active) - users} this project · {counts.get('proposed', 0)} to review · "
+        f"{counts.get('deleted', 0)} forgotten (co memory log, co memory undo)"
+    )
+    instructions = [m for m in active if m.kind == "instruction"]
+    if instructions:
+        lines = [f"  {m.ref} {m.text}" for m in instructions]
+        host.show(Text("Instructions for every session (memories):\n" + "\n".join(lines), style="dim"))
+    if host.conv.pins:
+        lines = [f"  {n}. {pin.text}" for n, pin in enumerate(host.conv.pins, 1)]
+        host.show(Text("Pinned in this session only (/pins, /unpin N):\n" + "\n".join(lines), style="dim"))
+    for proposal in store.proposals(project):
+        host.show(Text("\n".join(describe(store, proposal)), style="yellow"))
+    used = host.conv.state.memory_used
+    if used:
+        host.show(Text("Sent with the last request:\n" + "\n".join(f"  m{m.id} {m.text}" for m in used), style="dim"))
+    else:
+        host.show(Text("The last request was sent no memories.", style="dim"))
+    worker = host.conv.background.memory_worker
+    if worker is None and host.loaded.settings.memory_extract != "off":
+        host.show(
+            Text(
+                "Automatic extraction is off with the embedded model as summariser (set summarization_model "
+                "to a larger model to have facts proposed from your messages).",
+                style="dim",
+            )
+        )
+    if worker is not None and worker.last_error:
+        host.error(f"the last memory extraction failed: {worker.last_error}")
+
+
+async def _memory_review(host: CommandHost, store: Any, project: str) -> None:
+    from co_cli.memory.review import review
+
+    proposals = store.proposals(project)
+    if not proposals:
+        host.info("Nothing to review.")
+        return
+    if not host.interactive:
+        host.error("/memory review asks about each proposal: use it in a terminal, or `co memory review`")
+        return
+    accepted, rejected, skipped = await review(store, proposals, host.ask, host.info)
+    host.info(f"{accepted} accepted, {rejected} rejected, {skipped} left to review.")
+
+
+@command("remember", "<text>", "keep a fact, preference or instruction for later sessions")
+async def _remember(host: CommandHost, arg: str) -> None:
+    opened = open_memories(host)
+    if opened is None:
+        return
+    store, project = opened
+    if not arg.strip():
+        host.error("usage: /remember <text>")
+        return
+    memory = store.add(arg, actor="user", project=project, source_session=host.conv.session_id)
+    host.info(f"Remembered {memory.ref}: {memory.text}  (/forget {memory.ref})")
+
+
+@command("forget", "<id>", "forget a memory (co memory undo brings it back)")
+async def _forget(host: CommandHost, arg: str) -> None:
+    opened = open_memories(host)
+    if opened is None:
+        return
+    store, _ = opened
+    if not arg.strip():
+        host.error("usage: /forget <id> (e.g. /forget m12; /memory shows them)")
+        return
+    memory = store.forget(arg, actor="user")
+    host.info(f"Forgot {memory.ref}: {memory.text}")

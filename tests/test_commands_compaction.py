@@ -1,0 +1,208 @@
+"""Compaction commands (``terminal/commands/compaction.py``), in process: /compact (with a focus, show,
+preview, apply, edit, discard), /uncompact, /pin, /pins and /unpin through the app's line runner; what is
+printed and what the store then holds."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from co_cli.synthetic import is_summary
+from co_cli.terminal import editor
+from tests.support.chat_app import ChatRun
+from tests.test_turn_core import Core, core, echo, long_echo, streaming_model, summarizer
+
+__all__ = ["core"]
+
+pytestmark = pytest.mark.allow_model_requests
+
+SUMMARY = "SUMMARY: the user said hello several times."
+TURNS = [f"turn {i} " + "with padding words " * 10 for i in range(3)]
+COMPACTED = re.compile(
+    r"Compacted \(summary, manual\): 6 messages, ~[\d,]+ -> ~[\d,]+ tokens[^.]*\. "
+    r"/compact show reads it, /uncompact undoes it\."
+)
+
+
+def three_turns(core: Core) -> tuple[ChatRun, str]:
+    chat = ChatRun(core, streaming_model(long_echo), summarizer=summarizer())
+    assert chat.send(*TURNS).code == 0
+    assert chat.conv.session is not None
+    return chat, chat.conv.session.id
+
+
+def summaries(chat: ChatRun) -> list[ModelMessage]:
+    return [m for m in chat.conv.working if is_summary(m)]
+
+
+def test_compact_summarises_now_with_its_focus_and_records_it(core: Core) -> None:
+    focuses: list[str] = []
+
+    def summarise(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        focuses.append(str(messages[-1].parts[-1].content))  # type: ignore[union-attr]
+        return ModelResponse(parts=[TextPart(SUMMARY)])
+
+    chat = ChatRun(core, streaming_model(long_echo), summarizer=FunctionModel(summarise, model_name="summariser"))
+    chat.send(*TURNS)
+    printed = chat.send("/compact the padding words")
+    assert printed.code == 0, printed.err
+    assert len(printed.lines) == 1 and COMPACTED.fullmatch(printed.lines[0]), printed.lines
+    assert "Focus the summary on: the padding words" in focuses[-1]
+    assert len(summaries(chat)) == 1
+    assert chat.conv.session is not None
+    records = core.store.compactions.list(chat.conv.session.id)
+    assert [(r.trigger, r.focus, r.from_seq, r.upto_seq) for r in records] == [("manual", "the padding words", 0, 5)]
+    assert SUMMARY in records[0].summary
+
+
+def test_compact_with_nothing_to_compact_says_so(core: Core) -> None:
+    chat = ChatRun(core, streaming_model(echo), summarizer=summarizer())
+    empty = chat.send("/compact")
+    assert empty.code == 0 and empty.err == ""
+    assert empty.lines == ["Nothing to compact yet."]
+    short = chat.send("hi", "/compact")
+    assert short.code == 0 and short.err == ""
+    assert re.fullmatch(
+        r"Nothing worth compacting yet: the conversation \(~\d+ tokens\) is shorter than a summary of it\.",
+        short.lines[1],
+    )
+    assert chat.conv.session is not None and core.store.compactions.list(chat.conv.session.id) == []
+
+
+def test_compact_that_fails_leaves_the_history_unchanged(core: Core) -> None:
+    def broken(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        raise RuntimeError("summariser is down")
+
+    chat = ChatRun(core, streaming_model(long_echo), summarizer=FunctionModel(broken, model_name="broken"))
+    chat.send(*TURNS)
+    before = list(chat.conv.working)
+    printed = chat.send("/compact")
+    assert printed.code == 1 and printed.out == ""
+    assert printed.err.startswith("error: compaction failed, history unchanged: ")
+    assert chat.conv.working == before
+    assert chat.conv.session is not None and core.store.compactions.list(chat.conv.session.id) == []
+
+
+def test_compact_show_prints_the_summary_in_force_and_the_pins(core: Core) -> None:
+    chat, _ = three_turns(core)
+    nothing = chat.send("/compact show")
+    assert nothing.lines == ["No compaction is in force: the model sees the whole conversation."]
+    printed = chat.send("/compact", "/pin Answer in British English.", "/compact show")
+    assert printed.code == 0, printed.err
+    shown = printed.out.split("Pinned #1", 1)[1]
+    assert SUMMARY in shown
+    assert shown.rstrip("\n").endswith("Pins:\n1. Answer in British English.")
+
+
+def test_compact_preview_without_a_terminal_discards_the_summary(core: Core) -> None:
+    chat, session_id = three_turns(core)
+    before = list(chat.conv.working)
+    printed = chat.send("/compact preview")
+    assert printed.code == 0
+    assert SUMMARY in printed.out and printed.lines[-1] == "Discarded; history unchanged."
+    assert "[a]pply / [e]dit / [d]iscard? (no terminal to ask: discarded)" in printed.err
+    assert chat.conv.working == before and core.store.compactions.list(session_id) == []
+
+
+def test_compact_preview_applied_after_an_edit(core: Core, monkeypatch: pytest.MonkeyPatch) -> None:
+    chat, session_id = three_turns(core)
+    answers = iter(["e", "a"])
+
+    async def ask(question: str) -> str | None:
+        return next(answers)
+
+    edited: list[str] = []
+
+    def edit_text(text: str) -> str:
+        edited.append(text)
+        return "EDITED: the user prefers short answers."
+
+    monkeypatch.setattr(chat.app, "ask", ask)
+    monkeypatch.setattr(editor, "edit_text", edit_text)
+    printed = chat.send("/compact preview keep it short")
+    assert printed.code == 0, printed.err
+    assert edited and SUMMARY in edited[0]
+    assert printed.out.index(SUMMARY) < printed.out.index("EDITED: the user prefers short answers.")
+    assert COMPACTED.fullmatch(printed.lines[-1]), printed.lines[-1]
+    records = core.store.compactions.list(session_id)
+    assert [(r.trigger, r.focus) for r in records] == [("manual", "keep it short")]
+    assert "EDITED: the user prefers short answers." in records[0].summary and SUMMARY not in records[0].summary
+
+
+def test_uncompact_restores_the_context_and_records_the_undo(core: Core) -> None:
+    chat, session_id = three_turns(core)
+    before = list(chat.conv.working)
+    nothing = chat.send("/uncompact")
+    assert nothing.lines == ["Nothing to undo: no compaction is in force."]
+    printed = chat.send("/compact", "/uncompact")
+    assert printed.code == 0, printed.err
+    assert printed.lines[-1] == (
+        "Compaction undone: the working context holds 6 messages again (the transcript never changed)."
+    )
+    assert chat.conv.working == before and not summaries(chat)
+    records = core.store.compactions.list(session_id)
+    assert len(records) == 1 and records[0].undone_at is not None
+
+
+def test_pin_pins_and_unpin(core: Core) -> None:
+    requests: list[str] = []
+
+    def step(messages: list[ModelMessage]) -> str:
+        requests.append(str(messages))
+        return echo(messages)
+
+    chat = ChatRun(core, streaming_model(step))
+    printed = chat.send(
+        "Keep answers short.",
+        "/pin",
+        "/pin Always answer in British English.",
+        "/pin Always answer in British English.",
+        "/pins",
+        "next",
+    )
+    assert printed.code == 0, printed.err
+    assert printed.lines[1:] == [
+        "Pinned #1: Keep answers short.  (every request of this session carries it; /unpin 1)",
+        "Pinned #2: Always answer in British English.  (every request of this session carries it; /unpin 2)",
+        "Already pinned.",
+        "1. Keep answers short.",
+        "2. Always answer in British English.",
+        "echo: next",
+    ]
+    assert "Always answer in British English." in requests[-1]
+    assert chat.conv.session is not None
+    session_id = chat.conv.session.id
+    assert [(text, source) for _, text, source in core.store.pins.active(session_id)] == [
+        ("Keep answers short.", "user"),
+        ("Always answer in British English.", "user"),
+    ]
+    unpinned = chat.send("/unpin 1", "/unpin x", "/unpin 5", "/pins")
+    assert unpinned.code == 1
+    assert unpinned.lines == ["Unpinned: Keep answers short.", "1. Always answer in British English."]
+    assert unpinned.err == "error: usage: /unpin <n> (see /pins)\nerror: no pin 5: /pins lists 1\n"
+    assert [text for _, text, _ in core.store.pins.active(session_id)] == ["Always answer in British English."]
+
+
+def test_pins_and_pin_with_nothing_yet(core: Core) -> None:
+    printed = ChatRun(core, streaming_model(echo)).send("/pins", "/pin")
+    assert printed.lines == ["No pins. /pin <instruction> keeps one verbatim in every request of this session."]
+    assert printed.err == "error: nothing to pin yet: type /pin <instruction>\n"
+
+
+def test_pin_remember_keeps_it_for_every_session(core: Core) -> None:
+    chat = ChatRun(core, streaming_model(echo))
+    printed = chat.send("hello", "/pin --remember Never push directly to main.")
+    assert printed.code == 0, printed.err
+    assert printed.lines[1] == (
+        "Pinned #1: Never push directly to main.  (every request of this session carries it; /unpin 1)"
+    )
+    memories: Any = core.store.memories
+    kept = [m for m in memories.list() if m.text == "Never push directly to main."]
+    assert len(kept) == 1 and kept[0].kind == "instruction"
+    assert printed.lines[2] == (
+        f"Remembered {kept[0].ref} as an instruction for every session  (/forget {kept[0].ref})"
+    )

@@ -1,0 +1,120 @@
+"""Memory commands (``terminal/commands/memory.py``), in process: /memory (and /memory review), /remember
+and /forget through the app's line runner; what is printed and what the memory store then holds."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from co_cli.config import load_settings
+from tests.support.chat_app import ChatRun
+from tests.test_turn_core import Core, core, echo, streaming_model
+
+__all__ = ["core"]
+
+pytestmark = pytest.mark.allow_model_requests
+
+
+def memories(core: Core) -> Any:
+    return core.store.memories
+
+
+def test_remember_keeps_a_memory_and_forget_forgets_it(core: Core) -> None:
+    chat = ChatRun(core, streaming_model(echo))
+    printed = chat.send("hello", "/remember The user prefers tabs over spaces")
+    assert printed.code == 0, printed.err
+    [kept] = memories(core).list()
+    assert (kept.text, kept.kind, kept.status, kept.scope) == (
+        "The user prefers tabs over spaces",
+        "fact",
+        "active",
+        "user",
+    )
+    assert chat.conv.session is not None and kept.source_session == chat.conv.session.id
+    assert printed.lines[1] == f"Remembered {kept.ref}: The user prefers tabs over spaces  (/forget {kept.ref})"
+    forgot = chat.send(f"/forget {kept.ref}")
+    assert forgot.code == 0, forgot.err
+    assert forgot.lines == [f"Forgot {kept.ref}: The user prefers tabs over spaces"]
+    assert memories(core).list() == [] and memories(core).get(kept.id).status == "deleted"
+
+
+def test_remember_and_forget_need_their_argument(core: Core) -> None:
+    printed = ChatRun(core, streaming_model(echo)).send("/remember", "/forget  ", "/forget m999")
+    assert printed.code == 1 and printed.out == ""
+    errors = printed.err.splitlines()
+    assert errors[:2] == [
+        "error: usage: /remember <text>",
+        "error: usage: /forget <id> (e.g. /forget m12; /memory shows them)",
+    ]
+    assert errors[2].startswith("error: ") and "m999" in errors[2]
+    assert memories(core).list() == []
+
+
+def test_memory_shows_counts_instructions_pins_proposals_and_what_was_sent(core: Core) -> None:
+    chat = ChatRun(core, streaming_model(echo))
+    chat.send("hello", "/remember The user prefers tabs", "/pin --remember Never push to main.", "/pin Be brief.")
+    proposal = memories(core).propose("The user lives in Leeds", proposal="add")
+    printed = chat.send("/memory")
+    assert printed.code == 0, printed.err
+    instruction = next(m for m in memories(core).list() if m.kind == "instruction")
+    assert printed.lines[0] == (
+        "Memories: 2 user, 0 this project · 1 to review · 0 forgotten (co memory log, co memory undo)"
+    )
+    assert printed.out.count("Instructions for every session (memories):") == 1
+    assert f"  {instruction.ref} Never push to main." in printed.lines
+    assert "Pinned in this session only (/pins, /unpin N):" in printed.lines
+    assert "  1. Never push to main." in printed.lines and "  2. Be brief." in printed.lines
+    assert f"{proposal.ref}: remember [user, fact] The user lives in Leeds" in printed.lines
+    assert "The last request was sent no memories." in printed.lines
+
+
+def test_memory_takes_only_review(core: Core) -> None:
+    printed = ChatRun(core, streaming_model(echo)).send("/memory everything")
+    assert printed.code == 1 and printed.out == ""
+    assert printed.err == "error: usage: /memory or /memory review\n"
+
+
+def test_memory_review_without_a_terminal_is_refused(core: Core) -> None:
+    chat = ChatRun(core, streaming_model(echo))
+    nothing = chat.send("/memory review")
+    assert nothing.code == 0 and nothing.lines == ["Nothing to review."]
+    memories(core).propose("The user lives in Leeds", proposal="add")
+    printed = chat.send("/memory review")
+    assert printed.code == 1 and printed.out == ""
+    assert printed.err == (
+        "error: /memory review asks about each proposal: use it in a terminal, or `co memory review`\n"
+    )
+    assert [m.status for m in memories(core).proposals(None)] == ["proposed"]
+
+
+def test_memory_review_in_a_terminal_accepts_and_rejects(core: Core, monkeypatch: pytest.MonkeyPatch) -> None:
+    chat = ChatRun(core, streaming_model(echo))
+    leeds = memories(core).propose("The user lives in Leeds", proposal="add")
+    tabs = memories(core).propose("The user prefers tabs", proposal="add")
+    answers = iter(["a", "r"])
+
+    async def ask(question: str) -> str | None:
+        return next(answers)
+
+    monkeypatch.setattr(chat.app, "interactive", True)
+    monkeypatch.setattr(chat.app, "ask", ask)
+    printed = chat.send("/memory review")
+    assert printed.code == 0, printed.err
+    assert printed.lines[-1] == "1 accepted, 1 rejected, 0 left to review."
+    assert f"{leeds.ref}: remember [user, fact] The user lives in Leeds" in printed.lines
+    assert memories(core).get(leeds.id).status == "active"
+    assert memories(core).get(tabs.id).status == "rejected"
+
+
+def test_memory_commands_when_memory_is_off(core: Core, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CO_CLI_MEMORY", "false")
+    core.loaded = load_settings(cwd=core.cwd)
+    printed = ChatRun(core, streaming_model(echo)).send("/memory", "/remember x", "/forget m1")
+    assert printed.code == 1 and printed.out == ""
+    assert printed.err == "error: memory is off in this run (--no-memory or the memory setting)\n" * 3
+    unsaved_run = ChatRun(core, streaming_model(echo), saved=False)
+    unsaved = unsaved_run.send("/remember x")
+    unsaved_run.close()
+    assert unsaved.err == "error: memory needs saved sessions (not with --no-save)\n"
+    assert memories(core).list() == []
