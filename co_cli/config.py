@@ -19,7 +19,7 @@ from pydantic import BeforeValidator, Field, SecretStr, ValidationError, field_v
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from co_cli.errors import ConfigError
-from co_cli.url_credentials import mask_url_credentials
+from co_cli.secrets import mask_url_credentials
 
 APP_NAME = "co-cli"
 ENV_PREFIX = "CO_CLI_"

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 
 from co_cli.config import Paths, Settings
 from co_cli.errors import ModelConfigError
+from co_cli.secrets import mask_url_credentials
 from co_cli.terminal_text import printable
-from co_cli.url_credentials import mask_url_credentials
 
 if TYPE_CHECKING:
     from pydantic_ai.models import Model

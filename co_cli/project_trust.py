@@ -17,8 +17,8 @@ from pathlib import Path
 
 from co_cli.config import LoadedSettings
 from co_cli.errors import ConfigError
+from co_cli.secrets import mask_url_credentials
 from co_cli.terminal_text import printable
-from co_cli.url_credentials import mask_url_credentials
 
 TRUST_FILE = "trusted-servers.json"
 ALLOW_COMMAND = "co config trust allow"

@@ -1,4 +1,5 @@
-"""Credential detection: text that looks like a secret never becomes a memory.
+"""Credentials: text that looks like a secret never becomes a memory, and a URL's credentials are masked
+whenever it is shown.
 
 Every path that stores a memory (the CLI, the agent's tool, the extractor, import) calls ``find_secret``
 first; the refusal names the kind of credential and never quotes it.
@@ -9,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("a private key", re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----")),
@@ -74,3 +76,39 @@ def find_secret(text: str) -> str | None:
 def refusal(kind: str) -> str:
     """The one-line message for a refused memory (never the secret itself)."""
     return f"not stored: the text looks like a credential ({kind}); secrets are never kept as memories"
+
+
+# ----- credentials inside a URL (``user:pass@``, ``?api-key=...``), masked for display -----
+MASK = "***"
+
+# Query parameters whose value is a credential: api-key, api_key, key, token, access_token, secret, password,
+# sig (signed URLs), auth... Matched on the name without '-' and '_', lower-cased.
+_SECRET_PARAM = re.compile(r"key|token|secret|passw|pwd|auth|sig|credential|session", re.IGNORECASE)
+# Fallback for text that urlsplit cannot take apart: userinfo before '@', and secret-looking parameters.
+_USERINFO = re.compile(r"(?<=://)[^/?#@\s]*@")
+_PARAM = re.compile(r"(?<=[?&;])([^=&;#\s]+)=([^&;#\s]*)")
+
+
+def _secret_param(name: str) -> bool:
+    return bool(_SECRET_PARAM.search(name.replace("-", "").replace("_", "")))
+
+
+def mask_url_credentials(url: str) -> str:
+    """``url`` with the password/user part and the values of credential-like query parameters replaced by
+    ``***``; anything else (scheme, host, port, path, other parameters) as it is."""
+    if "@" not in url and "=" not in url:
+        return url
+    try:
+        parts = urlsplit(url)
+        netloc = parts.netloc
+        if "@" in netloc:
+            netloc = MASK + "@" + netloc.rsplit("@", 1)[1]
+        query = parts.query
+        if query:
+            pairs = parse_qsl(query, keep_blank_values=True)
+            if any(_secret_param(name) for name, _ in pairs):
+                query = urlencode([(n, MASK if _secret_param(n) else v) for n, v in pairs], safe="*")
+        return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    except ValueError:  # e.g. a malformed port or IPv6 literal: mask by pattern instead
+        masked = _USERINFO.sub(MASK + "@", url)
+        return _PARAM.sub(lambda m: f"{m.group(1)}={MASK}" if _secret_param(m.group(1)) else m.group(0), masked)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from co_cli.url_credentials import mask_url_credentials
+from co_cli.secrets import mask_url_credentials
 
 
 @pytest.mark.parametrize(

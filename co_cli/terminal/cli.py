@@ -142,7 +142,7 @@ def config_show(
     from pydantic import SecretStr
 
     from co_cli.config import env_var, load_settings
-    from co_cli.url_credentials import mask_url_credentials
+    from co_cli.secrets import mask_url_credentials
 
     loaded = load_settings()
     rows = []
