@@ -1,21 +1,24 @@
 """The only writer of a live session: every change to its saved record goes through here.
 
-A turn is written twice: its prompt before the model is called (a crash keeps what the user typed), and the
-rest when it ends — its messages and status, the usage rows (chat and summariser), the compactions made
-during it, the pins a summary found and the memory-extraction queue item — together. ``seqs_for`` tells the
-seqs a turn's messages will get before anything is written, so compaction spans are computed first.
+A turn is written in two transactions: its prompt before the model is called (a crash keeps what the user
+typed), and the rest when it ends — its messages and status, the usage rows (chat and summariser), the
+compactions made during it, the pins a summary found and the memory-extraction queue item — in one.
+``seqs_for`` tells the seqs a turn's messages will get before anything is written, so compaction spans are
+computed first.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pydantic_ai.messages import ModelMessage, ModelRequest, UserPromptPart
+from pydantic_ai.messages import ModelMessage
 
 from co_cli.deps import PinSource, SessionState
-from co_cli.store import CompactionRecord, SessionInfo, Store
+from co_cli.store import CompactionRecord, SessionInfo, Store, compactions, messages, pins, queue, usage
+from co_cli.store.codec import is_prompt_request
 from co_cli.store.usage import TurnUsage
 from co_cli.vocabulary import MessageStatus
 
@@ -99,33 +102,36 @@ class Recorder:
     def seqs_for(self, prompt_seq: int, messages: list[ModelMessage]) -> list[int]:
         """The seqs ``finish`` will give ``messages``: a first message holding the prompt takes the prompt's
         seq (it replaces the prompt row), the rest follow the transcript's end."""
-        replaces = bool(messages) and _is_prompt_request(messages[0])
+        replaces = bool(messages) and is_prompt_request(messages[0])
         appended = len(messages) - int(replaces)
         return [prompt_seq] * int(replaces) + list(range(self._next_seq, self._next_seq + appended))
 
     def finish(self, turn: TurnRecord) -> Written:
-        """Save a finished turn with everything it brought (see the module docstring)."""
+        """Save a finished turn with everything it brought, in one transaction: a crash leaves the turn whole
+        or only its prompt (which resume closes with an "interrupted" note)."""
         session_id = self._session_id()
         chat = next((u for u in turn.usage if u.role == "chat"), None)
-        seqs = self.store.messages.finish_turn(
-            session_id,
-            turn.prompt_seq,
-            turn.messages,
-            status=turn.status,
-            input_tokens=chat.input_tokens if chat else 0,
-            output_tokens=chat.output_tokens if chat else 0,
-            cost_usd=(chat.cost_usd or 0.0) if chat else 0.0,
-            usage=chat,
-        )
+        now = time.time()
+        with self.store.db.transaction() as tx:
+            seqs = messages.append_turn(
+                tx,
+                session_id,
+                turn.prompt_seq,
+                turn.messages,
+                turn.status,
+                input_tokens=chat.input_tokens if chat else 0,
+                output_tokens=chat.output_tokens if chat else 0,
+                cost_usd=(chat.cost_usd or 0.0) if chat else 0.0,
+                now=now,
+            )
+            for spent in turn.usage:
+                usage.insert(tx, session_id, spent, now)
+            for record in turn.compactions:
+                compactions.insert(tx, session_id, record)
+            pin_ids = [pins.insert(tx, session_id, text, source) for text, source in turn.pins]
+            if turn.extraction is not None:
+                queue.put(tx, session_id, turn.prompt_seq, turn.extraction.text, turn.extraction.project)
         self._next_seq = max([self._next_seq - 1, *seqs]) + 1
-        for usage in turn.usage:
-            if usage is not chat:
-                self.store.usage.record(session_id, usage)
-        for record in turn.compactions:
-            self.store.compactions.add(session_id, record)
-        pin_ids = [self.store.pins.add(session_id, text, source) for text, source in turn.pins]
-        if turn.extraction is not None:
-            self.store.queue.put(session_id, turn.prompt_seq, turn.extraction.text, turn.extraction.project)
         return Written(seqs, pin_ids)
 
     def close_open_turn(self, note: ModelMessage, prompt_seq: int) -> int | None:
@@ -137,15 +143,16 @@ class Recorder:
 
     # ----- compactions and pins ----------------------------------------------------------------------------
     def compaction(
-        self, record: CompactionRecord, pins: list[tuple[str, PinSource]], usage: TurnUsage | None
+        self, record: CompactionRecord, found: list[tuple[str, PinSource]], spent: TurnUsage | None
     ) -> list[int]:
-        """Save a compaction made outside a turn (``/compact``), the pins its summary found and what the
-        summariser spent; return the pin ids."""
+        """Save a compaction made outside a turn (``/compact``, after an overflow), the pins its summary found and
+        what the summariser spent, in one transaction; return the pin ids."""
         session_id = self._session_id()
-        self.store.compactions.add(session_id, record)
-        if usage is not None:
-            self.store.usage.record(session_id, usage)
-        return [self.store.pins.add(session_id, text, source) for text, source in pins]
+        with self.store.db.transaction() as tx:
+            compactions.insert(tx, session_id, record)
+            if spent is not None:
+                usage.insert(tx, session_id, spent)
+            return [pins.insert(tx, session_id, text, source) for text, source in found]
 
     def undo_compaction(self) -> CompactionRecord | None:
         return self.store.compactions.undo(self._session_id())
@@ -178,5 +185,3 @@ class Recorder:
         return self.state.info.id
 
 
-def _is_prompt_request(message: ModelMessage) -> bool:
-    return isinstance(message, ModelRequest) and any(isinstance(p, UserPromptPart) for p in message.parts)

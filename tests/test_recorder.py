@@ -1,0 +1,174 @@
+"""The recorder, the only writer of a live session: a finished turn is one transaction, whole or not at all.
+
+A turn leaves its prompt (committed before the model is called) and then, in one transaction, its messages
+and status, its usage rows, the compactions made during it, the pins a summary found and the memory
+extraction queue item. A crash at any point leaves either the whole turn or only its prompt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import os
+import signal
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from pydantic_ai import CancellationToken
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
+
+from co_cli.deps import SessionState
+from co_cli.errors import StoreError
+from co_cli.session.recorder import Extraction, Recorder, TurnRecord
+from co_cli.store import CompactionRecord, Store
+from co_cli.store.db import Database
+from co_cli.store.usage import TurnUsage
+from tests.test_turn_core import Core, RecordingView, core, echo, streaming_model
+
+__all__ = ["core"]
+
+pytestmark = pytest.mark.allow_model_requests
+
+
+def answered(prompt: str, answer: str) -> list[ModelMessage]:
+    return [ModelRequest(parts=[UserPromptPart(prompt)]), ModelResponse(parts=[TextPart(answer)])]
+
+
+def whole_turn(recorder: Recorder, i: int) -> None:
+    """One turn with everything a turn can bring; every row it leaves names ``i``."""
+    prompt = f"prompt {i} about the deploy pipeline"
+    seq = recorder.begin(prompt)
+    [_, answer_seq] = recorder.seqs_for(seq, answered(prompt, f"answer {i}"))
+    record = CompactionRecord(
+        from_seq=seq, upto_seq=answer_seq, summary=f"summary {i}", focus="", trigger="auto", tokens_before=100,
+        tokens_after=10, model="test", replacement=answered("summarise", f"summary {i}"),
+    )  # fmt: skip
+    recorder.finish(
+        TurnRecord(
+            seq,
+            answered(prompt, f"answer {i}"),
+            "ok",
+            usage=[TurnUsage("chat", f"chat-{i}", 1, 10, 5), TurnUsage("summary", f"summary-{i}", 1, 50, 8)],
+            compactions=[record],
+            pins=[(f"pin {i}", "summary")],
+            extraction=Extraction(prompt, "project"),
+        )
+    )
+
+
+def new_recorder(store: Store) -> Recorder:
+    return Recorder(store, SessionState(), Path("/work"), model_label=lambda: "test")
+
+
+@contextmanager
+def counted_transactions(db: Database) -> Iterator[list[int]]:
+    """Count the write transactions ``db`` opens inside the block."""
+    opened: list[int] = []
+    original = db.transaction
+
+    @contextmanager
+    def counting() -> Iterator[object]:
+        opened.append(1)
+        with original() as tx:
+            yield tx
+
+    db.transaction = counting  # type: ignore[method-assign]
+    try:
+        yield opened
+    finally:
+        db.transaction = original  # type: ignore[method-assign]
+
+
+def turn_rows(store: Store, session_id: str, i: int) -> dict[str, bool]:
+    """Which of turn ``i``'s rows are saved."""
+    db = store.db
+
+    def found(sql: str, *params: object) -> bool:
+        return db.read_one(sql, params) is not None
+
+    return {
+        "answer": found("SELECT 1 FROM messages WHERE session_id = ? AND text = ?", session_id, f"answer {i}"),
+        "usage": found("SELECT 1 FROM turn_usage WHERE session_id = ? AND model = ?", session_id, f"chat-{i}"),
+        "summary usage": found("SELECT 1 FROM turn_usage WHERE model = ?", f"summary-{i}"),
+        "compaction": found(
+            "SELECT 1 FROM compactions WHERE session_id = ? AND summary = ?", session_id, f"summary {i}"
+        ),
+        "pin": found("SELECT 1 FROM pins WHERE session_id = ? AND text = ?", session_id, f"pin {i}"),
+        "queued": found("SELECT 1 FROM memory_queue WHERE session_id = ? AND text LIKE ?", session_id, f"prompt {i} %"),
+    }
+
+
+def test_a_finished_turn_is_one_transaction(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "co.db") as store:
+        recorder = new_recorder(store)
+        whole_turn(recorder, 0)  # creates the session
+        with counted_transactions(store.db) as opened:
+            whole_turn(recorder, 1)
+        assert len(opened) == 2  # the prompt, then everything else the turn brought
+        assert recorder.session is not None
+        assert all(turn_rows(store, recorder.session.id, 1).values())
+        info = store.sessions.get(recorder.session.id)
+        assert info.message_count == 4 and info.compaction_count == 2 and info.input_tokens == 20
+
+
+def test_a_turn_through_the_conversation_commits_twice(core: Core) -> None:
+    conv = core.conversation(streaming_model(echo))
+    asyncio.run(conv.run_turn("the first prompt of all", RecordingView(), CancellationToken()))
+    with counted_transactions(core.store.db) as opened:
+        outcome = asyncio.run(conv.run_turn("and a second one", RecordingView(), CancellationToken()))
+    assert outcome.status == "ok" and len(opened) == 2
+    assert [m.text for m in core.store.messages.transcript(conv.session_id or "")][-2:] == [
+        "and a second one",
+        "echo: and a second one",
+    ]
+
+
+def test_a_turn_that_fails_to_save_leaves_only_its_prompt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with Store.open(tmp_path / "co.db") as store:
+        recorder = new_recorder(store)
+        whole_turn(recorder, 0)
+
+        def full_disk(*args: object) -> None:
+            raise StoreError("cannot write session database: the disk is full")
+
+        monkeypatch.setattr("co_cli.session.recorder.queue.put", full_disk)  # the last write of the turn
+        with pytest.raises(StoreError):
+            whole_turn(recorder, 1)
+        assert recorder.session is not None
+        assert not any(turn_rows(store, recorder.session.id, 1).values())
+        texts = [m.text for m in store.messages.transcript(recorder.session.id)]
+        assert texts == ["prompt 0 about the deploy pipeline", "answer 0", "prompt 1 about the deploy pipeline"]
+
+
+def _record_forever(path: str) -> None:
+    store = Store.open(Path(path))
+    recorder = new_recorder(store)
+    i = 0
+    while True:
+        whole_turn(recorder, i)
+        i += 1
+
+
+def test_kill_9_leaves_every_turn_whole_or_only_its_prompt(tmp_path: Path) -> None:
+    path = tmp_path / "co.db"
+    Store.open(path).close()
+    proc = multiprocessing.get_context("fork").Process(target=_record_forever, args=(str(path),))
+    proc.start()
+    with Store.open(path) as store:
+        deadline = time.time() + 30
+        while time.time() < deadline and store.db.read_one("SELECT count(*) FROM messages")[0] < 150:
+            time.sleep(0.01)
+        assert proc.pid is not None
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.join()
+        assert store.db.integrity_ok()
+        [session] = store.sessions.list()
+        prompts = [m.text for m in store.messages.transcript(session.id) if m.kind == "user"]
+        assert len(prompts) >= 50
+        for i in range(len(prompts)):
+            saved = turn_rows(store, session.id, i)
+            assert len(set(saved.values())) == 1, (i, saved)  # all of the turn, or none of it
+            assert saved["answer"] or i == len(prompts) - 1  # only the last turn can be cut off
