@@ -7,18 +7,21 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+from pydantic_ai.models import Model
+
 from co_cli.deps import SessionState
 from co_cli.memory.extract import ExtractionWorker, worth_extracting
 from co_cli.session.engine import Engine
-from co_cli.session.recorder import Extraction
-from co_cli.store import Store
+from co_cli.session.recorder import Extraction, Recorder
+from co_cli.store import SessionInfo, Store
 
 
 class Background:
-    def __init__(self, store: Store, state: SessionState, engine: Engine) -> None:
+    def __init__(self, store: Store, state: SessionState, engine: Engine, recorder: Recorder) -> None:
         self.store = store
         self.state = state
         self.engine = engine
+        self.recorder = recorder
         self.memory_worker: ExtractionWorker | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
 
@@ -59,10 +62,8 @@ class Background:
         session = self.state.info
         if not self.engine.deps.settings.auto_title or session is None or self.engine.summarizer_is_embedded:
             return
-        from co_cli.session.titles import write_title
-
         model = self.engine.summarizer or self.engine.resolved.model
-        task = asyncio.ensure_future(write_title(self.store, session.id, session.title, model, prompt, answer))
+        task = asyncio.ensure_future(self._title(session, model, prompt, answer))
 
         def done(finished: asyncio.Task[str | None]) -> None:
             self._tasks.discard(finished)
@@ -72,6 +73,17 @@ class Background:
 
         task.add_done_callback(done)
         self._tasks.add(task)
+
+    async def _title(self, session: SessionInfo, model: Model, prompt: str, answer: str) -> str | None:
+        """The title saved for ``session``, or None (a failure of any kind keeps the first-prompt title)."""
+        from co_cli.session.titles import ask_title
+
+        title, spent = await ask_title(model, prompt, answer)
+        try:
+            saved = self.recorder.title(session.id, session.title, title, spent)
+        except Exception:  # the store closed or failed meanwhile: the first-prompt title stays
+            return None
+        return title if saved else None
 
     async def finish(self, timeout: float = 15.0) -> None:
         """Let background work (titles) finish, at most ``timeout`` seconds; what is left is cancelled."""

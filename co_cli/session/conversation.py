@@ -57,7 +57,7 @@ class Conversation:
         )
         self.pins = Pins(self.state, self.recorder, on_change=self.engine.recount)
         self.compactions = Compactions(self.state, self.engine, self.recorder, self.pins, self._rebuilt)
-        self.background = Background(store, self.state, self.engine)
+        self.background = Background(store, self.state, self.engine, self.recorder)
         self.turns = Turns(self.state, self.engine, self.recorder, self.compactions, self.pins, self.background)
         self.branches = Branches(store, self.state, self.load)
         self.window = ContextWindow(store, self.state, self.engine)

@@ -17,7 +17,7 @@ from pathlib import Path
 from pydantic_ai.messages import ModelMessage
 
 from co_cli.deps import PinSource, SessionState
-from co_cli.store import CompactionRecord, SessionInfo, Store, compactions, messages, pins, queue, usage
+from co_cli.store import CompactionRecord, SessionInfo, Store, compactions, messages, pins, queue, sessions, usage
 from co_cli.store.codec import is_prompt_request
 from co_cli.store.usage import TurnUsage
 from co_cli.vocabulary import MessageStatus
@@ -165,6 +165,15 @@ class Recorder:
         self.store.pins.remove(self._session_id(), pin_id)
 
     # ----- the session's record -----------------------------------------------------------------------------
+    def title(self, session_id: str, first_title: str, title: str, spent: TurnUsage | None) -> bool:
+        """Save a title found in the background, unless the session was renamed meanwhile (it is still
+        ``first_title``), with what finding it spent; whether the title was saved. ``session_id`` is the
+        session the title was asked for, which may no longer be the live one."""
+        with self.store.db.transaction() as tx:
+            if spent is not None:
+                usage.insert(tx, session_id, spent)
+            return bool(title) and sessions.retitle(tx, session_id, title, if_title=first_title)
+
     def set_model(self, label: str) -> None:
         if self.state.info is not None:
             self.store.sessions.set_model(self.state.info.id, label)

@@ -8,16 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import re
-from typing import TYPE_CHECKING
 
 from pydantic_ai import Agent
 from pydantic_ai.models import Model
 
 from co_cli.session.metering import UsageMeter
 from co_cli.store.sessions import normalize_title
-
-if TYPE_CHECKING:
-    from co_cli.store import Store
+from co_cli.store.usage import TurnUsage
 
 TITLE_MAX_WORDS = 8
 PROMPT_CHARS = 2000
@@ -44,11 +41,9 @@ def title_request(prompt: str, answer: str) -> str:
     )
 
 
-async def write_title(
-    store: Store, session_id: str, first_title: str, model: Model, prompt: str, answer: str
-) -> str | None:
-    """Ask ``model`` for a title and save it unless the session was renamed meanwhile; the title saved, or None
-    (a failure of any kind keeps the first-prompt title). The call's usage is saved as the "title" spend."""
+async def ask_title(model: Model, prompt: str, answer: str) -> tuple[str, TurnUsage | None]:
+    """Ask ``model`` for a title of the exchange: the title ('' if the model failed in any way) and what the
+    call spent (the "title" usage row, None if nothing was)."""
     meter = UsageMeter(model, "title")
     try:
         agent: Agent[None, str] = Agent(meter, output_type=str, instructions=TITLE_INSTRUCTIONS)
@@ -58,13 +53,4 @@ async def write_title(
         raise
     except Exception:
         title = ""
-    usage = meter.drain()
-    try:
-        if usage is not None:
-            store.usage.record(session_id, usage)
-        if not title:
-            return None
-        changed = store.sessions.retitle(session_id, title, if_title=first_title)
-    except Exception:  # the store closed or failed meanwhile: the first-prompt title stays
-        return None
-    return title if changed else None
+    return title, meter.drain()

@@ -123,6 +123,12 @@ def title_if_untitled(tx: Transaction, session_id: str, title: str) -> None:
     tx.execute("UPDATE sessions SET title = ? WHERE id = ? AND title = ''", (title, session_id))
 
 
+def retitle(tx: Transaction, session_id: str, title: str, *, if_title: str) -> bool:
+    """Set the title only while it is still ``if_title`` (a rename meanwhile wins); whether it was set."""
+    cursor = tx.execute("UPDATE sessions SET title = ? WHERE id = ? AND title = ?", (title, session_id, if_title))
+    return cursor.rowcount > 0
+
+
 def mark_trashed(tx: Transaction, session_id: str, deleted_at: float) -> None:
     """Say the session was moved to the trash at ``deleted_at``."""
     tx.execute("UPDATE sessions SET deleted_at = ? WHERE id = ?", (deleted_at, session_id))
@@ -240,10 +246,7 @@ class Sessions:
     def retitle(self, session_id: str, title: str, *, if_title: str) -> bool:
         """Set the title only while it is still ``if_title`` (a rename meanwhile wins); whether it was set."""
         with self.db.transaction() as tx:
-            cursor = tx.execute(
-                "UPDATE sessions SET title = ? WHERE id = ? AND title = ?", (title, session_id, if_title)
-            )
-            return cursor.rowcount > 0
+            return retitle(tx, session_id, title, if_title=if_title)
 
     def set_model(self, session_id: str, model: str) -> None:
         with self.db.transaction() as tx:
