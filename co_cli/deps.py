@@ -62,7 +62,8 @@ class CoDeps:
     settings: Settings
     paths: Paths
     cwd: Path
-    store: Store | None = None
+    store: Store
+    """The session database (under --no-save a scratch one, removed at exit)."""
     state: SessionState = field(default_factory=SessionState)
 
     @property
@@ -86,7 +87,7 @@ class CoDeps:
     @property
     def memory_on(self) -> bool:
         """Long-term memory is used in this run (the ``memory`` setting; off with ``--no-memory``/``--no-save``)."""
-        return bool(self.settings.memory) and self.store is not None
+        return bool(self.settings.memory)
 
     @property
     def tool_output_dir(self) -> Path:

@@ -21,6 +21,7 @@ class FakeApp:
     def __init__(self) -> None:
         self.errors: list[str] = []
         self.running = True
+        self.saving = True
         listed = [SimpleNamespace(id="01abc"), SimpleNamespace(id="01abd")]
         self.store = SimpleNamespace(sessions=SimpleNamespace(list=lambda limit: listed))
 

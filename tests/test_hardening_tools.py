@@ -24,6 +24,7 @@ from co_cli.config import Paths, Settings
 from co_cli.context.offload import offload_large_outputs
 from co_cli.deps import CoDeps
 from co_cli.failure_text import describe_provider_error
+from co_cli.store import Store
 from co_cli.tools import build_toolset, files
 from co_cli.tools.blocking import StopFlag, run_blocking
 from co_cli.tools.files import MAX_LINE_CHARS, READ_OUTPUT_CHARS, grep, list_dir, read_file
@@ -203,7 +204,8 @@ def home_deps(tmp_path: Path) -> CoDeps:
         user_settings=config_dir / "settings.json",
         project_settings=home / ".co-cli" / "settings.json",
     )
-    return in_session(CoDeps(settings=settings, paths=paths, cwd=home), "mine")
+    paths.ensure_data_dir()
+    return in_session(CoDeps(settings=settings, paths=paths, cwd=home, store=Store.open(paths.db)), "mine")
 
 
 PRIVATE_CALLS = [

@@ -190,7 +190,7 @@ def test_approve_all_runs_without_asking(deps: CoDeps) -> None:
 
 
 def test_handler_uses_deps_getter(deps: CoDeps) -> None:
-    other = CoDeps(settings=deps.settings, paths=deps.paths, cwd=deps.cwd)
+    other = CoDeps(settings=deps.settings, paths=deps.paths, cwd=deps.cwd, store=deps.store)
     handler = make_approval_handler(Prompter("a"), approve_all=False, deps_getter=lambda: other)
     call = ToolCallPart("run_shell", {"command": "ls"}, tool_call_id="c1")
     requests = DeferredToolRequests(approvals=[call], metadata={"c1": {"reason": "runs a shell command"}})

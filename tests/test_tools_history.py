@@ -40,8 +40,8 @@ def test_search_finds_text_of_this_session_only(deps: CoDeps) -> None:
     store.close()
 
 
-def test_search_without_a_saved_session(deps: CoDeps) -> None:
-    assert "not being saved" in search_conversation_history(ctx_for(deps), "anything")
+def test_search_before_the_conversation_has_messages(deps: CoDeps) -> None:
+    assert "no messages" in search_conversation_history(ctx_for(deps), "anything")
 
 
 def test_read_tool_output_pages_an_offloaded_output(deps: CoDeps) -> None:

@@ -148,7 +148,7 @@ def test_slash_usage_shows_the_last_turn_and_the_session(core: Core) -> None:
     conv = core.conversation(streaming_model(lambda messages: "hi"))
     run(conv, "hello")
     shown: list[str] = []
-    host: Any = SimpleNamespace(conv=conv, store=core.store, info=shown.append, error=shown.append)
+    host: Any = SimpleNamespace(conv=conv, store=core.store, saving=True, info=shown.append, error=shown.append)
     asyncio.run(commands.dispatch(host, "/usage"))
     assert shown[0].startswith("Last turn: 1 requests") and "unknown" in shown[0]
     assert shown[1] == "This session:" and shown[2].strip().startswith("chat: 1 requests")

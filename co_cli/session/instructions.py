@@ -43,7 +43,7 @@ def pins_section(pins: list[str]) -> str:
 def memory_section(deps: CoDeps, prompt: str | Sequence[Any] | None) -> str:
     """The ``## Memory`` section for this request (empty when memory is off); what it holds is kept in the
     session state for /memory and /context."""
-    if not deps.memory_on or deps.store is None:
+    if not deps.memory_on:
         deps.state.memory_used = []
         return ""
     chosen = relevant_memories(

@@ -46,8 +46,9 @@ class ChatApp:
         loaded: LoadedSettings,
         *,
         choice: ModelChoice,
-        store: Store | None,
+        store: Store,
         interactive: bool,
+        saving: bool = True,
         console: Console | None = None,
         out: TextIO | None = None,
         approver: TerminalApprover | None = None,
@@ -63,6 +64,8 @@ class ChatApp:
         self.choice = choice
         self.loaded = loaded
         self.store = store
+        self.saving = saving
+        """False with --no-save: the store is a scratch one, removed at exit."""
         self.interactive = interactive
         self.console = console or Console(highlight=False)
         self.out = out or sys.stdout
@@ -136,7 +139,7 @@ class ChatApp:
     def banner(self) -> None:
         session = self._conv.session if self._conv else None
         where = f"session {session.id[:8]} · {session.title}" if session else "new session"
-        if self.store is None:
+        if not self.saving:
             where = "not saving (--no-save)"
         self.info(f"co · {self.choice.spec} ({self.choice.reason}) · {where}")
         if self.interactive:
@@ -240,7 +243,7 @@ class ChatApp:
         session = self.conv.session
         if session is None:
             return
-        info = self.store.sessions.get(session.id) if self.store else session
+        info = self.store.sessions.get(session.id)
         self.note(
             f"Resumed {info.id} · {info.title} · {info.message_count} messages · "
             f"{info.compaction_count} compactions · model {info.model}"

@@ -76,7 +76,6 @@ async def _chat(options: ChatOptions, loaded: LoadedSettings) -> int:
 
     paths.ensure_data_dir()
     store = Store.open(paths.db)
-    saved_store = store if options.save else None
     if options.save:
         store.sessions.purge_expired(settings.trash_retention_days, paths.tool_outputs)
     try:
@@ -99,13 +98,27 @@ async def _chat(options: ChatOptions, loaded: LoadedSettings) -> int:
         if interactive and session is None:
             # Draw the prompt at once; pydantic-ai and the provider SDK load while the user types.
             app = ChatApp(
-                build, loaded, choice=choice, store=saved_store, interactive=True, console=console, approver=approver
+                build,
+                loaded,
+                choice=choice,
+                store=store,
+                saving=options.save,
+                interactive=True,
+                console=console,
+                approver=approver,
             )
             await app.run_interactive()
             return 0
         conv = build()
         app = ChatApp(
-            conv, loaded, choice=choice, store=saved_store, interactive=interactive, console=console, approver=approver
+            conv,
+            loaded,
+            choice=choice,
+            store=store,
+            saving=options.save,
+            interactive=interactive,
+            console=console,
+            approver=approver,
         )
         try:
             if options.prompt is not None:

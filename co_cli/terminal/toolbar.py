@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 class Toolbar:
     """The toolbar's text for a conversation (None while it is still being built)."""
 
-    def __init__(self, spec: str, store: Store | None) -> None:
+    def __init__(self, spec: str, store: Store) -> None:
         self.spec = spec
         self.store = store
         self._cost_cache: tuple[tuple[str, int], str] | None = None
@@ -35,7 +35,7 @@ class Toolbar:
 
     def _session_cost(self, conv: Conversation) -> str:
         """ "│ $0.0123 " when the session's whole cost is known, else "" (read once per turn, not per key)."""
-        if conv.session is None or self.store is None:
+        if conv.session is None:
             return ""
         key = (conv.session.id, id(conv.last_usage))
         if self._cost_cache is None or self._cost_cache[0] != key:

@@ -18,10 +18,10 @@ def search_conversation_history(ctx: RunContext[CoDeps], query: str, limit: int 
         query: words to look for.
         limit: maximum number of matches.
     """
-    store, session_id = ctx.deps.store, ctx.deps.session_id
-    if store is None or session_id is None:
-        return "No saved transcript to search (this session is not being saved)."
-    hits = store.search.messages(query, session_id=session_id, limit=max(1, min(limit, 50)))
+    session_id = ctx.deps.session_id
+    if session_id is None:
+        return "No transcript to search yet (this conversation has no messages)."
+    hits = ctx.deps.store.search.messages(query, session_id=session_id, limit=max(1, min(limit, 50)))
     if not hits:
         return f"No matches for {query!r} in this conversation."
     lines = [f"{len(hits)} match(es) for {query!r}:"]

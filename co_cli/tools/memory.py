@@ -38,7 +38,6 @@ def remember(
         scope: user (everywhere) or project (only in this repository).
         replaces: the id (e.g. m12) of a memory this one corrects; that one is forgotten.
     """
-    assert ctx.deps.store is not None
     memories = ctx.deps.store.memories
     try:
         if replaces:
@@ -64,7 +63,6 @@ def recall(ctx: RunContext[CoDeps], query: str) -> str:
     Args:
         query: words to look for.
     """
-    assert ctx.deps.store is not None
     terms = query_terms(query) or query.split()
     hits = ctx.deps.store.memories.search(terms, project=ctx.deps.project, limit=RECALL_LIMIT)
     if not hits:
@@ -78,7 +76,6 @@ def forget(ctx: RunContext[CoDeps], memory_id: str) -> str:
     Args:
         memory_id: its id, e.g. m12.
     """
-    assert ctx.deps.store is not None
     try:
         memory = ctx.deps.store.memories.forget(memory_id, actor="model")
     except CoError as exc:

@@ -40,14 +40,14 @@ class Printed:
 
 
 class ChatRun:
-    """One ``ChatApp`` in piped mode over ``core``'s store (none with ``saved=False``); each ``send`` is one run
-    of ``ChatApp.run_lines``."""
+    """One ``ChatApp`` in piped mode over ``core``'s store (a scratch one with ``saved=False``); each ``send`` is
+    one run of ``ChatApp.run_lines``."""
 
     def __init__(self, core: Core, model: FunctionModel, *, summarizer: Any = None, saved: bool = True) -> None:
         self._scratch: Store | None = None
         if not saved:
-            # As `co chat --no-save` runs: the conversation on a store of its own in a scratch directory, memory
-            # off, and the app without a store (the saved sessions are out of reach).
+            # As `co chat --no-save` runs: on a store of its own in a scratch directory, memory off, and the app
+            # told it is not saving (the saved sessions are out of reach).
             self._scratch = Store.open(core.cwd.parent / "scratch" / "sessions.db")
             settings = core.loaded.settings.model_copy(update={"memory": False})
             core = replace(core, store=self._scratch, loaded=replace(core.loaded, settings=settings))
@@ -62,7 +62,8 @@ class ChatRun:
                 self.conv,
                 core.loaded,
                 choice=self.conv.resolved.choice,
-                store=None if self._scratch else core.store,
+                store=core.store,
+                saving=saved,
                 interactive=False,
                 console=console,
                 out=self._out,

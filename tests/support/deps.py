@@ -10,6 +10,7 @@ from pydantic_ai.usage import RunUsage
 
 from co_cli.config import Paths, Settings
 from co_cli.deps import CoDeps
+from co_cli.store import Store
 from co_cli.store.sessions import SessionInfo
 
 
@@ -28,7 +29,8 @@ def make_deps(tmp_path: Path, **settings: object) -> CoDeps:
         user_settings=config.config_dir / "settings.json",
         project_settings=work / ".co-cli" / "settings.json",
     )
-    return CoDeps(settings=config, paths=paths, cwd=work)
+    paths.ensure_data_dir()
+    return CoDeps(settings=config, paths=paths, cwd=work, store=Store.open(paths.db))
 
 
 def ctx_for(deps: CoDeps, *, approved: bool = False) -> RunContext[CoDeps]:

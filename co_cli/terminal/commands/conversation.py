@@ -82,7 +82,7 @@ async def _usage(host: CommandHost, arg: str) -> None:
         totals.add(last)
         host.info("Last turn: " + usage_lines({"chat": totals})[0].removeprefix("chat: "))
     session = host.conv.session
-    if host.store is None or session is None:
+    if not host.saving or session is None:
         return
     by_role = host.store.usage.by_role(session.id)
     if not by_role:

@@ -11,7 +11,7 @@ from co_cli.terminal.commands.registry import CommandHost, command
 
 def open_memories(host: CommandHost) -> tuple[Any, str] | None:
     """The memory store and this project's key, or None (with an error) when memory is off or not saved."""
-    if host.store is None:
+    if not host.saving:
         host.error("memory needs saved sessions (not with --no-save)")
         return None
     memories = host.conv.memories

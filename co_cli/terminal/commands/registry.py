@@ -26,7 +26,8 @@ T = TypeVar("T")
 class CommandHost(Protocol):
     """What a slash command may use."""
 
-    store: Store | None
+    store: Store
+    saving: bool
     loaded: LoadedSettings
     console: Console
     interactive: bool

@@ -13,14 +13,16 @@ if TYPE_CHECKING:
 
 
 def _session_ids(host: CommandHost) -> list[str]:
-    if host.store is None:
+    if not host.saving:
         return []
     return [s.id for s in host.store.sessions.list(limit=30)]
 
 
 def _store(host: CommandHost) -> Store | None:
-    if host.store is None:
+    """The saved sessions, or None (with an error) under --no-save."""
+    if not host.saving:
         host.error("sessions are not being saved (--no-save)")
+        return None
     return host.store
 
 
