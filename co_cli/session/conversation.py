@@ -8,6 +8,7 @@ the ``Recorder``. Commands use the collaborators: ``conv.pins.add(text)``, ``con
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pydantic_ai import CancellationToken
@@ -101,6 +102,11 @@ class Conversation:
     def memories(self) -> Memories | None:
         """Long-term memory, or None when it is off in this run."""
         return self.store.memories if self.deps.memory_on else None
+
+    @property
+    def cwd(self) -> Path:
+        """The working directory the conversation's tools work in."""
+        return self.deps.cwd
 
     @property
     def project(self) -> str:
