@@ -1,5 +1,5 @@
-"""Branching a conversation: ``--fork``/``--fork-at``, ``/fork [n]`` and ``/rewind [n]`` all continue in a copy
-made by ``fork_at``; the original session is never changed."""
+"""Branching a conversation: ``--fork``/``--fork-at``, the picker's fork, ``/fork [n]`` and ``/rewind [n]`` all
+continue in a copy made by ``fork_at``; the original session is never changed."""
 
 from __future__ import annotations
 

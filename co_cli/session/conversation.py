@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 
 from pydantic_ai import CancellationToken
 from pydantic_ai.messages import ModelMessage
-from pydantic_ai.models import Model
 
 from co_cli.context.working import WorkingContext
 from co_cli.deps import CoDeps, Pin, SessionState
@@ -93,10 +92,6 @@ class Conversation:
     @property
     def last_usage(self) -> TurnUsage | None:
         return self.state.last_usage
-
-    @property
-    def summarizer(self) -> Model | None:
-        return self.engine.summarizer
 
     @property
     def memories(self) -> Memories | None:

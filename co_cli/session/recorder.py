@@ -184,10 +184,6 @@ class Recorder:
         self.state.info = self.store.sessions.get(session_id)
         return self.state.info
 
-    def fork(self, upto_seq: int | None) -> SessionInfo:
-        """A copy of the session up to ``upto_seq`` (the whole of it when None), under a new id."""
-        return self.store.fork(self._session_id(), upto_seq)
-
     def _session_id(self) -> str:
         if self.state.info is None:
             raise RuntimeError("no session to write to yet")

@@ -79,7 +79,9 @@ async def _pick(host: CommandHost, store: Store) -> None:
     if choice is None:
         return
     if choice.action == "fork":
-        forked = store.fork(choice.session_id)
+        from co_cli.session.branches import fork_at
+
+        forked = fork_at(store, choice.session_id)
         await _switch_to(host, forked)
         host.info(f"Forked {choice.session_id[:8]} -> {forked.id}; you are now in the fork.")
         return
