@@ -7,31 +7,37 @@ first; the refusal names the kind of credential and never quotes it.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("a private key", re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----")),
-    ("an API key (sk-...)", re.compile(r"\bsk-(?:[A-Za-z0-9]+-)*[A-Za-z0-9_\-]{16,}")),
-    ("an AWS access key", re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}\b")),
-    ("a GitHub token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})")),
-    ("a GitLab token", re.compile(r"\bglpat-[A-Za-z0-9_\-]{20,}")),
-    ("a Slack token", re.compile(r"\bxox[abprs]-[A-Za-z0-9\-]{10,}")),
-    ("a Google API key", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}")),
-    ("a Stripe key", re.compile(r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}")),
-    ("a JSON web token", re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}")),
-    ("a password in a URL", re.compile(r"[a-z][a-z0-9+.\-]*://[^/\s:@]+:[^/\s@]+@", re.IGNORECASE)),
-    (
-        "a password or key assignment",
-        re.compile(
-            r"\b(?:password|passwd|pwd|passphrase|secret|api[_\-]?key|access[_\-]?key|auth[_\-]?token|token)"
-            r"\s*[=:]\s*['\"]?[^\s'\"]{4,}",
-            re.IGNORECASE,
+
+@functools.cache
+def _patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """The credential patterns, compiled on first use (``co --help`` and the listings never need them)."""
+    return (
+        ("a private key", re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----")),
+        ("an API key (sk-...)", re.compile(r"\bsk-(?:[A-Za-z0-9]+-)*[A-Za-z0-9_\-]{16,}")),
+        ("an AWS access key", re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}\b")),
+        ("a GitHub token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})")),
+        ("a GitLab token", re.compile(r"\bglpat-[A-Za-z0-9_\-]{20,}")),
+        ("a Slack token", re.compile(r"\bxox[abprs]-[A-Za-z0-9\-]{10,}")),
+        ("a Google API key", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}")),
+        ("a Stripe key", re.compile(r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}")),
+        ("a JSON web token", re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}")),
+        ("a password in a URL", re.compile(r"[a-z][a-z0-9+.\-]*://[^/\s:@]+:[^/\s@]+@", re.IGNORECASE)),
+        (
+            "a password or key assignment",
+            re.compile(
+                r"\b(?:password|passwd|pwd|passphrase|secret|api[_\-]?key|access[_\-]?key|auth[_\-]?token|token)"
+                r"\s*[=:]\s*['\"]?[^\s'\"]{4,}",
+                re.IGNORECASE,
+            ),
         ),
-    ),
-)
+    )
+
 
 # A run of token characters long enough to be a generated secret (base64, base62, hex with letters).
 _TOKEN = re.compile(r"[A-Za-z0-9+/_\-=]{32,}")
@@ -61,7 +67,7 @@ def _random_token(token: str) -> bool:
 
 def find_secret(text: str) -> str | None:
     """What kind of credential ``text`` seems to hold (e.g. "an AWS access key"), or None."""
-    for kind, pattern in _PATTERNS:
+    for kind, pattern in _patterns():
         if pattern.search(text):
             return kind
     for match in _TOKEN.finditer(text):

@@ -9,20 +9,23 @@ one ``store.db.transaction()``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from co_cli.errors import SessionBusy
-from co_cli.store import copies
 from co_cli.store.compactions import CompactionRecord, Compactions
 from co_cli.store.db import Database
 from co_cli.store.locks import OpenSessions
-from co_cli.store.memories import Memories
 from co_cli.store.messages import Messages, StoredMessage
 from co_cli.store.pins import Pins
-from co_cli.store.queue import ExtractionQueue
 from co_cli.store.search import Search, SearchHit
 from co_cli.store.sessions import SessionInfo, Sessions
 from co_cli.store.usage import UsageLog
+
+if TYPE_CHECKING:
+    from co_cli.store.memories import Memories
+    from co_cli.store.queue import ExtractionQueue
 
 
 class Store:
@@ -38,9 +41,21 @@ class Store:
         self.pins = Pins(db)
         self.usage = UsageLog(db)
         self.search = Search(db)
-        self.memories = Memories(db)
-        self.queue = ExtractionQueue(db)
         self.locks = OpenSessions(db)
+
+    # The memory tables are opened on first use: listing or resuming a session never needs them, and their
+    # module compiles the secret patterns.
+    @cached_property
+    def memories(self) -> Memories:
+        from co_cli.store.memories import Memories
+
+        return Memories(self.db)
+
+    @cached_property
+    def queue(self) -> ExtractionQueue:
+        from co_cli.store.queue import ExtractionQueue
+
+        return ExtractionQueue(self.db)
 
     @classmethod
     def open(cls, path: Path, *, reads_only: bool = False) -> Store:
@@ -58,12 +73,16 @@ class Store:
 
     def fork(self, session_id: str, upto_seq: int | None = None) -> SessionInfo:
         """Continue a copy of the session (up to message ``upto_seq``) under a new id (``copies.fork``)."""
+        from co_cli.store import copies
+
         return copies.fork(self.db, session_id, upto_seq)
 
     def import_session(
         self, info: SessionInfo, messages: Sequence[StoredMessage], compactions: Sequence[CompactionRecord]
     ) -> SessionInfo:
         """Insert a whole session as given (``copies.import_session``)."""
+        from co_cli.store import copies
+
         return copies.import_session(self.db, info, messages, compactions)
 
 

@@ -58,6 +58,8 @@ class MessageRow:
 
 _ROW_FIELDS = tuple(field.name for field in fields(MessageRow))
 _ROW_COLUMNS = ", ".join(_ROW_FIELDS)
+_INSERT = f"INSERT INTO messages (session_id, {_ROW_COLUMNS})"
+"""The one statement that adds messages (from values, or copied from another session)."""
 
 
 def encode(seq: int, created_at: float, message: ModelMessage, status: str) -> MessageRow:
@@ -70,9 +72,9 @@ def encode(seq: int, created_at: float, message: ModelMessage, status: str) -> M
 
 
 def insert(tx: Transaction, session_id: str, rows: Iterable[MessageRow]) -> None:
-    """Add rows to the session's transcript as given (the one statement that adds messages)."""
+    """Add rows to the session's transcript as given."""
     tx.executemany(
-        f"INSERT INTO messages (session_id, {_ROW_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        f"{_INSERT} VALUES (?, ?, ?, ?, ?, ?, ?)",
         [(session_id, *(getattr(row, name) for name in _ROW_FIELDS)) for row in rows],
     )
 
@@ -145,16 +147,13 @@ def append_turn(
 
 
 def copy(tx: Transaction, source_id: str, target_id: str, upto_seq: int) -> int:
-    """Copy the source session's messages up to ``upto_seq`` into the target session; how many."""
-    rows = [
-        MessageRow(**{name: row[name] for name in _ROW_FIELDS})
-        for row in tx.read(
-            f"SELECT {_ROW_COLUMNS} FROM messages WHERE session_id = ? AND seq <= ? ORDER BY seq",
-            (source_id, upto_seq),
-        )
-    ]
-    insert(tx, target_id, rows)
-    return len(rows)
+    """Copy the source session's messages up to ``upto_seq`` into the target session; how many. The rows are
+    copied inside SQLite (a fork of a long session never decodes its messages)."""
+    cursor = tx.execute(
+        f"{_INSERT} SELECT ?, {_ROW_COLUMNS} FROM messages WHERE session_id = ? AND seq <= ? ORDER BY seq",
+        (target_id, source_id, upto_seq),
+    )
+    return int(cursor.rowcount)
 
 
 def saved_at(reader: Reader, session_id: str, seq: int) -> float | None:
