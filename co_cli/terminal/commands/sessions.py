@@ -18,12 +18,11 @@ def _session_ids(host: CommandHost) -> list[str]:
     return [s.id for s in host.store.sessions.list(limit=30)]
 
 
-def _store(host: CommandHost) -> Store | None:
-    """The saved sessions, or None (with an error) under --no-save."""
+def _refused(host: CommandHost) -> bool:
+    """Under --no-save the saved sessions are out of reach: say so (True) and do nothing."""
     if not host.saving:
         host.error("sessions are not being saved (--no-save)")
-        return None
-    return host.store
+    return not host.saving
 
 
 def _message_number(arg: str, usage: str) -> int | None:
@@ -40,9 +39,9 @@ def _message_number(arg: str, usage: str) -> int | None:
 async def _sessions(host: CommandHost, arg: str) -> None:
     from co_cli.terminal.views import search_table, sessions_table
 
-    store = _store(host)
-    if store is None:
+    if _refused(host):
         return
+    store = host.store
     if arg:
         hits = store.search.messages(arg, limit=20)
         if not hits:
@@ -59,9 +58,9 @@ async def _sessions(host: CommandHost, arg: str) -> None:
 
 @command("resume", "[id]", "switch to a saved session; without an id, pick one", complete=_session_ids)
 async def _resume(host: CommandHost, arg: str) -> None:
-    store = _store(host)
-    if store is None:
+    if _refused(host):
         return
+    store = host.store
     if not arg:
         await _pick(host, store)
         return
@@ -108,7 +107,7 @@ async def _switch_to(host: CommandHost, session: SessionInfo) -> None:
 
 @command("fork", "[n]", "continue in a copy of this session (up to message n); the original stays as it is")
 async def _fork(host: CommandHost, arg: str) -> None:
-    if _store(host) is None:
+    if _refused(host):
         return
     if host.conv.session is None:
         host.error("nothing to fork yet: this conversation has no messages")
@@ -123,8 +122,7 @@ async def _fork(host: CommandHost, arg: str) -> None:
 
 @command("rename", "<title>", "rename this session")
 async def _rename(host: CommandHost, arg: str) -> None:
-    store = _store(host)
-    if store is None:
+    if _refused(host):
         return
     if not arg:
         host.error("usage: /rename <title>")
@@ -138,9 +136,9 @@ async def _rename(host: CommandHost, arg: str) -> None:
 
 @command("delete", "<id>", "move a saved session to the trash (asks to confirm)", complete=_session_ids)
 async def _delete(host: CommandHost, arg: str) -> None:
-    store = _store(host)
-    if store is None:
+    if _refused(host):
         return
+    store = host.store
     if not arg:
         host.error("usage: /delete <id or prefix>")
         return
@@ -158,7 +156,7 @@ async def _delete(host: CommandHost, arg: str) -> None:
 
 @command("rewind", "[n]", "go back to message n (default: before your last prompt) in a fork; the original stays")
 async def _rewind(host: CommandHost, arg: str) -> None:
-    if _store(host) is None:
+    if _refused(host):
         return
     if host.conv.session is None:
         host.error("nothing to rewind yet: this conversation has no messages")
