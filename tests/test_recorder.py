@@ -172,3 +172,13 @@ def test_kill_9_leaves_every_turn_whole_or_only_its_prompt(tmp_path: Path) -> No
             saved = turn_rows(store, session.id, i)
             assert len(set(saved.values())) == 1, (i, saved)  # all of the turn, or none of it
             assert saved["answer"] or i == len(prompts) - 1  # only the last turn can be cut off
+
+
+def test_opening_the_session_already_open_keeps_holding_it(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "co.db") as store:
+        recorder = new_recorder(store)
+        whole_turn(recorder, 0)
+        assert recorder.session is not None
+        session = store.sessions.get(recorder.session.id)
+        recorder.open(session)
+        assert store.locks.holds(session.id)

@@ -70,7 +70,8 @@ class Recorder:
     def open(self, session: SessionInfo) -> None:
         """Hold ``session`` for this process (SessionBusy if another co has it open) and write to it from now."""
         self.store.locks.acquire(session.id)
-        self.release()
+        if self.state.info is not None and self.state.info.id != session.id:
+            self.release()
         self.state.info = session
         self._next_seq = self.store.sessions.get(session.id).message_count
 
