@@ -199,11 +199,17 @@ class ChatApp:
 
     # ----- what commands use (see commands.CommandHost) ------------------------------------------------
     def show(self, renderable: object) -> None:
-        """Print a table or other renderable (plain, without colour, when not in a terminal)."""
+        """Print a table or other renderable (plain, without colour, when not in a terminal). A string is text
+        from a user, a model, a tool or a file: printed as it is, never read as markup, without control
+        characters."""
+        if isinstance(renderable, str):
+            renderable = printable(renderable)
+            if not self.interactive:
+                print(renderable, file=self.out, flush=True)
+                return
+            renderable = Text(renderable)
         if self.interactive:
             self.console.print(renderable)
-        elif isinstance(renderable, str):
-            print(renderable, file=self.out, flush=True)
         else:
             Console(file=self.out, width=120, no_color=True).print(renderable)
 

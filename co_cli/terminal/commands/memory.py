@@ -7,6 +7,12 @@ from typing import Any
 from rich.text import Text
 
 from co_cli.terminal.commands.registry import CommandHost, command
+from co_cli.terminal_text import printable
+
+
+def _plain(text: str, style: str) -> Text:
+    """Memory and pin texts shown as they are: no markup (a Text), no control characters."""
+    return Text(printable(text), style=style)
 
 
 def open_memories(host: CommandHost) -> tuple[Any, str] | None:
@@ -47,15 +53,15 @@ async def _memory(host: CommandHost, arg: str) -> None:
     instructions = [m for m in active if m.kind == "instruction"]
     if instructions:
         lines = [f"  {m.ref} {m.text}" for m in instructions]
-        host.show(Text("Instructions for every session (memories):\n" + "\n".join(lines), style="dim"))
+        host.show(_plain("Instructions for every session (memories):\n" + "\n".join(lines), "dim"))
     if host.conv.pins:
         lines = [f"  {n}. {pin.text}" for n, pin in enumerate(host.conv.pins, 1)]
-        host.show(Text("Pinned in this session only (/pins, /unpin N):\n" + "\n".join(lines), style="dim"))
+        host.show(_plain("Pinned in this session only (/pins, /unpin N):\n" + "\n".join(lines), "dim"))
     for proposal in store.proposals(project):
-        host.show(Text("\n".join(describe(store, proposal)), style="yellow"))
+        host.show(_plain("\n".join(describe(store, proposal)), "yellow"))
     used = host.conv.state.memory_used
     if used:
-        host.show(Text("Sent with the last request:\n" + "\n".join(f"  m{m.id} {m.text}" for m in used), style="dim"))
+        host.show(_plain("Sent with the last request:\n" + "\n".join(f"  m{m.id} {m.text}" for m in used), "dim"))
     else:
         host.show(Text("The last request was sent no memories.", style="dim"))
     worker = host.conv.background.memory_worker
