@@ -206,3 +206,31 @@ def test_pin_remember_keeps_it_for_every_session(core: Core) -> None:
     assert printed.lines[2] == (
         f"Remembered {kept[0].ref} as an instruction for every session  (/forget {kept[0].ref})"
     )
+
+
+@pytest.mark.parametrize(
+    ("editor_command", "refusal"),
+    [
+        ("sh -c ': > \"$0\"'", "error: an empty summary is not applied; the summary is unchanged"),
+        ("sh -c 'printf \"  \\n\\n\" > \"$0\"'", "error: an empty summary is not applied; the summary is unchanged"),
+        ("rm", "error: the editor left no file to read; the summary is unchanged"),
+        ("sh -c 'rm \"$0\" && mkdir \"$0\"'", "error: the editor left no file to read; the summary is unchanged"),
+        ("vim 'unbalanced", "error: no editor could be started (set $EDITOR); the summary is unchanged"),
+    ],
+)
+def test_compact_preview_keeps_the_summary_when_the_edit_leaves_nothing(
+    core: Core, monkeypatch: pytest.MonkeyPatch, editor_command: str, refusal: str
+) -> None:
+    chat, session_id = three_turns(core)
+    answers = iter(["e", "a"])
+
+    async def ask(question: str) -> str | None:
+        return next(answers)
+
+    monkeypatch.setattr(chat.app, "ask", ask)
+    monkeypatch.setenv("VISUAL", editor_command)
+    printed = chat.send("/compact preview")
+    assert chat.app.running and refusal in printed.err
+    assert COMPACTED.fullmatch(printed.lines[-1]), printed.lines[-1]
+    [record] = core.store.compactions.list(session_id)
+    assert SUMMARY in record.summary  # the summary as the model wrote it, not an empty one

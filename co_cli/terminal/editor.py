@@ -9,6 +9,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from co_cli.errors import CoError
+
 FALLBACK_EDITORS = ("nano", "vim", "vi")
 
 
@@ -16,7 +18,10 @@ def editor_command() -> list[str] | None:
     for name in ("VISUAL", "EDITOR"):
         value = os.environ.get(name, "").strip()
         if value:
-            return shlex.split(value)
+            try:
+                return shlex.split(value) or None
+            except ValueError:  # unbalanced quotes: no command can be made of it
+                return None
     for name in FALLBACK_EDITORS:
         found = shutil.which(name)
         if found:
@@ -25,7 +30,8 @@ def editor_command() -> list[str] | None:
 
 
 def edit_text(text: str, suffix: str = ".md") -> str | None:
-    """The text after the user edited it (in a private temporary file), or None when no editor ran."""
+    """The text after the user edited it (in a private temporary file), or None when no editor ran; CoError
+    when the editor left no file that can be read."""
     command = editor_command()
     if command is None:
         return None
@@ -39,4 +45,7 @@ def edit_text(text: str, suffix: str = ".md") -> str | None:
             return None
         if completed.returncode != 0:
             return None
-        return path.read_text(encoding="utf-8", errors="replace")
+        try:
+            return path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            raise CoError("the editor left no file to read; the summary is unchanged") from None

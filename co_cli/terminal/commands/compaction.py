@@ -73,9 +73,16 @@ async def _review_preview(host: CommandHost, result: CompactionResult) -> Compac
         if answer == "e":
             from co_cli.terminal.editor import edit_text
 
-            edited = edit_text(result.summary)
+            try:
+                edited = edit_text(result.summary)
+            except CoError as exc:
+                host.error(exc.message)
+                continue
             if edited is None:
                 host.error("no editor could be started (set $EDITOR); the summary is unchanged")
+                continue
+            if not edited.strip():
+                host.error("an empty summary is not applied; the summary is unchanged")
                 continue
             result = host.conv.compactions.with_summary_text(result, edited)
             host.show(result.summary)
