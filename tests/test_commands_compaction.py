@@ -234,3 +234,27 @@ def test_compact_preview_keeps_the_summary_when_the_edit_leaves_nothing(
     assert COMPACTED.fullmatch(printed.lines[-1]), printed.lines[-1]
     [record] = core.store.compactions.list(session_id)
     assert SUMMARY in record.summary  # the summary as the model wrote it, not an empty one
+
+
+def test_a_pin_too_long_for_every_request_is_refused(core: Core) -> None:
+    chat = ChatRun(core, streaming_model(echo))
+    huge = "Always remember this detail. " * 20_000  # 580,000 characters
+    printed = chat.send(f"/pin {huge}", "/pins")
+    assert printed.err.startswith("error: a pin holds at most 2,000 characters (this one has 579,999)")
+    assert printed.lines[-1].startswith("No pins.")
+    assert chat.conv.pins.all() == []
+
+
+def test_pins_stay_within_a_tenth_of_the_window(core: Core) -> None:
+    chat = ChatRun(core, streaming_model(echo))
+    rule = "Rule {n}: " + "always check the deployment manifest before merging anything " * 30
+    lines = [f"/pin {rule.format(n=n)}" for n in range(40)]
+    printed = chat.send(*lines)
+    window = chat.conv.resolved.context_window
+    refused = [line for line in printed.err.splitlines() if "more than a tenth" in line]
+    assert refused and refused[0].startswith("error: pins would take ~")
+    assert f"of the {window:,}-token window; /unpin one first" in refused[0]
+    from co_cli.text_tokens import estimate_text_tokens
+
+    assert 0 < len(chat.conv.pins) < 40
+    assert sum(estimate_text_tokens(pin.text) for pin in chat.conv.pins) <= window // 10

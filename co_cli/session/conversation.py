@@ -55,7 +55,12 @@ class Conversation:
             approve_all=approve_all,
             on_governor_event=lambda event: self.turns.on_governor_event(event),
         )
-        self.pins = Pins(self.state, self.recorder, on_change=self.engine.recount)
+        self.pins = Pins(
+            self.state,
+            self.recorder,
+            on_change=self.engine.recount,
+            context_window=lambda: self.engine.resolved.context_window,
+        )
         self.compactions = Compactions(self.state, self.engine, self.recorder, self.pins, self._rebuilt)
         self.background = Background(store, self.state, self.engine, self.recorder)
         self.turns = Turns(self.state, self.engine, self.recorder, self.compactions, self.pins, self.background)

@@ -9,6 +9,12 @@ from co_cli.context.boundaries import latest_request
 from co_cli.deps import Pin, PinSource, SessionState
 from co_cli.errors import CoError
 from co_cli.session.recorder import Recorder
+from co_cli.text_tokens import estimate_text_tokens
+
+MAX_PIN_CHARS = 2_000
+"""A pin is a rule, not a document: longer text belongs in AGENTS.md or a file the model reads."""
+PINS_WINDOW_SHARE = 0.1
+"""All pins together take at most this share of the context window (they ride in every request)."""
 
 
 def normalize_pin(text: str) -> str:
@@ -16,11 +22,18 @@ def normalize_pin(text: str) -> str:
 
 
 class Pins:
-    def __init__(self, state: SessionState, recorder: Recorder, on_change: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        state: SessionState,
+        recorder: Recorder,
+        on_change: Callable[[], None],
+        context_window: Callable[[], int],
+    ) -> None:
         self.state = state
         self.recorder = recorder
         self.on_change = on_change
         """Called when the pins change (the instructions every request carries changed)."""
+        self.context_window = context_window
 
     def __iter__(self) -> Iterator[Pin]:
         return iter(self.state.pins)
@@ -41,9 +54,25 @@ class Pins:
         text = normalize_pin(text)
         if not self.is_new(text):
             return None
+        self._check_size(text)
         pin = Pin(self.recorder.pin(text, source), text, source)
         self.set([*self.state.pins, pin])
         return pin
+
+    def _check_size(self, text: str) -> None:
+        """CoError when ``text`` is too long for a pin, or would take the pins past their share of the window."""
+        if len(text) > MAX_PIN_CHARS:
+            raise CoError(
+                f"a pin holds at most {MAX_PIN_CHARS:,} characters (this one has {len(text):,}); pin the rule "
+                "itself, and keep longer text in AGENTS.md"
+            )
+        budget = int(self.context_window() * PINS_WINDOW_SHARE)
+        total = sum(estimate_text_tokens(pin.text) for pin in self.state.pins) + estimate_text_tokens(text)
+        if total > budget:
+            raise CoError(
+                f"pins would take ~{total:,} tokens of every request, more than a tenth of the "
+                f"{self.context_window():,}-token window; /unpin one first"
+            )
 
     def adopt(self, found: Sequence[tuple[str, PinSource]], ids: Sequence[int]) -> None:
         """Take in pins the recorder has already saved (found by a summary), with their ids."""
