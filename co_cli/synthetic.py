@@ -31,6 +31,7 @@ LATEST_REQUEST_HEADING = "The user's latest request, verbatim:"
 ACK_TEXT = "Understood. I have the summary of our earlier conversation and will continue from there."
 INTERRUPTED_NOTE = "[interrupted by the user]"
 CUT_OFF_NOTE = "[answer cut off: the connection closed before the answer was complete]"
+LENGTH_NOTE = "[answer cut off: it reached the model's output limit]"
 
 M = TypeVar("M", ModelRequest, ModelResponse)
 

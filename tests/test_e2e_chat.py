@@ -272,6 +272,21 @@ def test_a_stream_cut_short_is_kept_marked_and_fails_print_mode(
     assert "The first half of an answer" in str(assistant[-1]["content"]) and "cut off" in str(assistant[-1]["content"])
 
 
+def test_an_answer_stopped_by_the_output_limit_is_kept_marked_and_fails_print_mode(
+    co_server_env: dict[str, str], workdir: Path, scripted_server: ScriptedServer
+) -> None:
+    """finish_reason "length": the answer stopped at the model's output limit; it was saved as complete."""
+    scripted_server.script(Text("The list goes: one, two, thr", finish_reason="length"), Text("whole answer"))
+    result = run_co(["chat", "-p", "list them all"], co_server_env, workdir)
+    assert result.returncode == 1, result.stderr
+    assert "The list goes: one, two, thr" in result.stdout
+    assert "output limit" in result.stderr
+    resumed = run_co(["chat", "-c", "-p", "go on"], co_server_env, workdir)
+    assert resumed.returncode == 0, resumed.stderr
+    assistant = [m for m in scripted_server.chat_requests[-1].messages if m.get("role") == "assistant"]
+    assert "one, two, thr" in str(assistant[-1]["content"]) and "output limit" in str(assistant[-1]["content"])
+
+
 def test_keys_typed_before_the_approval_question_do_not_answer_it(
     repl: pexpect.spawn, scripted_server: ScriptedServer, workdir: Path
 ) -> None:

@@ -41,7 +41,7 @@ from co_cli.session.metering import run_usage
 from co_cli.session.pins import Pins
 from co_cli.session.recorder import Recorder, TurnRecord
 from co_cli.store import CompactionRecord
-from co_cli.synthetic import CUT_OFF_NOTE, close_interrupted, interrupted_response
+from co_cli.synthetic import CUT_OFF_NOTE, LENGTH_NOTE, close_interrupted, interrupted_response
 from co_cli.vocabulary import MessageStatus
 
 TurnStatus = Literal["ok", "cancelled", "cut-off", "failed"]
@@ -119,16 +119,16 @@ class Turns:
         self._made.clear()
         run = await self._run_agent(prompt, base, view, token)
         self._flush_notices(view)
-        cut_off = run.result is not None and _cut_off(run.result.new_messages(), self.engine.resolved.model)
-        view.end(interrupted=run.cancelled is not None or cut_off)
+        cut_off = _cut_off(run.result.new_messages(), self.engine.resolved.model) if run.result is not None else None
+        view.end(interrupted=run.cancelled is not None or cut_off is not None)
         if run.cancelled is not None:
             new = close_cancelled(run.cancelled.new_messages(), prompt)
             self._finish(prompt, base + new, new, prompt_seq, "cancelled", run.cancelled.usage)
             return TurnOutcome("cancelled")
-        if run.result is not None and cut_off:
-            new = close_cut_off(run.result.new_messages())
+        if run.result is not None and cut_off is not None:
+            new = close_cut_off(run.result.new_messages(), CUT_OFF_NOTES[cut_off])
             self._finish(prompt, base + new, new, prompt_seq, "cancelled", run.result.usage)
-            view.notice("The connection closed before the answer was complete; what arrived is kept.")
+            view.notice(CUT_OFF_NOTICES[cut_off])
             return TurnOutcome("cut-off", output=run.result.output, error="the answer was cut off")
         if run.result is not None:
             result = run.result
@@ -244,16 +244,27 @@ def _show_event(event: AgentStreamEvent, view: TurnView, tool_names: dict[str, s
         view.tool_result(getattr(part, "tool_name", None) or tool_names.get(part.tool_call_id, "?"), part.content)
 
 
-def _cut_off(new: list[ModelMessage], model: Model) -> bool:
-    """The run's last answer was streamed but never finished: a chat-completions server closed the stream
-    without a finish reason (it sends one with every complete answer; pydantic-ai then reports "stop" anyway,
-    so the server's own word in ``provider_details`` is what tells)."""
+CutOff = Literal["connection", "length"]
+CUT_OFF_NOTES: dict[CutOff, str] = {"connection": CUT_OFF_NOTE, "length": LENGTH_NOTE}
+CUT_OFF_NOTICES: dict[CutOff, str] = {
+    "connection": "The connection closed before the answer was complete; what arrived is kept.",
+    "length": "The answer reached the model's output limit and stops there; what arrived is kept.",
+}
+
+
+def _cut_off(new: list[ModelMessage], model: Model) -> CutOff | None:
+    """Why the run's last answer is incomplete, if it is: it hit the model's output limit (the provider's
+    finish reason says "length"), or a chat-completions server closed the stream without a finish reason (it
+    sends one with every complete answer; pydantic-ai then reports "stop" anyway, so the server's own word in
+    ``provider_details`` is what tells)."""
     last = new[-1] if new else None
-    return (
-        type(model).__name__ == "OpenAIChatModel"
-        and isinstance(last, ModelResponse)
-        and "finish_reason" not in (last.provider_details or {})
-    )
+    if not isinstance(last, ModelResponse):
+        return None
+    if last.finish_reason == "length":
+        return "length"
+    if type(model).__name__ == "OpenAIChatModel" and "finish_reason" not in (last.provider_details or {}):
+        return "connection"
+    return None
 
 
 def close_cancelled(new: list[ModelMessage], prompt: str) -> list[ModelMessage]:
@@ -269,8 +280,8 @@ def close_cancelled(new: list[ModelMessage], prompt: str) -> list[ModelMessage]:
     return new
 
 
-def close_cut_off(new: list[ModelMessage]) -> list[ModelMessage]:
-    """Mark a run whose last answer was cut off by the connection: the text is kept, with a note."""
+def close_cut_off(new: list[ModelMessage], note: str = CUT_OFF_NOTE) -> list[ModelMessage]:
+    """Mark a run whose last answer was cut off: the text is kept, with the note saying why."""
     last = new[-1]
     assert isinstance(last, ModelResponse)
-    return [*new[:-1], close_interrupted(last, CUT_OFF_NOTE)]
+    return [*new[:-1], close_interrupted(last, note)]
