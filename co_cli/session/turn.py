@@ -120,19 +120,26 @@ class Turns:
         run = await self._run_agent(prompt, base, view, token)
         self._flush_notices(view)
         cut_off = _cut_off(run.result.new_messages(), self.engine.resolved.model) if run.result is not None else None
-        view.end(interrupted=run.cancelled is not None or cut_off is not None)
+        view.end(interrupted=run.cancelled is not None or cut_off == "connection")
         if run.cancelled is not None:
             new = close_cancelled(run.cancelled.new_messages(), prompt)
             self._finish(prompt, base + new, new, prompt_seq, "cancelled", run.cancelled.usage)
             return TurnOutcome("cancelled")
-        if run.result is not None and cut_off is not None:
-            new = close_cut_off(run.result.new_messages(), CUT_OFF_NOTES[cut_off])
+        if run.result is not None and cut_off == "connection":
+            new = close_cut_off(run.result.new_messages(), CUT_OFF_NOTE)
             self._finish(prompt, base + new, new, prompt_seq, "cancelled", run.result.usage)
-            view.notice(CUT_OFF_NOTICES[cut_off])
+            view.notice("The connection closed before the answer was complete; what arrived is kept.")
             return TurnOutcome("cut-off", output=run.result.output, error="the answer was cut off")
         if run.result is not None:
             result = run.result
-            self._finish(prompt, result.all_messages(), result.new_messages(), prompt_seq, "ok", result.usage)
+            new, all_messages = result.new_messages(), result.all_messages()
+            if cut_off == "length":
+                # The model's own answer, stopped by the output limit the user set: kept as answered, marked.
+                new = close_cut_off(new, LENGTH_NOTE)
+                all_messages = [*all_messages[:-1], new[-1]]
+            self._finish(prompt, all_messages, new, prompt_seq, "ok", result.usage)
+            if cut_off == "length":
+                view.notice("The answer reached the model's output limit and stops there.")
             return TurnOutcome("ok", output=result.output)
         failure = run.failure or RuntimeError("the run ended without a result")
         self.engine.governor.discard()  # a compaction made during the failed run is not adopted
@@ -245,11 +252,6 @@ def _show_event(event: AgentStreamEvent, view: TurnView, tool_names: dict[str, s
 
 
 CutOff = Literal["connection", "length"]
-CUT_OFF_NOTES: dict[CutOff, str] = {"connection": CUT_OFF_NOTE, "length": LENGTH_NOTE}
-CUT_OFF_NOTICES: dict[CutOff, str] = {
-    "connection": "The connection closed before the answer was complete; what arrived is kept.",
-    "length": "The answer reached the model's output limit and stops there; what arrived is kept.",
-}
 
 
 def _cut_off(new: list[ModelMessage], model: Model) -> CutOff | None:
