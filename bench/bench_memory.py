@@ -132,7 +132,7 @@ def bench_next_prompt(runs: int) -> None:
             resolved = ResolvedModel(model=model, choice=ModelChoice(spec="bench", reason="bench"),
                                      context_window=100_000, window_source="bench")  # fmt: skip
             deps = CoDeps(settings=loaded.settings, paths=loaded.paths, cwd=Path(tmp), store=store)
-            conv = Conversation(resolved=resolved, deps=deps, store=store)
+            conv = Conversation(resolved=resolved, deps=deps)
             if extract:
                 conv.background.attach_extraction()
 

@@ -47,7 +47,7 @@ def main() -> None:
             times = []
             for _ in range(args.runs):
                 deps = CoDeps(settings=loaded.settings, paths=loaded.paths, cwd=Path(tmp), store=store)
-                conv = Conversation(resolved=resolved, deps=deps, store=store)
+                conv = Conversation(resolved=resolved, deps=deps)
                 start = time.perf_counter()
                 conv.load(store.sessions.get(session_id))
                 times.append(time.perf_counter() - start)

@@ -92,7 +92,7 @@ class Core:
             model=model, choice=ModelChoice(spec="scripted", reason="test"), context_window=100_000, window_source="t"
         )
         deps = CoDeps(settings=self.loaded.settings, paths=self.loaded.paths, cwd=self.cwd, store=self.store)
-        conv = Conversation(resolved=resolved, deps=deps, store=self.store, ask_approval=ask)
+        conv = Conversation(resolved=resolved, deps=deps, ask_approval=ask)
         if summarizer is not None:
             conv.engine.set_summarizer(summarizer)
         return conv

@@ -29,7 +29,7 @@ from co_cli.session.window import ContextWindow
 from co_cli.tools.approval import ApprovalPrompt
 
 if TYPE_CHECKING:
-    from co_cli.store import SessionInfo, Store
+    from co_cli.store import SessionInfo
     from co_cli.store.memories import Memories
     from co_cli.store.usage import TurnUsage
 
@@ -39,11 +39,10 @@ class Conversation:
         self,
         resolved: ResolvedModel,
         deps: CoDeps,
-        store: Store,
         ask_approval: ApprovalPrompt | None = None,
         approve_all: bool = False,
     ) -> None:
-        deps.store = store
+        store = deps.store
         self.deps = deps
         self.store = store
         self.state: SessionState = deps.state

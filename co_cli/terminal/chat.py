@@ -185,7 +185,6 @@ def _build_conversation(
     conv = Conversation(
         resolved=resolved,
         deps=deps,
-        store=store,
         ask_approval=None if options.approve_all else approver,
         approve_all=options.approve_all,
     )
