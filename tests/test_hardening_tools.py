@@ -11,6 +11,7 @@ import threading
 import time
 import tracemalloc
 from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -236,6 +237,28 @@ def test_a_symlink_to_the_settings_needs_approval(home_deps: CoDeps) -> None:
     with pytest.raises(ApprovalRequired):
         call(read_file, ctx_for(home_deps), "innocent.txt")
     assert call(grep, ctx_for(home_deps), "sk-secret") == "No matches for 'sk-secret' in .."
+
+
+@pytest.mark.parametrize("own", ["settings", "history", "database"])
+def test_a_hard_link_to_co_own_files_needs_approval(home_deps: CoDeps, tmp_path: Path, own: str) -> None:
+    """A hard link is another name for the same file: co's settings (API key), input history or database
+    reached through one elsewhere in the working directory is still co's own."""
+    target = {
+        "settings": home_deps.paths.user_settings,
+        "history": home_deps.paths.input_history,
+        "database": home_deps.paths.db,
+    }[own]
+    project = home_deps.cwd / "project"
+    project.mkdir()
+    os.link(target, project / "notes.md")
+    for deps in (home_deps, in_session(replace(home_deps, cwd=project), "mine")):
+        with pytest.raises(ApprovalRequired) as raised:
+            call(read_file, ctx_for(deps), str(project / "notes.md"))
+        assert raised.value.metadata is not None and raised.value.metadata["reason"] == PRIVATE_REASON
+    assert call(grep, ctx_for(home_deps), "sk-secret", path="project") == "No matches for 'sk-secret' in project."
+    assert "sk-typed" not in call(grep, ctx_for(home_deps), "sk-", path="project")
+    os.link(home_deps.cwd / "notes.txt", project / "linked-notes.txt")  # a hard link to a file of the user's
+    assert "sk-in-notes" in call(read_file, ctx_for(home_deps), "project/linked-notes.txt")
 
 
 def test_real_data_dir_stays_private_when_not_saving(home_deps: CoDeps, tmp_path: Path) -> None:

@@ -1,5 +1,7 @@
 """Keep credentials out of saved messages: a response's ``provider_url`` is the configured ``base_url``,
-which may carry a user and password (``https://user:pass@host``) or a key in its query (``?api-key=…``)."""
+which may carry a user and password (``https://user:pass@host``) or a key in its query (``?api-key=…``); a
+request's ``instructions`` hold the instructions files, the pins and the memories sent with it, which are
+read afresh for every request and never saved with the messages (nor exported)."""
 
 from __future__ import annotations
 
@@ -29,8 +31,9 @@ def url_without_credentials(url: str) -> str:
 
 
 def without_credentials(messages: Sequence[ModelMessage]) -> list[ModelMessage]:
-    """``messages`` with every response's ``provider_url`` stripped of credentials; the input is not changed."""
-    from pydantic_ai.messages import ModelResponse
+    """``messages`` as they are saved: every response's ``provider_url`` stripped of credentials and every
+    request's instructions left out; the input is not changed."""
+    from pydantic_ai.messages import ModelRequest, ModelResponse
 
     cleaned: list[ModelMessage] = []
     for message in messages:
@@ -38,5 +41,7 @@ def without_credentials(messages: Sequence[ModelMessage]) -> list[ModelMessage]:
             safe = url_without_credentials(message.provider_url)
             if safe != message.provider_url:
                 message = replace(message, provider_url=safe or None)
+        elif isinstance(message, ModelRequest) and message.instructions is not None:
+            message = replace(message, instructions=None)
         cleaned.append(message)
     return cleaned

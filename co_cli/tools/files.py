@@ -17,6 +17,7 @@ from typing import Any, BinaryIO
 import re2  # type: ignore[import-untyped]
 from pydantic_ai import RunContext
 
+from co_cli.config import OwnFiles
 from co_cli.deps import CoDeps
 from co_cli.tools.blocking import StopFlag, run_blocking
 from co_cli.tools.paths import (
@@ -24,8 +25,7 @@ from co_cli.tools.paths import (
     confined_path,
     display_path,
     is_inside,
-    is_private,
-    private_paths,
+    own_files,
     working_dir,
 )
 
@@ -210,28 +210,28 @@ async def list_dir(ctx: RunContext[CoDeps], path: str = ".") -> str:
 # grep
 
 
-def _walk_files(root: Path, cwd: Path, confined: bool, private: tuple[Path, ...]) -> Iterator[Path]:
+def _walk_files(root: Path, cwd: Path, confined: bool, private: OwnFiles) -> Iterator[Path]:
     """Files under ``root`` in sorted order, skipping tool and VCS directories.
 
     Symlinked directories are not followed; when ``confined``, symlinked files that lead outside
-    ``cwd`` are skipped. co's own config and data (``private``) are skipped unless ``root`` lies in them
-    (the user approved searching there).
+    ``cwd`` are skipped. co's own config and data (``private``), and hard links to their files, are skipped
+    unless ``root`` lies in them (the user approved searching there).
     """
-    skip_private = not is_private(private, root)
+    skip_private = not private.contains(root)
     for dirpath, dirnames, filenames in os.walk(root):
         here = Path(dirpath)
         dirnames[:] = sorted(
             name
             for name in dirnames
-            if name not in SKIPPED_DIRS and not (skip_private and is_private(private, here / name))
+            if name not in SKIPPED_DIRS and not (skip_private and private.contains(here / name))
         )
         for name in sorted(filenames):
             file_path = here / name
             if file_path.is_symlink():
                 target = file_path.resolve()
-                if (confined and not is_inside(cwd, target)) or (skip_private and is_private(private, target)):
+                if (confined and not is_inside(cwd, target)) or (skip_private and private.holds(target)):
                     continue
-            elif skip_private and is_private(private, file_path):
+            elif skip_private and private.holds(file_path):
                 continue
             yield file_path
 
@@ -317,7 +317,7 @@ def _grep(ctx: RunContext[CoDeps], pattern: str, path: str, glob: str | None, st
     cwd = working_dir(ctx.deps)
     if resolved.is_dir():
         files: Iterator[Path] = _walk_files(
-            resolved, cwd, confined=is_inside(cwd, resolved), private=private_paths(ctx.deps)
+            resolved, cwd, confined=is_inside(cwd, resolved), private=own_files(ctx.deps)
         )
     else:
         files = iter([resolved])
