@@ -76,6 +76,8 @@ def test_memory_cli_errors_are_one_line_and_non_zero(co_server_env: dict[str, st
         (["memory", "edit", "m1", "x y z"], "no memory m1"),
         (["memory", "add", "   "], "needs some text"),
         (["memory", "add", "my token is ghp_abcdefghijklmnopqrstuvwxyz0123456789"], "credential"),
+        (["memory", "add", "export GITHUB_TOKEN=abc123def456"], "credential"),
+        (["memory", "add", "--kind", "instruction", "use DB_PASSWORD=hunter2 on staging"], "credential"),
         (["memory", "import", "missing.md"], "cannot read"),
         (["memory", "undo"], "nothing to undo"),
     ):

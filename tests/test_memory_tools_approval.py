@@ -88,3 +88,12 @@ def test_without_a_terminal_memory_changes_are_denied_and_recall_is_not(core: Co
     view = RecordingView()
     run(core.conversation(calling("recall", {"query": "kestrel"})), "hello", view)
     assert "bazel" in str(view.results)
+
+
+@pytest.mark.parametrize("secret", ["MYSQL_PWD=letmein99", "access_token=ya29.a0AfH6SMBx"])
+def test_an_approved_remember_still_refuses_credentials(core: Core, secret: str) -> None:
+    view = RecordingView()
+    conv = core.conversation(calling("remember", {"text": f"The user logs in with {secret}"}), ask=answering("y", []))
+    assert run(conv, "hello", view).status == "ok"
+    assert "not remembered: not stored: the text looks like a credential" in str(view.results)
+    assert core.store.memories.list() == []
