@@ -27,7 +27,7 @@ def _patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
         ("a Google API key", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}")),
         ("a Stripe key", re.compile(r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}")),
         ("a JSON web token", re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}")),
-        ("a password in a URL", re.compile(r"[a-z][a-z0-9+.\-]*://[^/\s:@]+:[^/\s@]+@", re.IGNORECASE)),
+        ("a password in a URL", re.compile(r"(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]*://[^/\s:@]+:[^/\s@]+@", re.IGNORECASE)),
         (
             "a webhook URL",
             re.compile(
@@ -53,22 +53,19 @@ def _patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
     )
 
 
-@functools.cache
-def _assignment_pattern() -> re.Pattern[str]:
-    """``NAME=value``, ``name: value``, ``"name": "value"`` where the name says password, token, secret or key:
-    DB_PASSWORD, PGPASSWORD, MYSQL_PWD, GITHUB_TOKEN, access_token, client_secret, AccountKey, api-key..."""
-    name = (
-        r"[A-Za-z0-9_.\-]*(?:password|passwd|passphrase)[A-Za-z0-9_.\-]*"
-        r"|(?:[A-Za-z0-9.\-]+[_.\-])?(?:secret|token|pwd|pass|auth|credentials?|apikey"
-        r"|(?:api|access|secret|private|account|master|signing|encryption|client|auth|app|shared)[_.\-]?key)"
-        r"(?:[_.\-][A-Za-z0-9_.\-]*)?"
-    )
-    return re.compile(
-        r"(?<![A-Za-z0-9])[\"']?(?:" + name + r")[\"']?\s*(?P<sep>=>|=|:)\s*(?P<quote>[\"']?)(?P<value>[^\s\"',;]{3,})",
-        re.IGNORECASE,
-    )
-
-
+_ASSIGNMENT = re.compile(
+    r"(?<![A-Za-z0-9_.\-])[\"']?(?P<name>[A-Za-z0-9_.\-]+)[\"']?\s*(?P<sep>=>|=|:)\s*(?P<quote>[\"']?)"
+    r"(?P<value>[^\s\"',;]{3,})"
+)
+"""Any ``name = value`` (the name is checked apart: one pattern that did both would backtrack quadratically)."""
+_SECRET_NAME = re.compile(
+    r"password|passwd|passphrase"  # DB_PASSWORD, PGPASSWORD, db.password
+    r"|(?:^|[_.\-])(?:secret|token|pwd|pass|auth|credentials?|apikey"
+    r"|(?:api|access|secret|private|account|master|signing|encryption|client|auth|app|shared)[_.\-]?key)(?:$|[_.\-])",
+    re.IGNORECASE,
+)
+"""A name that says it holds a credential: GITHUB_TOKEN, MYSQL_PWD, access_token, client_secret, AccountKey,
+api-key (not max_tokens, TOKENIZERS_PARALLELISM or bypass)."""
 _PLACEHOLDER = re.compile(
     r"^(?:\$|<|\{|%|\*{3}|x{3,}$)|^(?:none|null|nil|true|false|yes|no|required|optional|unset|empty|redacted)$",
     re.IGNORECASE,
@@ -79,7 +76,9 @@ def _assignment(text: str) -> bool:
     """A credential assignment whose value is not a placeholder (``$VAR``, ``<your key>``, ``${{ secrets.X }}``).
     After a bare ``:`` (prose: "auth: uses SSO") the value must look generated: a digit or a symbol in it, or
     16+ characters."""
-    for match in _assignment_pattern().finditer(text):
+    for match in _ASSIGNMENT.finditer(text):
+        if not _SECRET_NAME.search(match.group("name")):
+            continue
         value = match.group("value")
         if _PLACEHOLDER.search(value):
             continue

@@ -53,7 +53,12 @@ def test_remember_and_forget_need_their_argument(core: Core) -> None:
 
 @pytest.mark.parametrize(
     "secret",
-    ["DB_PASSWORD=hunter2", "PGPASSWORD=Tr0ub4dor", "client_secret: GOCSPX-abc123", "Authorization: Bearer abc123def456g"],
+    [
+        "DB_PASSWORD=hunter2",
+        "PGPASSWORD=Tr0ub4dor",
+        "client_secret: GOCSPX-abc123",
+        "Authorization: Bearer abc123def456g",
+    ],
 )
 def test_remember_refuses_credentials_in_one_line(core: Core, secret: str) -> None:
     printed = ChatRun(core, streaming_model(echo)).send(f"/remember the staging login uses {secret}")
