@@ -27,7 +27,10 @@ def _patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
         ("a Google API key", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}")),
         ("a Stripe key", re.compile(r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}")),
         ("a JSON web token", re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}")),
-        ("a password in a URL", re.compile(r"(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]*://[^/\s:@]+:[^/\s@]+@", re.IGNORECASE)),
+        (
+            "a password in a URL",
+            re.compile(r"(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]*://[^/\s:@]+:[^/\s@]+@", re.IGNORECASE),
+        ),
         (
             "a webhook URL",
             re.compile(
