@@ -393,7 +393,7 @@ def test_search_never_raises_on_fts_syntax(store: Store, query: str) -> None:
 
 
 def test_fts_query_quotes_every_term() -> None:
-    assert fts_query('foo "bar" NEAR(x)') == '"foo" """bar""" "NEAR(x)"'
+    assert fts_query('foo "bar" NEAR(x)') == '"foo" "bar" "NEAR x"'
     assert fts_query('  ""  ') == ""
 
 
@@ -749,3 +749,25 @@ def test_import_rejects_invalid_messages(store: Store) -> None:
     with pytest.raises(CoError, match="seq"):
         import_json(store, json.dumps(document), repair_orphans)
     assert store.sessions.count() == 1
+
+
+# A search query is normalised: repeated terms once, a bounded number of bounded terms, FTS5 syntax literal.
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("kestrel " * 2000, '"kestrel"'),
+        ("Kestrel KESTREL kestrel. (kestrel) kestrel, " * 100, '"Kestrel"'),
+        ("a-b a_b A-B", '"a b"'),
+        ('NEAR("odd" * OR AND', '"NEAR odd" "OR" "AND"'),
+        (" ".join(f"w{i}" for i in range(100)), " ".join(f'"w{i}"' for i in range(16))),
+        ("x" * 100_000, '"' + "x" * 64 + '"'),
+        ("-".join(["ab"] * 1000), '"' + " ".join(["ab"] * 21 + ["a"]) + '"'),
+        ("*** ---", ""),
+    ],
+)
+def test_search_queries_are_normalised(query: str, expected: str) -> None:
+    from co_cli.store.search import fts_query
+
+    assert fts_query(query) == expected
