@@ -771,3 +771,27 @@ def test_search_queries_are_normalised(query: str, expected: str) -> None:
     from co_cli.store.search import fts_query
 
     assert fts_query(query) == expected
+
+
+def test_after_a_takeover_ends_the_first_holder_still_keeps_the_session(store: Store, db_path: Path) -> None:
+    """A holds the session, B takes it with --force and closes: a third co without --force is still refused
+    while A runs (both would write one session: two answers in a row), and gets it once A is gone."""
+    sid = new(store)
+    save_turn(store, sid, text_turn("q", "a"))
+    first = _child_holding(db_path, sid)
+    try:
+        with Store.open(db_path) as second:
+            second.locks.acquire(sid, force=True)
+            assert sid in store.locks.open_elsewhere()
+            second.locks.release(sid)
+        assert sid in store.locks.open_elsewhere()  # the first still has it open
+        with pytest.raises(SessionBusy):
+            store.locks.acquire(sid)
+        with Store.open(db_path) as third, pytest.raises(SessionBusy):
+            third.locks.acquire(sid)
+    finally:
+        first.kill()
+        first.communicate()
+    store.locks.acquire(sid)  # the first is gone: free without --force
+    store.locks.release(sid)
+    assert list((db_path.parent / "co-cli.db.locks").iterdir()) == []
