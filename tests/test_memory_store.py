@@ -286,3 +286,27 @@ def test_sessions_recover_keeps_memories_and_their_history(tmp_path: Path) -> No
     copy.undo()
     assert copy.get(gone.id).status == "active"
     db.close()
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("The user likes \x1b]52;c;c2VjcmV0\x07tea", "The user likes tea"),
+        ("Clear \x1b[2J\x1b[Hthe screen never", "Clear the screen never"),
+        ("C1 \x9b31mred\x9b0m text", "C1 red text"),
+        ("Title \x1b]0;pwned\x1b\\ set", "Title set"),
+        ("Bell\x07 and back\x08space and DEL\x7f", "Bell and backspace and DEL"),
+        ("Tabs\tand\nnew\r\nlines", "Tabs and new lines"),
+        ("DCS \x90qpayload\x9c gone", "DCS gone"),
+    ],
+)
+def test_control_sequences_are_not_stored(store: Memories, tmp_path: Path, text: str, kept: str) -> None:
+    """On every path a memory is written (add, propose, edit, replace): stored without escape sequences."""
+    added = store.add(text, actor="model")
+    proposed = store.propose(text, proposal="add")
+    edited = store.edit(store.add("The user uses vim", actor="user").ref, text)
+    assert added.text == proposed.text == edited.text == kept
+    raw = sqlite3.connect(tmp_path / "co.db")
+    dump = "\n".join(raw.iterdump())
+    raw.close()
+    assert "\x1b" not in dump and "\x9b" not in dump and "\x07" not in dump
