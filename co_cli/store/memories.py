@@ -26,10 +26,10 @@ from typing import Any, Literal
 
 from co_cli.errors import CoError
 from co_cli.secrets import find_secret, refusal
-from co_cli.terminal_text import without_control_sequences
 from co_cli.store.db import Database, Reader, Transaction
 from co_cli.store.messages import saved_text
 from co_cli.store.schema import MEMORY_KINDS, MEMORY_SCOPES
+from co_cli.terminal_text import without_control_sequences
 
 Actor = Literal["user", "model", "extractor"]
 TEXT_MAX_CHARS = 500
