@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 if TYPE_CHECKING:
@@ -45,3 +45,15 @@ def without_credentials(messages: Sequence[ModelMessage]) -> list[ModelMessage]:
             message = replace(message, instructions=None)
         cleaned.append(message)
     return cleaned
+
+
+def saved_json_without_credentials(message: dict[str, Any]) -> dict[str, Any]:
+    """``without_credentials`` for one message in pydantic-ai's JSON form (as it is saved); the input is not
+    changed."""
+    if message.get("kind") == "response" and isinstance(message.get("provider_url"), str):
+        safe = url_without_credentials(message["provider_url"])
+        if safe != message["provider_url"]:
+            return {**message, "provider_url": safe or None}
+    elif message.get("kind") == "request" and message.get("instructions") is not None:
+        return {**message, "instructions": None}
+    return message
