@@ -599,6 +599,27 @@ def test_full_disk_raises_store_error_and_keeps_data(store: Store) -> None:
     assert store.sessions.get(sid).message_count == 2
 
 
+@pytest.mark.parametrize("free", [0, 100_000, 3_000_000])
+def test_an_io_error_on_a_full_disk_says_the_disk_is_full(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch, free: int
+) -> None:
+    """SQLite reports a full disk as "disk I/O error" when its log cannot grow: co says what is full and that
+    what was saved before is kept; with room left, an I/O error stays an I/O error."""
+    import os as os_module
+    from types import SimpleNamespace
+
+    from co_cli.store import db as db_module
+
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    monkeypatch.setattr(db_module.os, "statvfs", lambda path: SimpleNamespace(f_bavail=free // 4096, f_frsize=4096))
+    error = str(store_error(sqlite3.OperationalError("disk I/O error"), db_path))
+    assert error.startswith(f"cannot write session database {db_path}: the disk is full (")
+    assert "everything saved before is intact" in error and "free some space" in error
+    monkeypatch.setattr(db_module.os, "statvfs", lambda path: SimpleNamespace(f_bavail=10**6, f_frsize=4096))
+    assert "disk is full" not in str(store_error(sqlite3.OperationalError("disk I/O error"), db_path))
+    assert os_module is os
+
+
 # --- several processes -----------------------------------------------------------------------------
 
 

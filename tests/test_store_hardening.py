@@ -422,6 +422,45 @@ def test_recover_of_garbage_is_one_line(db: Path) -> None:
     one_line_error(runner.invoke(app, ["recover"]), "not an SQLite database")
 
 
+@pytest.mark.parametrize("output", [False, True], ids=["in place", "--output"])
+def test_recover_refuses_a_database_from_a_newer_co(db: Path, tmp_path: Path, output: bool) -> None:
+    """Not damaged, only newer: recovering would downgrade it and drop what this co does not know."""
+    from co_cli.store.schema import SCHEMA_VERSION
+
+    sid = seeded(db)
+    conn = sqlite3.connect(db)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    conn.commit()
+    conn.close()
+    before = db.read_bytes()
+    target = tmp_path / "recovered.db"
+    one_line_error(runner.invoke(app, ["recover", *(["-o", str(target)] if output else [])]), "written by a newer co")
+    assert db.read_bytes() == before and not target.exists()
+    assert sorted(p.name for p in db.parent.iterdir() if "recovered" in p.name or "damaged" in p.name) == []
+    assert sid
+
+
+def test_a_failed_recover_leaves_no_partial_database(db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A write that fails halfway (a full disk) leaves no half-written database behind; neither does a killed
+    run once the next recover starts."""
+    from co_cli.store import recover as recovery
+
+    seeded(db)
+    left_by_a_killed_run = db.parent / f"co-cli.recovered-20250101-000000.db{recovery.PARTIAL}"
+    left_by_a_killed_run.write_bytes(b"half")
+
+    def disk_full(*args: object) -> None:
+        raise StoreError("cannot write session database: the disk is full")
+
+    monkeypatch.setattr(recovery, "_write_memories", disk_full)
+    result = runner.invoke(app, ["recover"])
+    one_line_error(result, "the disk is full")
+    assert sorted(p.name for p in db.parent.iterdir() if p.is_file()) == ["co-cli.db"]
+    target = tmp_path / "out.db"
+    one_line_error(runner.invoke(app, ["recover", "-o", str(target)]), "the disk is full")
+    assert not target.exists() and not list(tmp_path.glob("out.db*"))
+
+
 # ----- a database that cannot be written can still be read ---------------------------------------------
 
 

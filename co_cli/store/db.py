@@ -44,8 +44,15 @@ def store_error(exc: sqlite3.Error, path: Path) -> StoreError:
     """Turn a sqlite3 error into a one-line StoreError that names the file and what to do."""
     name = getattr(exc, "sqlite_errorname", "") or ""
     text = str(exc)
-    if name.startswith("SQLITE_FULL") or "disk is full" in text:
-        return StoreError(f"cannot write session database {path}: the disk is full; free some space and retry")
+    if (
+        name.startswith("SQLITE_FULL")
+        or "disk is full" in text
+        or ((name.startswith("SQLITE_IOERR") or "disk I/O error" in text) and _disk_nearly_full(path))
+    ):
+        return StoreError(
+            f"cannot write session database {path}: the disk is full{_free_space(path)}; nothing of this change "
+            "was saved and everything saved before is intact; free some space and retry"
+        )
     if name.startswith("SQLITE_READONLY") or "readonly" in text:
         return ReadOnlyDatabase(
             f"session database {path} is read-only; make the file and its directory writable "
@@ -63,6 +70,27 @@ def store_error(exc: sqlite3.Error, path: Path) -> StoreError:
     if "decode" in text:  # sqlite3's decoding errors quote the stored text: never echo it
         return StoreError(f"session database {path} holds text that is not UTF-8; `co sessions recover` can repair it")
     return StoreError(f"session database {path} failed: {' '.join(printable(text).split())[:200]}")
+
+
+DISK_NEARLY_FULL_BYTES = 4 * 1024 * 1024
+"""Free space under which an I/O error writing the database is taken for a full disk (SQLite often reports
+one as "disk I/O error" when its log or shared-memory file cannot grow)."""
+
+
+def _disk_nearly_full(path: Path) -> bool:
+    try:
+        status = os.statvfs(path.parent)
+    except OSError:
+        return False
+    return status.f_bavail * status.f_frsize < DISK_NEARLY_FULL_BYTES
+
+
+def _free_space(path: Path) -> str:
+    try:
+        status = os.statvfs(path.parent)
+    except OSError:
+        return ""
+    return f" ({status.f_bavail * status.f_frsize // 1024:,} KB free)"
 
 
 @contextlib.contextmanager
@@ -128,7 +156,7 @@ def _looks_like_co_db(conn: sqlite3.Connection) -> bool:
     return conn.execute("SELECT count(*) FROM sqlite_schema").fetchone()[0] == 0
 
 
-def _newer_co(path: Path, version: int) -> StoreError:
+def newer_co_error(path: Path, version: int) -> StoreError:
     return StoreError(
         f"session database {path} was written by a newer co (schema {version}, this co knows "
         f"{schema.SCHEMA_VERSION}); upgrade co"
@@ -139,7 +167,7 @@ def migrate(conn: sqlite3.Connection, path: Path) -> int:
     """Bring the schema to SCHEMA_VERSION, one version per transaction; return the final version."""
     version = _schema_version(conn)
     if version > schema.SCHEMA_VERSION:
-        raise _newer_co(path, version)
+        raise newer_co_error(path, version)
     while version < schema.SCHEMA_VERSION:
         with _write_transaction(conn, path):
             version = _schema_version(conn)  # another process may have migrated meanwhile
@@ -266,7 +294,7 @@ def _connect_read_only(path: Path) -> sqlite3.Connection:
             conn.close()
             if version == 0:
                 raise StoreError(f"session database {path} is read-only and is not a co database yet")
-            raise _newer_co(path, version)
+            raise newer_co_error(path, version)
         conn.execute("PRAGMA query_only = ON")
         return conn
     assert failure is not None

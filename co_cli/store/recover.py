@@ -29,9 +29,9 @@ from co_cli.store import messages as message_rows
 from co_cli.store import sessions
 from co_cli.store.codec import dump_messages, message_kind_and_text
 from co_cli.store.compactions import StoredCompaction
-from co_cli.store.db import TEXT_FACTORY, Database
+from co_cli.store.db import TEXT_FACTORY, Database, newer_co_error
 from co_cli.store.messages import MessageRow
-from co_cli.store.schema import MESSAGE_STATUSES
+from co_cli.store.schema import MESSAGE_STATUSES, SCHEMA_VERSION
 from co_cli.store.sessions import SessionInfo, is_session_id, new_session_id, normalize_title
 
 _BATCH = 256
@@ -466,11 +466,13 @@ def recover(source: Path, target: Path) -> Recovery:
     if not source.is_file():
         raise StoreError(f"there is no session database at {source}")
     report = Recovery(target=target)
+    _remove_partial_files(target.parent)
     with _readable_copy(source) as conn:
         try:
             conn.execute("SELECT count(*) FROM sqlite_schema").fetchone()
         except sqlite3.DatabaseError:
             raise StoreError(f"{source} is not an SQLite database co can read anything from") from None
+        _refuse_newer_schema(conn, source)
         found = _Reader(report).read(conn)
         memories = _read_memories(conn)
     rebuilt = []
@@ -479,13 +481,47 @@ def recover(source: Path, target: Path) -> Recovery:
         if result is not None:
             rebuilt.append(result)
     rebuilt.sort(key=lambda r: r[0].created_at)
-    with Database.open(target) as db:
-        _write(db, rebuilt, found)
-        _write_memories(db, memories)
+    # Written under a name of its own and renamed when whole: a failed or killed run leaves no half database
+    # where the recovered one was to be (a killed run's file is removed by the next recover).
+    partial = target.with_name(f"{target.name}{PARTIAL}")
+    try:
+        with Database.open(partial) as db:
+            _write(db, rebuilt, found)
+            _write_memories(db, memories)
+        partial.replace(target)
+    finally:
+        _remove_database_files(partial)
     report.sessions = len(rebuilt)
     report.messages = sum(len(rows) for _, rows, _ in rebuilt)
     report.compactions = sum(len(c) for _, _, c in rebuilt)
     return report
+
+
+PARTIAL = ".partial"
+
+
+def _refuse_newer_schema(conn: sqlite3.Connection, source: Path) -> None:
+    """A database from a newer co is not damaged: recovering it would downgrade it and lose what this co does
+    not know. Refused, as every other command refuses it."""
+    try:
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    except (sqlite3.DatabaseError, TypeError, ValueError):
+        return
+    if version > SCHEMA_VERSION:
+        raise newer_co_error(source, version)
+
+
+def _remove_database_files(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        with contextlib.suppress(FileNotFoundError):
+            path.with_name(path.name + suffix).unlink()
+
+
+def _remove_partial_files(directory: Path) -> None:
+    """Remove what killed recover runs left (``*.partial`` databases)."""
+    with contextlib.suppress(OSError):
+        for path in directory.glob(f"*{PARTIAL}"):
+            _remove_database_files(path)
 
 
 def install(recovered: Path, db: Path, stamp: str) -> Path:
