@@ -500,6 +500,33 @@ def test_read_only_database_can_be_listed_shown_searched_and_exported(
         db.chmod(0o600)
 
 
+def test_read_only_database_memories_can_be_listed_searched_logged_and_exported(
+    db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from co_cli.terminal.memory_cli import app as memory_app
+
+    seeded(db)
+    with Store.open(db) as store:
+        store.memories.add("The kestrel build uses bazel", actor="user")
+        store.memories.add("Always run make check", actor="user", kind="instruction")
+    _unwritable(monkeypatch, db)
+    try:
+        for args, needle in (
+            (["list"], "m1 [user, fact] The kestrel build uses bazel"),
+            (["list", "--all", "--json"], '"text": "Always run make check"'),
+            (["search", "kestrel"], "The kestrel build uses bazel"),
+            (["log"], "add"),
+            (["export"], "- m2 [user, instruction] Always run make check"),
+        ):
+            result = runner.invoke(memory_app, args)
+            assert result.exit_code == 0, (args, result.output, result.exception)
+            assert needle in result.output, (args, result.output)
+        one_line_error(runner.invoke(memory_app, ["add", "The user likes tea"]), "read-only")
+    finally:
+        db.parent.chmod(0o700)
+        db.chmod(0o600)
+
+
 # ----- imports that could not be resumed, and files that are not files ----------------------------------
 
 

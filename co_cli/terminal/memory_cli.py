@@ -40,8 +40,9 @@ class Kind(StrEnum):
     instruction = "instruction"
 
 
-def _open() -> tuple[Memories, str]:
-    """The memory store and the current project's key."""
+def _open(*, reads_only: bool = False) -> tuple[Memories, str]:
+    """The memory store and the current project's key; ``reads_only`` for commands that only read (a database
+    that cannot be written opens read-only, as for ``co sessions``)."""
     from co_cli.config import load_settings
     from co_cli.memory.instructions_files import project_root
     from co_cli.store.db import Database
@@ -49,7 +50,7 @@ def _open() -> tuple[Memories, str]:
 
     paths = load_settings().paths
     paths.ensure_data_dir()
-    return Memories(Database.open(paths.db)), str(project_root(Path.cwd()))
+    return Memories(Database.open(paths.db, reads_only=reads_only)), str(project_root(Path.cwd()))
 
 
 def _out(line: str) -> None:
@@ -80,7 +81,7 @@ def list_memories(
     """List the active memories of the user and of this project."""
     from co_cli.store.schema import MEMORY_STATUSES
 
-    store, project = _open()
+    store, project = _open(reads_only=True)
     memories = store.list(
         statuses=MEMORY_STATUSES if all_ else ("active",),
         scope=scope.value if scope else None,
@@ -101,7 +102,7 @@ def search(query: Annotated[str, typer.Argument(help="Words to find (any of them
     """Search the memories of the user and of this project, best match first."""
     from co_cli.memory.retrieval import query_terms
 
-    store, project = _open()
+    store, project = _open(reads_only=True)
     terms = query_terms(query) or query.split()
     hits = store.search(terms, project=project)
     if not hits:
@@ -171,7 +172,7 @@ def review() -> None:
 @app.command("log")
 def log(limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="How many events.")] = 50) -> None:
     """The history of every change, newest first."""
-    store, _ = _open()
+    store, _ = _open(reads_only=True)
     events = store.log(limit)
     if not events:
         _out("No memory changes yet.")
@@ -195,7 +196,7 @@ def export(
     from co_cli.memory.memory_file import render
     from co_cli.terminal.sessions_cli import _write_private
 
-    store, project = _open()
+    store, project = _open(reads_only=True)
     text = render(store.list(project=project), project)
     if output is None:
         typer.echo(printable(text) if sys.stdout.isatty() else text, nl=False)
