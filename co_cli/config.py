@@ -404,6 +404,11 @@ def load_settings(cwd: Path | None = None, **overrides: Any) -> LoadedSettings:
         )
     if sources["model"] == "project file":
         warnings.append(f"model {settings.model!r} comes from {project_file}")
+    if sources["summarization_model"] == "project file" and settings.summarization_model:
+        warnings.append(
+            f"summarization_model {settings.summarization_model!r} comes from {project_file}: the conversation "
+            "is sent there to be summarised"
+        )
     paths = Paths(
         config_dir=settings.config_dir,
         data_dir=settings.data_dir,

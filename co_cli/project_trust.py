@@ -97,28 +97,48 @@ def describe(entry: TrustedServer) -> str:
     return printable(f"{entry.project}  {mask_url_credentials(entry.base_url)}")
 
 
+def project_summarizer(loaded: LoadedSettings) -> str:
+    """The provider a project file chose for summaries (``summarization_model`` naming a provider, e.g.
+    ``openai:gpt-5``), as it is remembered in the trust file; empty when there is none: a bare model name goes
+    to the chat model's server, ``local`` stays on the machine."""
+    spec = loaded.settings.summarization_model.strip()
+    if loaded.sources.get("summarization_model") != "project file" or ":" not in spec:
+        return ""
+    return f"{SUMMARIZER_PREFIX}{spec}"
+
+
+SUMMARIZER_PREFIX = "summarization_model "
+
+
 def confirm_project_server(loaded: LoadedSettings, ask: Callable[[str], str] | None) -> None:
-    """Go on only if the server a project file chose was allowed for this project, or the user allows it now.
+    """Go on only if the servers a project file chose (``base_url``, and a provider in ``summarization_model``,
+    which is sent the conversation to summarise it) were allowed for this project, or the user allows them now.
 
     ``ask`` shows a question and returns the answer; None means there is no one to ask (``-p``, pipes), and
     an unconfirmed server is refused with a one-line error.
     """
-    base_url = project_server(loaded)
-    if not base_url:
-        return
+    for chosen in (project_server(loaded), project_summarizer(loaded)):
+        if chosen:
+            _confirm(loaded, chosen, ask)
+
+
+def _confirm(loaded: LoadedSettings, base_url: str, ask: Callable[[str], str] | None) -> None:
     config_dir, project = loaded.paths.user_settings.parent, project_dir(loaded)
     if is_trusted(config_dir, project, base_url):
         return
-    shown = printable(mask_url_credentials(base_url))
+    summarizer = base_url.startswith(SUMMARIZER_PREFIX)
+    shown = printable(base_url.removeprefix(SUMMARIZER_PREFIX) if summarizer else mask_url_credentials(base_url))
     source = printable(str(loaded.paths.project_settings))
+    yourself = "CO_CLI_SUMMARIZATION_MODEL" if summarizer else "CO_CLI_BASE_URL"
     if ask is None:
         raise ConfigError(
-            f"{source} points co at {shown}, which you have not allowed for this project: run "
-            f"`{ALLOW_COMMAND}` in {printable(str(project))} (or `co chat` there once, interactively), or set "
-            "CO_CLI_BASE_URL yourself"
+            f"{source} points co{' (for summaries)' if summarizer else ''} at {shown}, which you have not allowed "
+            f"for this project: run `{ALLOW_COMMAND}` in {printable(str(project))} (or `co chat` there once, "
+            f"interactively), or set {yourself} yourself"
         )
+    what = "conversation, to be summarised," if summarizer else "prompts, files and command output"
     answer = ask(
-        f"{source} asks co to send your prompts, files and command output to {shown}.\n"
+        f"{source} asks co to send your {what} to {shown}.\n"
         f"Allow this server for {printable(str(project))}? (remembered; undo with `co config trust revoke`) [y/N] "
     )
     if answer.strip().lower() not in ("y", "yes"):

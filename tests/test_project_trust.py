@@ -181,3 +181,38 @@ def test_interactive_no_leaves_without_sending(
     child.expect(pexpect.EOF, timeout=15)
     child.close()
     assert child.exitstatus == 2 and scripted_server.requests == []
+
+
+@pytest.mark.parametrize("spec", ["openai:gpt-4o", "anthropic:claude-sonnet-4-5", "ollama:qwen2.5", "groq:llama-3"])
+def test_a_project_summarization_model_naming_a_provider_needs_the_same_trust(project: Path, spec: str) -> None:
+    """The summariser is sent the whole conversation: a provider a project file picks for it is asked about
+    like a server, with a warning, and remembered per project and model."""
+    (project / ".co-cli" / "settings.json").write_text(json.dumps({"summarization_model": spec}))
+    loaded = load_settings(cwd=project)
+    assert any(f"summarization_model {spec!r} comes from" in warning for warning in loaded.warnings)
+    with pytest.raises(ConfigError) as err:
+        confirm_project_server(loaded, None)
+    assert "\n" not in err.value.message and f"(for summaries) at {spec}" in err.value.message
+    with pytest.raises(ConfigError, match="not allowed"):
+        confirm_project_server(loaded, Asker("n"))
+    ask = Asker("y")
+    confirm_project_server(loaded, ask)
+    assert len(ask.questions) == 1 and f"conversation, to be summarised, to {spec}" in ask.questions[0]
+    confirm_project_server(load_settings(cwd=project), None)  # remembered
+    (project / ".co-cli" / "settings.json").write_text(json.dumps({"summarization_model": "openai:gpt-5"}))
+    with pytest.raises(ConfigError):
+        confirm_project_server(load_settings(cwd=project), None)  # another model is asked about again
+
+
+@pytest.mark.parametrize("spec", ["local", "test", "qwen2.5"])
+def test_a_project_summarization_model_on_no_new_server_asks_nothing(project: Path, spec: str) -> None:
+    (project / ".co-cli" / "settings.json").write_text(json.dumps({"summarization_model": spec}))
+    confirm_project_server(load_settings(cwd=project), None)
+
+
+def test_the_user_summarization_model_is_never_asked_about(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CO_CLI_SUMMARIZATION_MODEL", "openai:gpt-4o")
+    (project / ".co-cli" / "settings.json").write_text(json.dumps({"summarization_model": "anthropic:claude"}))
+    loaded = load_settings(cwd=project)
+    confirm_project_server(loaded, None)
+    assert not any("summarization_model" in warning for warning in loaded.warnings)

@@ -18,17 +18,23 @@ app = typer.Typer(
 
 @app.command("allow")
 def trust_allow() -> None:
-    """Allow the server this directory's project settings file sets as base_url."""
+    """Allow the servers this directory's project settings file chooses (base_url, and a provider in
+    summarization_model)."""
     from co_cli import project_trust
     from co_cli.config import load_settings
 
     loaded = load_settings()
-    base_url = project_trust.project_server(loaded)
-    if not base_url:
-        raise CoError(f"nothing to allow: {loaded.paths.project_settings} does not set base_url", exit_code=2)
-    entry = project_trust.TrustedServer(str(project_trust.project_dir(loaded)), base_url)
-    project_trust.trust(loaded.paths.user_settings.parent, Path(entry.project), base_url)
-    print(f"allowed: {project_trust.describe(entry)}")
+    chosen = [c for c in (project_trust.project_server(loaded), project_trust.project_summarizer(loaded)) if c]
+    if not chosen:
+        raise CoError(
+            f"nothing to allow: {loaded.paths.project_settings} sets neither base_url nor a provider in "
+            "summarization_model",
+            exit_code=2,
+        )
+    for base_url in chosen:
+        entry = project_trust.TrustedServer(str(project_trust.project_dir(loaded)), base_url)
+        project_trust.trust(loaded.paths.user_settings.parent, Path(entry.project), base_url)
+        print(f"allowed: {project_trust.describe(entry)}")
 
 
 @app.command("list")
