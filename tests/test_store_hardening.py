@@ -527,6 +527,36 @@ def test_read_only_database_memories_can_be_listed_searched_logged_and_exported(
         db.chmod(0o600)
 
 
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("where", ["prompt", "answer", "summary"])
+def test_show_bounds_a_huge_message_and_full_prints_it_whole(db: Path, where: str) -> None:
+    """A pasted megabytes-long prompt (or answer, or summary) is cut with a note; --full prints it all."""
+    huge = "".join(f"line {n} of a very long paste\n" for n in range(40_000))  # about 1.3 MB
+    last = "line 39999 of a very long paste"
+    with Store.open(db) as store:
+        sid = store.sessions.create(model="m", cwd="/", title="huge").id
+        prompt, answer = (huge, "short") if where == "prompt" else ("short", huge if where == "answer" else "ok")
+        save_turn(store, sid, text_turn(prompt, answer))
+        if where == "summary":
+            store.compactions.add(
+                sid,
+                CompactionRecord(
+                    from_seq=0, upto_seq=1, summary=huge, focus=None, trigger="manual", tokens_before=1,
+                    tokens_after=1, model="m", replacement=[], created_at=time.time(),
+                ),
+            )  # fmt: skip
+    result = runner.invoke(app, ["show", sid])
+    assert result.exit_code == 0, (result.output, result.exception)
+    assert len(result.output) < 200_000
+    assert "more characters; co sessions show --full or co sessions export has them all" in " ".join(
+        result.output.replace("`", "").split()
+    )
+    assert last not in result.output
+    if where == "prompt":  # (rendering megabytes of Markdown whole takes a while: asked for, tested once)
+        whole = runner.invoke(app, ["show", sid, "--full"])
+        assert whole.exit_code == 0 and last in whole.output
+
+
 # ----- imports that could not be resumed, and files that are not files ----------------------------------
 
 

@@ -154,9 +154,14 @@ def list_sessions(
 
 
 @app.command("show")
-def show(session_id: Annotated[str, typer.Argument(help="Session id or unique prefix.")]) -> None:
-    """Show a session's metadata, usage and cost, tool calls, and its full transcript (messages numbered
-    #0, #1, ...: the numbers `co chat --resume <id> --fork-at <n>` takes)."""
+def show(
+    session_id: Annotated[str, typer.Argument(help="Session id or unique prefix.")],
+    full: Annotated[
+        bool, typer.Option("--full", help="Print long prompts, answers and summaries whole (cut at 20,000 characters).")
+    ] = False,
+) -> None:
+    """Show a session's metadata, usage and cost, tool calls, and its transcript (messages numbered #0, #1, ...:
+    the numbers `co chat --resume <id> --fork-at <n>` takes)."""
     from co_cli.terminal.views import format_time, render_transcript, tool_stats, usage_lines
 
     store, _ = _open_store(reads_only=True)
@@ -200,7 +205,7 @@ def show(session_id: Annotated[str, typer.Argument(help="Session id or unique pr
         )
         console.print(f"tools {shown}", style="dim", markup=False, highlight=False, soft_wrap=True)
     console.print()
-    console.print(render_transcript(transcript, compactions))
+    console.print(render_transcript(transcript, compactions, full=full))
 
 
 @app.command("search")

@@ -148,14 +148,21 @@ def search_table(hits: Sequence[SearchHit]) -> Table:
     return table
 
 
-def _shorten(text: str, limit: int = TOOL_OUTPUT_SHOWN_CHARS) -> str:
-    text = printable(text).rstrip()
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}\n… ({len(text) - limit} more characters; `co sessions export` has them all)"
+MESSAGE_SHOWN_CHARS = 20_000
+"""What ``co sessions show`` prints of one prompt, answer or summary unless ``--full`` (a pasted 5 MB prompt
+took 12 s to print whole, an imported 50 MB one minutes)."""
+FULL_HINT = "`co sessions show --full` or `co sessions export` has them all"
 
 
-def _message_body(stored: StoredMessage) -> list[RenderableType]:
+def _shorten(text: str, limit: int | None = TOOL_OUTPUT_SHOWN_CHARS) -> str:
+    """The text without control characters, cut at ``limit`` characters (None: whole) with a note; only what is
+    shown is cleaned."""
+    if limit is None or len(text) <= limit:
+        return printable(text).rstrip()
+    return f"{printable(text[:limit]).rstrip()}\n… ({len(text) - limit:,} more characters; {FULL_HINT})"
+
+
+def _message_body(stored: StoredMessage, limit: int | None) -> list[RenderableType]:
     from rich.markdown import Markdown
 
     from co_cli.message_view import views
@@ -163,13 +170,13 @@ def _message_body(stored: StoredMessage) -> list[RenderableType]:
     body: list[RenderableType] = []
     for view in views(stored.message):
         if view.kind == "user":
-            body.append(Text(printable(view.text)))
+            body.append(Text(_shorten(view.text, limit)))
         elif view.kind == "system":
             if stored.kind == "system":
-                body.append(Text(printable(view.text), style="dim"))
+                body.append(Text(_shorten(view.text, limit), style="dim"))
         elif view.kind == "text":
             if view.text.strip():
-                body.append(Markdown(printable(view.text)))
+                body.append(Markdown(_shorten(view.text, limit)))
         elif view.kind == "tool-call":
             line = Text("→ ", style="yellow")
             line.append(printable(view.tool_name or "?"), style="bold yellow")
@@ -182,17 +189,18 @@ def _message_body(stored: StoredMessage) -> list[RenderableType]:
             body.append(label)
             body.append(Padding(Text(_shorten(view.text), style="dim"), (0, 0, 0, 2)))
         elif view.kind == "retry":
-            body.append(Text(printable(view.text), style="dim red"))
+            body.append(Text(_shorten(view.text, limit), style="dim red"))
         elif view.kind == "compaction" and view.text:
-            body.append(Text(printable(view.text), style="italic"))
+            body.append(Text(_shorten(view.text, limit), style="italic"))
     return body
 
 
 def render_transcript(
-    stored_messages: Sequence[StoredMessage], compactions: Sequence[CompactionRecord] = ()
+    stored_messages: Sequence[StoredMessage], compactions: Sequence[CompactionRecord] = (), *, full: bool = False
 ) -> RenderableType:
     """Every message under a role heading; tool outputs shortened, failed turns marked, each compaction shown
-    where it happened."""
+    where it happened. Prompts, answers and summaries are cut at ``MESSAGE_SHOWN_CHARS`` unless ``full``."""
+    limit = None if full else MESSAGE_SHOWN_CHARS
 
     placed = compactions_by_position(compactions)
     items: list[RenderableType] = []
@@ -203,10 +211,10 @@ def render_transcript(
         if stored.status != "ok":
             heading.append(f"  [{printable(stored.status)}]", style="bold red")
         items.append(heading)
-        items.append(Padding(Group(*_message_body(stored)), (0, 0, 1, 2)))
+        items.append(Padding(Group(*_message_body(stored, limit)), (0, 0, 1, 2)))
         for record in placed.get(stored.seq, []):
             items.append(Text(printable(f"⟲ {record.describe()}"), style="bold cyan"))
-            items.append(Padding(Text(_shorten(record.summary), style="italic cyan"), (0, 0, 1, 2)))
+            items.append(Padding(Text(_shorten(record.summary, limit), style="italic cyan"), (0, 0, 1, 2)))
     if not items:
         items.append(Text("(no messages)", style="dim"))
     return Group(*items)
