@@ -557,6 +557,52 @@ def test_show_bounds_a_huge_message_and_full_prints_it_whole(db: Path, where: st
         assert whole.exit_code == 0 and last in whole.output
 
 
+def _damage_table(db: Path, table: str) -> None:
+    """Overwrite the start of the first leaf pages of ``table`` (as a bad sector would)."""
+    conn = sqlite3.connect(db)
+    pages = [r[0] for r in conn.execute("SELECT pageno FROM dbstat WHERE name = ? AND pagetype = 'leaf'", (table,))]
+    page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+    conn.close()
+    assert pages, table
+    data = bytearray(db.read_bytes())
+    for page in pages[:3]:
+        data[(page - 1) * page_size : (page - 1) * page_size + 8] = b"\xff" * 8
+    db.write_bytes(bytes(data))
+
+
+def test_a_damaged_usage_table_leaves_sessions_listed_and_shown(db: Path) -> None:
+    from co_cli.store.usage import TurnUsage
+    from co_cli.store.usage import insert as insert_usage
+    from co_cli.terminal.usage_cli import app as usage_app
+
+    with Store.open(db) as store:
+        ids = [store.sessions.create(model="m", cwd="/", title=f"talk {n}").id for n in range(3)]
+        for sid in ids:
+            for turn in range(30):
+                save_turn(store, sid, text_turn(f"prompt {turn}", "answer"))
+                with store.db.transaction() as tx:
+                    insert_usage(tx, sid, TurnUsage("chat", "model-" + "x" * 200, 1, 10, 10, 0, 0, 0.01), 1.0)
+    _damage_table(db, "turn_usage")
+    listed = runner.invoke(app, ["list"])
+    assert listed.exit_code == 0, (listed.output, listed.exception)
+    assert all(sid in listed.output for sid in ids) and "warning: usage not shown" in listed.output
+    shown = runner.invoke(app, ["show", ids[0]])
+    assert shown.exit_code == 0 and "prompt 29" in shown.output and "warning: usage not shown" in shown.output
+    one_line_error(runner.invoke(usage_app, []), "co sessions recover")
+
+
+def test_a_damaged_memories_table_is_an_error_not_an_empty_search(db: Path) -> None:
+    from co_cli.terminal.memory_cli import app as memory_app
+
+    seeded(db)
+    with Store.open(db) as store:
+        for n in range(200):
+            store.memories.add(f"The kestrel fact number {n} " + "y" * 100, actor="user")
+    assert "kestrel fact number 7 " in runner.invoke(memory_app, ["search", "kestrel"]).output
+    _damage_table(db, "memories")
+    one_line_error(runner.invoke(memory_app, ["search", "kestrel"]), "co sessions recover")
+
+
 # ----- imports that could not be resumed, and files that are not files ----------------------------------
 
 

@@ -493,7 +493,24 @@ class Memories:
             f"WHERE m.status IN ({', '.join('?' * len(statuses))}) {scope_clause} ORDER BY hits.score LIMIT ?",
             (params[0], max(limit * 20, 500), *params[1:], limit),
         )
+        if len(rows) < limit:
+            self._check_index_matches_table(query, max(limit * 20, 500))
         return [Candidate(_memory(r), float(r["score"])) for r in rows]
+
+    def _check_index_matches_table(self, query: str, pool: int) -> None:
+        """StoreError when the search index finds memories the table no longer holds (a damaged table): a
+        search must not come back empty without saying why."""
+        row = self.db.read_one(
+            "SELECT count(*) AS n FROM (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?) AS hits "
+            "WHERE NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = hits.rowid)",
+            (query, pool),
+        )
+        missing = int(row["n"]) if row is not None else 0
+        if missing:
+            raise StoreError(
+                f"session database {self.db.path} is damaged: {missing} memories the search index finds cannot "
+                "be read; `co sessions recover` saves what can still be read into a new database"
+            )
 
     def instructions(self, project: str | None) -> builtins.list[Memory]:
         """Active memories of kind ``instruction`` in user scope or ``project``, newest first."""

@@ -11,6 +11,7 @@ import os
 import re
 import stat
 import sys
+from collections.abc import Callable
 from dataclasses import asdict
 from enum import StrEnum
 from pathlib import Path
@@ -117,6 +118,18 @@ def _write_private(path: Path, text: str) -> None:
         raise CoError(f"cannot write {path}: {exc.strerror}") from None
 
 
+def _usage_or_warning(read: Callable[[], dict[str, UsageTotals]]) -> dict[str, UsageTotals]:
+    """Usage figures, or none with a one-line warning when the usage table cannot be read (damaged): the
+    sessions themselves still list and show."""
+    from co_cli.errors import StoreError
+
+    try:
+        return read()
+    except StoreError as exc:
+        print(printable(f"warning: usage not shown: {exc.message}"), file=sys.stderr)
+        return {}
+
+
 def _usage_json(totals: UsageTotals | None) -> dict[str, object] | None:
     """Usage totals for --json: cost_usd is null when any part of it is unknown."""
     if totals is None:
@@ -138,7 +151,7 @@ def list_sessions(
     with store:
         sessions = store.sessions.list(limit=limit)
         total = store.sessions.count()
-        usage = store.usage.totals([s.id for s in sessions])
+        usage = _usage_or_warning(lambda: store.usage.totals([s.id for s in sessions]))
     if as_json:
         typer.echo(_json_text([{**asdict(s), "usage": _usage_json(usage.get(s.id))} for s in sessions]))
         return
@@ -169,7 +182,7 @@ def show(
         info = store.sessions.get(session_id)
         transcript = store.messages.transcript(info.id)
         compactions = store.compactions.list(info.id)
-        usage = store.usage.by_role(info.id)
+        usage = _usage_or_warning(lambda: store.usage.by_role(info.id))
     console = _console()
     console.print(printable(info.title) or "untitled", style="bold", markup=False, highlight=False)
     details = [
