@@ -591,16 +591,25 @@ def test_a_damaged_usage_table_leaves_sessions_listed_and_shown(db: Path) -> Non
     one_line_error(runner.invoke(usage_app, []), "co sessions recover")
 
 
-def test_a_damaged_memories_table_is_an_error_not_an_empty_search(db: Path) -> None:
+@pytest.mark.parametrize("lost", ["every row", "the matching rows"])
+def test_a_damaged_memories_table_is_an_error_not_an_empty_search(db: Path, lost: str) -> None:
+    """Rows lost from the memories table (the search index still has them): memory search says the database
+    is damaged and names recover, instead of answering that nothing matches."""
     from co_cli.terminal.memory_cli import app as memory_app
 
-    seeded(db)
     with Store.open(db) as store:
-        for n in range(200):
-            store.memories.add(f"The kestrel fact number {n} " + "y" * 100, actor="user")
-    assert "kestrel fact number 7 " in runner.invoke(memory_app, ["search", "kestrel"]).output
-    _damage_table(db, "memories")
-    one_line_error(runner.invoke(memory_app, ["search", "kestrel"]), "co sessions recover")
+        for n in range(20):
+            store.memories.add(f"The kestrel fact number {n}", actor="user")
+        store.memories.add("The user drinks tea", actor="user")
+    assert "kestrel fact number 7" in runner.invoke(memory_app, ["search", "kestrel"]).output
+    conn = sqlite3.connect(db)
+    conn.execute("DROP TRIGGER memories_fts_delete")  # as a damaged page loses rows without telling the index
+    conn.execute("DELETE FROM memories" + ("" if lost == "every row" else " WHERE text LIKE '%kestrel%'"))
+    conn.commit()
+    conn.close()
+    one_line_error(runner.invoke(memory_app, ["search", "kestrel"]), "is damaged", "co sessions recover")
+    if lost != "every row":
+        assert "The user drinks tea" in runner.invoke(memory_app, ["search", "tea"]).output
 
 
 # ----- imports that could not be resumed, and files that are not files ----------------------------------

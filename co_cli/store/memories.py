@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, fields
 from dataclasses import replace as evolve
 from typing import Any, Literal
 
-from co_cli.errors import CoError
+from co_cli.errors import CoError, StoreError
 from co_cli.secrets import find_secret, refusal
 from co_cli.store.db import Database, Reader, Transaction
 from co_cli.store.messages import saved_text
