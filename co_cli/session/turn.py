@@ -41,6 +41,7 @@ from co_cli.session.metering import run_usage
 from co_cli.session.pins import Pins
 from co_cli.session.recorder import Recorder, TurnRecord
 from co_cli.store import CompactionRecord
+from co_cli.store.redact import as_saved
 from co_cli.synthetic import CUT_OFF_NOTE, LENGTH_NOTE, close_interrupted, interrupted_response
 from co_cli.vocabulary import MessageStatus
 
@@ -234,6 +235,9 @@ class Turns:
         self.pins.adopt(found, written.pin_ids)
         if adopted is not None:
             context.apply(adopted)
+        # As saved (instructions left out: every request gets the current ones), so the live context is the
+        # one a resume rebuilds.
+        context.messages = as_saved(context.messages)
         self.state.context = context
 
 

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from co_cli.errors import StoreError
-from co_cli.store.redact import without_credentials
+from co_cli.store.redact import as_saved
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
@@ -53,7 +53,7 @@ def dump_messages(messages: Sequence[ModelMessage]) -> str:
     from pydantic_ai.messages import ModelMessagesTypeAdapter
     from pydantic_core import PydanticSerializationError
 
-    messages = without_credentials(messages)
+    messages = as_saved(messages)
     try:
         return ModelMessagesTypeAdapter.dump_json(list(messages)).decode()
     except PydanticSerializationError:

@@ -15,7 +15,7 @@ from co_cli.errors import StoreError
 from co_cli.store.compactions import CompactionRecord, compactions_by_position
 from co_cli.store.import_document import EXPORT_FORMAT, EXPORT_VERSION, parse_export
 from co_cli.store.messages import SavedRow, StoredMessage
-from co_cli.store.redact import saved_json_without_credentials, url_without_credentials, without_credentials
+from co_cli.store.redact import as_saved, as_saved_json, url_without_credentials
 from co_cli.store.sessions import SessionInfo
 
 if TYPE_CHECKING:
@@ -190,7 +190,7 @@ def _saved_message(row: SavedRow) -> dict[str, Any]:
         [message] = json.loads(row.json)
     except (ValueError, TypeError):
         raise StoreError(f"message #{row.seq} holds JSON this co cannot read") from None
-    return saved_json_without_credentials(message)
+    return as_saved_json(message)
 
 
 def export_document(store: Store, session_id: str) -> dict[str, object]:
@@ -216,7 +216,7 @@ def _document(store: Store, info: SessionInfo, messages: object, *, has_compacti
         from pydantic_ai.messages import ModelMessagesTypeAdapter  # only here: importing it takes a second
 
         data = asdict(record)
-        data["replacement"] = ModelMessagesTypeAdapter.dump_python(without_credentials(record.replacement), mode="json")
+        data["replacement"] = ModelMessagesTypeAdapter.dump_python(as_saved(record.replacement), mode="json")
         compactions.append(data)
     return {
         "format": EXPORT_FORMAT,

@@ -30,7 +30,7 @@ def url_without_credentials(url: str) -> str:
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
-def without_credentials(messages: Sequence[ModelMessage]) -> list[ModelMessage]:
+def as_saved(messages: Sequence[ModelMessage]) -> list[ModelMessage]:
     """``messages`` as they are saved: every response's ``provider_url`` stripped of credentials and every
     request's instructions left out; the input is not changed."""
     from pydantic_ai.messages import ModelRequest, ModelResponse
@@ -47,8 +47,8 @@ def without_credentials(messages: Sequence[ModelMessage]) -> list[ModelMessage]:
     return cleaned
 
 
-def saved_json_without_credentials(message: dict[str, Any]) -> dict[str, Any]:
-    """``without_credentials`` for one message in pydantic-ai's JSON form (as it is saved); the input is not
+def as_saved_json(message: dict[str, Any]) -> dict[str, Any]:
+    """``as_saved`` for one message in pydantic-ai's JSON form (as it is saved); the input is not
     changed."""
     if message.get("kind") == "response" and isinstance(message.get("provider_url"), str):
         safe = url_without_credentials(message["provider_url"])
