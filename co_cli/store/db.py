@@ -77,20 +77,22 @@ DISK_NEARLY_FULL_BYTES = 4 * 1024 * 1024
 one as "disk I/O error" when its log or shared-memory file cannot grow)."""
 
 
-def _disk_nearly_full(path: Path) -> bool:
+def _free_bytes(path: Path) -> int | None:
     try:
         status = os.statvfs(path.parent)
     except OSError:
-        return False
-    return status.f_bavail * status.f_frsize < DISK_NEARLY_FULL_BYTES
+        return None
+    return status.f_bavail * status.f_frsize
+
+
+def _disk_nearly_full(path: Path) -> bool:
+    free = _free_bytes(path)
+    return free is not None and free < DISK_NEARLY_FULL_BYTES
 
 
 def _free_space(path: Path) -> str:
-    try:
-        status = os.statvfs(path.parent)
-    except OSError:
-        return ""
-    return f" ({status.f_bavail * status.f_frsize // 1024:,} KB free)"
+    free = _free_bytes(path)
+    return "" if free is None else f" ({free // 1024:,} KB free)"
 
 
 @contextlib.contextmanager

@@ -199,7 +199,8 @@ def render_transcript(
     stored_messages: Sequence[StoredMessage], compactions: Sequence[CompactionRecord] = (), *, full: bool = False
 ) -> RenderableType:
     """Every message under a role heading; tool outputs shortened, failed turns marked, each compaction shown
-    where it happened. Prompts, answers and summaries are cut at ``MESSAGE_SHOWN_CHARS`` unless ``full``."""
+    where it happened. Prompts and answers are cut at ``MESSAGE_SHOWN_CHARS``, summaries shorter, unless
+    ``full``."""
     limit = None if full else MESSAGE_SHOWN_CHARS
 
     placed = compactions_by_position(compactions)
@@ -214,7 +215,8 @@ def render_transcript(
         items.append(Padding(Group(*_message_body(stored, limit)), (0, 0, 1, 2)))
         for record in placed.get(stored.seq, []):
             items.append(Text(printable(f"⟲ {record.describe()}"), style="bold cyan"))
-            items.append(Padding(Text(_shorten(record.summary, limit), style="italic cyan"), (0, 0, 1, 2)))
+            summary = _shorten(record.summary, None if full else TOOL_OUTPUT_SHOWN_CHARS)
+            items.append(Padding(Text(summary, style="italic cyan"), (0, 0, 1, 2)))
     if not items:
         items.append(Text("(no messages)", style="dim"))
     return Group(*items)
