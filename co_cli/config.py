@@ -145,6 +145,18 @@ class Settings(BaseSettings):
         description="After each turn, facts from your message are extracted in the background: 'review' proposes "
         "them for /memory review, 'auto' applies them at once (logged and undoable), 'off' does nothing.",
     )
+    tasks_budget_tokens: Int = Field(
+        1000,
+        ge=100,
+        description="Tokens the session's task list may take in every request's instructions; a longer list is "
+        "refused (the model is told to shorten it).",
+    )
+    tasks_keep_done_hours: Number = Field(
+        24,
+        ge=0,
+        description="Done tasks leave the task list the model is sent after this many hours; "
+        "`co sessions show` keeps them in the list's history.",
+    )
     trash_retention_days: Int = Field(
         0,
         ge=0,

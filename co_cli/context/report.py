@@ -13,7 +13,16 @@ from co_cli.context.tokens import MESSAGE_OVERHEAD_TOKENS, estimate_history, est
 from co_cli.message_view import PartView, view_part
 from co_cli.synthetic import is_summary
 
-KINDS = ("instructions+tools", "instructions files", "memory", "user", "assistant", "tool returns", "summaries")
+KINDS = (
+    "instructions+tools",
+    "instructions files",
+    "tasks",
+    "memory",
+    "user",
+    "assistant",
+    "tool returns",
+    "summaries",
+)
 LABEL_CHARS = 48
 
 
@@ -102,14 +111,16 @@ def context_report(
     offload_dir: Path | None,
     instructions_files_tokens: int = 0,
     memory_tokens: int = 0,
+    tasks_tokens: int = 0,
 ) -> ContextReport:
     """A snapshot of the working context ``messages`` (as it would be sent).
 
-    ``overhead_tokens`` includes the instructions files; the memory section (``memory_tokens``, the last
-    request's) comes on top of it."""
+    ``overhead_tokens`` includes the instructions files and the task list (``tasks_tokens``); the memory section
+    (``memory_tokens``, the last request's) comes on top of it."""
     estimate = estimate_history(messages, overhead_tokens=overhead_tokens + memory_tokens)
     breakdown = dict.fromkeys(KINDS, 0)
-    breakdown["instructions+tools"] = overhead_tokens - instructions_files_tokens
+    breakdown["instructions+tools"] = overhead_tokens - instructions_files_tokens - tasks_tokens
+    breakdown["tasks"] = tasks_tokens
     breakdown["instructions files"] = instructions_files_tokens
     breakdown["memory"] = memory_tokens
     items: list[ReportItem] = []

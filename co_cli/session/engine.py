@@ -18,6 +18,7 @@ from co_cli.deps import CoDeps
 from co_cli.models import ResolvedModel
 from co_cli.session.agent import build_agent, overhead_tokens, summarizer_model
 from co_cli.session.metering import UsageMeter
+from co_cli.session.tool_stats import tool_timer
 from co_cli.store.usage import TurnUsage
 from co_cli.tools.approval import ApprovalPrompt, make_approval_handler
 
@@ -53,7 +54,7 @@ class Engine:
         handler = make_approval_handler(self.ask_approval, approve_all=self.approve_all, deps_getter=lambda: self.deps)
         self.agent: Agent[CoDeps, str] = build_agent(
             self.resolved.model,
-            capabilities=[self.governor, HandleDeferredToolCalls(handler=handler)],
+            capabilities=[self.governor, HandleDeferredToolCalls(handler=handler), tool_timer()],
             request_timeout=settings.request_timeout,
         )
 
@@ -67,7 +68,7 @@ class Engine:
         self.governor.summarizer = self.summary_model
 
     def recount(self) -> None:
-        """The instructions changed (pins): count what every request carries again."""
+        """The instructions changed (pins, tasks): count what every request carries again."""
         self.governor.pipeline.overhead_tokens = overhead_tokens(self.deps)
 
     @property
