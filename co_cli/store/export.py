@@ -13,6 +13,7 @@ from co_cli.store.import_document import EXPORT_FORMAT, EXPORT_VERSION, parse_ex
 from co_cli.store.messages import StoredMessage
 from co_cli.store.redact import without_credentials
 from co_cli.store.sessions import SessionInfo
+from co_cli.store.tasks import StoredTask, TaskSnapshot, every_task
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
@@ -85,6 +86,28 @@ def _message_markdown(stored: StoredMessage) -> str:
     return "\n\n".join(blocks)
 
 
+_MARKDOWN_SPECIAL = str.maketrans({c: f"\\{c}" for c in "\\`*_[]<>#|~"})
+
+
+def _task_markdown(task: StoredTask) -> str:
+    """A Markdown task-list item; the text stays plain text (Markdown's own characters escaped)."""
+    note = " (in progress)" if task.status == "in_progress" else ""
+    return f"- [{'x' if task.status == 'done' else ' '}] {task.text.translate(_MARKDOWN_SPECIAL)}{note}"
+
+
+def _tasks_markdown(history: list[TaskSnapshot]) -> str:
+    """The task list as it stands last, then every task that left it."""
+    latest = history[-1]
+    lines = [f"## Tasks\n\nSet by the {latest.source} at {_iso(latest.created_at)}:", ""]
+    lines += [_task_markdown(task) for task in latest.items] or ["(the list is empty)"]
+    current = {(task.text, task.created_at) for task in latest.items}
+    gone = [task for task in every_task(history) if (task.text, task.created_at) not in current]
+    if gone:
+        lines += ["", "Earlier tasks (no longer on the list):", ""]
+        lines += [_task_markdown(task) for task in gone]
+    return "\n".join(lines)
+
+
 def export_markdown(store: Store, session_id: str) -> str:
     """The whole transcript as readable Markdown: title, metadata, then each message under its role."""
     info = store.sessions.get(session_id)
@@ -104,6 +127,9 @@ def export_markdown(store: Store, session_id: str) -> str:
     if info.compaction_count:
         lines.append(f"- Compactions: {info.compaction_count}")
     parts = ["\n".join(lines)]
+    task_history = store.tasks.history(info.id)
+    if task_history:
+        parts.append(_tasks_markdown(task_history))
     placed = compactions_by_position(store.compactions.list(info.id))
     for stored in store.messages.transcript(info.id):
         parts.append(_message_markdown(stored))
@@ -114,7 +140,7 @@ def export_markdown(store: Store, session_id: str) -> str:
 
 
 def export_json(store: Store, session_id: str) -> str:
-    """Lossless JSON: metadata, every message (pydantic-ai's own JSON form) and every compaction."""
+    """Lossless JSON: metadata, every message (pydantic-ai's own JSON form), every compaction and every task list."""
     return json.dumps(export_document(store, session_id), ensure_ascii=False, indent=1)
 
 
@@ -144,6 +170,10 @@ def export_document(store: Store, session_id: str) -> dict[str, object]:
             for s, message in zip(transcript, messages, strict=True)
         ],
         "compactions": compactions,
+        "task_lists": [
+            {**snapshot._asdict(), "items": [item._asdict() for item in snapshot.items]}
+            for snapshot in store.tasks.history(info.id)
+        ],
     }
     return document
 

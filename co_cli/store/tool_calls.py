@@ -28,8 +28,24 @@ class ToolStats:
     denied: int = 0
     seconds: float = 0.0
 
+    def merge(self, other: ToolStats) -> None:
+        self.calls += other.calls
+        self.failed += other.failed
+        self.denied += other.denied
+        self.seconds += other.seconds
+
     def counts(self) -> dict[str, object]:
         return {"calls": self.calls, "failed": self.failed, "denied": self.denied, "seconds": round(self.seconds, 3)}
+
+
+def summed(calls: Sequence[ToolCallRow]) -> dict[str, ToolStats]:
+    """Calls summed per tool, by name."""
+    stats: dict[str, ToolStats] = {}
+    for call in calls:
+        stats.setdefault(call.tool, ToolStats()).merge(
+            ToolStats(1, int(call.outcome == "failed"), int(call.outcome == "denied"), call.seconds)
+        )
+    return dict(sorted(stats.items()))
 
 
 def insert(tx: Transaction, session_id: str, seq: int, calls: Sequence[ToolCallRow], now: float | None = None) -> None:

@@ -11,6 +11,7 @@ import os
 import re
 import stat
 import sys
+import time
 from dataclasses import asdict
 from enum import StrEnum
 from pathlib import Path
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 
     from co_cli.config import Paths
     from co_cli.store import Store
+    from co_cli.store.tasks import TaskSnapshot
     from co_cli.store.usage import UsageTotals
 
 app = typer.Typer(
@@ -155,9 +157,9 @@ def list_sessions(
 
 @app.command("show")
 def show(session_id: Annotated[str, typer.Argument(help="Session id or unique prefix.")]) -> None:
-    """Show a session's metadata, usage and cost, tool calls, and its full transcript (messages numbered
-    #0, #1, ...: the numbers `co chat --resume <id> --fork-at <n>` takes)."""
-    from co_cli.terminal.views import format_time, render_transcript, tool_stats, usage_lines
+    """Show a session's metadata, usage and cost, tool calls, its task list (and the tasks that left it), and its
+    full transcript (messages numbered #0, #1, ...: the numbers `co chat --resume <id> --fork-at <n>` takes)."""
+    from co_cli.terminal.views import format_time, render_transcript, tool_stats, tool_stats_text, usage_lines
 
     store, _ = _open_store(reads_only=True)
     with store:
@@ -165,6 +167,8 @@ def show(session_id: Annotated[str, typer.Argument(help="Session id or unique pr
         transcript = store.messages.transcript(info.id)
         compactions = store.compactions.list(info.id)
         usage = store.usage.by_role(info.id)
+        tools = store.tool_calls.by_tool(info.id)
+        task_history = store.tasks.history(info.id)
     console = _console()
     console.print(printable(info.title) or "untitled", style="bold", markup=False, highlight=False)
     details = [
@@ -192,15 +196,40 @@ def show(session_id: Annotated[str, typer.Argument(help="Session id or unique pr
             highlight=False,
             soft_wrap=True,
         )
-    stats = tool_stats(transcript)
+    stats = tools or tool_stats(transcript)
     if stats:
-        shown = ", ".join(
-            f"{printable(name)} {calls}" + (f" ({failed} failed)" if failed else "")
-            for name, (calls, failed) in stats.items()
-        )
-        console.print(f"tools {shown}", style="dim", markup=False, highlight=False, soft_wrap=True)
+        console.print(f"tools {tool_stats_text(stats)}", style="dim", markup=False, highlight=False, soft_wrap=True)
+    _print_tasks(console, task_history)
     console.print()
     console.print(render_transcript(transcript, compactions))
+
+
+def _print_tasks(console: Console, history: list[TaskSnapshot]) -> None:
+    """The task list in force, then the tasks that have left it (done long enough ago, dropped or replaced)."""
+    from co_cli.config import load_settings
+    from co_cli.session.tasks import from_stored
+    from co_cli.store.tasks import every_task
+    from co_cli.terminal.views import format_time
+    from co_cli.tools.tasks import describe_list, in_force, status_word, task_lines
+
+    if not history:
+        return
+    latest = history[-1]
+    now = time.time()
+    current = in_force(from_stored(latest.items), now, load_settings().settings.tasks_keep_done_hours)
+
+    def say(text: str) -> None:
+        console.print(printable(text), style="dim", markup=False, highlight=False, soft_wrap=True)
+
+    say(f"tasks {describe_list(current)} · set by the {latest.source} {format_time(latest.created_at, now)}")
+    for line in task_lines(current):
+        say(f"  {line}")
+    kept = {(task.text, task.created_at) for task in current}
+    gone = [task for task in every_task(history) if (task.text, task.created_at) not in kept]
+    if gone:
+        say("earlier tasks (no longer on the list):")
+        for task in gone:
+            say(f"  {task.text} ({status_word(task.status)}, {format_time(task.updated_at, now)})")
 
 
 @app.command("search")

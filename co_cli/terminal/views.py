@@ -20,6 +20,7 @@ from co_cli.terminal_text import printable
 if TYPE_CHECKING:
     from co_cli.context.report import ContextReport
     from co_cli.store import CompactionRecord, SearchHit, SessionInfo, StoredMessage
+    from co_cli.store.tool_calls import ToolStats
     from co_cli.store.usage import UsageTotals
 
 TOOL_OUTPUT_SHOWN_CHARS = 1500
@@ -194,23 +195,24 @@ def render_transcript(
     return Group(*items)
 
 
-def tool_stats(stored_messages: Sequence[StoredMessage]) -> dict[str, tuple[int, int]]:
-    """Calls and failures per tool over a transcript: a failure is a result that did not succeed (failed, denied,
-    interrupted) or a retry prompt sent back for the call."""
-    from co_cli.message_view import views
+def tool_stats(stored_messages: Sequence[StoredMessage]) -> dict[str, ToolStats]:
+    """Calls, failures and denials per tool over a transcript (for sessions saved before co recorded each tool
+    call; their time is unknown, 0)."""
+    from co_cli.session.tool_stats import tool_calls_of
+    from co_cli.store.tool_calls import summed
 
-    calls: dict[str, int] = {}
-    failures: dict[str, int] = {}
-    for stored in stored_messages:
-        for view in views(stored.message):
-            name = view.tool_name or "?"
-            if view.kind == "tool-call":
-                calls[name] = calls.get(name, 0) + 1
-            elif (view.kind == "tool-return" and view.outcome not in (None, "success")) or (
-                view.kind == "retry" and view.tool_name
-            ):
-                failures[name] = failures.get(name, 0) + 1
-    return {name: (calls.get(name, 0), failures.get(name, 0)) for name in sorted(calls.keys() | failures.keys())}
+    return summed(tool_calls_of([stored.message for stored in stored_messages], {}))
+
+
+def tool_stats_text(stats: dict[str, ToolStats]) -> str:
+    """'run_shell 3 (1 failed, 1 denied; 2.1 s), read_file 2 (0.0 s)': each tool's calls, how many failed or
+    were denied, and the time they ran."""
+    shown = []
+    for name, tool in stats.items():
+        notes = [f"{count} {word}" for count, word in ((tool.failed, "failed"), (tool.denied, "denied")) if count]
+        timing = f"{tool.seconds:.1f} s"
+        shown.append(f"{printable(name)} {tool.calls} ({', '.join(notes) + '; ' if notes else ''}{timing})")
+    return ", ".join(shown)
 
 
 def usage_lines(totals_by_role: dict[str, UsageTotals]) -> list[str]:
