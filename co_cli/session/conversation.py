@@ -3,8 +3,7 @@
 No terminal I/O here: the REPL, ``-p`` and piped mode all drive this same class. What changes as the
 conversation goes on is in ``SessionState`` (``deps.state``); every write to the saved session goes through
 the ``Recorder``. Commands use the collaborators: ``conv.pins.add(text)``, ``conv.tasks.add(text)``,
-``conv.compactions.preview(focus)``,
-``conv.branches.fork(n)``, ``conv.window.report()``.
+``conv.compactions.preview(focus)``, ``conv.branches.fork(n)``, ``conv.window.report()``.
 """
 
 from __future__ import annotations

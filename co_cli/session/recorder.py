@@ -186,7 +186,7 @@ class Recorder:
     def unpin(self, pin_id: int) -> None:
         self.store.pins.remove(self._session_id(), pin_id)
 
-    def tasks(self, items: Sequence[Task]) -> None:
+    def save_tasks(self, items: Sequence[Task]) -> None:
         """Save the task list the user changed (/tasks), as it stands after the transcript's last message (a
         list made before the first prompt creates the session it belongs to)."""
         session_id = self._ensure_session("")

@@ -101,6 +101,6 @@ class Tasks:
 
     def _change(self, items: list[tuple[str, TaskStatus]]) -> list[Task]:
         tasks = updated_list(self.all(), items, self.clock(), self.settings.tasks_budget_tokens)
-        self.recorder.tasks(tasks)
+        self.recorder.save_tasks(tasks)
         self.set(tasks)
         return tasks

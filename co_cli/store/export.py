@@ -13,7 +13,7 @@ from co_cli.store.import_document import EXPORT_FORMAT, EXPORT_VERSION, parse_ex
 from co_cli.store.messages import StoredMessage
 from co_cli.store.redact import without_credentials
 from co_cli.store.sessions import SessionInfo
-from co_cli.store.tasks import StoredTask, TaskSnapshot, every_task
+from co_cli.store.tasks import StoredTask, TaskSnapshot, earlier_tasks
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
@@ -100,8 +100,7 @@ def _tasks_markdown(history: list[TaskSnapshot]) -> str:
     latest = history[-1]
     lines = [f"## Tasks\n\nSet by the {latest.source} at {_iso(latest.created_at)}:", ""]
     lines += [_task_markdown(task) for task in latest.items] or ["(the list is empty)"]
-    current = {(task.text, task.created_at) for task in latest.items}
-    gone = [task for task in every_task(history) if (task.text, task.created_at) not in current]
+    gone = earlier_tasks(history, latest.items)
     if gone:
         lines += ["", "Earlier tasks (no longer on the list):", ""]
         lines += [_task_markdown(task) for task in gone]

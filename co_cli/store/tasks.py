@@ -106,11 +106,12 @@ class TaskLists:
             insert(tx, session_id, seq, items, source)
 
 
-def every_task(history: Sequence[TaskSnapshot]) -> list[StoredTask]:
-    """Each task that was ever on the list, as it last stood (the order it first appeared in): what
-    ``co sessions show`` and the exports list below the list in force."""
+def earlier_tasks(history: Sequence[TaskSnapshot], current: Sequence[StoredTask]) -> list[StoredTask]:
+    """Each task that was on the list once but is not in ``current``, as it last stood (in the order it first
+    appeared): what ``co sessions show`` and the Markdown export list below the list in force."""
     latest: dict[tuple[str, float], StoredTask] = {}
     for snapshot in history:
         for item in snapshot.items:
             latest[(item.text, item.created_at)] = item
-    return list(latest.values())
+    kept = {(item.text, item.created_at) for item in current}
+    return [item for key, item in latest.items() if key not in kept]

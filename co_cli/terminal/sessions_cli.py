@@ -207,8 +207,9 @@ def show(session_id: Annotated[str, typer.Argument(help="Session id or unique pr
 def _print_tasks(console: Console, history: list[TaskSnapshot]) -> None:
     """The task list in force, then the tasks that have left it (done long enough ago, dropped or replaced)."""
     from co_cli.config import load_settings
+    from co_cli.session.recorder import stored_tasks
     from co_cli.session.tasks import from_stored
-    from co_cli.store.tasks import every_task
+    from co_cli.store.tasks import earlier_tasks
     from co_cli.terminal.views import format_time
     from co_cli.tools.tasks import describe_list, in_force, status_word, task_lines
 
@@ -224,8 +225,7 @@ def _print_tasks(console: Console, history: list[TaskSnapshot]) -> None:
     say(f"tasks {describe_list(current)} · set by the {latest.source} {format_time(latest.created_at, now)}")
     for line in task_lines(current):
         say(f"  {line}")
-    kept = {(task.text, task.created_at) for task in current}
-    gone = [task for task in every_task(history) if (task.text, task.created_at) not in kept]
+    gone = earlier_tasks(history, stored_tasks(current))
     if gone:
         say("earlier tasks (no longer on the list):")
         for task in gone:
