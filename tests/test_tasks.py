@@ -5,6 +5,7 @@ and rewind, pruning of old done tasks with a fake clock, and how the list is sho
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,9 +14,13 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from typer.testing import CliRunner
 
 from co_cli.config import load_settings
+from co_cli.context.repair import repair_orphans
 from co_cli.deps import Task
+from co_cli.errors import CoError
 from co_cli.session.branches import fork_at
-from co_cli.store.export import export_document, export_markdown
+from co_cli.store import Store
+from co_cli.store.export import export_document, export_json, export_json_line, export_markdown, import_json
+from co_cli.store.merge import merge_import
 from co_cli.terminal.sessions_cli import app
 from co_cli.tools.tasks import MAX_TASK_CHARS, MAX_TASKS, SECTION_HEADING, tasks_section
 from tests.support.chat_app import ChatRun
@@ -312,3 +317,41 @@ def test_tasks_section_marks_each_status() -> None:
     text = tasks_section(tasks, 1000)
     assert text.startswith(SECTION_HEADING) and text.endswith("1. [ ] a\n2. [~] b\n3. [x] c")
     assert tasks_section([], 1000) == ""
+
+
+def test_an_exported_list_comes_back_on_import_and_merge(core: Core, tmp_path: Path) -> None:
+    script = Script(plan(("one", "in_progress")), plan(("one", "done"), ("two", "pending")))
+    conv = core.conversation(script.model())
+    run(conv, "first")
+    assert conv.session is not None
+    session_id = conv.session.id
+    first_half = export_json_line(core.store, session_id)
+    run(conv, "second")
+    whole = export_json(core.store, session_id)
+    with Store.open(tmp_path / "other.db") as other:
+        imported = import_json(other, whole, repair_orphans)
+        assert [s.source for s in other.tasks.history(imported.id)] == ["model", "model"]
+        assert [(t.text, t.status) for t in other.tasks.latest(imported.id).items] == [  # type: ignore[union-attr]
+            ("one", "done"),
+            ("two", "pending"),
+        ]
+    with Store.open(tmp_path / "third.db") as third:
+        merge_import(third, first_half, repair_orphans)
+        assert [(t.text, t.status) for t in third.tasks.latest(session_id).items] == [("one", "in_progress")]  # type: ignore[union-attr]
+        report = merge_import(third, whole, repair_orphans)
+        assert report.appended and report.appended[0][0].id == session_id
+        assert len(third.tasks.history(session_id)) == 2  # the version it had is not added twice
+        assert third.tasks.latest(session_id).items[-1].text == "two"  # type: ignore[union-attr]
+
+
+def test_an_export_with_a_bad_task_list_is_refused_in_one_line(core: Core) -> None:
+    conv = core.conversation(Script(plan(("one", "pending"))).model())
+    run(conv, "first")
+    assert conv.session is not None
+    document = export_document(core.store, conv.session.id)
+    document["task_lists"][0]["items"][0]["status"] = "someday"  # type: ignore[index]
+    with pytest.raises(CoError, match=r"task_lists\[0\]\.items\[0\] has unknown status 'someday'"):
+        import_json(core.store, json.dumps(document), repair_orphans)
+    document["task_lists"] = [{"seq": 99, "created_at": 1.0, "source": "user", "items": []}]
+    with pytest.raises(CoError, match=r"task_lists\[0\]\.seq is out of range \(99\)"):
+        import_json(core.store, json.dumps(document), repair_orphans)

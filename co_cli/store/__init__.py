@@ -21,7 +21,7 @@ from co_cli.store.messages import Messages, StoredMessage
 from co_cli.store.pins import Pins
 from co_cli.store.search import Search, SearchHit
 from co_cli.store.sessions import SessionInfo, Sessions
-from co_cli.store.tasks import TaskLists
+from co_cli.store.tasks import TaskLists, TaskSnapshot
 from co_cli.store.tool_calls import ToolCalls
 from co_cli.store.usage import UsageLog
 
@@ -82,12 +82,16 @@ class Store:
         return copies.fork(self.db, session_id, upto_seq)
 
     def import_session(
-        self, info: SessionInfo, messages: Sequence[StoredMessage], compactions: Sequence[CompactionRecord]
+        self,
+        info: SessionInfo,
+        messages: Sequence[StoredMessage],
+        compactions: Sequence[CompactionRecord],
+        task_lists: Sequence[TaskSnapshot] = (),
     ) -> SessionInfo:
         """Insert a whole session as given (``copies.import_session``)."""
         from co_cli.store import copies
 
-        return copies.import_session(self.db, info, messages, compactions)
+        return copies.import_session(self.db, info, messages, compactions, task_lists)
 
 
 __all__ = ["CompactionRecord", "Database", "SearchHit", "SessionBusy", "SessionInfo", "Store", "StoredMessage"]

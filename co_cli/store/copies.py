@@ -1,6 +1,6 @@
 """Whole sessions written at once: a fork of a stored session, and a session imported as given.
 
-Each is one transaction over the sessions, messages, compactions (and, for a fork, pins and task lists) tables.
+Each is one transaction over the sessions, messages, compactions and task lists (and, for a fork, pins) tables.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from co_cli.store.compactions import CompactionRecord
 from co_cli.store.db import Database
 from co_cli.store.messages import StoredMessage
 from co_cli.store.sessions import SessionInfo, is_session_id, new_session_id, normalize_title
+from co_cli.store.tasks import TaskSnapshot
 
 
 def fork(db: Database, session_id: str, upto_seq: int | None = None) -> SessionInfo:
@@ -59,6 +60,7 @@ def import_session(
     info: SessionInfo,
     transcript: Sequence[StoredMessage],
     records: Sequence[CompactionRecord],
+    task_lists: Sequence[TaskSnapshot] = (),
 ) -> SessionInfo:
     """Insert a whole session as given; a taken or malformed id is replaced by a new one."""
     rows = [messages.encode(m.seq, m.created_at, m.message, m.status) for m in transcript]
@@ -72,4 +74,5 @@ def import_session(
         sessions.insert(tx, info)
         messages.insert(tx, info.id, rows)
         compactions.insert_rows(tx, info.id, stored)
+        tasks.insert_snapshots(tx, info.id, task_lists)
     return info

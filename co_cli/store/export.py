@@ -206,6 +206,6 @@ def import_json(store: Store, text: str, repair: Repair) -> SessionInfo:
     """Read an ``export_json`` document back; a taken id is imported under a new one.
 
     Every field is checked (``parse_export``) and the transcript closed so it can be continued (``resumable``)."""
-    info, messages, compactions = parse_export(text)
+    info, messages, compactions, task_lists = parse_export(text)
     messages, compactions = resumable(messages, compactions, repair)
-    return store.import_session(info, messages, compactions)
+    return store.import_session(info, messages, compactions, task_lists)

@@ -69,6 +69,18 @@ def insert(
     )
 
 
+def insert_snapshots(tx: Transaction, session_id: str, snapshots: Sequence[TaskSnapshot]) -> None:
+    """Save versions of a list as given (an imported session's), in order."""
+    for snapshot in snapshots:
+        insert(tx, session_id, snapshot.seq, snapshot.items, snapshot.source, snapshot.created_at)
+
+
+def spans(tx: Transaction, session_id: str) -> set[tuple[float, int]]:
+    """(created_at, seq) of each version the session has (what an import must not add again)."""
+    rows = tx.read("SELECT created_at, seq FROM task_lists WHERE session_id = ?", (session_id,))
+    return {(round(float(row["created_at"]), 6), int(row["seq"])) for row in rows}
+
+
 def copy(tx: Transaction, source_id: str, target_id: str, upto_seq: int) -> None:
     """Give the target session the source's snapshots up to message ``upto_seq`` (a fork at that point)."""
     tx.execute(
