@@ -137,8 +137,7 @@ def test_a_list_over_a_lowered_budget_is_cut_with_a_warning(core: Core, monkeypa
     chat = ChatRun(core, Script().model())
     for i in range(6):
         chat.send(f"/tasks add task number {i} " + "words " * 12)
-    monkeypatch.setattr(chat.conv.deps.settings, "tasks_budget_tokens", 150)
-    monkeypatch.setattr(chat.conv.tasks.settings, "tasks_budget_tokens", 150)
+    monkeypatch.setattr(chat.conv.deps.settings, "tasks_budget_tokens", 150)  # lowered after the list was made
     printed = chat.send("/tasks")
     assert "Warning: the task list takes ~" in printed.err and "over its budget of 150" in printed.err
     cut = tasks_section(chat.conv.tasks.all(), 150)
@@ -248,7 +247,6 @@ def test_done_tasks_leave_the_list_after_the_keep_time_but_stay_in_the_history(c
     script = Script(plan(("old work", "done"), ("current work", "in_progress")))
     conv = core.conversation(script.model())
     conv.deps.clock = lambda: now[0]
-    conv.tasks.clock = conv.deps.clock
     run(conv, "plan")
     assert "old work" in section(script.instructions[-1])
     now[0] += 23 * HOUR

@@ -61,7 +61,7 @@ class Conversation:
             on_change=self.engine.recount,
             context_window=lambda: self.engine.resolved.context_window,
         )
-        self.tasks = Tasks(self.state, self.recorder, deps.settings, deps.clock, on_change=self.engine.recount)
+        self.tasks = Tasks(self.state, self.recorder, deps.settings, lambda: deps.clock(), self.engine.recount)
         self.compactions = Compactions(self.state, self.engine, self.recorder, self.pins, self._rebuilt)
         self.background = Background(store, self.state, self.engine, self.recorder)
         self.turns = Turns(self.state, self.engine, self.recorder, self.compactions, self.pins, self.background)
