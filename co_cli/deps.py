@@ -93,9 +93,9 @@ class CoDeps:
     @cached_property
     def instructions_files(self) -> InstructionsFiles:
         """The instructions files of this working directory (read once per conversation)."""
-        from co_cli.memory.instructions_files import load_instructions_files
+        from co_cli.memory.instructions_files import instructions_files_for
 
-        return load_instructions_files(self.cwd, self.settings.config_dir, self.settings.instructions_files_max_tokens)
+        return instructions_files_for(self.cwd, self.settings, self.paths)
 
     @cached_property
     def project(self) -> str:

@@ -30,6 +30,7 @@ from co_cli.session.window import ContextWindow
 from co_cli.tools.approval import ApprovalPrompt
 
 if TYPE_CHECKING:
+    from co_cli.memory.instructions_files import InstructionsFiles
     from co_cli.store import SessionInfo
     from co_cli.store.memories import Memories
     from co_cli.store.usage import TurnUsage
@@ -108,6 +109,11 @@ class Conversation:
     def cwd(self) -> Path:
         """The working directory the conversation's tools work in."""
         return self.deps.cwd
+
+    @property
+    def instructions_files(self) -> InstructionsFiles:
+        """The instructions files this conversation reads (and those it skipped, with why)."""
+        return self.deps.instructions_files
 
     @property
     def project(self) -> str:

@@ -8,6 +8,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Coroutine, Iterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from rich.console import Console
@@ -145,6 +146,21 @@ class ChatApp:
         if self.interactive:
             self.console.print(Text("Type /help for commands, Ctrl-D to quit.", style="dim"))
 
+    def show_instructions_files(self) -> None:
+        """At start: one line naming the instructions files read (interactive only), one per file skipped."""
+        if self._conv is not None:
+            found, cwd = self._conv.instructions_files, self._conv.cwd
+        else:
+            from co_cli.memory.instructions_files import instructions_files_for
+
+            cwd = Path.cwd()
+            found = instructions_files_for(cwd, self.loaded.settings, self.loaded.paths)
+        if found.files and self.interactive:
+            names = ", ".join(_short_path(file.path, cwd) for file in found.files)
+            self.console.print(Text(printable(f"Instructions from {names}"), style="dim"))
+        for skipped in found.skipped:
+            self.note(f"warning: instructions file {_short_path(skipped.path, cwd)} skipped: {skipped.reason}")
+
     def toolbar(self) -> str:
         """The line under the prompt (``toolbar.Toolbar``)."""
         return self._toolbar.text(self._conv)
@@ -273,6 +289,7 @@ class ChatApp:
         from co_cli.terminal.prompt import PROMPT, make_session
 
         self.banner()
+        self.show_instructions_files()
         if self._conv is not None and self._conv.session:
             self.show_resumed()
         session = make_session(self, self.loaded.paths.input_history, self.toolbar)
@@ -316,6 +333,7 @@ class ChatApp:
     async def run_lines(self, lines: TextIO) -> int:
         """Piped stdin: each line is one input; exit at EOF. Returns the exit code."""
         await self.ready()
+        self.show_instructions_files()
         failed = False
         for raw in lines:
             line = raw.rstrip("\r\n")  # a line ending of either kind is not part of the prompt
@@ -338,10 +356,20 @@ class ChatApp:
 
     async def run_once(self, prompt: str) -> int:
         await self.ready()
+        self.show_instructions_files()
         outcome = await self.turn(prompt)
         await self.finish_background()
         self.conv.release()
         return 0 if outcome.status == "ok" else 1
+
+
+def _short_path(path: Path, cwd: Path) -> str:
+    """``path`` relative to ``cwd`` when inside it, with ``~`` for the home directory otherwise."""
+    cwd = cwd.resolve()
+    if path.is_relative_to(cwd):
+        return str(path.relative_to(cwd))
+    home = Path.home()
+    return f"~/{path.relative_to(home)}" if path.is_relative_to(home) else str(path)
 
 
 PREVIEW_LINES = 6

@@ -150,7 +150,7 @@ def list_sessions(
         return
     from co_cli.terminal.views import sessions_table
 
-    console.print(sessions_table(sessions, usage))
+    console.print(sessions_table(sessions, usage), soft_wrap=True, highlight=False)
     if total > len(sessions):
         console.print(f"{len(sessions)} of {total} sessions shown; use --limit to see more.", style="dim")
 
@@ -290,19 +290,18 @@ def export(
 
 
 def _export_all(output: Path | None) -> None:
-    from co_cli.store.export import export_json_line
+    from co_cli.store.export import export_all_json_lines
 
     store, _ = _open_store(reads_only=True)
     with store:
-        ids = [s.id for s in store.sessions.list(limit=2**62)]
-        lines = [export_json_line(store, session_id) + "\n" for session_id in ids]
+        lines = [line + "\n" for line in export_all_json_lines(store)]
     text = "".join(lines)
     if output is None:
         sys.stdout.write(_C1_AND_DEL.sub(lambda m: f"\\u{ord(m.group()):04x}", text) if _to_terminal() else text)
         sys.stdout.flush()
         return
     _write_private(output, text)
-    typer.echo(f"exported {len(ids)} sessions to {output}", err=True)
+    typer.echo(f"exported {len(lines)} sessions to {output}", err=True)
 
 
 @app.command("import")
@@ -382,7 +381,7 @@ def trash(
     if not items:
         console.print("The trash is empty.", highlight=False, markup=False)
         return
-    console.print(trash_table(items))
+    console.print(trash_table(items), soft_wrap=True, highlight=False)
     console.print(
         f"{len(items)} in the trash; `co sessions restore <id>` brings one back, "
         "`co sessions purge <id> --yes` removes it for good.",

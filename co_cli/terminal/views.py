@@ -55,42 +55,60 @@ def format_time(timestamp: float, now: float | None = None) -> str:
 
 def sessions_table(
     sessions: Sequence[SessionInfo], usage: dict[str, UsageTotals] | None = None, deleted: Sequence[float] = ()
-) -> Table:
-    """One row per session, most recently updated first (as given); with ``usage``, tokens and cost columns
-    (a session without usage rows was saved before co recorded them: its cost is unknown); with ``deleted``,
-    when each went to the trash."""
+) -> Text:
+    """One line per session, most recently updated first (as given), in aligned columns; with ``usage``, tokens
+    and cost columns (a session without usage rows was saved before co recorded them: its cost is unknown);
+    with ``deleted``, when each went to the trash.
+
+    Lines, not a rich ``Table``: a table measures and wraps every cell, 2 ms a row (20 s for 10,000 sessions);
+    these lines are never wrapped or padded by co (a narrow terminal wraps them itself)."""
     from co_cli.store.usage import format_cost, format_tokens
 
-    table = Table(box=None, header_style="bold", pad_edge=False)
-    table.add_column("ID", style="cyan", no_wrap=True)
-    if deleted:
-        table.add_column("Deleted", no_wrap=True)
-    table.add_column("Updated", no_wrap=True)
-    table.add_column("Msgs", justify="right")
-    if usage is not None:
-        table.add_column("Tokens", justify="right", no_wrap=True)
-        table.add_column("Cost", justify="right", no_wrap=True)
-    table.add_column("Model", style="dim", overflow="fold")
-    table.add_column("Title", overflow="fold")
     now = time.time()
+    header = ["ID", *(["Deleted"] if deleted else []), "Updated", "Msgs"]
+    header += ["Tokens", "Cost"] if usage is not None else []
+    header += ["Model", "Title"]
+    right = {"Msgs", "Tokens", "Cost"}
+    rows: list[list[str]] = []
+    dim_cost: list[bool] = []
     for index, info in enumerate(sessions):
-        title = Text(printable(info.title) or "untitled")
-        if info.parent_id:
-            title.append(f"  ⑂ {printable(info.parent_id)[:12]}", style="dim")
-        cells: list[Text | str] = [Text(printable(info.id))]
+        cells = [printable(info.id)]
         if deleted:
             cells.append(format_time(deleted[index], now))
         cells += [format_time(info.updated_at, now), str(info.message_count)]
         if usage is not None:
             totals = usage.get(info.id)
             tokens = totals.tokens if totals else info.input_tokens + info.output_tokens
-            cells += [format_tokens(tokens), Text(format_cost(totals), style="" if totals else "dim")]
-        cells += [Text(printable(info.model)), title]
-        table.add_row(*cells)
-    return table
+            cells += [format_tokens(tokens), format_cost(totals)]
+            dim_cost.append(totals is None)
+        title = printable(info.title) or "untitled"
+        if info.parent_id:
+            title += f"  ⑂ {printable(info.parent_id)[:12]}"
+        cells += [printable(info.model), title]
+        rows.append(cells)
+    widths = [max(len(cell) for cell in column) for column in zip(header, *rows, strict=False)]
+
+    def line(cells: list[str], styles: dict[int, str]) -> Text:
+        text = Text()
+        for i, (name, cell) in enumerate(zip(header, cells, strict=True)):
+            if i:
+                text.append(" ")
+            last = i == len(header) - 1
+            shown = cell.rjust(widths[i]) if name in right else cell if last else cell.ljust(widths[i])
+            text.append(shown, style=styles.get(i, ""))
+        return text
+
+    lines = [line(header, dict.fromkeys(range(len(header)), "bold"))]
+    cost_column, model_column = header.index("Cost") if usage is not None else -1, len(header) - 2
+    for index, cells in enumerate(rows):
+        styles = {0: "cyan", model_column: "dim"}
+        if usage is not None and dim_cost[index]:
+            styles[cost_column] = "dim"
+        lines.append(line(cells, styles))
+    return Text("\n").join(lines)
 
 
-def trash_table(items: Sequence[tuple[SessionInfo, float]]) -> Table:
+def trash_table(items: Sequence[tuple[SessionInfo, float]]) -> Text:
     """The trash: each session with when it was deleted."""
     return sessions_table([info for info, _ in items], deleted=[when for _, when in items])
 
