@@ -11,3 +11,8 @@ MESSAGE_STATUSES: tuple[str, ...] = get_args(MessageStatus)
 CompactionTrigger = Literal["auto", "manual"]
 """What made a compaction: co before a request (auto, including after a context overflow), or /compact."""
 COMPACTION_TRIGGERS: tuple[str, ...] = get_args(CompactionTrigger)
+
+WAITING_FOR_MODEL = "waiting for the model"
+"""What a live view says while a request to the model is out."""
+COMPACTING = "compacting the conversation"
+"""What a live view says while the governor summarises the context before a request."""

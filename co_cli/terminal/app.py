@@ -18,9 +18,11 @@ from co_cli.errors import CoError
 from co_cli.models import ModelChoice
 from co_cli.terminal import commands
 from co_cli.terminal.render import PlainView, TerminalView, print_error
-from co_cli.terminal.terminal_mode import quiet_input
 from co_cli.terminal.toolbar import Toolbar
+from co_cli.terminal.turn_input import TurnInput
+from co_cli.terminal.working_line import WorkingLine
 from co_cli.terminal_text import printable
+from co_cli.vocabulary import WAITING_FOR_MODEL
 
 if TYPE_CHECKING:
     from pydantic_ai import CancellationToken
@@ -74,8 +76,10 @@ class ChatApp:
         self._token: CancellationToken | None = None
         self._toolbar = Toolbar(choice.spec, store)
         self.view: TurnView = TerminalView(self.console) if interactive else PlainView(self.out)
+        self.keys = TurnInput(self.view, interactive=interactive)
         if approver is not None:
-            approver.before_asking = self.view.pause if isinstance(self.view, TerminalView) else None
+            approver.before_asking = self.keys.before_question
+            approver.after_asking = self.keys.after_question
             approver.cancel_turn = self.cancel_turn
 
     @property
@@ -154,8 +158,8 @@ class ChatApp:
         from pydantic_ai import CancellationToken
 
         token = self._token = CancellationToken()
-        loop = asyncio.get_running_loop()
-        with self._on_sigint(loop, token.cancel), quiet_input() if self.interactive else contextlib.nullcontext():
+        self.view.working(WAITING_FOR_MODEL)
+        with self._stoppable(token.cancel):
             outcome = await self.conv.run_turn(prompt, self.view, token)
         if outcome.status == "failed" and outcome.error:
             self.error(outcome.error)
@@ -166,6 +170,13 @@ class ChatApp:
     def cancel_turn(self) -> None:
         if self._token is not None:
             self._token.cancel()
+
+    @contextlib.contextmanager
+    def _stoppable(self, cancel: Callable[[], object]) -> Iterator[None]:
+        """While a turn or a compaction runs: Ctrl-C (and SIGTERM, SIGHUP: ``_on_sigint``) and, in a terminal, Esc
+        call ``cancel``; keys typed meanwhile are kept for the next prompt."""
+        with self._on_sigint(asyncio.get_running_loop(), cancel), self.keys.reading(cancel):
+            yield
 
     @contextlib.contextmanager
     def _on_sigint(self, loop: asyncio.AbstractEventLoop, cancel: Callable[[], object]) -> Iterator[None]:
@@ -234,16 +245,18 @@ class ChatApp:
             return None
 
     async def cancellable(self, work: Coroutine[Any, Any, T], status: str) -> T | None:
-        """Run ``work`` with a spinner; Ctrl-C cancels it (None) and not co."""
+        """Run ``work`` under the working line saying ``status``; Esc or Ctrl-C cancels it (None) and not co."""
         task = asyncio.ensure_future(work)
+        line = WorkingLine(self.console)
         try:
-            with (
-                self._on_sigint(asyncio.get_running_loop(), task.cancel),
-                self.console.status(status) if self.interactive else contextlib.nullcontext(),
-            ):
+            with self._stoppable(task.cancel):
+                if self.interactive:
+                    line.show(status)
                 return await task
         except asyncio.CancelledError:
             return None
+        finally:
+            line.hide()
 
     def show_resumed(self, exchanges: int = 3) -> None:
         session = self.conv.session
@@ -270,7 +283,7 @@ class ChatApp:
             await self.turn(line)
 
     async def run_interactive(self) -> None:
-        from co_cli.terminal.prompt import PROMPT, make_session
+        from co_cli.terminal.prompt import PROMPT, hand_over_typeahead, make_session
 
         self.banner()
         if self._conv is not None and self._conv.session:
@@ -289,6 +302,7 @@ class ChatApp:
             asyncio.get_running_loop().call_soon(start_build)
 
         while self.running:
+            hand_over_typeahead(session, self.keys.take_typed())
             try:
                 line = await session.prompt_async(PROMPT, pre_run=after_first_draw)
             except KeyboardInterrupt:

@@ -70,3 +70,18 @@ def make_session(host: CommandHost, history_file: Path, toolbar: Callable[[], st
         bottom_toolbar=lambda: HTML(toolbar()),
         enable_history_search=False,
     )
+
+
+def hand_over_typeahead(session: PromptSession[str], typed: str) -> None:
+    """Give the next prompt the keys typed while the last turn ran, as if typed at it."""
+    if not typed:
+        return
+    from prompt_toolkit.input.typeahead import store_typeahead
+    from prompt_toolkit.input.vt100_parser import Vt100Parser
+    from prompt_toolkit.key_binding import KeyPress
+
+    keys: list[KeyPress] = []
+    parser = Vt100Parser(keys.append)
+    parser.feed(typed)
+    parser.flush()
+    store_typeahead(session.input, keys)

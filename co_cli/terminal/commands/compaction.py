@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from co_cli.errors import CoError
 from co_cli.terminal.commands.memory import open_memories
 from co_cli.terminal.commands.registry import CommandHost, command
+from co_cli.vocabulary import COMPACTING
 
 if TYPE_CHECKING:
     from co_cli.context.compact import CompactionResult
@@ -30,7 +31,7 @@ async def _compact(host: CommandHost, arg: str) -> None:
     focus = rest.strip() if preview else arg
     try:
         work = host.conv.compactions.preview(focus) if preview else host.conv.compactions.compact(focus)
-        result = await host.cancellable(work, "Compacting…")
+        result = await host.cancellable(work, COMPACTING)
     except NothingToCompact as exc:
         host.info(exc.message[:1].upper() + exc.message[1:] + ".")
         return
