@@ -126,3 +126,19 @@ def test_keys_typed_while_an_answer_streams_wait_at_the_next_prompt(
     repl.send("\r")
     assert "second" in expect_prompt(repl)
     assert scripted_server.chat_requests[-1].messages[-1] == {"role": "user", "content": "next question"}
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("typed", ["/help", "/quit", "hello"])
+def test_an_unusable_model_ends_co_whatever_was_typed(co_env: dict[str, str], workdir: Path, typed: str) -> None:
+    """The prompt is drawn while the model loads; input typed before its check failed printed the error again
+    and again, with the toolbar saying "loading…" for ever."""
+    child = spawn_co(["chat", "-m", "openai:gpt-4o"], env=co_env, cwd=workdir)
+    expect_prompt(child)
+    send_line(child, typed)
+    child.expect(pexpect.EOF, timeout=20)
+    shown = screen_lines(child)
+    child.close()
+    assert child.exitstatus == 2
+    errors = [line for line in shown if "error" in line.lower()]
+    assert len(errors) == 1 and "OPENAI_API_KEY" in errors[0], errors

@@ -312,6 +312,8 @@ class ChatApp:
             try:
                 await self.handle(line)
             except CoError as exc:
+                if self._conv is None:
+                    raise  # the model could not be set up: co ends with its one line, whatever was typed
                 self.error(exc.message)
         for watcher in watchers:
             watcher.cancel()
