@@ -153,7 +153,7 @@ def test_delete_moves_a_session_to_the_trash(core: Core) -> None:
     assert printed.code == 1
     assert printed.err == "error: usage: /delete <id or prefix>\n"
     assert printed.lines == [
-        f"Moved {old.id} to the trash. `co sessions restore {old.id[:12]}` brings it back."
+        f"Moved {old.id} to the trash. `co sessions restore {old.id[:8]}` brings it back."
     ]  # piped: nobody to ask, so the answer is yes
     assert [info.id for info, _ in core.store.sessions.trashed()] == [old.id]
     assert [s.title for s in core.store.sessions.list()] == ["current one"]
@@ -166,7 +166,7 @@ def test_delete_of_the_current_session_starts_a_new_one(core: Core) -> None:
     printed = chat.send(f"/delete {doomed}", "fresh")
     assert printed.code == 0, printed.err
     assert printed.lines[0] == (
-        f"Moved {doomed} to the trash. Started a new conversation. `co sessions restore {doomed[:12]}` brings it back."
+        f"Moved {doomed} to the trash. Started a new conversation. `co sessions restore {doomed[:8]}` brings it back."
     )
     assert current(chat) != doomed and [s.title for s in core.store.sessions.list()] == ["fresh"]
 

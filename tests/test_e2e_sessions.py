@@ -432,13 +432,19 @@ def test_delete_in_repl_asks_and_moves_to_the_trash_cli_purges(
 
 
 def test_ambiguous_prefix_unknown_id_and_corrupt_database(
-    co_server_env: dict[str, str], workdir: Path, scripted_server: ScriptedServer, tmp_path: Path
+    co_server_env: dict[str, str],
+    workdir: Path,
+    scripted_server: ScriptedServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     db = db_path(co_server_env)
+    twins = iter(["0123456789ab00000001", "0123456789ab00000002"])
+    monkeypatch.setattr("co_cli.store.sessions.new_session_id", lambda now=None: next(twins))
     first = seed_session(db, turn("twin one", "a"))
     second = seed_session(db, turn("twin two", "b"))
+    monkeypatch.undo()
     prefix = os.path.commonprefix([first, second])
-    assert len(prefix) >= 6, (first, second)  # ids start with the creation time in milliseconds
 
     corrupt_env = {**co_server_env, "CO_CLI_DATA_DIR": str(tmp_path / "corrupt-data")}
     corrupt = db_path(corrupt_env)

@@ -142,7 +142,7 @@ class ChatApp:
 
     def banner(self) -> None:
         session = self._conv.session if self._conv else None
-        where = f"session {session.id[:8]} · {session.title}" if session else "new session"
+        where = f"session {self.store.sessions.short_id(session.id)} · {session.title}" if session else "new session"
         if not self.saving:
             where = "not saving (--no-save)"
         self.info(f"co · {self.choice.spec} ({self.choice.reason}) · {where}")

@@ -65,11 +65,18 @@ class Picker:
         self.in_list = False
         self.asking: str | None = None  # the session id a trash question is about
         self.message = ""
+        self._short_ids: dict[str, str] = {}
         self.searching = False
         self.filter_buffer = Buffer(on_text_changed=self._on_filter)
         self.app: Application[PickChoice | None] = self._build()
 
     # ----- state -------------------------------------------------------------------------------------
+    def _short(self, session_id: str) -> str:
+        """The session's id as co shows it: the fewest characters that name it alone (kept while open)."""
+        if session_id not in self._short_ids:
+            self._short_ids[session_id] = self.store.sessions.short_id(session_id)
+        return self._short_ids[session_id]
+
     def _on_filter(self, buffer: Buffer) -> None:
         self.refilter(buffer.text)
 
@@ -151,7 +158,7 @@ class Picker:
         info += printable(_short_dir(row.cwd))
         out: StyleAndTextTuples = [
             mark,
-            (style + " class:dim", row.id[:8] + " "),
+            (style + " class:dim", self._short(row.id) + " "),
             (style, title[:80]),
             (style + " class:dim", info),
             ("", "\n"),
@@ -164,7 +171,7 @@ class Picker:
 
     def _footer(self) -> StyleAndTextTuples:
         if self.asking is not None:
-            return [("class:ask", f" Move {self.asking[:12]} to the trash? y/n ")]
+            return [("class:ask", f" Move {self._short(self.asking)} to the trash? y/n ")]
         if self.message:
             return [("class:ask", " " + self.message)]
         where = "list" if self.in_list else "filter"
@@ -244,7 +251,7 @@ class Picker:
                 return
             self.model.remove(session_id)
             self.refilter(self.filter_text)
-            self.message = f"moved {session_id[:12]} to the trash (`co sessions restore` brings it back)"
+            self.message = f"moved {self._short(session_id)} to the trash (`co sessions restore` brings it back)"
 
         @kb.add("<any>", filter=asking)
         def _keep(event: KeyPressEvent) -> None:

@@ -135,9 +135,12 @@ def list_sessions(
     """List sessions, most recently updated first."""
     store, _ = _open_store(reads_only=True)
 
+    from co_cli.terminal.views import parent_short_ids
+
     with store:
         sessions = store.sessions.list(limit=limit)
         total = store.sessions.count()
+        parents = parent_short_ids(store, sessions)
         usage = store.usage.totals([s.id for s in sessions])
     if as_json:
         typer.echo(_json_text([{**asdict(s), "usage": _usage_json(usage.get(s.id))} for s in sessions]))
@@ -148,7 +151,7 @@ def list_sessions(
         return
     from co_cli.terminal.views import sessions_table
 
-    console.print(sessions_table(sessions, usage))
+    console.print(sessions_table(sessions, usage, short_ids=parents))
     if total > len(sessions):
         console.print(f"{len(sessions)} of {total} sessions shown; use --limit to see more.", style="dim")
 
@@ -331,7 +334,8 @@ def delete(
                 typer.echo("not deleted")
                 raise typer.Exit(1)
         store.sessions.trash(info.id)
-    typer.echo(f"moved {info.id} to the trash; `co sessions restore {info.id[:12]}` brings it back")
+        short = store.sessions.short_id(info.id)
+    typer.echo(f"moved {info.id} to the trash; `co sessions restore {short}` brings it back")
 
 
 @app.command("trash")
@@ -340,12 +344,13 @@ def trash(
 ) -> None:
     """List the sessions in the trash, most recently deleted first."""
     from co_cli.config import load_settings
-    from co_cli.terminal.views import trash_table
+    from co_cli.terminal.views import parent_short_ids, trash_table
 
     store, paths = _open_store()
     with store:
         store.sessions.purge_expired(load_settings().settings.trash_retention_days, paths.tool_outputs)
         items = store.sessions.trashed()
+        parents = parent_short_ids(store, [info for info, _ in items])
     if as_json:
         typer.echo(_json_text([{**asdict(info), "deleted_at": when} for info, when in items]))
         return
@@ -353,7 +358,7 @@ def trash(
     if not items:
         console.print("The trash is empty.", highlight=False, markup=False)
         return
-    console.print(trash_table(items))
+    console.print(trash_table(items, short_ids=parents))
     console.print(
         f"{len(items)} in the trash; `co sessions restore <id>` brings one back, "
         "`co sessions purge <id> --yes` removes it for good.",

@@ -4,7 +4,7 @@ the REPL."""
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -19,7 +19,7 @@ from co_cli.terminal_text import printable
 
 if TYPE_CHECKING:
     from co_cli.context.report import ContextReport
-    from co_cli.store import CompactionRecord, SearchHit, SessionInfo, StoredMessage
+    from co_cli.store import CompactionRecord, SearchHit, SessionInfo, Store, StoredMessage
     from co_cli.store.usage import UsageTotals
 
 TOOL_OUTPUT_SHOWN_CHARS = 1500
@@ -53,11 +53,14 @@ def format_time(timestamp: float, now: float | None = None) -> str:
 
 
 def sessions_table(
-    sessions: Sequence[SessionInfo], usage: dict[str, UsageTotals] | None = None, deleted: Sequence[float] = ()
+    sessions: Sequence[SessionInfo],
+    usage: dict[str, UsageTotals] | None = None,
+    deleted: Sequence[float] = (),
+    short_ids: Mapping[str, str] | None = None,
 ) -> Table:
     """One row per session, most recently updated first (as given); with ``usage``, tokens and cost columns
     (a session without usage rows was saved before co recorded them: its cost is unknown); with ``deleted``,
-    when each went to the trash."""
+    when each went to the trash. A fork names its parent by ``short_ids`` (``SessionStore.short_ids``)."""
     from co_cli.store.usage import format_cost, format_tokens
 
     table = Table(box=None, header_style="bold", pad_edge=False)
@@ -75,7 +78,8 @@ def sessions_table(
     for index, info in enumerate(sessions):
         title = Text(printable(info.title) or "untitled")
         if info.parent_id:
-            title.append(f"  ⑂ {printable(info.parent_id)[:12]}", style="dim")
+            parent = (short_ids or {}).get(info.parent_id, info.parent_id)
+            title.append(f"  ⑂ {printable(parent)}", style="dim")
         cells: list[Text | str] = [Text(printable(info.id))]
         if deleted:
             cells.append(format_time(deleted[index], now))
@@ -89,9 +93,14 @@ def sessions_table(
     return table
 
 
-def trash_table(items: Sequence[tuple[SessionInfo, float]]) -> Table:
+def parent_short_ids(store: Store, sessions: Sequence[SessionInfo]) -> dict[str, str]:
+    """How a listing names the sessions its forks came from."""
+    return store.sessions.short_ids({info.parent_id for info in sessions if info.parent_id})
+
+
+def trash_table(items: Sequence[tuple[SessionInfo, float]], short_ids: Mapping[str, str] | None = None) -> Table:
     """The trash: each session with when it was deleted."""
-    return sessions_table([info for info, _ in items], deleted=[when for _, when in items])
+    return sessions_table([info for info, _ in items], deleted=[when for _, when in items], short_ids=short_ids)
 
 
 def highlighted_snippet(snippet: str) -> Text:
