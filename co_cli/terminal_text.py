@@ -12,3 +12,8 @@ def printable(text: str) -> str:
     """``text`` without control characters, so it cannot move the cursor, retitle the window or write the
     clipboard (OSC 52) when printed."""
     return _CONTROLS.sub("", text)
+
+
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """``count`` and the noun, singular for one: "1 message", "3 messages", "2 entries" (``plural``)."""
+    return f"{count:,} {noun if count == 1 else plural or noun + 's'}"

@@ -58,7 +58,7 @@ def test_resume_switches_to_a_saved_session_and_continues_it(core: Core) -> None
     assert printed.code == 0, printed.err
     assert printed.lines == ["echo: more", "That is the current session."]
     assert printed.err.splitlines() == [
-        f"Resumed {alpha.id} · alpha · 2 messages · 0 compactions · model scripted",
+        f"Resumed {alpha.id} · alpha · 2 messages · model scripted",
         "you: alpha",
         "co: echo: alpha",
     ]
@@ -185,3 +185,19 @@ def test_delete_answered_no_keeps_the_session(core: Core, monkeypatch: pytest.Mo
     assert printed.lines == ["Not deleted."]
     assert asked == [f"Move {current(chat)} (keep me) to the trash?"]
     assert core.store.sessions.trashed() == [] and [s.title for s in core.store.sessions.list()] == ["keep me"]
+
+
+def test_resume_after_a_compaction_recaps_the_transcript_and_counts_the_compactions_in_force(core: Core) -> None:
+    """The recap was read from the working context (a summary after /compact, so nothing was shown), and the
+    count included an undone compaction."""
+    from tests.test_commands_compaction import three_turns
+
+    chat, session_id = three_turns(core)
+    assert chat.send("/compact", "/uncompact", "/compact", "/new").code == 0
+    printed = chat.send(f"/resume {session_id[:8]}")
+    assert printed.code == 0, printed.err
+    resumed, *recap = printed.err.splitlines()
+    assert resumed.startswith(f"Resumed {session_id} · turn 0 with padding words")
+    assert resumed.endswith(" · 6 messages · 1 compaction · model scripted")
+    assert len(recap) == 6 and recap[0].startswith("you: turn 0 ") and recap[-1].startswith("co: ")
+    assert recap[-2].startswith("you: turn 2 ")

@@ -66,7 +66,7 @@ def import_session(
         if sessions.exists(tx, info.id) or not is_session_id(info.id):
             info.id = new_session_id()
         info.message_count = len(rows)
-        info.compaction_count = len(stored)
+        info.compaction_count = compactions.in_force(stored)
         info.title = normalize_title(info.title)
         sessions.insert(tx, info)
         messages.insert(tx, info.id, rows)

@@ -21,7 +21,7 @@ from co_cli.terminal.render import PlainView, TerminalView, print_error
 from co_cli.terminal.toolbar import Toolbar
 from co_cli.terminal.turn_input import TurnInput
 from co_cli.terminal.working_line import WorkingLine
-from co_cli.terminal_text import printable
+from co_cli.terminal_text import counted, printable
 from co_cli.vocabulary import WAITING_FOR_MODEL
 
 if TYPE_CHECKING:
@@ -141,11 +141,12 @@ class ChatApp:
             print(f"error: {message}", file=sys.stderr, flush=True)
 
     def banner(self) -> None:
+        """The model and where the conversation goes; a resumed session is named by the Resumed line after it."""
         session = self._conv.session if self._conv else None
-        where = f"session {self.store.sessions.short_id(session.id)} · {session.title}" if session else "new session"
+        where = "" if session else " · new session"
         if not self.saving:
-            where = "not saving (--no-save)"
-        self.info(f"co · {self.choice.spec} ({self.choice.reason}) · {where}")
+            where = " · not saving (--no-save)"
+        self.info(f"co · {self.choice.spec} ({self.choice.reason}){where}")
         if self.interactive:
             self.console.print(Text("Type /help for commands, Ctrl-D to quit.", style="dim"))
 
@@ -259,15 +260,19 @@ class ChatApp:
             line.hide()
 
     def show_resumed(self, exchanges: int = 3) -> None:
+        """The resumed session, and its last exchanges as the transcript has them (a compaction may have
+        summarised them out of the working context)."""
         session = self.conv.session
         if session is None:
             return
         info = self.store.sessions.get(session.id)
+        compacted = f" · {counted(info.compaction_count, 'compaction')}" if info.compaction_count else ""
         self.note(
-            f"Resumed {info.id} · {info.title} · {info.message_count} messages · "
-            f"{info.compaction_count} compactions · model {info.model}"
+            f"Resumed {info.id} · {info.title or 'untitled'} · {counted(info.message_count, 'message')}"
+            f"{compacted} · model {info.model}"
         )
-        for role, text in last_exchanges(self.conv.working, exchanges):
+        recent = self.store.messages.messages(info.id, after_seq=info.message_count - 1 - RECAP_MESSAGES)
+        for role, text in last_exchanges(recent, exchanges):
             lines = preview_lines(f"{role}: {printable(text)}")
             if self.interactive:
                 self.console.print(Text("\n".join(lines), style="dim"))
@@ -360,6 +365,8 @@ class ChatApp:
         return 0 if outcome.status == "ok" else 1
 
 
+RECAP_MESSAGES = 40
+"""How many of the last saved messages the resume recap looks through for its exchanges."""
 PREVIEW_LINES = 6
 PREVIEW_LINE_CHARS = 200
 
