@@ -229,13 +229,13 @@ class Turns:
             records = [self.compactions.record(r, context, trigger="auto", focus="") for r in self._made]
             found = self.pins.new_ones([text for r in self._made for text in r.standing_instructions], "summary")
         self._made.clear()
-        spent = self.engine.drain_summary_usage()
+        spent = [u for u in (self.engine.drain_summary_usage(), self.engine.drain_memory_usage()) if u is not None]
         written = self.recorder.finish(
             TurnRecord(
                 prompt_seq,
                 new,
                 status,
-                usage=[turn_usage, *([spent] if spent is not None else [])],
+                usage=[turn_usage, *spent],
                 compactions=records,
                 pins=found,
                 extraction=self.background.extraction(prompt) if status == "ok" else None,

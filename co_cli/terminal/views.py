@@ -15,7 +15,7 @@ from rich.text import Text
 
 from co_cli.store.compactions import compactions_by_position
 from co_cli.store.search import SNIPPET_CLOSE, SNIPPET_OPEN
-from co_cli.terminal_text import printable
+from co_cli.terminal_text import counted, printable
 
 if TYPE_CHECKING:
     from co_cli.context.report import ContextReport
@@ -230,14 +230,14 @@ def usage_lines(totals_by_role: dict[str, UsageTotals]) -> list[str]:
     overall = UsageTotals()
     for role, totals in totals_by_role.items():
         lines.append(
-            f"{role}: {totals.requests} requests · {format_tokens(totals.input_tokens)} in "
+            f"{role}: {counted(totals.requests, 'request')} · {format_tokens(totals.input_tokens)} in "
             f"(cache read {format_tokens(totals.cache_read_tokens)}, write {format_tokens(totals.cache_write_tokens)})"
             f" · {format_tokens(totals.output_tokens)} out · {format_cost(totals)}"
         )
         overall.merge(totals)
     if len(totals_by_role) > 1:
         lines.append(
-            f"total: {overall.requests} requests · {format_tokens(overall.tokens)} tokens · {format_cost(overall)}"
+            f"total: {counted(overall.requests, 'request')} · {format_tokens(overall.tokens)} tokens · {format_cost(overall)}"
         )
     return lines
 
