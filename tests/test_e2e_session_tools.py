@@ -158,8 +158,8 @@ def test_rewind_then_usage(co_server_env: dict[str, str], workdir: Path, scripte
         assert "a better two" in expect_prompt(child)
         send_line(child, "/usage")
         out = expect_prompt(child)
-        assert "Last turn: 1 requests · 120 in" in out and "7 out · unknown" in out
-        assert "This session:" in out and "chat: 1 requests" in out
+        assert "Last turn: 1 request · 120 in" in out and "7 out · unknown" in out
+        assert "This session:" in out and "chat: 1 request" in out
         send_line(child, "/rewind 7")
         assert "no message #7" in expect_prompt(child)
         ctrl_d(child)
@@ -192,4 +192,4 @@ def test_a_title_is_written_after_the_first_exchange(
     assert len(scripted_server.chat_requests) == 2
     assert "Title (at most 8 words)" in scripted_server.chat_requests[1].all_text
     shown = run_co(["sessions", "show", sid], {**env, "COLUMNS": "160"}, workdir)
-    assert "usage chat: 1 requests" in shown.stdout and "usage title: 1 requests" in shown.stdout
+    assert "usage chat: 1 request" in shown.stdout and "usage title: 1 request" in shown.stdout

@@ -236,9 +236,8 @@ def usage_lines(totals_by_role: dict[str, UsageTotals]) -> list[str]:
         )
         overall.merge(totals)
     if len(totals_by_role) > 1:
-        lines.append(
-            f"total: {counted(overall.requests, 'request')} · {format_tokens(overall.tokens)} tokens · {format_cost(overall)}"
-        )
+        requests = counted(overall.requests, "request")
+        lines.append(f"total: {requests} · {format_tokens(overall.tokens)} tokens · {format_cost(overall)}")
     return lines
 
 
