@@ -42,9 +42,9 @@ class ExportFormat(StrEnum):
 
 
 def _console() -> Console:
-    from rich.console import Console
+    from co_cli.terminal.output import output_console
 
-    return Console()
+    return output_console()
 
 
 IMPORT_MAX_BYTES = 256 * 1024 * 1024  # an export is one session's transcript; big tool outputs are offloaded

@@ -83,11 +83,12 @@ def usage(
         rows = [_row_json(key, totals) for key, totals in groups.items()]
         typer.echo(json.dumps({"by": by.value, "since": start, "rows": rows, "total": _row_json("total", total)}))
         return
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
-    console = Console()
+    from co_cli.terminal.output import output_console
+
+    console = output_console()
     if not groups:
         console.print("No usage recorded" + (f" since {since}." if since else " yet."), markup=False, highlight=False)
         return
