@@ -15,6 +15,8 @@ from co_cli.store.db import Database
 from co_cli.store.messages import StoredMessage
 from co_cli.store.sessions import SessionInfo, is_session_id, new_session_id, normalize_title
 
+FORK_MARK = " (fork)"
+
 
 def fork(db: Database, session_id: str, upto_seq: int | None = None) -> SessionInfo:
     """Copy the session (up to ``upto_seq``) under a new id; the original is untouched.
@@ -31,7 +33,7 @@ def fork(db: Database, session_id: str, upto_seq: int | None = None) -> SessionI
             raise CoError(f"cannot fork session {session_id} at message {upto_seq}: it has messages 0..{last}")
         info = SessionInfo(
             id=new_session_id(now),
-            title=f"{source.title} (fork)",
+            title=f"{source.title.removesuffix(FORK_MARK)}{FORK_MARK}",  # a fork of a fork is not "(fork) (fork)"
             created_at=now,
             updated_at=now,
             model=source.model,
