@@ -232,16 +232,16 @@ class ChatApp:
         answer = await self.ask(f"{question} [y/N] ")
         return (answer or "").strip().lower() in ("y", "yes")
 
-    async def ask(self, question: str) -> str | None:
-        """One line of answer from the user; None when nobody can be asked (piped mode) or the user pressed
-        Ctrl-C or Ctrl-D."""
+    async def ask(self, question: str, default: str = "") -> str | None:
+        """One line of answer from the user (the line starts as ``default``); None when nobody can be asked
+        (piped mode) or the user pressed Ctrl-C or Ctrl-D."""
         if not self.interactive:
             self.note(f"{question}(no terminal to ask: discarded)")
             return None
         from prompt_toolkit import PromptSession
 
         try:
-            return await PromptSession[str]().prompt_async(question)
+            return await PromptSession[str]().prompt_async(question, default=default)
         except (KeyboardInterrupt, EOFError):
             return None
 
