@@ -170,7 +170,7 @@ def context_window_for(model: Model, settings: Settings) -> tuple[int, str]:
     if window:
         source = "local model n_ctx" if getattr(model, "system", "") == "llama_cpp" else "model profile (genai-prices)"
         return int(window), source
-    return ASSUMED_CONTEXT_WINDOW, "assumed for an unknown model; set context_window"
+    return ASSUMED_CONTEXT_WINDOW, "assumed (the model's is unknown; set context_window)"
 
 
 def resolve_choice(choice: ModelChoice, settings: Settings, paths: Paths | None = None) -> ResolvedModel:

@@ -46,6 +46,27 @@ def test_unknown_command_is_reported_not_sent() -> None:
     assert app.errors and "unknown command /nope" in app.errors[0]
 
 
+def test_a_mistyped_command_gets_a_did_you_mean() -> None:
+    app = FakeApp()
+    for line in ("/hepl", "/resum abc", "/zzzz"):
+        asyncio.run(commands.dispatch(app, line))  # type: ignore[arg-type]
+    assert app.errors == [
+        "unknown command /hepl; did you mean /help? /help lists them; nothing was sent to the model",
+        "unknown command /resum; did you mean /resume? /help lists them; nothing was sent to the model",
+        "unknown command /zzzz; /help lists them; nothing was sent to the model",
+    ]
+
+
+def test_a_command_named_in_a_message_is_shown_without_backticks() -> None:
+    from co_cli.terminal.render import message_text, plain_message
+
+    message = "moved it to the trash; `co sessions restore 1a2b3c4d` brings it back"
+    shown = message_text(message, "cyan")
+    assert shown.plain == "moved it to the trash; co sessions restore 1a2b3c4d brings it back"
+    assert any(span.style == "bold" for span in shown.spans)
+    assert plain_message(message) == "moved it to the trash; 'co sessions restore 1a2b3c4d' brings it back"
+
+
 def test_quit_stops_the_loop() -> None:
     app = FakeApp()
     asyncio.run(commands.dispatch(app, "/quit"))  # type: ignore[arg-type]

@@ -116,7 +116,7 @@ def test_context_prints_the_report_in_plain_lines(core: Core) -> None:
     assert printed.code == 0, printed.err
     assert printed.lines[0] == "echo: hello"
     assert re.match(
-        r"Context: [\d,]+ / 100,000 tokens \(\d+\.\d%, (reported|estimated)\); window from t", printed.lines[1]
+        r"Context: [\d,]+ / 100,000 tokens \(\d+\.\d%, (reported|estimated)\); window size: t", printed.lines[1]
     )
     assert "Messages: 2 in context, 2 in transcript; compactions: 0" in printed.lines
 

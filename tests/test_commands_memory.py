@@ -85,7 +85,7 @@ def test_memory_review_without_a_terminal_is_refused(core: Core) -> None:
     printed = chat.send("/memory review")
     assert printed.code == 1 and printed.out == ""
     assert printed.err == (
-        "error: /memory review asks about each proposal: use it in a terminal, or `co memory review`\n"
+        "error: /memory review asks about each proposal: use it in a terminal, or 'co memory review'\n"
     )
     assert [m.status for m in memories(core).proposals(None)] == ["proposed"]
 

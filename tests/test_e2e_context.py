@@ -305,7 +305,8 @@ def test_context_command_plain(co_server_env: dict[str, str], workdir: Path) -> 
     result = run_co(["chat"], co_server_env, workdir, input="\n".join(lines) + "\n")
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    assert re.search(r"Context: [\d,]+ / 128,000 tokens \(\d+\.\d%, (reported|estimated)\); window from assumed", out)
+    assert re.search(r"Context: [\d,]+ / 128,000 tokens \(\d+\.\d%, (reported|estimated)\); window size: assumed", out)
+    assert "window size: assumed (the model's is unknown; set context_window)" in out
     assert "Compaction threshold: 80% = 102,400 tokens" in out
     assert "Messages: 2 in context, 2 in transcript; compactions: 0" in out
     assert re.search(

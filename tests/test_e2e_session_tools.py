@@ -128,7 +128,7 @@ def test_fork_at_a_message_and_refusal_mid_tool_call(
     assert_ok(shown)
     assert "#3" in shown.stdout and "tools list_dir 1" in shown.stdout
     refused = run_co(["chat", "--resume", sid, "--fork-at", "3", "-p", "x"], co_server_env, workdir)
-    assert_one_line_error(refused, 1, "#3 is in the middle of a turn", "#1", "#5")
+    assert_one_line_error(refused, 1, "#3 is a tool call whose result follows it", "#1", "#5")
     assert new_sessions(db, {sid}) == []
     forked = run_co(["chat", "--resume", sid, "--fork-at", "1", "-p", "second try"], co_server_env, workdir)
     assert_ok(forked)

@@ -193,7 +193,7 @@ def test_purge_needs_yes_and_removes_rows_and_tool_outputs(data_dir: Path) -> No
             store.sessions.get(first, trashed=True)
     assert runner.invoke(app, ["delete", second, "--yes"]).exit_code == 0
     everything = runner.invoke(app, ["purge", "--all", "--yes"])
-    assert everything.exit_code == 0 and "purged 1" in everything.output
+    assert everything.exit_code == 0 and everything.output.endswith("purged 1 session\n")  # not "1 session(s)"
     both = runner.invoke(app, ["purge", first, "--all", "--yes"])
     assert isinstance(both.exception, CoError) and both.exception.exit_code == 2
 

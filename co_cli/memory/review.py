@@ -15,6 +15,8 @@ class Ask(Protocol):
     """One line of answer to ``question`` (starting from ``default``), or None at the end of input."""
 
     def __call__(self, question: str, default: str = "") -> Awaitable[str | None]: ...
+
+
 SOURCE_CHARS = 300
 
 

@@ -17,7 +17,7 @@ from co_cli.config import LoadedSettings
 from co_cli.errors import CoError
 from co_cli.models import ModelChoice
 from co_cli.terminal import commands
-from co_cli.terminal.render import PlainView, TerminalView, print_error
+from co_cli.terminal.render import PlainView, TerminalView, message_text, plain_message, print_error
 from co_cli.terminal.toolbar import Toolbar
 from co_cli.terminal.turn_input import TurnInput
 from co_cli.terminal.working_line import WorkingLine
@@ -118,27 +118,24 @@ class ChatApp:
 
     # ----- output helpers ----------------------------------------------------------------------------
     def info(self, message: str) -> None:
-        message = printable(message)
         if self.interactive:
-            self.console.print(Text(message, style="cyan"))
+            self.console.print(message_text(message, "cyan"))
         else:
-            print(message, file=self.out, flush=True)
+            print(plain_message(message), file=self.out, flush=True)
 
     def note(self, message: str) -> None:
         """Context for the user; in piped mode on stderr, so stdout holds only answers and command output."""
-        message = printable(message)
         if self.interactive:
-            self.console.print(Text(message, style="cyan"))
+            self.console.print(message_text(message, "cyan"))
         else:
-            print(message, file=sys.stderr, flush=True)
+            print(plain_message(message), file=sys.stderr, flush=True)
 
     def error(self, message: str) -> None:
         self.errors += 1
-        message = printable(message)  # provider error bodies come from the server
-        if self.interactive:
+        if self.interactive:  # provider error bodies come from the server: printed without controls
             print_error(self.console, message)
         else:
-            print(f"error: {message}", file=sys.stderr, flush=True)
+            print(f"error: {plain_message(message)}", file=sys.stderr, flush=True)
 
     def banner(self) -> None:
         """The model and where the conversation goes; a resumed session is named by the Resumed line after it."""

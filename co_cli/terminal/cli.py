@@ -205,6 +205,21 @@ def _normalize_argv(argv: list[str]) -> list[str]:
     return out
 
 
+def _usage_error(exc: Exception) -> None:
+    """A usage error as co words every error: one ``error:`` line, then where the help is."""
+    message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+    name, possible = getattr(exc, "option_name", None), getattr(exc, "possibilities", None)
+    if name and possible:  # click lists every similar option; name the closest one
+        import difflib
+
+        closest = difflib.get_close_matches(name, possible, n=1, cutoff=0) or sorted(possible)
+        message = f"no such option: {name}; did you mean {closest[0]}?"
+    print(printable(f"error: {message[:1].lower()}{message[1:]}"), file=sys.stderr)
+    ctx = getattr(exc, "ctx", None)
+    if ctx is not None:
+        print(f"Try '{ctx.command_path} --help' for help.", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> None:
     from typer._click.exceptions import ClickException
     from typer.exceptions import Abort, Exit
@@ -221,7 +236,7 @@ def main(argv: list[str] | None = None) -> None:
     except Exit as exc:
         sys.exit(exc.exit_code)
     except ClickException as exc:  # usage errors: unknown option, missing argument, bad value
-        exc.show()
+        _usage_error(exc)
         sys.exit(exc.exit_code)
     except (Abort, KeyboardInterrupt):
         print("aborted", file=sys.stderr)

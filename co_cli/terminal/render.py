@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -272,5 +273,27 @@ class PlainView:
         self._wrote = False
 
 
+CODE_SPAN = re.compile(r"`([^`\n]+)`")
+"""A command named in one of co's messages (```co sessions list```): shown without the backticks."""
+
+
+def message_text(message: str, style: str) -> Text:
+    """One of co's own messages for the terminal: a command in it is bold, not between literal backticks."""
+    message = printable(message)
+    text = Text(style=style)
+    position = 0
+    for span in CODE_SPAN.finditer(message):
+        text.append(message[position : span.start()])
+        text.append(span.group(1), style="bold")
+        position = span.end()
+    text.append(message[position:])
+    return text
+
+
+def plain_message(message: str) -> str:
+    """One of co's own messages for a pipe: a command in it between single quotes."""
+    return CODE_SPAN.sub(r"'\1'", printable(message))
+
+
 def print_error(console: Console, message: str) -> None:
-    console.print(Text(printable(f"✗ {message}"), style="bold red"))
+    console.print(message_text(f"✗ {message}", "bold red"))

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from co_cli.errors import CoError
-from co_cli.terminal_text import printable
+from co_cli.terminal_text import counted, printable
 
 if TYPE_CHECKING:
     from co_cli.store.usage import UsageTotals
@@ -110,7 +110,7 @@ def usage(
     console.print(table)
     if total.unpriced:
         console.print(
-            f"{total.unpriced} turn(s) used models genai-prices has no price for: their cost is unknown.",
+            f"{counted(total.unpriced, 'turn')} used models genai-prices has no price for: their cost is unknown.",
             style="dim",
             markup=False,
             highlight=False,

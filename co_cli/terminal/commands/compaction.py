@@ -159,4 +159,5 @@ async def _uncompact(host: CommandHost, arg: str) -> None:
     if count is None:
         host.info("Nothing to undo: no compaction is in force.")
         return
-    host.info(f"Compaction undone: the working context holds {count} messages again (the transcript never changed).")
+    held = counted(count, "message")
+    host.info(f"Compaction undone: the working context holds {held} again (the transcript never changed).")

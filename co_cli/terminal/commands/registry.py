@@ -105,7 +105,11 @@ async def dispatch(host: CommandHost, line: str) -> None:
     name, arg = parse(line)
     cmd = REGISTRY.get(name)
     if cmd is None:
-        host.error(f"unknown command /{name} (type /help for the list); nothing was sent to the model")
+        import difflib
+
+        close = difflib.get_close_matches(name, names(), n=1, cutoff=0.6)
+        guess = f"did you mean /{close[0]}? " if close else ""
+        host.error(f"unknown command /{name}; {guess}/help lists them; nothing was sent to the model")
         return
     try:
         await cmd.handler(host, arg)
