@@ -454,5 +454,5 @@ def recover(
     else:
         typer.echo("nothing was lost")
     if report.sessions_rebuilt:
-        lost = "its title and settings and was" if report.sessions_rebuilt == 1 else "their title and settings and were"
-        typer.echo(f"{counted(report.sessions_rebuilt, 'session')} lost {lost} rebuilt from the messages")
+        what = "its title and settings and was" if report.sessions_rebuilt == 1 else "their title and settings and were"
+        typer.echo(f"{counted(report.sessions_rebuilt, 'session')} lost {what} rebuilt from the messages")
