@@ -322,6 +322,17 @@ class ChatApp:
         if self._conv is not None:
             await self.finish_background()
             self._conv.release()
+            self._come_back_hint()
+
+    def _come_back_hint(self) -> None:
+        """On leaving a saved conversation: how to continue it."""
+        session = self._conv.session if self._conv is not None else None
+        if session is None or not self.saving:
+            return
+        short = self.store.sessions.short_id(session.id)
+        self.console.print(
+            message_text(f"To continue: `co chat -c` (the latest), or `co chat --resume {short}`", "dim")
+        )
 
     async def _exit_if_build_fails(self, session: Any) -> None:
         """A model that cannot be built (e.g. a missing key) ends the prompt with its one-line error."""

@@ -18,8 +18,10 @@ LATEST = "@latest"
 
 app = typer.Typer(
     name="co",
-    help="co: chat with LLMs in your terminal; every conversation is saved and stays inside the context window.",
-    no_args_is_help=True,
+    help=(
+        "co: chat with LLMs in your terminal; every conversation is saved and stays inside the context window. "
+        "`co` alone starts a chat, as `co chat` does (and takes its options: `co -c`, `co -p PROMPT`)."
+    ),
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
@@ -193,8 +195,14 @@ def config_path() -> None:
         print(printable(f"{'instructions file:':<24}{file.path}{note}"))
 
 
+ROOT_OPTIONS = ("--help", "--version")
+
+
 def _normalize_argv(argv: list[str]) -> list[str]:
-    """Let --resume/-r stand alone (continue the latest session) as well as take an id."""
+    """``co`` alone, or with chat's options (``co -c``, ``co -p "..."``), is ``co chat``; and --resume/-r may
+    stand alone (continue the latest session) as well as take an id."""
+    if not argv or (argv[0].startswith("-") and argv[0] not in ROOT_OPTIONS):
+        argv = ["chat", *argv]
     out: list[str] = []
     for i, arg in enumerate(argv):
         out.append(arg)

@@ -18,6 +18,7 @@ from prompt_toolkit.history import FileHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
 from co_cli.terminal.commands import REGISTRY, names
+from co_cli.terminal_text import printable
 
 if TYPE_CHECKING:
     from co_cli.terminal.commands import CommandHost
@@ -44,9 +45,10 @@ class SlashCompleter(Completer):
         wanted = REGISTRY.get(name.lower())
         if wanted is None or wanted.complete is None:
             return
-        for value in wanted.complete(self.host):
+        for item in wanted.complete(self.host):
+            value, meta = item if isinstance(item, tuple) else (item, "")
             if value.startswith(arg):
-                yield Completion(value, start_position=-len(arg))
+                yield Completion(value, start_position=-len(arg), display_meta=printable(meta) or None)
 
 
 def key_bindings() -> KeyBindings:

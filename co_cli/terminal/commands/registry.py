@@ -47,7 +47,8 @@ class CommandHost(Protocol):
 
 
 Handler = Callable[["CommandHost", str], Awaitable[None]]
-Completer = Callable[["CommandHost"], list[str]]
+Completer = Callable[["CommandHost"], "list[str] | list[tuple[str, str]]"]
+"""A command's argument completions: values, or (value, what it is) pairs shown beside them."""
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,15 @@ if TYPE_CHECKING:
     from co_cli.store import SessionInfo, Store
 
 
-def _session_ids(host: CommandHost) -> list[str]:
+def _session_ids(host: CommandHost) -> list[tuple[str, str]]:
+    """The latest sessions as completions: each id as co shows it, with its title beside it."""
     if not host.saving:
         return []
-    return [s.id for s in host.store.sessions.list(limit=30)]
+    from co_cli.terminal.views import format_time
+
+    sessions = host.store.sessions.list(limit=30)
+    short = host.store.sessions.short_ids(s.id for s in sessions)
+    return [(short[s.id], f"{s.title or 'untitled'} · {format_time(s.updated_at)}") for s in sessions]
 
 
 def _refused(host: CommandHost) -> bool:
