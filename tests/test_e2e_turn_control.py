@@ -142,3 +142,36 @@ def test_an_unusable_model_ends_co_whatever_was_typed(co_env: dict[str, str], wo
     assert child.exitstatus == 2
     errors = [line for line in shown if "error" in line.lower()]
     assert len(errors) == 1 and "OPENAI_API_KEY" in errors[0], errors
+
+
+@pytest.mark.timeout(60)
+def test_leaving_while_the_memory_extraction_runs_shows_it_on_the_working_line(
+    co_server_env: dict[str, str], workdir: Path, scripted_server: ScriptedServer
+) -> None:
+    env = {**co_server_env, "CO_CLI_MEMORY_EXTRACT": "review"}
+    release = threading.Event()
+
+    def responder(body: dict[str, object]) -> ToolCalls | None:
+        tools = [t.get("function", {}).get("name") for t in body.get("tools") or []]  # type: ignore[union-attr]
+        if "final_result" not in tools:
+            return None  # the chat's own requests: the scripted queue answers them
+        release.wait(20)
+        return ToolCalls([("final_result", {"facts": ["The user writes Go at work every day"]})])
+
+    scripted_server.responder = responder
+    scripted_server.script(Text("Noted, Go it is."))
+    child = spawn_co(["chat"], env=env, cwd=workdir)
+    try:
+        expect_prompt(child)
+        send_line(child, "I write Go at work every day, keep that in mind")
+        assert "Noted, Go it is." in expect_prompt(child)
+        child.sendcontrol("d")
+        child.expect("finishing the memory extraction of the last turn", timeout=10)
+        shown = [line for line in screen_lines(child) if "memory extraction" in line]
+        assert len(shown) == 1 and "s · Ctrl-C leaves it for the next co" in shown[0], shown
+        release.set()
+        child.expect(pexpect.EOF, timeout=20)
+        assert not any("memory extraction" in line for line in screen_lines(child))
+    finally:
+        release.set()
+        child.terminate(force=True)

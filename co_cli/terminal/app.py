@@ -22,7 +22,7 @@ from co_cli.terminal.toolbar import Toolbar
 from co_cli.terminal.turn_input import TurnInput
 from co_cli.terminal.working_line import WorkingLine
 from co_cli.terminal_text import counted, printable
-from co_cli.vocabulary import WAITING_FOR_MODEL
+from co_cli.vocabulary import MEMORY_EXTRACTION, WAITING_FOR_MODEL
 
 if TYPE_CHECKING:
     from pydantic_ai import CancellationToken
@@ -111,10 +111,13 @@ class ChatApp:
         worker = self._conv.background.memory_worker
         if worker is None:
             return
-        try:
-            await worker.drain(self.note)
+        line = WorkingLine(self.console, hint="Ctrl-C leaves it for the next co")
+        try:  # a wait of more than half a second is shown: on the working line in a terminal
+            await worker.drain((lambda _: line.show(MEMORY_EXTRACTION)) if self.interactive else self.note)
         except (KeyboardInterrupt, asyncio.CancelledError):
             await worker.stop()
+        finally:
+            line.hide()
 
     # ----- output helpers ----------------------------------------------------------------------------
     def info(self, message: str) -> None:
