@@ -12,18 +12,13 @@ import pytest
 from tests.support.co_process import ctrl_c, expect_prompt, send_line, spawn_co
 from tests.support.screen import screen_lines
 from tests.support.scripted_server import ScriptedServer, Text, ToolCalls
+from tests.test_e2e_chat import repl
 from tests.test_tools_shell import wait_for_file
 
 pytestmark = pytest.mark.e2e
 
 
-@pytest.fixture
-def repl(co_server_env: dict[str, str], workdir: Path):  # type: ignore[no-untyped-def]
-    child = spawn_co(["chat"], env=co_server_env, cwd=workdir)
-    expect_prompt(child)
-    yield child
-    if child.isalive():
-        child.terminate(force=True)
+__all__ = ["repl"]
 
 
 def slow_command(workdir: Path) -> str:

@@ -7,6 +7,7 @@ stays empty if that save fails. Deleting moves a session to the trash; only purg
 from __future__ import annotations
 
 import builtins
+import os
 import re
 import secrets
 import shutil
@@ -63,15 +64,6 @@ def new_session_id(now: float | None = None) -> str:
     minute, and forks, must not share them. (Ids made before had the time first; both forms are accepted.)"""
     millis = int((time.time() if now is None else now) * 1000)
     return f"{secrets.token_hex(4)}{millis:012x}"
-
-
-def _common_prefix(a: str, b: str) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 def is_session_id(text: str) -> bool:
@@ -247,7 +239,8 @@ class Sessions:
                     "SELECT id FROM sessions WHERE id < ? ORDER BY id DESC LIMIT 1", (session_id,)
                 )
                 after = self.db.read_one("SELECT id FROM sessions WHERE id > ? ORDER BY id LIMIT 1", (session_id,))
-                shared = max((_common_prefix(session_id, row["id"]) for row in (before, after) if row), default=0)
+                neighbours = [row["id"] for row in (before, after) if row is not None]
+                shared = max((len(os.path.commonprefix([session_id, other])) for other in neighbours), default=0)
                 shown[session_id] = session_id[: max(SHORT_ID_CHARS, shared + 1)]
         return shown
 

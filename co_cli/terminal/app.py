@@ -281,7 +281,13 @@ class ChatApp:
 
     # ----- loops -------------------------------------------------------------------------------------
     async def handle(self, line: str) -> None:
-        await self.ready()
+        loading = WorkingLine(self.console, hint="")
+        if self._conv is None and self.interactive:
+            loading.show(f"loading {self.choice.spec}")  # the first input came before the model was ready
+        try:
+            await self.ready()
+        finally:
+            loading.hide()
         if line.strip().startswith("/"):
             await commands.dispatch(self, line)
         elif line.strip():

@@ -30,7 +30,7 @@ def open_memories(host: CommandHost) -> tuple[Any, str] | None:
     return memories, host.conv.project
 
 
-@command("memory", "[review]", "long-term memory: counts, proposals to review, what the last request used")
+@command("memory", "[review]", "long-term memory: the memories, proposals to review, what the last request used")
 async def _memory(host: CommandHost, arg: str) -> None:
     from co_cli.memory.review import describe
     from co_cli.memory.status import forget_toolbar_cache
