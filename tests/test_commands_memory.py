@@ -160,3 +160,16 @@ def test_memory_log_and_undo_say_what_happened_in_words(core: Core, monkeypatch:
     assert undone.output.startswith("Undid change #")
     again = runner.invoke(app, ["undo"])
     assert again.output.splitlines()[1:] == [f"  {kept.ref} is forgotten again: The user's cat is called Tom"]
+
+
+def test_a_proposal_names_its_session_by_an_id_that_resumes_it(core: Core, monkeypatch: pytest.MonkeyPatch) -> None:
+    from co_cli.memory.review import describe
+
+    twins = iter(["abcdef0123" + "0000000001", "abcdef0123" + "0000000002"])
+    monkeypatch.setattr("co_cli.store.sessions.new_session_id", lambda now=None: next(twins))
+    sid, other = (core.store.sessions.create(model="test", cwd="/", title=t).id for t in ("one", "two"))
+    seq = core.store.messages.begin_turn(sid, "I write Go at work every day")
+    proposal = memories(core).propose("The user writes Go", proposal="add", source_session=sid, source_seq=seq)
+    [source] = [line for line in describe(memories(core), proposal) if "from your message" in line]
+    shown = source.split("(session ", 1)[1].split(" ", 1)[0]
+    assert core.store.sessions.get(shown).id == sid  # its first 8 characters name two sessions

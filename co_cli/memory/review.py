@@ -7,6 +7,7 @@ from typing import Protocol
 
 from co_cli.errors import CoError
 from co_cli.store.memories import Memories, Memory
+from co_cli.store.sessions import Sessions
 
 QUESTION = "[a]ccept, [e]dit, [r]eject, [s]kip, [q]uit? "
 
@@ -35,7 +36,7 @@ def describe(store: Memories, proposal: Memory) -> list[str]:
         flat = " ".join(source.split())
         if len(flat) > SOURCE_CHARS:
             flat = flat[: SOURCE_CHARS - 1] + "…"
-        session = (proposal.source_session or "")[:8]
+        session = Sessions(store.db).short_id(proposal.source_session) if proposal.source_session else "?"
         lines.append(f"  from your message (session {session} #{proposal.source_seq}): {flat}")
     return lines
 
