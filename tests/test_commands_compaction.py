@@ -258,3 +258,41 @@ def test_pins_stay_within_a_tenth_of_the_window(core: Core) -> None:
 
     assert 0 < len(chat.conv.pins) < 40
     assert sum(estimate_text_tokens(pin.text) for pin in chat.conv.pins) <= window // 10
+
+
+def test_compact_preview_shows_what_it_would_change_before_it_is_applied(
+    core: Core, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chat, session_id = three_turns(core)
+    answers = iter(["e", "d"])
+
+    async def ask(question: str) -> str | None:
+        return next(answers)
+
+    monkeypatch.setattr(chat.app, "ask", ask)
+    monkeypatch.setattr(editor, "edit_text", lambda text: "EDITED.")
+    printed = chat.send("/compact preview")
+    assert printed.code == 0, printed.err
+    previews = [line for line in printed.lines if line.startswith("Not applied yet:")]
+    assert len(previews) == 2, printed.lines  # before and after the edit
+    shown = [
+        re.fullmatch(r"Not applied yet: it would replace 6 messages, ~([\d,]+) -> ~([\d,]+) tokens\.", p)
+        for p in previews
+    ]
+    assert all(shown), previews
+    before, after = (int(m.group(2).replace(",", "")) for m in shown if m)
+    assert after < before  # the edit is shorter than the summary
+    assert printed.lines[-1] == "Discarded; history unchanged."
+    assert core.store.compactions.list(session_id) == []
+
+
+def test_a_rejected_summary_says_why_and_what_to_do_next(core: Core) -> None:
+    def acknowledges(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[TextPart("Understood.")])
+
+    chat = ChatRun(core, streaming_model(long_echo), summarizer=FunctionModel(acknowledges, model_name="ack"))
+    chat.send(*TURNS)
+    printed = chat.send("/compact")
+    assert printed.code == 1 and "SummaryRejected" not in printed.err
+    assert printed.err.startswith("error: the summary was not applied, history unchanged: ")
+    assert "/compact <focus>" in printed.err and "summarization_model" in printed.err

@@ -122,7 +122,8 @@ def test_pin_remember_keeps_it_for_every_session_and_memory_lists_both(
     assert result.returncode == 0, result.stderr
     assert "Pinned #1: Never push directly to main." in result.stdout
     assert "as an instruction for every session" in result.stdout
-    assert "Instructions for every session (memories):" in result.stdout
+    listing = "Remembered (/forget <id> forgets one):\n  m1 [user, instruction] Never push directly to main."
+    assert listing in result.stdout
     assert "Pinned in this session only" in result.stdout and "2. Keep answers short." in result.stdout
     listed = run_co(["memory", "list", "--json"], co_server_env, workdir)
     assert '"kind": "instruction"' in listed.stdout and "Never push directly to main." in listed.stdout

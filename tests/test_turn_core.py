@@ -39,7 +39,11 @@ class RecordingView:
     results: list[tuple[str, Any]] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
     ends: list[bool] = field(default_factory=list)
+    waits: list[str] = field(default_factory=list)
     on_text: Callable[[str], None] | None = None
+
+    def working(self, what: str) -> None:
+        self.waits.append(what)
 
     def text(self, delta: str) -> None:
         self.texts.append(delta)

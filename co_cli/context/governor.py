@@ -41,9 +41,9 @@ CLAMP_FALLBACK_CHARS = 40_000
 
 @dataclass
 class GovernorEvent:
-    """Something the REPL should know: a compaction happened, or a notice to print."""
+    """Something the REPL should know: a compaction starts or happened, or a notice to print."""
 
-    kind: Literal["compaction", "notice"]
+    kind: Literal["compacting", "compaction", "notice"]
     result: CompactionResult | None = None
     trigger: Literal["auto"] | None = None
     message: str | None = None
@@ -198,6 +198,7 @@ class ContextGovernor(AbstractCapability[Any]):
         self, base: list[ModelMessage], processed: Processed, model: Model | str | None, *, must_fit: bool
     ) -> tuple[list[ModelMessage], TokenEstimate] | None:
         window = self.config.context_window
+        self._emit(GovernorEvent(kind="compacting"))
         result = await compact_middle(
             processed.shrunk,
             model,

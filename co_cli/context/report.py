@@ -55,7 +55,7 @@ class ContextReport:
         """Plain-text rendering, one fact per line."""
         out = [
             f"Context: {self.tokens_used:,} / {self.context_window:,} tokens ({self.percent:.1f}%, "
-            f"{self.token_source}); window from {self.window_source}",
+            f"{self.token_source}); window size: {self.window_source}",
             f"Compaction threshold: {self.threshold:.0%} = {self.threshold_tokens:,} tokens",
             f"Messages: {self.message_count} in context, {self.transcript_count} in transcript; "
             f"compactions: {self.compactions}",

@@ -136,6 +136,7 @@ class Conversation:
 
     def _reset(self, context: WorkingContext, pins: list[Pin], tasks: list[Task]) -> None:
         self.state.context = context
+        self.state.last_usage = None  # /usage speaks of this conversation's last turn
         self.state.approved_commands.clear()  # "always" was said for the other session
         self.pins.set(pins, notify=False)  # the engine is rebuilt next, counting them
         self.tasks.set(tasks, notify=False)

@@ -39,6 +39,7 @@ class Engine:
         self.approve_all = approve_all
         self.on_governor_event = on_governor_event
         self._meter: UsageMeter | None = None
+        self._memory_meter: UsageMeter | None = None
         self.build()
 
     def build(self) -> None:
@@ -81,6 +82,15 @@ class Engine:
         return self._meter
 
     @property
+    def memory_model(self) -> Model:
+        """The summariser as memory extraction uses it: metered apart, so its spend is saved as "memory"."""
+        model = self.summarizer or self.resolved.model
+        if self._memory_meter is None:
+            self._memory_meter = UsageMeter(model, "memory")
+        self._memory_meter.wrapped = model
+        return self._memory_meter
+
+    @property
     def summary_model_name(self) -> str:
         model = self.summary_model
         return getattr(model, "model_name", str(model))
@@ -93,3 +103,7 @@ class Engine:
     def drain_summary_usage(self) -> TurnUsage | None:
         """What the summariser spent since the last drain (one usage row), or None."""
         return self._meter.drain() if self._meter else None
+
+    def drain_memory_usage(self) -> TurnUsage | None:
+        """What memory extraction spent since the last drain (one usage row), or None."""
+        return self._memory_meter.drain() if self._memory_meter else None

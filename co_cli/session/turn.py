@@ -43,7 +43,7 @@ from co_cli.session.recorder import Recorder, TurnRecord
 from co_cli.session.tool_stats import tool_calls_of
 from co_cli.store import CompactionRecord
 from co_cli.synthetic import CUT_OFF_NOTE, LENGTH_NOTE, close_interrupted, interrupted_response
-from co_cli.vocabulary import MessageStatus
+from co_cli.vocabulary import COMPACTING, WAITING_FOR_MODEL, MessageStatus
 
 TurnStatus = Literal["ok", "cancelled", "cut-off", "failed"]
 """ok: answered; cancelled: the user stopped it; cut-off: the stream ended before the answer was complete;
@@ -52,6 +52,9 @@ failed: the provider or the network failed (the prompt is kept for /retry)."""
 
 class TurnView(Protocol):
     """What the terminal shows during a turn."""
+
+    def working(self, what: str) -> None:
+        """co waits for ``what`` ("waiting for the model", "compacting the conversation"): a live view says so."""
 
     def text(self, delta: str) -> None: ...
     def tool_call(self, name: str, args: Any) -> None: ...
@@ -95,6 +98,8 @@ class Turns:
         self.pins = pins
         self.background = background
         self._notices: list[str] = []
+        self._view: TurnView | None = None
+        """The view of the running turn (the governor's events say what co waits for)."""
         self._made: list[CompactionResult] = []
         """Compactions the governor made during the running turn."""
         self._tasks_before: list[Task] = []
@@ -118,6 +123,7 @@ class Turns:
         self, prompt: str, view: TurnView, token: CancellationToken, prompt_seq: int, *, retry_on_overflow: bool
     ) -> TurnOutcome:
         base = list(self.state.context.messages)
+        self._view = view
         self._notices.clear()
         self._made.clear()
         self._tasks_before = list(self.state.tasks)
@@ -197,6 +203,12 @@ class Turns:
         return result
 
     def on_governor_event(self, event: GovernorEvent) -> None:
+        if event.kind == "compacting":
+            if self._view is not None:
+                self._view.working(COMPACTING)
+            return
+        if self._view is not None:
+            self._view.working(WAITING_FOR_MODEL)
         if event.kind == "compaction" and event.result is not None:
             self._made.append(event.result)
             self._notices.append(compaction_line(event.result))
@@ -231,13 +243,13 @@ class Turns:
             records = [self.compactions.record(r, context, trigger="auto", focus="") for r in self._made]
             found = self.pins.new_ones([text for r in self._made for text in r.standing_instructions], "summary")
         self._made.clear()
-        spent = self.engine.drain_summary_usage()
+        spent = [u for u in (self.engine.drain_summary_usage(), self.engine.drain_memory_usage()) if u is not None]
         written = self.recorder.finish(
             TurnRecord(
                 prompt_seq,
                 new,
                 status,
-                usage=[turn_usage, *([spent] if spent is not None else [])],
+                usage=[turn_usage, *spent],
                 compactions=records,
                 pins=found,
                 tasks=self._changed_tasks(),

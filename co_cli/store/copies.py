@@ -16,6 +16,8 @@ from co_cli.store.messages import StoredMessage
 from co_cli.store.sessions import SessionInfo, is_session_id, new_session_id, normalize_title
 from co_cli.store.tasks import TaskSnapshot
 
+FORK_MARK = " (fork)"
+
 
 def fork(db: Database, session_id: str, upto_seq: int | None = None) -> SessionInfo:
     """Copy the session (up to ``upto_seq``) under a new id; the original is untouched.
@@ -32,7 +34,7 @@ def fork(db: Database, session_id: str, upto_seq: int | None = None) -> SessionI
             raise CoError(f"cannot fork session {session_id} at message {upto_seq}: it has messages 0..{last}")
         info = SessionInfo(
             id=new_session_id(now),
-            title=f"{source.title} (fork)",
+            title=f"{source.title.removesuffix(FORK_MARK)}{FORK_MARK}",  # a fork of a fork is not "(fork) (fork)"
             created_at=now,
             updated_at=now,
             model=source.model,
@@ -69,7 +71,7 @@ def import_session(
         if sessions.exists(tx, info.id) or not is_session_id(info.id):
             info.id = new_session_id()
         info.message_count = len(rows)
-        info.compaction_count = len(stored)
+        info.compaction_count = compactions.in_force(stored)
         info.title = normalize_title(info.title)
         sessions.insert(tx, info)
         messages.insert(tx, info.id, rows)

@@ -18,6 +18,7 @@ from co_cli.store.messages import SavedRow, StoredMessage
 from co_cli.store.redact import saved_json_without_credentials, url_without_credentials, without_credentials
 from co_cli.store.sessions import SessionInfo
 from co_cli.store.tasks import StoredTask, TaskSnapshot, earlier_tasks
+from co_cli.store.usage import format_cost
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
@@ -123,7 +124,8 @@ def export_markdown(store: Store, session_id: str) -> str:
         f"- Model: {info.model or 'unknown'}",
         f"- Directory: `{info.cwd}`",
         f"- Messages: {info.message_count}",
-        f"- Tokens: {info.input_tokens} in, {info.output_tokens} out; cost ${info.cost_usd:.4f}",
+        f"- Tokens: {info.input_tokens} in, {info.output_tokens} out; cost "
+        + format_cost(store.usage.totals([info.id]).get(info.id)),
     ]
     if info.parent_id:
         lines.append(f"- Forked from: `{info.parent_id}` at message #{info.fork_seq}")

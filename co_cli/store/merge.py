@@ -158,12 +158,23 @@ def _append(
         have = {
             (round(created_at, 6), start, upto) for created_at, start, upto in compaction_rows.spans(tx, session_id)
         }
-        new = [c for c in compactions if (round(c.created_at, 6), c.from_seq, c.upto_seq) not in have]
-        compaction_rows.insert_rows(tx, session_id, [compaction_rows.encode(c) for c in new])
+        new = [
+            compaction_rows.encode(c)
+            for c in compactions
+            if (round(c.created_at, 6), c.from_seq, c.upto_seq) not in have
+        ]
+        compaction_rows.insert_rows(tx, session_id, new)
         versions = task_rows.spans(tx, session_id)
         task_rows.insert_snapshots(
             tx, session_id, [s for s in task_lists if (round(s.created_at, 6), s.seq) not in versions]
         )
         last = max((row.created_at for row in rows), default=time.time())
-        sessions.add_counts(tx, session_id, updated_at=last, messages=len(rows), compactions=len(new), keep_later=True)
+        sessions.add_counts(
+            tx,
+            session_id,
+            updated_at=last,
+            messages=len(rows),
+            compactions=compaction_rows.in_force(new),
+            keep_later=True,
+        )
     return len(rows)

@@ -387,7 +387,7 @@ def _rebuild(session_id: str, found: _Session, report: Recovery) -> Rebuilt | No
             compaction_count=0,
         )
     info.message_count = len(kept)
-    info.compaction_count = len(compactions)
+    info.compaction_count = compaction_rows.in_force(compactions)
     if info.fork_seq is not None:
         info.fork_seq = last_kept_upto(info.fork_seq)
     rows = []

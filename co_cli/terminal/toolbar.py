@@ -23,7 +23,7 @@ class Toolbar:
         if conv is None:
             return html.escape(f" {self.spec} │ loading… ")
         r = conv.resolved
-        session = conv.session.id[:8] if conv.session else "new"
+        session = self.store.sessions.short_id(conv.session.id) if conv.session else "new"
         pct = conv.window.percent_used()
         from co_cli.memory.status import toolbar_note
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, cast
 import typer
 
 from co_cli.errors import CoError
-from co_cli.terminal_text import printable
+from co_cli.terminal_text import counted, printable
 
 if TYPE_CHECKING:
     from co_cli.store.tool_calls import ToolStats
@@ -93,11 +93,12 @@ def usage(
         rows = [_row_json(key, totals) for key, totals in groups.items()]
         typer.echo(json.dumps({"by": by.value, "since": start, "rows": rows, "total": _row_json("total", total)}))
         return
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
-    console = Console()
+    from co_cli.terminal.output import output_console
+
+    console = output_console()
     if not groups:
         console.print("No usage recorded" + (f" since {since}." if since else " yet."), markup=False, highlight=False)
         return
@@ -119,7 +120,7 @@ def usage(
     console.print(table)
     if total.unpriced:
         console.print(
-            f"{total.unpriced} turn(s) used models genai-prices has no price for: their cost is unknown.",
+            f"{counted(total.unpriced, 'turn')} used models genai-prices has no price for: their cost is unknown.",
             style="dim",
             markup=False,
             highlight=False,

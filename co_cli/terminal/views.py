@@ -4,7 +4,7 @@ the REPL."""
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -15,11 +15,11 @@ from rich.text import Text
 
 from co_cli.store.compactions import compactions_by_position
 from co_cli.store.search import SNIPPET_CLOSE, SNIPPET_OPEN
-from co_cli.terminal_text import printable
+from co_cli.terminal_text import counted, printable
 
 if TYPE_CHECKING:
     from co_cli.context.report import ContextReport
-    from co_cli.store import CompactionRecord, SearchHit, SessionInfo, StoredMessage
+    from co_cli.store import CompactionRecord, SearchHit, SessionInfo, Store, StoredMessage
     from co_cli.store.tool_calls import ToolStats
     from co_cli.store.usage import UsageTotals
 
@@ -54,11 +54,14 @@ def format_time(timestamp: float, now: float | None = None) -> str:
 
 
 def sessions_table(
-    sessions: Sequence[SessionInfo], usage: dict[str, UsageTotals] | None = None, deleted: Sequence[float] = ()
+    sessions: Sequence[SessionInfo],
+    usage: dict[str, UsageTotals] | None = None,
+    deleted: Sequence[float] = (),
+    short_ids: Mapping[str, str] | None = None,
 ) -> Text:
     """One line per session, most recently updated first (as given), in aligned columns; with ``usage``, tokens
     and cost columns (a session without usage rows was saved before co recorded them: its cost is unknown);
-    with ``deleted``, when each went to the trash.
+    with ``deleted``, when each went to the trash. A fork names its parent by ``short_ids`` (``parent_short_ids``).
 
     Lines, not a rich ``Table``: a table measures and wraps every cell, 2 ms a row (20 s for 10,000 sessions);
     these lines are never wrapped or padded by co (a narrow terminal wraps them itself)."""
@@ -83,7 +86,7 @@ def sessions_table(
             dim_cost.append(totals is None)
         title = printable(info.title) or "untitled"
         if info.parent_id:
-            title += f"  ⑂ {printable(info.parent_id)[:12]}"
+            title += f"  ⑂ {printable((short_ids or {}).get(info.parent_id, info.parent_id))}"
         cells += [printable(info.model), title]
         rows.append(cells)
     widths = [max(len(cell) for cell in column) for column in zip(header, *rows, strict=False)]
@@ -108,9 +111,14 @@ def sessions_table(
     return Text("\n").join(lines)
 
 
-def trash_table(items: Sequence[tuple[SessionInfo, float]]) -> Text:
+def parent_short_ids(store: Store, sessions: Sequence[SessionInfo]) -> dict[str, str]:
+    """How a listing names the sessions its forks came from."""
+    return store.sessions.short_ids({info.parent_id for info in sessions if info.parent_id})
+
+
+def trash_table(items: Sequence[tuple[SessionInfo, float]], short_ids: Mapping[str, str] | None = None) -> Text:
     """The trash: each session with when it was deleted."""
-    return sessions_table([info for info, _ in items], deleted=[when for _, when in items])
+    return sessions_table([info for info, _ in items], deleted=[when for _, when in items], short_ids=short_ids)
 
 
 def highlighted_snippet(snippet: str) -> Text:
@@ -241,15 +249,14 @@ def usage_lines(totals_by_role: dict[str, UsageTotals]) -> list[str]:
     overall = UsageTotals()
     for role, totals in totals_by_role.items():
         lines.append(
-            f"{role}: {totals.requests} requests · {format_tokens(totals.input_tokens)} in "
+            f"{role}: {counted(totals.requests, 'request')} · {format_tokens(totals.input_tokens)} in "
             f"(cache read {format_tokens(totals.cache_read_tokens)}, write {format_tokens(totals.cache_write_tokens)})"
             f" · {format_tokens(totals.output_tokens)} out · {format_cost(totals)}"
         )
         overall.merge(totals)
     if len(totals_by_role) > 1:
-        lines.append(
-            f"total: {overall.requests} requests · {format_tokens(overall.tokens)} tokens · {format_cost(overall)}"
-        )
+        requests = counted(overall.requests, "request")
+        lines.append(f"total: {requests} · {format_tokens(overall.tokens)} tokens · {format_cost(overall)}")
     return lines
 
 

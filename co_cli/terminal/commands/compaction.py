@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 from co_cli.errors import CoError
 from co_cli.terminal.commands.memory import open_memories
 from co_cli.terminal.commands.registry import CommandHost, command
+from co_cli.terminal_text import counted
+from co_cli.vocabulary import COMPACTING
 
 if TYPE_CHECKING:
     from co_cli.context.compact import CompactionResult
@@ -19,7 +21,7 @@ if TYPE_CHECKING:
     "summarise now (a focus steers it); show: the summary in force and the pins; preview: see it first",
 )
 async def _compact(host: CommandHost, arg: str) -> None:
-    from co_cli.context.compact import NothingToCompact, compaction_line
+    from co_cli.context.compact import NothingToCompact, SummaryRejected, compaction_line
     from co_cli.failure_text import describe_provider_error
 
     word, _, rest = arg.partition(" ")
@@ -30,9 +32,15 @@ async def _compact(host: CommandHost, arg: str) -> None:
     focus = rest.strip() if preview else arg
     try:
         work = host.conv.compactions.preview(focus) if preview else host.conv.compactions.compact(focus)
-        result = await host.cancellable(work, "Compacting…")
+        result = await host.cancellable(work, COMPACTING)
     except NothingToCompact as exc:
         host.info(exc.message[:1].upper() + exc.message[1:] + ".")
+        return
+    except SummaryRejected as exc:
+        host.error(
+            f"the summary was not applied, history unchanged: {exc}. Try /compact again, steer it with "
+            "/compact <focus>, or set summarization_model to a stronger model"
+        )
         return
     except CoError:
         raise
@@ -51,6 +59,14 @@ async def _compact(host: CommandHost, arg: str) -> None:
     host.info(compaction_line(result))
 
 
+def preview_line(result: CompactionResult) -> str:
+    """What a previewed summary would do, before it is applied."""
+    return (
+        f"Not applied yet: it would replace {counted(result.n_replaced, 'message')}, "
+        f"~{result.tokens_before:,} -> ~{result.tokens_after:,} tokens."
+    )
+
+
 def _show_compaction(host: CommandHost) -> None:
     summary = host.conv.compactions.current_summary()
     if summary is None:
@@ -62,8 +78,10 @@ def _show_compaction(host: CommandHost) -> None:
 
 
 async def _review_preview(host: CommandHost, result: CompactionResult) -> CompactionResult | None:
-    """Show a proposed summary; apply it as it is, edit it in $EDITOR first, or discard it."""
+    """Show a proposed summary and what applying it would change; apply it as it is, edit it in $EDITOR first,
+    or discard it."""
     host.show(result.summary)
+    host.info(preview_line(result))
     while True:
         answer = ((await host.ask("[a]pply / [e]dit / [d]iscard? ")) or "").strip().lower()[:1]
         if answer == "a":
@@ -86,6 +104,7 @@ async def _review_preview(host: CommandHost, result: CompactionResult) -> Compac
                 continue
             result = host.conv.compactions.with_summary_text(result, edited)
             host.show(result.summary)
+            host.info(preview_line(result))
 
 
 @command(
@@ -140,4 +159,5 @@ async def _uncompact(host: CommandHost, arg: str) -> None:
     if count is None:
         host.info("Nothing to undo: no compaction is in force.")
         return
-    host.info(f"Compaction undone: the working context holds {count} messages again (the transcript never changed).")
+    held = counted(count, "message")
+    host.info(f"Compaction undone: the working context holds {held} again (the transcript never changed).")
