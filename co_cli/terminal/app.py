@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
     from co_cli.session import Conversation, TurnOutcome, TurnView
-    from co_cli.store import Store
+    from co_cli.store import SessionInfo, Store
     from co_cli.terminal.approval_prompt import TerminalApprover
 
 T = TypeVar("T")
@@ -348,17 +348,9 @@ class ChatApp:
         if self._conv is not None:
             await self.finish_background()
             self._conv.release()
-            self._come_back_hint()
-
-    def _come_back_hint(self) -> None:
-        """On leaving a saved conversation: how to continue it."""
-        session = self._conv.session if self._conv is not None else None
-        if session is None or not self.saving:
-            return
-        short = self.store.sessions.short_id(session.id)
-        self.console.print(
-            message_text(f"To continue: `co chat -c` (the latest), or `co chat --resume {short}`", "dim")
-        )
+            hint = come_back_hint(self.store, self._conv.session, self.saving)
+            if hint:
+                self.console.print(message_text(hint, "dim"))
 
     async def _exit_if_build_fails(self, session: Any) -> None:
         """A model that cannot be built (e.g. a missing key) ends the prompt with its one-line error."""
@@ -399,6 +391,13 @@ class ChatApp:
         await self.finish_background()
         self.conv.release()
         return 0 if outcome.status == "ok" else 1
+
+
+def come_back_hint(store: Store, session: SessionInfo | None, saving: bool) -> str | None:
+    """On leaving a saved conversation: how to continue it."""
+    if session is None or not saving:
+        return None
+    return f"To continue: `co chat -c` (the latest), or `co chat --resume {store.sessions.short_id(session.id)}`"
 
 
 def _short_path(path: Path, cwd: Path) -> str:
