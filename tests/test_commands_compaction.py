@@ -9,18 +9,19 @@ from typing import Any
 
 import pytest
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.function import AgentInfo
 
 from co_cli.synthetic import is_summary
 from co_cli.terminal import editor
 from tests.support.chat_app import ChatRun
+from tests.support.summariser import scripted_summariser
 from tests.test_turn_core import Core, core, echo, long_echo, streaming_model, summarizer
 
 __all__ = ["core"]
 
 pytestmark = pytest.mark.allow_model_requests
 
-SUMMARY = "SUMMARY: the user said hello several times."
+SUMMARY = "SUMMARY: the user said hello several times, with padding words."
 TURNS = [f"turn {i} " + "with padding words " * 10 for i in range(3)]
 COMPACTED = re.compile(
     r"Compacted \(summary, manual\): 6 messages, ~[\d,]+ -> ~[\d,]+ tokens[^.]*\. "
@@ -46,7 +47,7 @@ def test_compact_summarises_now_with_its_focus_and_records_it(core: Core) -> Non
         focuses.append(str(messages[-1].parts[-1].content))  # type: ignore[union-attr]
         return ModelResponse(parts=[TextPart(SUMMARY)])
 
-    chat = ChatRun(core, streaming_model(long_echo), summarizer=FunctionModel(summarise, model_name="summariser"))
+    chat = ChatRun(core, streaming_model(long_echo), summarizer=scripted_summariser(summarise, model_name="summariser"))
     chat.send(*TURNS)
     printed = chat.send("/compact the padding words")
     assert printed.code == 0, printed.err
@@ -77,7 +78,7 @@ def test_compact_that_fails_leaves_the_history_unchanged(core: Core) -> None:
     def broken(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         raise RuntimeError("summariser is down")
 
-    chat = ChatRun(core, streaming_model(long_echo), summarizer=FunctionModel(broken, model_name="broken"))
+    chat = ChatRun(core, streaming_model(long_echo), summarizer=scripted_summariser(broken, model_name="broken"))
     chat.send(*TURNS)
     before = list(chat.conv.working)
     printed = chat.send("/compact")
@@ -212,9 +213,9 @@ def test_pin_remember_keeps_it_for_every_session(core: Core) -> None:
     ("editor_command", "refusal"),
     [
         ("sh -c ': > \"$0\"'", "error: an empty summary is not applied; the summary is unchanged"),
-        ("sh -c 'printf \"  \\n\\n\" > \"$0\"'", "error: an empty summary is not applied; the summary is unchanged"),
+        ('sh -c \'printf "  \\n\\n" > "$0"\'', "error: an empty summary is not applied; the summary is unchanged"),
         ("rm", "error: the editor left no file to read; the summary is unchanged"),
-        ("sh -c 'rm \"$0\" && mkdir \"$0\"'", "error: the editor left no file to read; the summary is unchanged"),
+        ('sh -c \'rm "$0" && mkdir "$0"\'', "error: the editor left no file to read; the summary is unchanged"),
         ("vim 'unbalanced", "error: no editor could be started (set $EDITOR); the summary is unchanged"),
     ],
 )

@@ -28,6 +28,7 @@ from co_cli.context.governor import ContextGovernor, GovernorEvent
 from co_cli.context.policy import FALLBACK_COOLDOWN_REQUESTS, GovernorConfig
 from co_cli.context.repair import tool_pairs_valid
 from co_cli.synthetic import is_summary
+from tests.support.summariser import scripted_summariser
 from tests.test_context_fixtures import (
     calls,
     conversation,
@@ -62,7 +63,7 @@ class CountingModel:
     def __init__(self, fail: bool = True) -> None:
         self.calls = 0
         self.fail = fail
-        self.model = FunctionModel(self._respond)
+        self.model = scripted_summariser(self._respond)
 
     def _respond(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         self.calls += 1
@@ -158,7 +159,7 @@ async def test_cache_is_reused_within_a_run_and_across_runs(make_settings: Calla
     # A new run given the full transcript (no adopt) still finds the cached compaction.
     third = await _send(governor, [*grown, reply("done"), user("again")], run_id="run-2")
     assert len(prompts) == 2
-    assert "[Earlier summary]" in prompts[1] and "question 1" not in prompts[1]
+    assert "[Earlier summary]" in prompts[1] and "User: question 1" not in prompts[1]
     assert sum(is_summary(m) for m in third) == 1
     # A different history in a new run drops the cache instead of applying it wrongly.
     fresh = conversation(2)

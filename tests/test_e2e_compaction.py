@@ -64,7 +64,7 @@ def test_preview_apply_show_and_uncompact_in_a_terminal(
     assert screen.count("GOAL-SUMMARY") >= 2  # the preview, then /compact show
     assert "Compaction undone" in screen
     summarised, undone = chat_turns(scripted_server)[-2:]
-    assert summary_messages(summarised) and long_prompt(1) not in summarised.all_text
+    assert summary_messages(summarised) and {"role": "user", "content": long_prompt(1)} not in summarised.messages
     assert not summary_messages(undone) and long_prompt(1) in undone.all_text
 
 

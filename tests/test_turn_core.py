@@ -26,6 +26,7 @@ from co_cli.session import Conversation
 from co_cli.store import Store
 from co_cli.synthetic import INTERRUPTED_NOTE, is_summary, synthetic_kind
 from co_cli.tools.approval import ApprovalRequest
+from tests.support.summariser import scripted_summariser
 
 pytestmark = pytest.mark.allow_model_requests
 
@@ -197,12 +198,12 @@ def test_a_failed_turn_keeps_the_prompt_for_retry_and_the_context_unchanged(core
 
 def summarizer() -> FunctionModel:
     async def summary(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str]:
-        yield "SUMMARY: the user said hello several times."
+        yield "SUMMARY: the user said hello several times, with padding words."
 
     def plain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         from pydantic_ai.messages import TextPart
 
-        return ModelResponse(parts=[TextPart("SUMMARY: the user said hello several times.")])
+        return ModelResponse(parts=[TextPart("SUMMARY: the user said hello several times, with padding words.")])
 
     return FunctionModel(plain, stream_function=summary, model_name="summariser")
 
@@ -344,16 +345,14 @@ def test_a_summary_pins_the_standing_instructions_it_quotes(core: Core) -> None:
         body = "## Goal\nShip it.\n## Standing instructions\n> Never push directly to main.\n> Use tabs"
         return ModelResponse(parts=[TextPart(body)])
 
-    conv = core.conversation(streaming_model(long_echo), summarizer=FunctionModel(plain, model_name="s"))
+    conv = core.conversation(streaming_model(long_echo), summarizer=scripted_summariser(plain, model_name="s"))
     run(conv, "Never push directly to main. How do I tag a release? " + "padding words " * 20)
     run(conv, "what else " + "padding words " * 20)
     asyncio.run(conv.compactions.compact(None))
     assert [(p.text, p.source) for p in conv.pins] == [("Never push directly to main.", "summary")]
 
 
-def test_memory_extraction_is_not_attached_with_the_embedded_model_as_summariser(
-    core: Core, tmp_path: Path
-) -> None:
+def test_memory_extraction_is_not_attached_with_the_embedded_model_as_summariser(core: Core, tmp_path: Path) -> None:
     from co_cli.local.model import LocalModel
 
     local = LocalModel(tmp_path / "tiny.gguf", n_ctx=2048, max_tokens=16)

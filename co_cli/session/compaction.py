@@ -16,12 +16,13 @@ from co_cli.context.compact import (
     compact_middle,
     drop_tool_outputs,
 )
+from co_cli.context.policy import user_words_budget
 from co_cli.context.tokens import estimate_history
 from co_cli.context.working import CompactedSpan, WorkingContext
 from co_cli.deps import PinSource, SessionState
 from co_cli.failure_text import describe_provider_error
 from co_cli.message_view import views
-from co_cli.models import request_time_limits
+from co_cli.models import summary_time_limits
 from co_cli.session.engine import Engine
 from co_cli.session.pins import Pins
 from co_cli.session.recorder import Recorder
@@ -93,6 +94,7 @@ class Compactions:
             focus=focus or None,
             max_input_tokens=self.engine.resolved.context_window // 2,
             model_settings=self._time_limits(),
+            user_words_tokens=self._user_words_budget(),
         )
         return replace(result, detail="manual")
 
@@ -160,6 +162,7 @@ class Compactions:
                 max_input_tokens=self.engine.resolved.context_window // 2,
                 must_fit=True,
                 model_settings=self._time_limits(),
+                user_words_tokens=self._user_words_budget(),
             )
         except Exception as exc:
             notice(f"Compaction failed: {describe_provider_error(exc)}")
@@ -185,4 +188,8 @@ class Compactions:
         return True
 
     def _time_limits(self) -> ModelSettings:
-        return request_time_limits(self.engine.summary_model, self.engine.deps.settings.request_timeout)
+        return summary_time_limits(self.engine.summary_model, self.engine.deps.settings.request_timeout)
+
+    def _user_words_budget(self) -> int:
+        settings = self.engine.deps.settings
+        return user_words_budget(settings.compact_user_words_tokens, self.engine.resolved.context_window)
