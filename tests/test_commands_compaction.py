@@ -11,6 +11,7 @@ import pytest
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
 from pydantic_ai.models.function import AgentInfo
 
+from co_cli.context.user_words import USER_WORDS_HEADING
 from co_cli.synthetic import is_summary
 from co_cli.terminal import editor
 from tests.support.chat_app import ChatRun
@@ -259,3 +260,54 @@ def test_pins_stay_within_a_tenth_of_the_window(core: Core) -> None:
 
     assert 0 < len(chat.conv.pins) < 40
     assert sum(estimate_text_tokens(pin.text) for pin in chat.conv.pins) <= window // 10
+
+
+def test_compact_whose_summary_copies_an_answer_keeps_the_users_name_and_project(core: Core) -> None:
+    """The summariser answers with a copy of an assistant paragraph: it is rejected with the reason in the
+    compaction line, the digest stands in, and the next request still holds the user's name and project."""
+    answer = "Nice to meet you! I can help you set up the configuration, the tests and the deployment today. "
+    seen: list[str] = []
+
+    def chat_step(messages: list[ModelMessage]) -> str:
+        seen.append("\n".join(str(getattr(p, "content", "")) for m in messages for p in m.parts))
+        return answer + "and some more words to make it worth summarising " * 4
+
+    def copy(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[TextPart(answer)])
+
+    chat = ChatRun(core, streaming_model(chat_step), summarizer=scripted_summariser(copy, model_name="copier"))
+    chat.send("Hi, my name is Dana Whitfield and my project is called Tern.", "What should we set up first?")
+    printed = chat.send("/compact keep the names", "Who am I, and what is my project?")
+    assert printed.code == 0, printed.err
+    assert printed.lines[0].startswith(
+        "Compacted (digest, manual) (summary rejected: it is a copy of an assistant message, not a summary): "
+    )
+    assert "Dana Whitfield" in seen[-1] and "Tern" in seen[-1]
+
+
+def test_compact_shows_the_rules_it_pinned_and_unpin_alone_undoes_them(core: Core) -> None:
+    chat = ChatRun(core, streaming_model(long_echo), summarizer=summarizer())
+    chat.send("Never push directly to main. Padding follows " + "with padding words " * 10, *TURNS[1:])
+    printed = chat.send("/compact")
+    assert printed.code == 0, printed.err
+    assert COMPACTED.fullmatch(printed.lines[0]), printed.lines
+    assert printed.lines[1:] == [
+        "Pinned a standing instruction you stated (every request carries it; /unpin undoes this):",
+        "  #1 Never push directly to main.",
+    ]
+    assert [pin.text for pin in chat.conv.pins] == ["Never push directly to main."]
+    undone = chat.send("/unpin")
+    assert undone.lines == ["Unpinned: Never push directly to main."]
+    assert list(chat.conv.pins) == []
+    again = chat.send("/unpin")
+    assert "no pins found by a compaction are left to undo" in again.err
+
+
+def test_compact_show_and_context_tell_what_of_the_users_words_is_kept(core: Core) -> None:
+    chat, _ = three_turns(core)
+    printed = chat.send("/compact", "/compact show", "/context")
+    assert printed.code == 0, printed.err
+    assert "; 2 of your messages kept verbatim." in printed.lines[0]  # the third is the latest request
+    assert USER_WORDS_HEADING in printed.out
+    assert f"\n- {TURNS[0].strip()}" in printed.out
+    assert "Your own words beside the summary: 2 messages verbatim" in printed.out

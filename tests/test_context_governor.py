@@ -336,3 +336,34 @@ async def test_cheap_passes_run_before_any_summary(make_settings: Callable[..., 
     assert prompts == [] and not [e for e in events if e.kind == "compaction"]
     assert "[superseded: read_file of src/app.py was read again later]" in texts_of(sent)
     assert texts_of(sent).count("line of the module") == 400  # the later read is whole
+
+
+async def test_a_slow_summariser_is_named_once_with_the_setting(make_settings: Callable[..., Settings]) -> None:
+    """A summariser that times out: the digest stands in, it is not asked again for the same request, and one
+    notice (not one per compaction) names request_timeout."""
+    calls = 0
+
+    def slow(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        nonlocal calls
+        calls += 1
+        raise TimeoutError("no first event")
+
+    events: list[GovernorEvent] = []
+    governor = ContextGovernor(
+        GovernorConfig.from_settings(make_settings(max_history_messages=10, request_timeout=7), 0),
+        summarizer=scripted_summariser(slow),
+        on_event=events.append,
+    )
+    history = conversation(10)
+    sent = await _send(governor, history)
+    assert calls == 1 and any(DIGEST_HEADING in texts_of([m]) for m in sent)
+    for i in range(2 * (FALLBACK_COOLDOWN_REQUESTS + 1)):
+        history = [*history[:-1], *tool_turn(len(history), "ok"), user(f"prompt {i}")]
+        await _send(governor, history)
+    assert calls >= 2  # asked again after the cool-down, never twice for one request
+    notices = [e.message or "" for e in events if e.kind == "notice"]
+    slow_notices = [n for n in notices if n.startswith("The summariser is slow")]
+    assert len(slow_notices) == 1 and "sent nothing for 7 s" in slow_notices[0]
+    assert "raise request_timeout" in slow_notices[0]
+    compactions = [e.result for e in events if e.kind == "compaction" and e.result is not None]
+    assert compactions[0].timed_out and compactions[0].method == "digest"

@@ -231,6 +231,31 @@ def test_a_compaction_during_a_turn_is_recorded_and_adopted(core: Core, monkeypa
     assert conv.context.seqs[:2] == [None, None] and conv.context.seqs[-1] is not None
 
 
+def test_an_automatic_compaction_pins_the_rules_the_user_stated_and_says_so(
+    core: Core, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CO_CLI_MAX_HISTORY_MESSAGES", "6")
+    monkeypatch.setenv("CO_CLI_COMPACT_MIN_SPAN_TOKENS", "0")
+    core.loaded = load_settings(cwd=core.cwd)
+    conv = core.conversation(streaming_model(long_echo), summarizer=summarizer())
+    views = [RecordingView() for _ in range(6)]
+    run(conv, "hello first " + "with padding words " * 10, views[0])
+    run(conv, "From now on, answer in British English. Padding " + "with padding words " * 10, views[1])
+    for i, view in enumerate(views[2:], start=2):
+        run(conv, f"hello number {i} " + "with padding words " * 10, view)
+    notices = [n for v in views for n in v.notices if n.startswith("Pinned")]
+    assert notices == [
+        "Pinned a standing instruction you stated (every request carries it; /unpin undoes this):\n"
+        "  #1 From now on, answer in British English."
+    ]
+    assert [(pin.text, pin.source) for pin in conv.pins] == [("From now on, answer in British English.", "summary")]
+    assert conv.session is not None
+    conv.release()
+    resumed = core.conversation(streaming_model(long_echo), summarizer=summarizer())
+    resumed.load(core.store.sessions.get(conv.session.id))
+    assert [pin.text for pin in resumed.pins] == ["From now on, answer in British English."]
+
+
 def test_resume_rebuilds_exactly_what_the_live_session_had(core: Core, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CO_CLI_MAX_HISTORY_MESSAGES", "6")
     monkeypatch.setenv("CO_CLI_COMPACT_MIN_SPAN_TOKENS", "0")

@@ -214,7 +214,9 @@ async def _checked_summary(
     reason = reject_reason(body, span)
     if reason is not None:
         raise SummaryRejected(reason)
-    check = check_summary(body, extract_identifiers(span))
+    # What the user wrote is carried beside the summary whatever the summariser keeps of it.
+    words = "\n".join(entry.text for entry in user_entries(span)[0])
+    check = check_summary(f"{body}\n{words}", extract_identifiers(span))
     earlier = [i for i in (*check.kept, *check.missing) if i.source == "summary"]
     kept_earlier = [i for i in check.kept if i.source == "summary"]
     if earlier and len(kept_earlier) < MIN_KEPT_FROM_EARLIER * len(earlier):

@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from pydantic_ai.messages import ModelMessage
 
 from co_cli.context.ledger import check_summary, extract_identifiers
-from co_cli.message_view import answer_text, user_text
+from co_cli.context.user_words import user_entries
+from co_cli.message_view import answer_text
 from co_cli.synthetic import is_ack
 
 __all__ = ["copied_share", "reject_reason", "user_terms"]
@@ -51,12 +52,11 @@ def _stem(word: str) -> str:
 
 
 def user_terms(span: Sequence[ModelMessage]) -> set[str]:
-    """The stems of the words of substance the user typed in ``span``."""
+    """The stems of the words of substance the user wrote in ``span`` (their messages, and those an earlier
+    summary in it carries)."""
     terms: set[str] = set()
-    for message in span:
-        text = user_text(message)
-        if text:
-            terms.update(_stem(w) for w in _words(text) if len(w) >= MIN_TERM_CHARS and w not in _STOP)
+    for entry in user_entries(span)[0]:
+        terms.update(_stem(w) for w in _words(entry.text) if len(w) >= MIN_TERM_CHARS and w not in _STOP)
     return terms
 
 

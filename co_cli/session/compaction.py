@@ -19,7 +19,7 @@ from co_cli.context.compact import (
 from co_cli.context.policy import user_words_budget
 from co_cli.context.tokens import estimate_history
 from co_cli.context.working import CompactedSpan, WorkingContext
-from co_cli.deps import PinSource, SessionState
+from co_cli.deps import Pin, PinSource, SessionState
 from co_cli.failure_text import describe_provider_error
 from co_cli.message_view import views
 from co_cli.models import summary_time_limits
@@ -67,6 +67,8 @@ class Compactions:
         self.pins = pins
         self.rebuild = rebuild
         """The working context rebuilt from the store (after an undo)."""
+        self.offered: list[Pin] = []
+        """The pins the latest manual compaction found in the user's messages."""
 
     def record(
         self, result: CompactionResult, context: WorkingContext, *, trigger: CompactionTrigger, focus: str
@@ -77,8 +79,9 @@ class Compactions:
         )
 
     def found_pins(self, result: CompactionResult) -> list[tuple[str, PinSource]]:
-        """Standing instructions a summary found (verbatim in the user's messages): they hold from now on as
-        pins, outside the history, so no later compaction can drop them."""
+        """Standing instructions the user stated in the compacted messages (found by their wording, or quoted
+        by the summary and verified): they hold from now on as pins, outside the history, so no later
+        compaction can drop them."""
         return self.pins.new_ones(result.standing_instructions, "summary")
 
     async def preview(self, focus: str | None) -> CompactionResult:
@@ -115,7 +118,7 @@ class Compactions:
         found = self.found_pins(result)
         spent = self.engine.drain_summary_usage() if usage else None
         ids = self.recorder.compaction(self.record(result, context, trigger=trigger, focus=focus), found, spent)
-        self.pins.adopt(found, ids)
+        self.offered = self.pins.adopt(found, ids)
         context.apply(result)
 
     def undo(self) -> int | None:

@@ -49,6 +49,8 @@ async def _compact(host: CommandHost, arg: str) -> None:
             return
         host.conv.compactions.apply(result, focus)
     host.info(compaction_line(result))
+    if host.conv.compactions.offered:
+        host.info(host.conv.pins.offered_notice(host.conv.compactions.offered))
 
 
 def _show_compaction(host: CommandHost) -> None:
@@ -121,12 +123,20 @@ async def _pins(host: CommandHost, arg: str) -> None:
         host.info("No pins. /pin <instruction> keeps one verbatim in every request of this session.")
         return
     for number, pin in enumerate(host.conv.pins, 1):
-        origin = "" if pin.source == "user" else "  (found by a summary)"
+        origin = "" if pin.source == "user" else "  (found in your messages by a compaction)"
         host.info(f"{number}. {pin.text}{origin}")
 
 
-@command("unpin", "<n>", "remove pin n (see /pins)")
+@command("unpin", "[n]", "remove pin n (see /pins); alone: the pins the latest compaction found")
 async def _unpin(host: CommandHost, arg: str) -> None:
+    if not arg.strip():
+        removed = host.conv.pins.undo_offered()
+        if not removed:
+            host.error("usage: /unpin <n> (see /pins); no pins found by a compaction are left to undo")
+            return
+        for pin in removed:
+            host.info(f"Unpinned: {pin.text}")
+        return
     if not arg.strip().isdigit():
         host.error("usage: /unpin <n> (see /pins)")
         return
