@@ -137,8 +137,9 @@ async def test_agent_receives_compacted_history_while_run_keeps_everything(
     assert tool_pairs_valid(last_sent)
     compactions = [e for e in events if e.kind == "compaction"]
     assert compactions and all(e.trigger == "auto" and e.result is not None for e in compactions)
-    # The cached compaction is reused: far fewer summariser calls than model requests.
-    assert 0 < len(prompts) <= len(compactions) < len(received) // 2
+    # The cached compaction is reused: far fewer summariser calls than model requests (a call whose summary
+    # came back no smaller than its span makes no compaction: the span grows first).
+    assert 0 < len(compactions) <= len(prompts) < len(received) // 2
     assert governor.last_sent_estimate is not None
 
 

@@ -149,8 +149,23 @@ def test_sources_and_order_user_first() -> None:
         ("config.yaml", "assistant"),
         ("make deploy REGION=eu-west-3", "tool"),
         ("REGION=eu-west-3", "tool"),
+        ("zone-42a", "tool"),  # a short tool result is a source: the value looked up
+        ("10.1.2.3", "tool"),
     ]
-    assert "zone-42a" not in texts(messages)  # tool results are not a source
+
+
+def test_only_short_tool_results_are_a_source() -> None:
+    """A long output is noise; a short one is often the only place a looked-up value was written."""
+    long_output = "\n".join(f"src/module_{k}.py:{k}: schema_version = {k}" for k in range(20))
+    messages: list[ModelMessage] = [
+        calls(("run_shell", {"command": "grep -n lock_timeout settings.toml"}, "c1")),
+        returns(("run_shell", "exit code: 0\nstdout:\n12:lock_timeout_ms = 7350\nstderr: (empty)", "c1")),
+        calls(("grep", {"pattern": "schema_version"}, "c2")),
+        returns(("grep", long_output, "c2")),
+    ]
+    found = texts(messages)
+    assert "7350" in found and "lock_timeout_ms" in found
+    assert "src/module_3.py" not in found
 
 
 def test_tool_arguments_as_json_text() -> None:

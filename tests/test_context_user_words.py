@@ -13,6 +13,7 @@ from co_cli.context.report import context_report
 from co_cli.context.user_content import reject_reason
 from co_cli.context.user_words import USER_WORDS_HEADING, Entry, carried_words, keep_user_words, shorten
 from co_cli.synthetic import is_summary
+from co_cli.text_tokens import estimate_text_tokens
 from tests.test_context_fixtures import recording_model, reply, texts_of, user
 
 pytestmark = pytest.mark.anyio
@@ -40,7 +41,7 @@ def test_newest_messages_are_verbatim_and_older_ones_shortened() -> None:
         Entry("Maria Keller must approve changes to billing. She is back on Monday."),
         Entry("short one"),
     ]
-    words = keep_user_words(entries, budget_tokens=12)
+    words = keep_user_words(entries, budget_tokens=45)
     assert words.verbatim == ("short one",)
     # each older message keeps its first sentence and every identifier the rest of it holds
     assert words.shortened == (
@@ -50,15 +51,18 @@ def test_newest_messages_are_verbatim_and_older_ones_shortened() -> None:
     rendered = words.render()
     assert rendered.startswith(USER_WORDS_HEADING)
     assert rendered.index("~ We tried") < rendered.index("~ Maria") < rendered.index("- short one")
+    assert keep_user_words(entries, budget_tokens=1_000).verbatim == tuple(e.text for e in entries)
 
 
-def test_a_shortened_line_stays_shortened_and_the_oldest_are_counted_past_their_share() -> None:
+def test_everything_stays_within_the_budget_and_the_oldest_are_counted_past_it() -> None:
     entries = [Entry(f"old line {i} about the parser", shortened=True) for i in range(100)] + [Entry("new")]
     words = keep_user_words(entries, budget_tokens=400)
     assert words.verbatim == ("new",)
     assert words.shortened[-1] == "old line 99 about the parser"
     assert words.omitted == 100 - len(words.shortened) > 0
     assert "older messages of the user omitted" in words.render()
+    assert estimate_text_tokens(words.render()) <= 400 + 40  # the heading and the count line
+    assert not keep_user_words(entries, budget_tokens=0)
 
 
 def test_shorten_keeps_a_one_sentence_message_whole() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
@@ -18,7 +19,15 @@ from co_cli.context.boundaries import (
     tail_boundaries,
 )
 from co_cli.context.digest import extractive_digest
-from co_cli.context.ledger import append_missing, check_summary, extract_identifiers, select_missing
+from co_cli.context.ledger import (
+    Identifier,
+    append_missing,
+    check_summary,
+    extract_identifiers,
+    find_identifiers,
+    select_missing,
+    split_kept_verbatim,
+)
 from co_cli.context.pins import detect_standing_instructions, verify_pins
 from co_cli.context.summarize import standing_instruction_quotes, summarize_messages
 from co_cli.context.tokens import estimate_messages_tokens
@@ -214,17 +223,28 @@ async def _checked_summary(
     reason = reject_reason(body, span)
     if reason is not None:
         raise SummaryRejected(reason)
-    # What the user wrote is carried beside the summary whatever the summariser keeps of it.
+    # What the user wrote is carried beside the summary whatever the summariser keeps of it, and an earlier
+    # summary's "Kept verbatim" list by the ledger: what is checked is what only the earlier prose held.
     words = "\n".join(entry.text for entry in user_entries(span)[0])
-    check = check_summary(f"{body}\n{words}", extract_identifiers(span))
-    earlier = [i for i in (*check.kept, *check.missing) if i.source == "summary"]
-    kept_earlier = [i for i in check.kept if i.source == "summary"]
+    earlier = _earlier_prose_identifiers(span)
+    kept_earlier = check_summary(f"{body}\n{words}", earlier).kept
     if earlier and len(kept_earlier) < MIN_KEPT_FROM_EARLIER * len(earlier):
         raise SummaryRejected(
             f"the summary kept {len(kept_earlier)} of the {len(earlier)} identifiers of the earlier summary"
         )
     quotes = verify_pins(standing_instruction_quotes(body), span)
     return _Summary(body, tuple(quotes))
+
+
+def _earlier_prose_identifiers(span: Sequence[ModelMessage]) -> list[Identifier]:
+    """The identifiers of the earlier summaries' own prose in ``span`` (not their "Kept verbatim" lists)."""
+    found: dict[str, Identifier] = {}
+    for message in span:
+        if is_summary(message):
+            prose = split_kept_verbatim(summary_text_of(message))[0]
+            for text, kind in find_identifiers(prose):
+                found.setdefault(text, Identifier(text, kind, "summary"))
+    return list(found.values())
 
 
 def _with_user_words(body: str, words: UserWords, span: Sequence[ModelMessage]) -> tuple[str, str]:
@@ -348,13 +368,18 @@ async def compact_middle(
             error = describe_error(exc)
             timed_out = _is_timeout(exc)
         else:
-            room = int(INFLATION_RATIO * middle_tokens) - added_tokens(summary_request(n, checked.body, latest)) - 1
-            words = keep_user_words(entries, max(0, min(user_words_tokens, room)), omitted=omitted)
-            text, check = _with_user_words(checked.body, words, middle)
-            candidate = summary_request(n, text, latest, words.info() if words else None)
-            size = added_tokens(candidate)
-            if size < INFLATION_RATIO * middle_tokens:
-                return result(candidate, "summary", None, check, checked.instructions, words)
+            target = math.ceil(INFLATION_RATIO * middle_tokens) - 1  # the largest size clearly smaller
+            budget = max(0, min(user_words_tokens, target - added_tokens(summary_request(n, checked.body, latest))))
+            for attempt in range(3):  # the appended identifiers are not in the budget: shrink it, at last to 0
+                words = keep_user_words(entries, budget, omitted=omitted)
+                text, check = _with_user_words(checked.body, words, middle)
+                candidate = summary_request(n, text, latest, words.info() if words else None)
+                size = added_tokens(candidate)
+                if size < INFLATION_RATIO * middle_tokens:
+                    return result(candidate, "summary", None, check, checked.instructions, words)
+                if budget == 0:
+                    break
+                budget = 0 if attempt == 1 else max(0, budget - (size - target))
             error = f"summary rejected: {size} tokens is not clearly smaller than the {middle_tokens} it replaces"
             if not must_fit:
                 return Skipped(error, summary_tokens=size)

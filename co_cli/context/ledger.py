@@ -7,7 +7,9 @@ answers and the arguments of tool calls, and from any earlier co summary in the 
 the rest under a "Kept verbatim:" list that ``extract_identifiers`` reads back, so an identifier is carried
 through any number of summaries of summaries.
 
-Tool results are not a source: they are long, mostly noise, and the tool call that produced them is.
+Tool results are mostly not a source: they are long, mostly noise, and the tool call that produced them is.
+A short one is (at most ``SHORT_RESULT_CHARS``, such as a grep that found one setting): it is the value
+the user asked to look up, and often the only place that value was ever written.
 co's acknowledgements are skipped; its summaries are recognised by their metadata marks only.
 """
 
@@ -83,6 +85,8 @@ WHITESPACE_MATCHED: frozenset[IdentifierKind] = frozenset({"command", "quoted", 
 MAX_ITEM_CHARS = 200
 """Longer identifiers (a whole script line, a paragraph in quotes) are not ledger items."""
 MAX_ARG_SCAN_CHARS = 4000
+SHORT_RESULT_CHARS = 300
+"""A tool result this short is scanned for identifiers (ranked after everything else)."""
 """Only the start of a long tool argument (a file's new content, say) is scanned."""
 
 
@@ -591,6 +595,10 @@ def _message_identifiers(message: ModelMessage) -> Iterator[tuple[str, Identifie
                 yield text, kind, "assistant"
         elif view.kind == "tool-call":
             for text, kind in _argument_identifiers(view.text):
+                yield text, kind, "tool"
+        elif view.kind == "tool-return" and len(view.text) <= SHORT_RESULT_CHARS and "[…" not in view.text:
+            # (co's own "[…truncated" and "[… clamped" marks: a cut output was not short)
+            for text, kind in _scan(view.text):
                 yield text, kind, "tool"
 
 

@@ -30,10 +30,6 @@ USER_WORDS_HEADING = (
 )
 SHORT_SENTENCE_CHARS = 160
 SHORT_IDENTIFIERS = 12
-SHORTENED_SHARE = 0.5
-"""Shortened lines take at most this share of the budget (at least ``MIN_SHORTENED_TOKENS``); beyond it the
-oldest are counted, not shown (the transcript and the identifier ledger keep them)."""
-MIN_SHORTENED_TOKENS = 200
 
 
 @dataclass(frozen=True)
@@ -55,7 +51,8 @@ class UserWords:
     """The oldest messages, past the shortened lines' share of the budget."""
 
     def __bool__(self) -> bool:
-        return bool(self.verbatim or self.shortened or self.omitted)
+        """Whether anything is shown (a count of omitted messages alone is not worth a section)."""
+        return bool(self.verbatim or self.shortened)
 
     def render(self) -> str:
         lines = [USER_WORDS_HEADING]
@@ -143,28 +140,26 @@ def shorten(text: str) -> str:
 
 
 def keep_user_words(entries: Sequence[Entry], budget_tokens: int, *, omitted: int = 0) -> UserWords:
-    """The newest messages verbatim while they fit ``budget_tokens``; every older one shortened to one line
-    (within its share of the budget, the oldest counted beyond it)."""
+    """Everything within ``budget_tokens``: the newest messages verbatim, as long as the older ones still fit
+    as their shortened lines (or half the budget is left for them); the older ones shortened to one line;
+    the oldest counted, not shown, when even their lines do not fit."""
+    lines = [entry.text if entry.shortened else shorten(entry.text) for entry in entries]
+    line_costs = [estimate_text_tokens(line) + 2 for line in lines]
+    older = [0] * (len(entries) + 1)  # older[i]: the lines of entries[:i]
+    for i, cost in enumerate(line_costs):
+        older[i + 1] = older[i] + cost
     verbatim: list[str] = []
     used = 0
     index = len(entries) - 1
     while index >= 0 and not entries[index].shortened:
         cost = estimate_text_tokens(entries[index].text) + 2
-        if used + cost > budget_tokens:
+        if used + cost + min(older[index], budget_tokens // 2) > budget_tokens:
             break
         verbatim.append(entries[index].text)
         used += cost
         index -= 1
-    shortened: list[str] = []
-    room = max(int(budget_tokens * SHORTENED_SHARE), MIN_SHORTENED_TOKENS)
-    short_used = 0
-    while index >= 0:
-        entry = entries[index]
-        line = entry.text if entry.shortened else shorten(entry.text)
-        cost = estimate_text_tokens(line) + 2
-        if short_used + cost > room:
-            break
-        shortened.append(line)
-        short_used += cost
-        index -= 1
-    return UserWords(tuple(reversed(verbatim)), tuple(reversed(shortened)), omitted + index + 1)
+    first = 0
+    while first <= index and used + older[index + 1] - older[first] > budget_tokens:
+        first += 1
+    shortened = lines[first : index + 1]
+    return UserWords(tuple(reversed(verbatim)), tuple(shortened), omitted + first)
