@@ -231,3 +231,14 @@ async def test_a_digest_offers_the_users_rules_too() -> None:
     assert isinstance(result, CompactionResult) and result.method == "digest"
     assert result.standing_instructions == ("Never push directly to main.",)
     assert is_summary(result.replacement[result.head])
+
+
+async def test_compact_all_of_mostly_the_users_words_still_compacts() -> None:
+    messages: list[ModelMessage] = []
+    for i in range(6):
+        messages += [user(f"Point {i}: " + "the parser must keep every comment it reads. " * 30), reply("ok")]
+    model, _ = recording_model("The user listed parser requirements about comments.")
+    result = await compact_all(messages, model)
+    assert result.method == "summary" and result.tokens_after < result.tokens_before
+    words = carried_words(result.replacement[0])
+    assert words.verbatim and words.verbatim[-1].startswith("Point 4:")  # point 5 is the latest request

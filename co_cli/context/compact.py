@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -33,7 +33,7 @@ from co_cli.context.summarize import standing_instruction_quotes, summarize_mess
 from co_cli.context.tokens import estimate_messages_tokens
 from co_cli.context.trim import is_plain_tool_return
 from co_cli.context.user_content import reject_reason
-from co_cli.context.user_words import UserWords, keep_user_words, user_entries
+from co_cli.context.user_words import Entry, UserWords, keep_user_words, user_entries
 from co_cli.errors import CoError
 from co_cli.message_view import content_text, part_text
 from co_cli.synthetic import ack_response, covers, is_ack, is_summary, summary_request
@@ -269,6 +269,41 @@ def _with_user_words(body: str, words: UserWords, span: Sequence[ModelMessage]) 
     return text, line
 
 
+@dataclass(frozen=True)
+class _Fitted:
+    summary: ModelRequest
+    check: str
+    words: UserWords
+    size: int
+
+
+def _fit_user_words(
+    body: str,
+    span: Sequence[ModelMessage],
+    entries: Sequence[Entry],
+    omitted: int,
+    budget_tokens: int,
+    target: int,
+    size_of: Callable[[ModelRequest], int],
+    *,
+    n: int,
+    latest: str | None,
+) -> _Fitted:
+    """The summary message for ``body`` with as much of the user's own words as keeps its size (``size_of``)
+    within ``target`` tokens: the budget is what the bare summary leaves, shrunk by what the appended
+    identifiers take, at last to nothing. ``size`` over ``target`` means even the bare summary is too big."""
+    budget = max(0, min(budget_tokens, target - size_of(summary_request(n, body, latest))))
+    for attempt in range(3):
+        words = keep_user_words(entries, budget, omitted=omitted)
+        text, check = _with_user_words(body, words, span)
+        summary = summary_request(n, text, latest, words.info() if words else None)
+        size = size_of(summary)
+        if size <= target or budget == 0:
+            break
+        budget = 0 if attempt == 1 else max(0, budget - (size - target))
+    return _Fitted(summary, check, words, size)
+
+
 def _is_timeout(exc: BaseException) -> bool:
     """A summariser that did not answer in time (pydantic-ai's deadline, the SDK's or asyncio's)."""
     return isinstance(exc, TimeoutError) or "Timeout" in type(exc).__name__
@@ -369,17 +404,12 @@ async def compact_middle(
             timed_out = _is_timeout(exc)
         else:
             target = math.ceil(INFLATION_RATIO * middle_tokens) - 1  # the largest size clearly smaller
-            budget = max(0, min(user_words_tokens, target - added_tokens(summary_request(n, checked.body, latest))))
-            for attempt in range(3):  # the appended identifiers are not in the budget: shrink it, at last to 0
-                words = keep_user_words(entries, budget, omitted=omitted)
-                text, check = _with_user_words(checked.body, words, middle)
-                candidate = summary_request(n, text, latest, words.info() if words else None)
-                size = added_tokens(candidate)
-                if size < INFLATION_RATIO * middle_tokens:
-                    return result(candidate, "summary", None, check, checked.instructions, words)
-                if budget == 0:
-                    break
-                budget = 0 if attempt == 1 else max(0, budget - (size - target))
+            fitted = _fit_user_words(
+                checked.body, middle, entries, omitted, user_words_tokens, target, added_tokens, n=n, latest=latest
+            )
+            if fitted.size <= target:
+                return result(fitted.summary, "summary", None, fitted.check, checked.instructions, fitted.words)
+            size = fitted.size
             error = f"summary rejected: {size} tokens is not clearly smaller than the {middle_tokens} it replaces"
             if not must_fit:
                 return Skipped(error, summary_tokens=size)
@@ -440,10 +470,18 @@ async def compact_all(
         summary = summary_request(n, extractive_digest(messages), latest, words.info() if words else None)
         method: CompactionMethod = "digest"
     else:
-        base = estimate_messages_tokens([summary_request(n, checked.body, latest), ack_response()])
-        words = keep_user_words(entries, max(0, min(user_words_tokens, before - base - 1)), omitted=omitted)
-        text, check = _with_user_words(checked.body, words, messages)
-        summary = summary_request(n, text, latest, words.info() if words else None)
+        fitted = _fit_user_words(
+            checked.body,
+            messages,
+            entries,
+            omitted,
+            user_words_tokens,
+            before - 1,
+            lambda summary: estimate_messages_tokens([summary, ack_response()]),
+            n=n,
+            latest=latest,
+        )
+        summary, check, words = fitted.summary, fitted.check, fitted.words
         method = "summary"
         quoted = checked.instructions
     replacement: list[ModelMessage] = [summary, ack_response()]
