@@ -207,6 +207,7 @@ def test_rules_and_preferences_are_found_by_their_wording() -> None:
         ),
         reply("Never say never."),  # the assistant's words are not the user's rules
         user("please always cite the file you read. I prefer f-strings over str.format(). We never got it to work."),
+        user("Don't push yet. Stop the server. Don't forget the tests. Stop adding comments to every line."),
     ]
     assert detect_standing_instructions(messages) == [
         "Never run migrations against prod-db-01 without a fresh snapshot.",
@@ -214,6 +215,7 @@ def test_rules_and_preferences_are_found_by_their_wording() -> None:
         "Hard rule: no force pushes to main.",
         "please always cite the file you read.",
         "I prefer f-strings over str.format().",
+        "Stop adding comments to every line.",
     ]
 
 

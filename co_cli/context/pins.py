@@ -182,7 +182,7 @@ def verify_pins(quotes: Sequence[str], span_messages: Sequence[ModelMessage]) ->
 
 _STANDING_START_RE = re.compile(
     r"^(?:(?:please|and|also|so|oh|ok|okay|remember|remember to|note|one more thing|important)[,:]?\s+)*"
-    r"(?:always|never|don't|do not|dont|stop|avoid|only ever)\b",
+    r"(?:always|never|don't|do not|dont|stop \w+ing|avoid|only ever)\b",
     re.IGNORECASE,
 )
 _STANDING_ANYWHERE_RE = re.compile(
@@ -192,9 +192,11 @@ _STANDING_ANYWHERE_RE = re.compile(
     re.IGNORECASE,
 )
 _NOT_STANDING_RE = re.compile(
-    r"^(?:please\s+)?(?:don't|do not|never) (?:worry|mind|know|think|understand|see|get|remember|care|bother)\b",
+    r"^(?:please\s+)?(?:don't|do not|never) (?:worry|mind|know|think|understand|see|get|remember|care|bother|"
+    r"forget)\b|\b(?:yet|for now|right now|this time|today|just now)\b",
     re.IGNORECASE,
 )
+"""Not a standing rule: a figure of speech ("never mind"), a reminder, or something for now only."""
 
 
 def _is_standing(sentence: str) -> bool:
