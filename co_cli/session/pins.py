@@ -88,8 +88,9 @@ class Pins:
     def offered_notice(self, pins: Sequence[Pin]) -> str:
         """The lines that show pins a compaction found, numbered as ``/pins`` lists them, and how to undo them."""
         numbers = {pin.id: number for number, pin in enumerate(self.state.pins, 1)}
-        noun = "a standing instruction" if len(pins) == 1 else f"{len(pins)} standing instructions"
-        lines = [f"Pinned {noun} you stated (every request carries it; /unpin undoes this):"]
+        one = len(pins) == 1
+        noun, it = ("a standing instruction", "it") if one else (f"{len(pins)} standing instructions", "them")
+        lines = [f"Pinned {noun} you stated (every request carries {it}; /unpin undoes this):"]
         lines += [f"  #{numbers.get(pin.id, '?')} {pin.text}" for pin in pins]
         return "\n".join(lines)
 
