@@ -309,5 +309,6 @@ def test_compact_show_and_context_tell_what_of_the_users_words_is_kept(core: Cor
     assert printed.code == 0, printed.err
     assert "; 2 of your messages kept verbatim." in printed.lines[0]  # the third is the latest request
     assert USER_WORDS_HEADING in printed.out
+    assert "Your own messages are kept word for word beside the summary" in printed.out
     assert f"\n- {TURNS[0].strip()}" in printed.out
     assert "Your own words beside the summary: 2 messages verbatim" in printed.out

@@ -54,11 +54,18 @@ async def _compact(host: CommandHost, arg: str) -> None:
 
 
 def _show_compaction(host: CommandHost) -> None:
+    from co_cli.context.user_words import USER_WORDS_HEADING
+
     summary = host.conv.compactions.current_summary()
     if summary is None:
         host.info("No compaction is in force: the model sees the whole conversation.")
     else:
         host.show(summary)
+        if USER_WORDS_HEADING in summary:
+            host.info(
+                "Your own messages are kept word for word beside the summary (the newest first; older ones as "
+                "their first sentence and identifiers): a summary loses what you said in plain words first."
+            )
     if host.conv.pins:
         host.show("\n".join(["Pins:", *(f"{n}. {pin.text}" for n, pin in enumerate(host.conv.pins, 1))]))
 
