@@ -48,7 +48,7 @@ class UserWords:
     shortened: tuple[str, ...] = ()
     """Older messages, one line each; all older than every verbatim one."""
     omitted: int = 0
-    """The oldest messages, past the shortened lines' share of the budget."""
+    """The oldest messages, whose lines did not fit the budget either (counted, not shown)."""
 
     def __bool__(self) -> bool:
         """Whether anything is shown (a count of omitted messages alone is not worth a section)."""
@@ -72,12 +72,14 @@ class UserWords:
         }
 
     def describe(self) -> str:
-        """For the compaction line: "3 of your messages kept verbatim, 2 shortened"."""
+        """For the compaction line: "3 of your messages kept verbatim, 2 older shortened"."""
         if not self:
             return ""
         text = f"{len(self.verbatim)} of your messages kept verbatim"
-        if self.shortened or self.omitted:
-            text += f", {len(self.shortened) + self.omitted} older shortened"
+        if self.shortened:
+            text += f", {len(self.shortened)} older shortened"
+        if self.omitted:
+            text += f", {self.omitted} oldest omitted"
         return text
 
 
