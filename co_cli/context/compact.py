@@ -47,6 +47,7 @@ __all__ = [
     "compact_all",
     "compact_middle",
     "drop_tool_outputs",
+    "is_timeout",
     "plan_middle",
 ]
 
@@ -304,7 +305,7 @@ def _fit_user_words(
     return _Fitted(summary, check, words, size)
 
 
-def _is_timeout(exc: BaseException) -> bool:
+def is_timeout(exc: BaseException) -> bool:
     """A summariser that did not answer in time (pydantic-ai's deadline, the SDK's or asyncio's)."""
     return isinstance(exc, TimeoutError) or "Timeout" in type(exc).__name__
 
@@ -401,7 +402,7 @@ async def compact_middle(
             error = f"summary rejected: {exc}"
         except Exception as exc:  # any provider or network failure: the digest stands in
             error = describe_error(exc)
-            timed_out = _is_timeout(exc)
+            timed_out = is_timeout(exc)
         else:
             target = math.ceil(INFLATION_RATIO * middle_tokens) - 1  # the largest size clearly smaller
             fitted = _fit_user_words(

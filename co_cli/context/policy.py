@@ -26,6 +26,10 @@ and happens even with auto_compact off."""
 CHARS_PER_TOKEN = 4
 OFFLOAD_WINDOW_SHARE = 4
 """An offloaded output's threshold is at most 1/4 of the window, so one output cannot fill it."""
+SLOW_SUMMARISER_HINT = (
+    "To give it longer, raise request_timeout (settings.json or CO_CLI_REQUEST_TIMEOUT), or set a faster "
+    "summarization_model."
+)
 USER_WORDS_WINDOW_SHARE = 4
 """The user's words kept verbatim beside a summary take at most 1/4 of the window."""
 
@@ -145,8 +149,7 @@ class CompactionPolicy:
                 self.slow_notice_sent = True
                 notices.append(
                     f"The summariser is slow: it sent nothing for {self.config.request_timeout:g} s, so co kept "
-                    f"{kept} instead and did not ask again. To give it longer, raise request_timeout (settings.json "
-                    "or CO_CLI_REQUEST_TIMEOUT), or set a faster summarization_model."
+                    f"{kept} instead and did not ask again. {SLOW_SUMMARISER_HINT}"
                 )
         elif not (error or "").startswith("summary rejected"):  # a rejection's reason is in the compaction line
             notices.append(f"Summariser failed ({error}); kept {kept} instead.")

@@ -15,8 +15,9 @@ from co_cli.context.compact import (
     compact_all,
     compact_middle,
     drop_tool_outputs,
+    is_timeout,
 )
-from co_cli.context.policy import user_words_budget
+from co_cli.context.policy import SLOW_SUMMARISER_HINT, user_words_budget
 from co_cli.context.tokens import estimate_history
 from co_cli.context.working import CompactedSpan, WorkingContext
 from co_cli.deps import Pin, PinSource, SessionState
@@ -189,6 +190,14 @@ class Compactions:
             )
         self._apply(replace(result, detail="overflow"), trigger="auto", focus="", usage=False)
         return True
+
+    def failure_text(self, exc: BaseException) -> str:
+        """Why a manual compaction failed, in one line; a summariser that timed out is named with the setting
+        that gives it longer."""
+        if is_timeout(exc):
+            timeout = self.engine.deps.settings.request_timeout
+            return f"the summariser sent nothing for {timeout:g} s. {SLOW_SUMMARISER_HINT}"
+        return describe_provider_error(exc)
 
     def _time_limits(self) -> ModelSettings:
         return summary_time_limits(self.engine.summary_model, self.engine.deps.settings.request_timeout)

@@ -20,7 +20,6 @@ if TYPE_CHECKING:
 )
 async def _compact(host: CommandHost, arg: str) -> None:
     from co_cli.context.compact import NothingToCompact, compaction_line
-    from co_cli.failure_text import describe_provider_error
 
     word, _, rest = arg.partition(" ")
     if word == "show":
@@ -37,7 +36,7 @@ async def _compact(host: CommandHost, arg: str) -> None:
     except CoError:
         raise
     except Exception as exc:
-        host.error(f"compaction failed, history unchanged: {describe_provider_error(exc)}")
+        host.error(f"compaction failed, history unchanged: {host.conv.compactions.failure_text(exc)}")
         return
     if result is None:
         host.info("Compaction cancelled; history unchanged.")
