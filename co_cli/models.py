@@ -198,3 +198,12 @@ def request_time_limits(model: Model | str, request_timeout: float) -> ModelSett
     if getattr(model, "system", "") == "llama_cpp":
         return {}
     return {"timeout": request_timeout, "first_event_timeout": request_timeout}
+
+
+def summary_time_limits(model: Model | str, request_timeout: float) -> ModelSettings:
+    """The time limits of a summariser request, which is streamed: ``request_timeout`` bounds the wait for its
+    first token and then each silence between chunks, never the summary's length. A summary that timed out is
+    not sent again (``max_retries`` 0): the same request would only queue again on a busy server, and the
+    extractive digest stands in."""
+    limits = request_time_limits(model, request_timeout)
+    return {**limits, "max_retries": 0} if limits else limits

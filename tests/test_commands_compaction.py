@@ -9,18 +9,20 @@ from typing import Any
 
 import pytest
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.function import AgentInfo
 
+from co_cli.context.user_words import USER_WORDS_HEADING
 from co_cli.synthetic import is_summary
 from co_cli.terminal import editor
 from tests.support.chat_app import ChatRun
+from tests.support.summariser import scripted_summariser
 from tests.test_turn_core import Core, core, echo, long_echo, streaming_model, summarizer
 
 __all__ = ["core"]
 
 pytestmark = pytest.mark.allow_model_requests
 
-SUMMARY = "SUMMARY: the user said hello several times."
+SUMMARY = "SUMMARY: the user said hello several times, with padding words."
 TURNS = [f"turn {i} " + "with padding words " * 10 for i in range(3)]
 COMPACTED = re.compile(
     r"Compacted \(summary, manual\): 6 messages, ~[\d,]+ -> ~[\d,]+ tokens[^.]*\. "
@@ -46,7 +48,7 @@ def test_compact_summarises_now_with_its_focus_and_records_it(core: Core) -> Non
         focuses.append(str(messages[-1].parts[-1].content))  # type: ignore[union-attr]
         return ModelResponse(parts=[TextPart(SUMMARY)])
 
-    chat = ChatRun(core, streaming_model(long_echo), summarizer=FunctionModel(summarise, model_name="summariser"))
+    chat = ChatRun(core, streaming_model(long_echo), summarizer=scripted_summariser(summarise, model_name="summariser"))
     chat.send(*TURNS)
     printed = chat.send("/compact the padding words")
     assert printed.code == 0, printed.err
@@ -77,7 +79,7 @@ def test_compact_that_fails_leaves_the_history_unchanged(core: Core) -> None:
     def broken(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         raise RuntimeError("summariser is down")
 
-    chat = ChatRun(core, streaming_model(long_echo), summarizer=FunctionModel(broken, model_name="broken"))
+    chat = ChatRun(core, streaming_model(long_echo), summarizer=scripted_summariser(broken, model_name="broken"))
     chat.send(*TURNS)
     before = list(chat.conv.working)
     printed = chat.send("/compact")
@@ -290,9 +292,64 @@ def test_a_rejected_summary_says_why_and_what_to_do_next(core: Core) -> None:
     def acknowledges(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         return ModelResponse(parts=[TextPart("Understood.")])
 
-    chat = ChatRun(core, streaming_model(long_echo), summarizer=FunctionModel(acknowledges, model_name="ack"))
+    chat = ChatRun(core, streaming_model(long_echo), summarizer=scripted_summariser(acknowledges, model_name="ack"))
     chat.send(*TURNS)
     printed = chat.send("/compact")
-    assert printed.code == 1 and "SummaryRejected" not in printed.err
-    assert printed.err.startswith("error: the summary was not applied, history unchanged: ")
-    assert "/compact <focus>" in printed.err and "summarization_model" in printed.err
+    assert printed.code == 0 and "SummaryRejected" not in printed.out + printed.err
+    assert printed.lines[0].startswith(
+        "Compacted (digest, manual) (summary rejected: the summariser answered with an acknowledgement, "
+        "not a summary): "
+    ), printed.lines
+    assert "/uncompact" in printed.lines[0]
+
+
+def test_compact_whose_summary_copies_an_answer_keeps_the_users_name_and_project(core: Core) -> None:
+    """The summariser answers with a copy of an assistant paragraph: it is rejected with the reason in the
+    compaction line, the digest stands in, and the next request still holds the user's name and project."""
+    answer = "Nice to meet you! I can help you set up the configuration, the tests and the deployment today. "
+    seen: list[str] = []
+
+    def chat_step(messages: list[ModelMessage]) -> str:
+        seen.append("\n".join(str(getattr(p, "content", "")) for m in messages for p in m.parts))
+        return answer + "and some more words to make it worth summarising " * 4
+
+    def copy(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[TextPart(answer)])
+
+    chat = ChatRun(core, streaming_model(chat_step), summarizer=scripted_summariser(copy, model_name="copier"))
+    chat.send("Hi, my name is Dana Whitfield and my project is called Tern.", "What should we set up first?")
+    printed = chat.send("/compact keep the names", "Who am I, and what is my project?")
+    assert printed.code == 0, printed.err
+    assert printed.lines[0].startswith(
+        "Compacted (digest, manual) (summary rejected: it is a copy of an assistant message, not a summary): "
+    )
+    assert "Dana Whitfield" in seen[-1] and "Tern" in seen[-1]
+
+
+def test_compact_shows_the_rules_it_pinned_and_unpin_alone_undoes_them(core: Core) -> None:
+    chat = ChatRun(core, streaming_model(long_echo), summarizer=summarizer())
+    chat.send("Never push directly to main. Padding follows " + "with padding words " * 10, *TURNS[1:])
+    printed = chat.send("/compact")
+    assert printed.code == 0, printed.err
+    assert COMPACTED.fullmatch(printed.lines[0]), printed.lines
+    assert printed.lines[1:] == [
+        "Pinned a standing instruction you stated (every request carries it; /unpin undoes this):",
+        "  #1 Never push directly to main.",
+    ]
+    assert [pin.text for pin in chat.conv.pins] == ["Never push directly to main."]
+    undone = chat.send("/unpin")
+    assert undone.lines == ["Unpinned: Never push directly to main."]
+    assert list(chat.conv.pins) == []
+    again = chat.send("/unpin")
+    assert "no pins found by a compaction are left to undo" in again.err
+
+
+def test_compact_show_and_context_tell_what_of_the_users_words_is_kept(core: Core) -> None:
+    chat, _ = three_turns(core)
+    printed = chat.send("/compact", "/compact show", "/context")
+    assert printed.code == 0, printed.err
+    assert "; 2 of your messages kept verbatim." in printed.lines[0]  # the third is the latest request
+    assert USER_WORDS_HEADING in printed.out
+    assert "Your own messages are kept word for word beside the summary" in printed.out
+    assert f"\n- {TURNS[0].strip()}" in printed.out
+    assert "Your own words beside the summary: 2 messages verbatim" in printed.out

@@ -141,8 +141,11 @@ def test_long_conversation_auto_compacts_persists_and_resumes(
     assert SUMMARY_TEXT in summary
     assert int(SUMMARY_RE.match(summary).group(1)) >= 2  # type: ignore[union-attr]
     assert compacted.messages[-1] == {"role": "user", "content": prompts[first]}
-    # the first exchange is kept; what was summarised is no longer sent
-    assert prompts[0] in compacted.all_text and prompts[1] not in compacted.all_text
+    # the first exchange is kept; what was summarised is no longer sent as messages, but the user's own words
+    # are kept verbatim beside the summary
+    assert {"role": "user", "content": prompts[0]} in compacted.messages
+    assert {"role": "user", "content": prompts[1]} not in compacted.messages
+    assert f"\n- {prompts[1]}" in summary
     assert summariser_calls(scripted_server)
     assert re.search(
         r"Compacted \(summary, auto past \d+ messages\): \d+ messages, .*/uncompact undoes it", result.stderr
@@ -202,7 +205,8 @@ def test_manual_compact_with_focus(
     assert len(summary) == 1 and SUMMARY_TEXT in summary[0]
     assert summary[0].startswith("[Summary of 4 earlier messages]")
     assert summary[0].endswith(f"{LATEST_HEADING}\n{second}")
-    assert first not in after.all_text
+    assert {"role": "user", "content": first} not in after.messages
+    assert f"\n- {first}\n" in summary[0]  # the user's own words, verbatim beside the summary
     assert "compactions: 1" in result.stdout  # /context after it
 
     document = export_json(co_server_env, workdir, only_session(co_server_env, workdir)["id"])

@@ -169,8 +169,11 @@ def chunk_entries(entries: Sequence[str], budget_tokens: int) -> list[list[str]]
 
 
 async def _ask(agent: Agent[None, str], prompt: str) -> str:
-    result = await agent.run(prompt)
-    text = result.output.strip()
+    """The summariser's answer to ``prompt``, streamed: the request's time limit then bounds the wait for the
+    first token and each silence after it, not how long a slow model takes to write the whole summary."""
+    async with agent.run_stream(prompt) as result:
+        output = await result.get_output()
+    text = output.strip()
     if not text:
         raise RuntimeError("the summariser returned an empty summary")
     return text

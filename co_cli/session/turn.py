@@ -134,11 +134,11 @@ class Turns:
         view.end(interrupted=run.cancelled is not None or cut_off == "connection")
         if run.cancelled is not None:
             new = close_cancelled(run.cancelled.new_messages(), prompt)
-            self._finish(prompt, base + new, new, prompt_seq, "cancelled", run.cancelled.usage)
+            self._finish(prompt, base + new, new, prompt_seq, "cancelled", run.cancelled.usage, view)
             return TurnOutcome("cancelled")
         if run.result is not None and cut_off == "connection":
             new = close_cut_off(run.result.new_messages(), CUT_OFF_NOTE)
-            self._finish(prompt, base + new, new, prompt_seq, "cancelled", run.result.usage)
+            self._finish(prompt, base + new, new, prompt_seq, "cancelled", run.result.usage, view)
             view.notice("The connection closed before the answer was complete; what arrived is kept.")
             return TurnOutcome("cut-off", output=run.result.output, error="the answer was cut off")
         if run.result is not None:
@@ -148,7 +148,7 @@ class Turns:
                 # The model's own answer, stopped by the output limit the user set: kept as answered, marked.
                 new = close_cut_off(new, LENGTH_NOTE)
                 all_messages = [*all_messages[:-1], new[-1]]
-            self._finish(prompt, all_messages, new, prompt_seq, "ok", result.usage)
+            self._finish(prompt, all_messages, new, prompt_seq, "ok", result.usage, view)
             if cut_off == "length":
                 view.notice("The answer reached the model's output limit and stops there.")
             return TurnOutcome("ok", output=result.output)
@@ -228,9 +228,10 @@ class Turns:
         prompt_seq: int,
         status: MessageStatus,
         usage: Any,
+        view: TurnView,
     ) -> None:
         """Save the turn with everything it brought (one record), then make the run's history (with any
-        compaction it made) the working context."""
+        compaction it made) the working context; the pins a compaction found are shown."""
         turn_usage = run_usage(usage, new, model=self.engine.resolved.label, role="chat")
         self.state.last_usage = turn_usage
         seqs = self.recorder.seqs_for(prompt_seq, new)
@@ -259,7 +260,9 @@ class Turns:
         )
         if written.seqs != seqs:  # another process wrote to the session meanwhile (taken over with --force)
             context = self.state.context.extended(all_messages, written.seqs)
-        self.pins.adopt(found, written.pin_ids)
+        offered = self.pins.adopt(found, written.pin_ids)
+        if offered:
+            view.notice(self.pins.offered_notice(offered))
         if adopted is not None:
             context.apply(adopted)
         self.state.context = context

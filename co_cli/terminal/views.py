@@ -290,4 +290,6 @@ def render_context(report: ContextReport, plain: bool = False) -> RenderableType
         table.add_row(f"largest #{i}", f"{item.kind}: {item.label} (~{item.tokens:,})")
     if report.offloaded_count:
         table.add_row("offloaded", f"{report.offloaded_count} outputs ({report.offloaded_chars:,} chars) on disk")
+    if report.user_words:
+        table.add_row("your words", report.user_words)
     return Group(usage_bar(report.percent, report.threshold), table)

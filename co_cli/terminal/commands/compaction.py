@@ -21,8 +21,7 @@ if TYPE_CHECKING:
     "summarise now (a focus steers it); show: the summary in force and the pins; preview: see it first",
 )
 async def _compact(host: CommandHost, arg: str) -> None:
-    from co_cli.context.compact import NothingToCompact, SummaryRejected, compaction_line
-    from co_cli.failure_text import describe_provider_error
+    from co_cli.context.compact import NothingToCompact, compaction_line
 
     word, _, rest = arg.partition(" ")
     if word == "show":
@@ -36,16 +35,10 @@ async def _compact(host: CommandHost, arg: str) -> None:
     except NothingToCompact as exc:
         host.info(exc.message[:1].upper() + exc.message[1:] + ".")
         return
-    except SummaryRejected as exc:
-        host.error(
-            f"the summary was not applied, history unchanged: {exc}. Try /compact again, steer it with "
-            "/compact <focus>, or set summarization_model to a stronger model"
-        )
-        return
     except CoError:
         raise
     except Exception as exc:
-        host.error(f"compaction failed, history unchanged: {describe_provider_error(exc)}")
+        host.error(f"compaction failed, history unchanged: {host.conv.compactions.failure_text(exc)}")
         return
     if result is None:
         host.info("Compaction cancelled; history unchanged.")
@@ -57,6 +50,8 @@ async def _compact(host: CommandHost, arg: str) -> None:
             return
         host.conv.compactions.apply(result, focus)
     host.info(compaction_line(result))
+    if host.conv.compactions.offered:
+        host.info(host.conv.pins.offered_notice(host.conv.compactions.offered))
 
 
 def preview_line(result: CompactionResult) -> str:
@@ -68,11 +63,18 @@ def preview_line(result: CompactionResult) -> str:
 
 
 def _show_compaction(host: CommandHost) -> None:
+    from co_cli.context.user_words import USER_WORDS_HEADING
+
     summary = host.conv.compactions.current_summary()
     if summary is None:
         host.info("No compaction is in force: the model sees the whole conversation.")
     else:
         host.show(summary)
+        if USER_WORDS_HEADING in summary:
+            host.info(
+                "Your own messages are kept word for word beside the summary (the newest first; older ones as "
+                "their first sentence and identifiers): a summary loses what you said in plain words first."
+            )
     if host.conv.pins:
         host.show("\n".join(["Pins:", *(f"{n}. {pin.text}" for n, pin in enumerate(host.conv.pins, 1))]))
 
@@ -140,12 +142,20 @@ async def _pins(host: CommandHost, arg: str) -> None:
         host.info("No pins. /pin <instruction> keeps one verbatim in every request of this session.")
         return
     for number, pin in enumerate(host.conv.pins, 1):
-        origin = "" if pin.source == "user" else "  (found by a summary)"
+        origin = "" if pin.source == "user" else "  (found in your messages by a compaction)"
         host.info(f"{number}. {pin.text}{origin}")
 
 
-@command("unpin", "<n>", "remove pin n (see /pins)")
+@command("unpin", "[n]", "remove pin n (see /pins); alone: the pins the latest compaction found")
 async def _unpin(host: CommandHost, arg: str) -> None:
+    if not arg.strip():
+        removed = host.conv.pins.undo_offered()
+        if not removed:
+            host.error("usage: /unpin <n> (see /pins); no pins found by a compaction are left to undo")
+            return
+        for pin in removed:
+            host.info(f"Unpinned: {pin.text}")
+        return
     if not arg.strip().isdigit():
         host.error("usage: /unpin <n> (see /pins)")
         return
