@@ -1,19 +1,28 @@
 """Recall through repeated compaction: how many planted facts survive, with co's compaction and with a plain
 rolling summary on the same model.
 
-Run: python bench/bench_recall.py [-m MODEL] [--turns 36] [--limits 40 12] [--ask] [--no-baseline]
+Run: python bench/bench_recall.py [-m MODEL] [--base-url URL] [--window N] [--turns 36] [--limits 40 12]
+                                    [--ask] [--no-baseline] [--scripted copy|lossy]
 
 A scripted conversation (tests/support/planted_facts.py) states 12 facts early (a codename, a region, a
 port, a config path, an error code and its fix, a decision, a hard rule, a style preference, a failed
-upgrade, a reviewer, a date, the next step), then asks ordinary questions, some with tool outputs. It is fed
-turn by turn through co's context governance, exactly as runs do (before every model request, then the
-run's history adopted), with MODEL as the summariser. MODEL is any co model string: 'local' (the embedded
-model), 'local:/path/model.gguf', a provider string, or a name on CO_CLI_BASE_URL's server.
+upgrade, a reviewer, a date, the next step) and three of harder kinds (a name the assistant proposed and the
+user accepted, a value only a tool output shows, a host the user later changes), then asks ordinary
+questions, some with tool outputs. It is fed turn by turn through co's context governance, exactly as runs do
+(before every model request, then the run's history adopted), with MODEL as the summariser. MODEL is any co
+model string: 'local' (the embedded model), 'local:/path/model.gguf' (any GGUF), a provider string, or a
+model name on an OpenAI-compatible server given by --base-url (llama.cpp's llama-server, vLLM, Ollama's /v1);
+--window gives that server's context window when co cannot know it.
+
+--scripted runs without any model: the summariser is a script that answers every summary request with a
+copy of the transcript's last assistant paragraph ("copy", the failure seen on small models) or with the
+user's last line only ("lossy"). It measures co's safety nets on the worst summariser; --ask needs a model.
 
 For each max_history_messages it reports the compactions made (and how: summary, digest, marker) and the
 facts found (a) in what the last request would send (instructions with pins included) and, with --ask,
-(b) in the model's answers to one question per fact. The baseline is a plain rolling summary: past the same
-message limit, the middle (earlier summary included) is replaced by the model's answer to "Summarise this
+(b) in the model's answers to one question per fact, the harder kinds apart ("+3": of 3), and how many answers
+gave a value the user had since changed. The baseline is a plain rolling summary: past the same message
+limit, the middle (earlier summary included) is replaced by the model's answer to "Summarise this
 conversation", with no ledger, no digest and no pins.
 """
 
@@ -36,6 +45,7 @@ os.environ.setdefault("PYDANTIC_AI_NO_BANNER", "1")
 from pydantic_ai import Agent  # noqa: E402
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart  # noqa: E402
 from pydantic_ai.models import Model, ModelRequestContext, ModelRequestParameters  # noqa: E402
+from pydantic_ai.models.function import AgentInfo  # noqa: E402
 
 from co_cli.config import Settings, load_settings  # noqa: E402
 from co_cli.context.boundaries import find_head_end, find_tail_start  # noqa: E402
@@ -45,7 +55,16 @@ from co_cli.context.summarize import render_transcript  # noqa: E402
 from co_cli.message_view import views  # noqa: E402
 from co_cli.models import resolve_model  # noqa: E402
 from co_cli.session.instructions import pins_section  # noqa: E402
-from tests.support.planted_facts import FACTS, facts_kept, planted_script, turn_messages  # noqa: E402
+from tests.support.planted_facts import (  # noqa: E402
+    FACTS,
+    NEW_KIND_FACTS,
+    PlantedFact,
+    answer_is_stale,
+    facts_kept,
+    planted_script,
+    turn_messages,
+)
+from tests.support.summariser import scripted_summariser  # noqa: E402
 
 PLAIN_PROMPT = "Summarise this conversation.\n\n<transcript>\n{transcript}\n</transcript>"
 
@@ -55,22 +74,49 @@ class Outcome:
     compactions: int = 0
     methods: dict[str, int] = field(default_factory=dict)
     kept: int = 0
+    kept_new: int = 0
     answered: int | None = None
+    answered_new: int | None = None
+    stale: int | None = None
     seconds: float = 0.0
+
+    def count_kept(self, text: str) -> None:
+        self.kept = len(facts_kept(text))
+        self.kept_new = len(facts_kept(text, NEW_KIND_FACTS))
 
 
 def text_of(messages: list[ModelMessage]) -> str:
     return "\n".join(view.text for message in messages for view in views(message))
 
 
-async def ask(model: Model, context: list[ModelMessage], instructions: str) -> int:
+async def ask(model: Model, context: list[ModelMessage], instructions: str, outcome: Outcome) -> None:
     """Facts the model states when asked one question per fact with ``context`` as the history."""
     agent: Agent[None, str] = Agent(model, instructions=instructions or None)
-    found = 0
-    for fact in FACTS:
-        result = await agent.run(f"{fact.question} Answer in a few words.", message_history=context)
-        found += fact.key in result.output
-    return found
+
+    async def answers(facts: tuple[PlantedFact, ...]) -> list[tuple[PlantedFact, str]]:
+        out = []
+        for fact in facts:
+            result = await agent.run(f"{fact.question} Answer in a few words.", message_history=context)
+            out.append((fact, result.output))
+        return out
+
+    outcome.answered = sum(fact.key in answer for fact, answer in await answers(FACTS))
+    harder = await answers(NEW_KIND_FACTS)
+    outcome.answered_new = sum(fact.key in answer for fact, answer in harder)
+    outcome.stale = sum(answer_is_stale(fact, answer) for fact, answer in harder)
+
+
+def scripted_model(kind: str) -> Model:
+    """A summariser without a model: a copy of the transcript's last assistant paragraph, or the user's last
+    line only."""
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        prompt = text_of(messages[-1:])
+        prefix = "Assistant: " if kind == "copy" else "User: "
+        lines = [line[len(prefix) :] for line in prompt.splitlines() if line.startswith(prefix)]
+        return ModelResponse(parts=[TextPart(lines[-1] if lines else "Nothing happened.")])
+
+    return scripted_summariser(respond, model_name=f"scripted-{kind}")
 
 
 async def run_co(model: Model, window: int, limit: int, turns: int, ask_model: bool, work: Path) -> Outcome:
@@ -110,9 +156,9 @@ async def run_co(model: Model, window: int, limit: int, turns: int, ask_model: b
         working, _ = governor.adopt(history)
     outcome.seconds = time.perf_counter() - start
     instructions = pins_section(pins)
-    outcome.kept = len(facts_kept(text_of(sent) + instructions))
+    outcome.count_kept(text_of(sent) + instructions)
     if ask_model:
-        outcome.answered = await ask(model, governor.process(working).sendable, instructions)
+        await ask(model, governor.process(working).sendable, instructions, outcome)
     return outcome
 
 
@@ -141,37 +187,51 @@ async def run_plain(model: Model, limit: int, turns: int, ask_model: bool) -> Ou
         outcome.compactions += 1
     outcome.seconds = time.perf_counter() - start
     outcome.methods = {"plain": outcome.compactions}
-    outcome.kept = len(facts_kept(text_of(working)))
+    outcome.count_kept(text_of(working))
     if ask_model:
-        outcome.answered = await ask(model, working, "")
+        await ask(model, working, "", outcome)
     return outcome
 
 
 def row(label: str, limit: int, outcome: Outcome) -> str:
     methods = ", ".join(f"{k} {v}" for k, v in sorted(outcome.methods.items())) or "-"
-    answered = "-" if outcome.answered is None else f"{outcome.answered}/{len(FACTS)}"
-    return (
-        f"| {label} | {limit} | {outcome.compactions} ({methods}) | {outcome.kept}/{len(FACTS)} | {answered} "
-        f"| {outcome.seconds:.0f} s |"
-    )
+    harder = len(NEW_KIND_FACTS)
+    kept = f"{outcome.kept}/{len(FACTS)} +{outcome.kept_new}/{harder}"
+    answered = "-"
+    if outcome.answered is not None:
+        answered = f"{outcome.answered}/{len(FACTS)} +{outcome.answered_new}/{harder}, {outcome.stale} stale"
+    return f"| {label} | {limit} | {outcome.compactions} ({methods}) | {kept} | {answered} | {outcome.seconds:.0f} s |"
 
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-m", "--model", default="local")
+    parser.add_argument("--base-url", help="an OpenAI-compatible server to send MODEL's requests to")
+    parser.add_argument("--window", type=int, help="the model's context window in tokens, when co cannot know it")
+    parser.add_argument("--scripted", choices=("copy", "lossy"), help="no model: a scripted summariser")
     parser.add_argument("--turns", type=int, default=36)
     parser.add_argument("--limits", type=int, nargs="+", default=[40, 12])
     parser.add_argument("--ask", action="store_true", help="also ask the model one question per fact at the end")
     parser.add_argument("--no-baseline", action="store_true")
     args = parser.parse_args()
+    if args.scripted and args.ask:
+        parser.error("--ask needs a model to answer; --scripted has none")
+    if args.base_url:
+        os.environ["CO_CLI_BASE_URL"] = args.base_url
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         os.environ.setdefault("CO_CLI_DATA_DIR", str(work / "data"))
         os.environ.setdefault("CO_CLI_CONFIG_DIR", str(work / "config"))
-        loaded = load_settings(model=args.model)
-        resolved = resolve_model(loaded.settings, "command line")
-        model, window = resolved.model, resolved.context_window
-        print(f"model {resolved.label}, window {window:,} tokens, {args.turns} turns, {len(FACTS)} planted facts")
+        if args.scripted:
+            model, window, label = scripted_model(args.scripted), args.window or 32_768, f"scripted {args.scripted}"
+        else:
+            loaded = load_settings(model=args.model)
+            resolved = resolve_model(loaded.settings, "command line")
+            model, window, label = resolved.model, args.window or resolved.context_window, resolved.label
+        print(
+            f"model {label}, window {window:,} tokens, {args.turns} turns, {len(FACTS)} planted facts "
+            f"+ {len(NEW_KIND_FACTS)} of harder kinds"
+        )
         print(
             "| compaction | max_history_messages | compactions | facts in the final context | facts answered | time |"
         )

@@ -107,6 +107,12 @@ class Settings(BaseSettings):
         description="A stretch of history smaller than this many tokens is not summarised yet (a summary of it "
         "would not be much smaller); it grows until it is worth it.",
     )
+    compact_user_words_tokens: Int = Field(
+        20000,
+        ge=0,
+        description="Tokens of your own messages kept verbatim beside a summary (newest first; never more than a "
+        "quarter of the window); older ones keep their first sentence and identifiers.",
+    )
     local_n_ctx: Int = Field(4096, ge=512, description="Context size (n_ctx) of the embedded local model.")
     local_max_tokens: Int = Field(512, ge=16, description="Cap on tokens per answer of the embedded local model.")
     request_timeout: Number = Field(
@@ -145,6 +151,18 @@ class Settings(BaseSettings):
         "review",
         description="After each turn, facts from your message are extracted in the background: 'review' proposes "
         "them for /memory review, 'auto' applies them at once (logged and undoable), 'off' does nothing.",
+    )
+    tasks_budget_tokens: Int = Field(
+        1000,
+        ge=100,
+        description="Tokens the session's task list may take in every request's instructions; a longer list is "
+        "refused (the model is told to shorten it).",
+    )
+    tasks_keep_done_hours: Number = Field(
+        24,
+        ge=0,
+        description="Done tasks leave the task list the model is sent after this many hours; "
+        "`co sessions show` keeps them in the list's history.",
     )
     trash_retention_days: Int = Field(
         0,

@@ -29,6 +29,18 @@ AUTO_PROVIDERS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("GEMINI_API_KEY", "GOOGLE_API_KEY"), "google:gemini-2.5-flash"),
 )
 
+PROVIDER_PREFIXES = frozenset(
+    {
+        "alibaba", "anthropic", "azure", "azure-responses", "bedrock", "bedrock-mantle", "cerebras", "cohere",
+        "crusoe", "deepseek", "fireworks", "github", "github-copilot", "google", "google-cloud", "groq", "heroku",
+        "huggingface", "litellm", "meta", "mistral", "moonshotai", "nebius", "ollama", "openai", "openai-chat",
+        "openai-chatgpt", "openai-codex", "openai-responses", "openrouter", "ovhcloud", "sambanova", "snowflake",
+        "together", "vercel", "vllm", "xai", "zai",
+    }
+)  # fmt: skip
+"""Model-string prefixes that name a provider (pydantic-ai's names): such a model goes to its provider even
+when a base_url is set; a name without one of them (``qwen2.5:7b``) is the base_url server's."""
+
 HOW_TO_CONFIGURE = (
     "no model configured: set CO_CLI_MODEL (e.g. 'anthropic:claude-sonnet-4-5'), put ANTHROPIC_API_KEY, "
     "OPENAI_API_KEY or GEMINI_API_KEY in the environment, set CO_CLI_BASE_URL to an OpenAI-compatible server, "
@@ -57,10 +69,17 @@ class ResolvedModel:
         return self.choice.spec
 
 
+def names_a_provider(spec: str) -> bool:
+    """Whether ``spec`` says where it runs (``anthropic:…``, ``local``, ``test``), so base_url is not for it."""
+    prefix, sep, _ = spec.partition(":")
+    return spec in ("local", "test") or bool(sep) and (prefix in PROVIDER_PREFIXES or prefix == "local")
+
+
 def choose_model(settings: Settings, source: str = "default") -> ModelChoice:
-    """Decide which model string to use (no imports of pydantic-ai; cheap)."""
+    """Decide which model string to use (no imports of pydantic-ai; cheap). A base_url serves the models named
+    without a provider; a provider-prefixed model goes to its provider."""
     spec = settings.model.strip()
-    if settings.base_url:
+    if settings.base_url and not names_a_provider(spec):
         name = "default" if spec in ("", "auto") else spec
         # The reason is shown (banner, /model): the URL without its credentials or terminal controls.
         shown = printable(mask_url_credentials(settings.base_url))
@@ -151,7 +170,7 @@ def context_window_for(model: Model, settings: Settings) -> tuple[int, str]:
     if window:
         source = "local model n_ctx" if getattr(model, "system", "") == "llama_cpp" else "model profile (genai-prices)"
         return int(window), source
-    return ASSUMED_CONTEXT_WINDOW, "assumed for an unknown model; set context_window"
+    return ASSUMED_CONTEXT_WINDOW, "assumed (the model's is unknown; set context_window)"
 
 
 def resolve_choice(choice: ModelChoice, settings: Settings, paths: Paths | None = None) -> ResolvedModel:
@@ -179,3 +198,12 @@ def request_time_limits(model: Model | str, request_timeout: float) -> ModelSett
     if getattr(model, "system", "") == "llama_cpp":
         return {}
     return {"timeout": request_timeout, "first_event_timeout": request_timeout}
+
+
+def summary_time_limits(model: Model | str, request_timeout: float) -> ModelSettings:
+    """The time limits of a summariser request, which is streamed: ``request_timeout`` bounds the wait for its
+    first token and then each silence between chunks, never the summary's length. A summary that timed out is
+    not sent again (``max_retries`` 0): the same request would only queue again on a busy server, and the
+    extractive digest stands in."""
+    limits = request_time_limits(model, request_timeout)
+    return {**limits, "max_retries": 0} if limits else limits

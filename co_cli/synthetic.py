@@ -82,16 +82,24 @@ def carried_request(message: ModelMessage) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def carried_info(message: ModelMessage, key: str) -> Any:
+    """What a summary carries beside its text under ``key`` (None for any other message, or when absent)."""
+    return _mark_data(message).get(key) if is_summary(message) else None
+
+
 def summary_text(n: int, body: str | None, latest: str | None) -> str:
     """The text of a summary (``body`` given) or a static marker (``body`` None) standing for ``n`` messages."""
     text = f"{SUMMARY_PREFIX.format(n=n)}\n{body}" if body is not None else STATIC_MARKER.format(n=n)
     return f"{text}\n\n{LATEST_REQUEST_HEADING}\n{latest}" if latest else text
 
 
-def summary_request(n: int, body: str | None, latest: str | None = None) -> ModelRequest:
-    """The user-role message that replaces a stretch of history (a summary, or the static marker)."""
+def summary_request(
+    n: int, body: str | None, latest: str | None = None, carried: dict[str, Any] | None = None
+) -> ModelRequest:
+    """The user-role message that replaces a stretch of history (a summary, or the static marker); ``carried``
+    is kept beside its text (see ``carried_info``)."""
     text = summary_text(n, body, latest)
-    info: dict[str, Any] = {"covers": n}
+    info: dict[str, Any] = {**(carried or {}), "covers": n}
     if latest:
         info["latest_request"] = latest
     now = datetime.now(UTC)  # the token estimate tells later usage reports from earlier ones by this stamp

@@ -27,3 +27,8 @@ def without_control_sequences(text: str) -> str:
     """``text`` without terminal escape sequences (removed whole: an OSC 52 clipboard write leaves nothing of
     its payload behind) and without any other control character, tab and newline included."""
     return _CONTROLS.sub("", _SEQUENCES.sub("", text)).replace("\t", " ").replace("\n", " ")
+
+
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """``count`` and the noun, singular for one: "1 message", "3 messages", "2 entries" (``plural``)."""
+    return f"{count:,} {noun if count == 1 else plural or noun + 's'}"

@@ -11,3 +11,19 @@ MESSAGE_STATUSES: tuple[str, ...] = get_args(MessageStatus)
 CompactionTrigger = Literal["auto", "manual"]
 """What made a compaction: co before a request (auto, including after a context overflow), or /compact."""
 COMPACTION_TRIGGERS: tuple[str, ...] = get_args(CompactionTrigger)
+
+TaskStatus = Literal["pending", "in_progress", "done"]
+"""Where an item of the session's task list stands."""
+TASK_STATUSES: tuple[str, ...] = get_args(TaskStatus)
+
+ToolOutcome = Literal["ok", "failed", "denied"]
+"""How a tool call ended: it ran, it failed (an error or a malformed call sent back to the model), or the user
+(or a non-interactive run) denied it."""
+TOOL_OUTCOMES: tuple[str, ...] = get_args(ToolOutcome)
+
+WAITING_FOR_MODEL = "waiting for the model"
+"""What a live view says while a request to the model is out."""
+COMPACTING = "compacting the conversation"
+"""What a live view says while the governor summarises the context before a request."""
+MEMORY_EXTRACTION = "finishing the memory extraction of the last turn"
+"""What a live view says while co, leaving, waits for the memory extraction of the last turn."""

@@ -9,18 +9,20 @@ from typing import Any
 
 import pytest
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.function import AgentInfo
 
+from co_cli.context.user_words import USER_WORDS_HEADING
 from co_cli.synthetic import is_summary
 from co_cli.terminal import editor
 from tests.support.chat_app import ChatRun
+from tests.support.summariser import scripted_summariser
 from tests.test_turn_core import Core, core, echo, long_echo, streaming_model, summarizer
 
 __all__ = ["core"]
 
 pytestmark = pytest.mark.allow_model_requests
 
-SUMMARY = "SUMMARY: the user said hello several times."
+SUMMARY = "SUMMARY: the user said hello several times, with padding words."
 TURNS = [f"turn {i} " + "with padding words " * 10 for i in range(3)]
 COMPACTED = re.compile(
     r"Compacted \(summary, manual\): 6 messages, ~[\d,]+ -> ~[\d,]+ tokens[^.]*\. "
@@ -46,7 +48,7 @@ def test_compact_summarises_now_with_its_focus_and_records_it(core: Core) -> Non
         focuses.append(str(messages[-1].parts[-1].content))  # type: ignore[union-attr]
         return ModelResponse(parts=[TextPart(SUMMARY)])
 
-    chat = ChatRun(core, streaming_model(long_echo), summarizer=FunctionModel(summarise, model_name="summariser"))
+    chat = ChatRun(core, streaming_model(long_echo), summarizer=scripted_summariser(summarise, model_name="summariser"))
     chat.send(*TURNS)
     printed = chat.send("/compact the padding words")
     assert printed.code == 0, printed.err
@@ -77,7 +79,7 @@ def test_compact_that_fails_leaves_the_history_unchanged(core: Core) -> None:
     def broken(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         raise RuntimeError("summariser is down")
 
-    chat = ChatRun(core, streaming_model(long_echo), summarizer=FunctionModel(broken, model_name="broken"))
+    chat = ChatRun(core, streaming_model(long_echo), summarizer=scripted_summariser(broken, model_name="broken"))
     chat.send(*TURNS)
     before = list(chat.conv.working)
     printed = chat.send("/compact")
@@ -212,9 +214,9 @@ def test_pin_remember_keeps_it_for_every_session(core: Core) -> None:
     ("editor_command", "refusal"),
     [
         ("sh -c ': > \"$0\"'", "error: an empty summary is not applied; the summary is unchanged"),
-        ("sh -c 'printf \"  \\n\\n\" > \"$0\"'", "error: an empty summary is not applied; the summary is unchanged"),
+        ('sh -c \'printf "  \\n\\n" > "$0"\'', "error: an empty summary is not applied; the summary is unchanged"),
         ("rm", "error: the editor left no file to read; the summary is unchanged"),
-        ("sh -c 'rm \"$0\" && mkdir \"$0\"'", "error: the editor left no file to read; the summary is unchanged"),
+        ('sh -c \'rm "$0" && mkdir "$0"\'', "error: the editor left no file to read; the summary is unchanged"),
         ("vim 'unbalanced", "error: no editor could be started (set $EDITOR); the summary is unchanged"),
     ],
 )
@@ -258,3 +260,96 @@ def test_pins_stay_within_a_tenth_of_the_window(core: Core) -> None:
 
     assert 0 < len(chat.conv.pins) < 40
     assert sum(estimate_text_tokens(pin.text) for pin in chat.conv.pins) <= window // 10
+
+
+def test_compact_preview_shows_what_it_would_change_before_it_is_applied(
+    core: Core, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chat, session_id = three_turns(core)
+    answers = iter(["e", "d"])
+
+    async def ask(question: str) -> str | None:
+        return next(answers)
+
+    monkeypatch.setattr(chat.app, "ask", ask)
+    monkeypatch.setattr(editor, "edit_text", lambda text: "EDITED.")
+    printed = chat.send("/compact preview")
+    assert printed.code == 0, printed.err
+    previews = [line for line in printed.lines if line.startswith("Not applied yet:")]
+    assert len(previews) == 2, printed.lines  # before and after the edit
+    shown = [
+        re.fullmatch(r"Not applied yet: it would replace 6 messages, ~([\d,]+) -> ~([\d,]+) tokens\.", p)
+        for p in previews
+    ]
+    assert all(shown), previews
+    before, after = (int(m.group(2).replace(",", "")) for m in shown if m)
+    assert after < before  # the edit is shorter than the summary
+    assert printed.lines[-1] == "Discarded; history unchanged."
+    assert core.store.compactions.list(session_id) == []
+
+
+def test_a_rejected_summary_says_why_and_what_to_do_next(core: Core) -> None:
+    def acknowledges(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[TextPart("Understood.")])
+
+    chat = ChatRun(core, streaming_model(long_echo), summarizer=scripted_summariser(acknowledges, model_name="ack"))
+    chat.send(*TURNS)
+    printed = chat.send("/compact")
+    assert printed.code == 0 and "SummaryRejected" not in printed.out + printed.err
+    assert printed.lines[0].startswith(
+        "Compacted (digest, manual) (summary rejected: the summariser answered with an acknowledgement, "
+        "not a summary): "
+    ), printed.lines
+    assert "/uncompact" in printed.lines[0]
+
+
+def test_compact_whose_summary_copies_an_answer_keeps_the_users_name_and_project(core: Core) -> None:
+    """The summariser answers with a copy of an assistant paragraph: it is rejected with the reason in the
+    compaction line, the digest stands in, and the next request still holds the user's name and project."""
+    answer = "Nice to meet you! I can help you set up the configuration, the tests and the deployment today. "
+    seen: list[str] = []
+
+    def chat_step(messages: list[ModelMessage]) -> str:
+        seen.append("\n".join(str(getattr(p, "content", "")) for m in messages for p in m.parts))
+        return answer + "and some more words to make it worth summarising " * 4
+
+    def copy(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[TextPart(answer)])
+
+    chat = ChatRun(core, streaming_model(chat_step), summarizer=scripted_summariser(copy, model_name="copier"))
+    chat.send("Hi, my name is Dana Whitfield and my project is called Tern.", "What should we set up first?")
+    printed = chat.send("/compact keep the names", "Who am I, and what is my project?")
+    assert printed.code == 0, printed.err
+    assert printed.lines[0].startswith(
+        "Compacted (digest, manual) (summary rejected: it is a copy of an assistant message, not a summary): "
+    )
+    assert "Dana Whitfield" in seen[-1] and "Tern" in seen[-1]
+
+
+def test_compact_shows_the_rules_it_pinned_and_unpin_alone_undoes_them(core: Core) -> None:
+    chat = ChatRun(core, streaming_model(long_echo), summarizer=summarizer())
+    chat.send("Never push directly to main. Padding follows " + "with padding words " * 10, *TURNS[1:])
+    printed = chat.send("/compact")
+    assert printed.code == 0, printed.err
+    assert COMPACTED.fullmatch(printed.lines[0]), printed.lines
+    assert printed.lines[1:] == [
+        "Pinned a standing instruction you stated (every request carries it; /unpin undoes this):",
+        "  #1 Never push directly to main.",
+    ]
+    assert [pin.text for pin in chat.conv.pins] == ["Never push directly to main."]
+    undone = chat.send("/unpin")
+    assert undone.lines == ["Unpinned: Never push directly to main."]
+    assert list(chat.conv.pins) == []
+    again = chat.send("/unpin")
+    assert "no pins found by a compaction are left to undo" in again.err
+
+
+def test_compact_show_and_context_tell_what_of_the_users_words_is_kept(core: Core) -> None:
+    chat, _ = three_turns(core)
+    printed = chat.send("/compact", "/compact show", "/context")
+    assert printed.code == 0, printed.err
+    assert "; 2 of your messages kept verbatim." in printed.lines[0]  # the third is the latest request
+    assert USER_WORDS_HEADING in printed.out
+    assert "Your own messages are kept word for word beside the summary" in printed.out
+    assert f"\n- {TURNS[0].strip()}" in printed.out
+    assert "Your own words beside the summary: 2 messages verbatim" in printed.out

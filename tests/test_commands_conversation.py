@@ -116,7 +116,7 @@ def test_context_prints_the_report_in_plain_lines(core: Core) -> None:
     assert printed.code == 0, printed.err
     assert printed.lines[0] == "echo: hello"
     assert re.match(
-        r"Context: [\d,]+ / 100,000 tokens \(\d+\.\d%, (reported|estimated)\); window from t", printed.lines[1]
+        r"Context: [\d,]+ / 100,000 tokens \(\d+\.\d%, (reported|estimated)\); window size: t", printed.lines[1]
     )
     assert "Messages: 2 in context, 2 in transcript; compactions: 0" in printed.lines
 
@@ -128,9 +128,9 @@ def test_usage_shows_the_last_turn_and_the_session_from_the_store(core: Core) ->
     printed = chat.send("hello", "/usage")
     assert printed.code == 0, printed.err
     assert printed.lines[0] == "echo: hello"
-    assert printed.lines[1].startswith("Last turn: 1 requests · ") and printed.lines[1].endswith("unknown")
+    assert printed.lines[1].startswith("Last turn: 1 request · ") and printed.lines[1].endswith("unknown")
     assert printed.lines[2] == "This session:"
-    assert printed.lines[3].startswith("  chat: 1 requests · ")
+    assert printed.lines[3].startswith("  chat: 1 request · ")
     assert chat.conv.session is not None
     by_role = core.store.usage.by_role(chat.conv.session.id)
     assert list(by_role) == ["chat"] and by_role["chat"].requests == 1

@@ -75,11 +75,13 @@ def test_memory_shows_counts_instructions_pins_proposals_and_what_was_sent(core:
     printed = chat.send("/memory")
     assert printed.code == 0, printed.err
     instruction = next(m for m in memories(core).list() if m.kind == "instruction")
+    fact = next(m for m in memories(core).list() if m.kind == "fact")
     assert printed.lines[0] == (
         "Memories: 2 user, 0 this project · 1 to review · 0 forgotten (co memory log, co memory undo)"
     )
-    assert printed.out.count("Instructions for every session (memories):") == 1
-    assert f"  {instruction.ref} Never push to main." in printed.lines
+    assert printed.out.count("Remembered (/forget <id> forgets one):") == 1  # /memory listed none of them
+    assert f"  {instruction.ref} [user, instruction] Never push to main." in printed.lines
+    assert f"  {fact.ref} [user, fact] The user prefers tabs" in printed.lines
     assert "Pinned in this session only (/pins, /unpin N):" in printed.lines
     assert "  1. Never push to main." in printed.lines and "  2. Be brief." in printed.lines
     assert f"{proposal.ref}: remember [user, fact] The user lives in Leeds" in printed.lines
@@ -100,7 +102,7 @@ def test_memory_review_without_a_terminal_is_refused(core: Core) -> None:
     printed = chat.send("/memory review")
     assert printed.code == 1 and printed.out == ""
     assert printed.err == (
-        "error: /memory review asks about each proposal: use it in a terminal, or `co memory review`\n"
+        "error: /memory review asks about each proposal: use it in a terminal, or 'co memory review'\n"
     )
     assert [m.status for m in memories(core).proposals(None)] == ["proposed"]
 
@@ -135,3 +137,56 @@ def test_memory_commands_when_memory_is_off(core: Core, monkeypatch: pytest.Monk
     unsaved_run.close()
     assert unsaved.err == "error: memory needs saved sessions (not with --no-save)\n"
     assert memories(core).list() == []
+
+
+def test_editing_a_proposal_starts_from_its_text(core: Core) -> None:
+    """The edit of a proposal in /memory review started from an empty line."""
+    import asyncio
+
+    from co_cli.memory.review import review
+
+    store = memories(core)
+    proposal = store.propose("The user writes Go", proposal="add")
+    asked: list[tuple[str, str]] = []
+
+    async def ask(question: str, default: str = "") -> str | None:
+        asked.append((question, default))
+        return "e" if len(asked) == 1 else default + " daily at work"
+
+    assert asyncio.run(review(store, [proposal], ask, lambda line: None)) == (1, 0, 0)
+    assert asked[1] == ("new text: ", "The user writes Go")
+    assert [m.text for m in store.list()] == ["The user writes Go daily at work"]
+
+
+def test_memory_log_and_undo_say_what_happened_in_words(core: Core, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from co_cli.terminal.memory_cli import app
+
+    monkeypatch.chdir(core.cwd)
+    store = memories(core)
+    kept = store.add("The user's cat is called Tom", actor="user", project="")
+    store.forget(kept.ref, actor="user")
+    runner = CliRunner()
+    log = runner.invoke(app, ["log"])
+    assert log.exit_code == 0, log.output
+    assert "“The user's cat is called Tom”" in log.output and '"The user' not in log.output  # not Python's repr
+    undone = runner.invoke(app, ["undo"])
+    assert undone.exit_code == 0, undone.output
+    assert undone.output.splitlines()[1:] == [f"  {kept.ref} is back: The user's cat is called Tom"]
+    assert undone.output.startswith("Undid change #")
+    again = runner.invoke(app, ["undo"])
+    assert again.output.splitlines()[1:] == [f"  {kept.ref} is forgotten again: The user's cat is called Tom"]
+
+
+def test_a_proposal_names_its_session_by_an_id_that_resumes_it(core: Core, monkeypatch: pytest.MonkeyPatch) -> None:
+    from co_cli.memory.review import describe
+
+    twins = iter(["abcdef0123" + "0000000001", "abcdef0123" + "0000000002"])
+    monkeypatch.setattr("co_cli.store.sessions.new_session_id", lambda now=None: next(twins))
+    sid, other = (core.store.sessions.create(model="test", cwd="/", title=t).id for t in ("one", "two"))
+    seq = core.store.messages.begin_turn(sid, "I write Go at work every day")
+    proposal = memories(core).propose("The user writes Go", proposal="add", source_session=sid, source_seq=seq)
+    [source] = [line for line in describe(memories(core), proposal) if "from your message" in line]
+    shown = source.split("(session ", 1)[1].split(" ", 1)[0]
+    assert core.store.sessions.get(shown).id == sid  # its first 8 characters name two sessions

@@ -58,7 +58,7 @@ def test_resume_switches_to_a_saved_session_and_continues_it(core: Core) -> None
     assert printed.code == 0, printed.err
     assert printed.lines == ["echo: more", "That is the current session."]
     assert printed.err.splitlines() == [
-        f"Resumed {alpha.id} · alpha · 2 messages · 0 compactions · model scripted",
+        f"Resumed {alpha.id} · alpha · 2 messages · model scripted",
         "you: alpha",
         "co: echo: alpha",
     ]
@@ -84,7 +84,7 @@ def test_resume_needs_an_id_without_a_terminal_and_a_known_one(core: Core) -> No
     assert errors[1].startswith("error: ")
     with pytest.raises(SessionNotFound) as missing:
         core.store.sessions.get("0123nosuch")
-    assert errors[1] == f"error: {missing.value.message}"
+    assert errors[1] == f"error: {missing.value.message}".replace("`", "'")  # a command between quotes
 
 
 def test_fork_continues_in_a_copy_and_leaves_the_original(core: Core) -> None:
@@ -112,7 +112,7 @@ def test_fork_at_a_message_number(core: Core) -> None:
     assert printed.code == 1
     forked = current(chat)
     assert printed.lines == [f"Forked {original[:8]} at #1 -> {forked}; you are now in the fork."]
-    assert printed.err == "error: usage: /fork [n], n a message number as `co sessions show` prints it (#n)\n"
+    assert printed.err == "error: usage: /fork [n], n a message number as 'co sessions show' prints it (#n)\n"
     assert [t for _, _, t in texts(core, forked)] == ["one", "echo: one"]
 
 
@@ -153,7 +153,7 @@ def test_delete_moves_a_session_to_the_trash(core: Core) -> None:
     assert printed.code == 1
     assert printed.err == "error: usage: /delete <id or prefix>\n"
     assert printed.lines == [
-        f"Moved {old.id} to the trash. `co sessions restore {old.id[:12]}` brings it back."
+        f"Moved {old.id} to the trash. 'co sessions restore {old.id[:8]}' brings it back."
     ]  # piped: nobody to ask, so the answer is yes
     assert [info.id for info, _ in core.store.sessions.trashed()] == [old.id]
     assert [s.title for s in core.store.sessions.list()] == ["current one"]
@@ -166,7 +166,7 @@ def test_delete_of_the_current_session_starts_a_new_one(core: Core) -> None:
     printed = chat.send(f"/delete {doomed}", "fresh")
     assert printed.code == 0, printed.err
     assert printed.lines[0] == (
-        f"Moved {doomed} to the trash. Started a new conversation. `co sessions restore {doomed[:12]}` brings it back."
+        f"Moved {doomed} to the trash. Started a new conversation. 'co sessions restore {doomed[:8]}' brings it back."
     )
     assert current(chat) != doomed and [s.title for s in core.store.sessions.list()] == ["fresh"]
 
@@ -185,3 +185,19 @@ def test_delete_answered_no_keeps_the_session(core: Core, monkeypatch: pytest.Mo
     assert printed.lines == ["Not deleted."]
     assert asked == [f"Move {current(chat)} (keep me) to the trash?"]
     assert core.store.sessions.trashed() == [] and [s.title for s in core.store.sessions.list()] == ["keep me"]
+
+
+def test_resume_after_a_compaction_recaps_the_transcript_and_counts_the_compactions_in_force(core: Core) -> None:
+    """The recap was read from the working context (a summary after /compact, so nothing was shown), and the
+    count included an undone compaction."""
+    from tests.test_commands_compaction import three_turns
+
+    chat, session_id = three_turns(core)
+    assert chat.send("/compact", "/uncompact", "/compact", "/new").code == 0
+    printed = chat.send(f"/resume {session_id[:8]}")
+    assert printed.code == 0, printed.err
+    resumed, *recap = printed.err.splitlines()
+    assert resumed.startswith(f"Resumed {session_id} · turn 0 with padding words")
+    assert resumed.endswith(" · 6 messages · 1 compaction · model scripted")
+    assert len(recap) == 6 and recap[0].startswith("you: turn 0 ") and recap[-1].startswith("co: ")
+    assert recap[-2].startswith("you: turn 2 ")

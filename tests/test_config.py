@@ -164,7 +164,7 @@ def test_version(tmp_path: Path) -> None:
 def test_usage_errors_are_short_and_exit_2(tmp_path: Path, args: list[str]) -> None:
     result = _run_co(args, {}, tmp_path)
     assert result.returncode == 2, result.stderr
-    assert "Error:" in result.stderr
+    assert result.stderr.startswith("error: "), result.stderr  # worded as every co error
     assert "internal error" not in result.stderr and "Traceback" not in result.stderr
 
 
@@ -291,3 +291,14 @@ def test_malformed_base_url_is_a_setting_error(
     with pytest.raises(ConfigError, match="CO_CLI_BASE_URL.*http") as err:
         load_settings(cwd=dirs[1])
     assert "hunter2" not in err.value.message
+
+
+def test_a_mistyped_flag_or_command_is_one_error_line_with_a_suggestion(tmp_path: Path) -> None:
+    flag = _run_co(["chat", "--forkk"], {}, tmp_path)
+    assert flag.returncode == 2
+    assert flag.stderr.splitlines() == [
+        "error: no such option: --forkk; did you mean --fork?",
+        "Try 'co chat --help' for help.",
+    ]
+    command = _run_co(["sesions", "list"], {}, tmp_path)
+    assert command.stderr.splitlines()[0] == "error: no such command 'sesions'. Did you mean 'sessions'?"

@@ -17,6 +17,7 @@ from co_cli.context.compact import (
 )
 from co_cli.context.digest import DIGEST_HEADING
 from co_cli.context.repair import tool_pairs_valid
+from co_cli.context.user_words import USER_WORDS_HEADING
 from co_cli.errors import CoError
 from co_cli.synthetic import ACK_TEXT, is_summary
 from tests.test_context_fixtures import (
@@ -57,8 +58,9 @@ async def test_middle_becomes_one_summary_message() -> None:
     assert head == history[:4]
     assert isinstance(summary, ModelRequest) and is_summary(summary)
     text = _summary_text(summary)
-    assert text.startswith("[Summary of 32 earlier messages]\nGoal: answer questions.\n\nKept verbatim:\n")
-    assert "- src/file_8.py" in text  # an identifier the summary lacked is appended verbatim
+    assert text.startswith(f"[Summary of 32 earlier messages]\nGoal: answer questions.\n\n{USER_WORDS_HEADING}\n")
+    assert "\n- question 1\n" in text and "question 9" not in text  # the user's own words, verbatim
+    assert "\nKept verbatim:\n" in text and "- src/file_8.py" in text  # an identifier both lacked is appended
     assert result.check.startswith("summary kept 0/") and result.method == "summary"
     assert isinstance(ack, ModelResponse) and ack.parts[0] == TextPart(ACK_TEXT)
     assert result.n_replaced == 32
@@ -194,14 +196,14 @@ async def test_compact_middle_does_not_mutate_input() -> None:
 
 async def test_compact_all_keeps_latest_instruction_verbatim() -> None:
     history = conversation(6, "x" * 500, final_prompt="Now write the tests, using pytest only.")
-    model, prompts = recording_model("Summary body.")
+    model, prompts = recording_model("Summary body: the user wants tests with pytest.")
     result = await compact_all(history, model, focus="tests")
     assert result.covered == len(history)
     assert len(result.messages) == 2 and result.messages == result.replacement
     summary, ack = result.messages
     assert isinstance(summary, ModelRequest) and isinstance(ack, ModelResponse)
     text = _summary_text(summary)
-    assert text.startswith("[Summary of 25 earlier messages]\nSummary body.")
+    assert text.startswith("[Summary of 25 earlier messages]\nSummary body: the user wants tests with pytest.")
     assert text.endswith("Now write the tests, using pytest only.")
     assert "Focus the summary on: tests" in prompts[0]
     assert result.tokens_after < result.tokens_before

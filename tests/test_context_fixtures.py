@@ -19,6 +19,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
 from co_cli.synthetic import STATIC_MARKER, ack_response, upgrade_legacy
+from tests.support.summariser import scripted_summariser
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -119,14 +120,14 @@ def recording_model(answer: Callable[[str], str] | str = "A short summary.") -> 
         text = answer(prompt) if callable(answer) else answer
         return ModelResponse(parts=[TextPart(text)])
 
-    return FunctionModel(respond), prompts
+    return scripted_summariser(respond), prompts
 
 
 def failing_model(message: str = "rate limited") -> FunctionModel:
     def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         raise RuntimeError(message)
 
-    return FunctionModel(respond)
+    return scripted_summariser(respond)
 
 
 def test_conversation_shape() -> None:

@@ -28,6 +28,7 @@ from co_cli.context.governor import ContextGovernor, GovernorEvent
 from co_cli.context.policy import FALLBACK_COOLDOWN_REQUESTS, GovernorConfig
 from co_cli.context.repair import tool_pairs_valid
 from co_cli.synthetic import is_summary
+from tests.support.summariser import scripted_summariser
 from tests.test_context_fixtures import (
     calls,
     conversation,
@@ -62,7 +63,7 @@ class CountingModel:
     def __init__(self, fail: bool = True) -> None:
         self.calls = 0
         self.fail = fail
-        self.model = FunctionModel(self._respond)
+        self.model = scripted_summariser(self._respond)
 
     def _respond(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         self.calls += 1
@@ -136,8 +137,9 @@ async def test_agent_receives_compacted_history_while_run_keeps_everything(
     assert tool_pairs_valid(last_sent)
     compactions = [e for e in events if e.kind == "compaction"]
     assert compactions and all(e.trigger == "auto" and e.result is not None for e in compactions)
-    # The cached compaction is reused: far fewer summariser calls than model requests.
-    assert 0 < len(prompts) <= len(compactions) < len(received) // 2
+    # The cached compaction is reused: far fewer summariser calls than model requests (a call whose summary
+    # came back no smaller than its span makes no compaction: the span grows first).
+    assert 0 < len(compactions) <= len(prompts) < len(received) // 2
     assert governor.last_sent_estimate is not None
 
 
@@ -158,7 +160,7 @@ async def test_cache_is_reused_within_a_run_and_across_runs(make_settings: Calla
     # A new run given the full transcript (no adopt) still finds the cached compaction.
     third = await _send(governor, [*grown, reply("done"), user("again")], run_id="run-2")
     assert len(prompts) == 2
-    assert "[Earlier summary]" in prompts[1] and "question 1" not in prompts[1]
+    assert "[Earlier summary]" in prompts[1] and "User: question 1" not in prompts[1]
     assert sum(is_summary(m) for m in third) == 1
     # A different history in a new run drops the cache instead of applying it wrongly.
     fresh = conversation(2)
@@ -335,3 +337,34 @@ async def test_cheap_passes_run_before_any_summary(make_settings: Callable[..., 
     assert prompts == [] and not [e for e in events if e.kind == "compaction"]
     assert "[superseded: read_file of src/app.py was read again later]" in texts_of(sent)
     assert texts_of(sent).count("line of the module") == 400  # the later read is whole
+
+
+async def test_a_slow_summariser_is_named_once_with_the_setting(make_settings: Callable[..., Settings]) -> None:
+    """A summariser that times out: the digest stands in, it is not asked again for the same request, and one
+    notice (not one per compaction) names request_timeout."""
+    calls = 0
+
+    def slow(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        nonlocal calls
+        calls += 1
+        raise TimeoutError("no first event")
+
+    events: list[GovernorEvent] = []
+    governor = ContextGovernor(
+        GovernorConfig.from_settings(make_settings(max_history_messages=10, request_timeout=7), 0),
+        summarizer=scripted_summariser(slow),
+        on_event=events.append,
+    )
+    history = conversation(10)
+    sent = await _send(governor, history)
+    assert calls == 1 and any(DIGEST_HEADING in texts_of([m]) for m in sent)
+    for i in range(2 * (FALLBACK_COOLDOWN_REQUESTS + 1)):
+        history = [*history[:-1], *tool_turn(len(history), "ok"), user(f"prompt {i}")]
+        await _send(governor, history)
+    assert calls >= 2  # asked again after the cool-down, never twice for one request
+    notices = [e.message or "" for e in events if e.kind == "notice"]
+    slow_notices = [n for n in notices if n.startswith("The summariser is slow")]
+    assert len(slow_notices) == 1 and "sent nothing for 7 s" in slow_notices[0]
+    assert "raise request_timeout" in slow_notices[0]
+    compactions = [e.result for e in events if e.kind == "compaction" and e.result is not None]
+    assert compactions[0].timed_out and compactions[0].method == "digest"

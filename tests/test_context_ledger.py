@@ -67,6 +67,14 @@ def texts(messages: list[ModelMessage]) -> list[str]:
         ("install `ruff` first", "ruff", "command"),
         ('the banner says "maintenance until noon" today', "maintenance until noon", "quoted"),
         ("reply with 'all systems go' when done", "all systems go", "quoted"),
+        ("Maria Keller must approve any change to billing.", "Maria Keller", "proper"),
+        ("changes to the parser go through Priya Raman first", "Priya Raman", "proper"),
+        ("Priya must approve the schema change.", "Priya", "proper"),
+        ("Hi, my name is Dana and I work on it", "Dana", "proper"),
+        ("my project is called Tern, a ledger tool", "Tern", "proper"),
+        ("We tried upgrading pydantic 2.9.1 and it broke", "pydantic", "package"),
+        ("then pip install -U httpx-auth again", "httpx-auth", "package"),
+        ("use the requests library for that", "requests", "package"),
     ],
 )
 def test_kinds(text: str, expected: str, kind: str) -> None:
@@ -112,6 +120,8 @@ def test_code_in_other_blocks_is_read_as_text() -> None:
         "We have 12 servers and 40 users.",
         "API JSON HTTP OK!!! ... --- ???",
         "`ok` and `no` and `-x`",
+        "The Monday meeting is fine. Thanks!",
+        "Yes, please do. Every time it fails, we try again with the same setup.",
     ],
 )
 def test_junk_is_not_an_identifier(text: str) -> None:
@@ -139,8 +149,23 @@ def test_sources_and_order_user_first() -> None:
         ("config.yaml", "assistant"),
         ("make deploy REGION=eu-west-3", "tool"),
         ("REGION=eu-west-3", "tool"),
+        ("zone-42a", "tool"),  # a short tool result is a source: the value looked up
+        ("10.1.2.3", "tool"),
     ]
-    assert "zone-42a" not in texts(messages)  # tool results are not a source
+
+
+def test_only_short_tool_results_are_a_source() -> None:
+    """A long output is noise; a short one is often the only place a looked-up value was written."""
+    long_output = "\n".join(f"src/module_{k}.py:{k}: schema_version = {k}" for k in range(20))
+    messages: list[ModelMessage] = [
+        calls(("run_shell", {"command": "grep -n lock_timeout settings.toml"}, "c1")),
+        returns(("run_shell", "exit code: 0\nstdout:\n12:lock_timeout_ms = 7350\nstderr: (empty)", "c1")),
+        calls(("grep", {"pattern": "schema_version"}, "c2")),
+        returns(("grep", long_output, "c2")),
+    ]
+    found = texts(messages)
+    assert "7350" in found and "lock_timeout_ms" in found
+    assert "src/module_3.py" not in found
 
 
 def test_tool_arguments_as_json_text() -> None:
@@ -306,3 +331,16 @@ def test_a_later_summary_that_keeps_the_identifiers_needs_no_list() -> None:
     result = reconcile("Codename PHOENIX7 in us-east-1.", span)
     assert result.text == "Codename PHOENIX7 in us-east-1."
     assert result.line() == "summary kept 2/2 identifiers"
+
+
+def test_names_the_user_wrote_are_kept_by_the_ledger() -> None:
+    """A summary that drops a person's name or the failed library's name gets them appended verbatim."""
+    span = [
+        user("Maria Keller must approve changes to the billing code."),
+        reply("Noted."),
+        user("We tried upgrading pydantic 2.9.1 and it broke the validators."),
+        reply("Understood."),
+    ]
+    result = reconcile("The billing code needs an approval; an upgrade to 2.9.1 failed.", span)
+    assert "- Maria Keller" in result.text
+    assert "- pydantic" in result.text

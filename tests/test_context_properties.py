@@ -27,6 +27,7 @@ from co_cli.context.policy import GovernorConfig
 from co_cli.context.repair import repair_orphans, tool_pairs_valid
 from co_cli.context.tokens import estimate_messages_tokens
 from co_cli.message_view import user_text
+from tests.support.summariser import scripted_summariser
 from tests.test_context_fixtures import ack, calls, reply, returns, static_marker, summary_message, texts_of, user
 
 OUTPUT_SIZES = (5, 120, 900, 6000)
@@ -78,7 +79,7 @@ def _summarizer(kind: str) -> FunctionModel:
             raise RuntimeError("down")
         return ModelResponse(parts=[TextPart("Short summary." if kind == "ok" else "long " * 4000)])
 
-    return FunctionModel(respond)
+    return scripted_summariser(respond)
 
 
 def _governor(knob: dict[str, Any], directory: Path) -> ContextGovernor:

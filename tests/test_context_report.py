@@ -45,7 +45,7 @@ def test_report_totals_breakdown_and_largest(tmp_path: Path) -> None:
     assert report.largest[0].label == "read_file (c1)"
     assert report.offloaded_count == 0
     text = "\n".join(report.lines())
-    assert "window from model profile" in text and "Largest: tool returns read_file (c1)" in text
+    assert "window size: model profile" in text and "Largest: tool returns read_file (c1)" in text
 
 
 def test_report_counts_offloaded_outputs(tmp_path: Path) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+
 import pytest
 
 from co_cli.context.summarize import render_transcript, summarize_messages
@@ -87,3 +89,22 @@ def test_transcript_clips_huge_tool_results() -> None:
     entries = render_transcript(history)
     assert len(entries) == 4
     assert len(entries[2]) < 2200 and "chars omitted" in entries[2]
+
+
+async def test_the_summary_request_is_streamed() -> None:
+    """A model that can only stream serves as the summariser: the request's time limit then bounds each
+    silence, not the length of the summary."""
+    from pydantic_ai.models.function import FunctionModel
+
+    async def stream(messages: object, info: object) -> AsyncIterator[str]:
+        for chunk in ("Goal: fix ", "the parser."):
+            yield chunk
+
+    assert await summarize_messages(conversation(2), FunctionModel(stream_function=stream)) == "Goal: fix the parser."
+
+
+def test_a_summary_request_is_never_retried_and_waits_for_silence_only() -> None:
+    from co_cli.models import summary_time_limits
+
+    limits = summary_time_limits("openai:gpt-4o-mini", 120.0)
+    assert limits == {"timeout": 120.0, "first_event_timeout": 120.0, "max_retries": 0}

@@ -44,8 +44,8 @@ def test_tool_call_approved_and_result_used(repl: pexpect.spawn, scripted_server
     scripted_server.script(ToolCalls([("run_shell", {"command": "echo approved-output"})]), Text("It printed it."))
     send_line(repl, "run the command")
     repl.expect("Approve run_shell: echo approved-output", timeout=20)
-    repl.expect("this command:", timeout=5)
-    send_line(repl, "y")
+    repl.expect("yes, once", timeout=5)
+    repl.send("y")  # one key, no Enter
     out = expect_prompt(repl)
     assert "It printed it." in out
     results = tool_results(scripted_server.chat_requests[-1])
@@ -56,8 +56,8 @@ def test_tool_call_denied_reaches_model(repl: pexpect.spawn, scripted_server: Sc
     target = workdir / "must-not-exist"
     scripted_server.script(ToolCalls([("run_shell", {"command": f"touch {target}"})]), Text("Understood, skipped."))
     send_line(repl, "make a file")
-    repl.expect("this command:", timeout=20)
-    send_line(repl, "n")
+    repl.expect("yes, once", timeout=20)
+    repl.send("n")
     out = expect_prompt(repl)
     assert "Understood, skipped." in out
     assert not target.exists()
@@ -74,17 +74,17 @@ def test_always_allows_only_the_exact_command(repl: pexpect.spawn, scripted_serv
         ToolCalls([("run_shell", {"command": "echo two"})]),
     )
     send_line(repl, "first")
-    repl.expect("this command:", timeout=20)
-    send_line(repl, "a")
+    repl.expect("allow this exact command", timeout=20)
+    repl.send("a")
     assert "first done" in expect_prompt(repl)
     send_line(repl, "second")
     out = expect_prompt(repl)
     assert "second done" in out and "Approve" not in out.split("second", 1)[1]
     send_line(repl, "third")
     repl.expect("Approve run_shell: echo two", timeout=20)
-    repl.expect("this command:", timeout=5)
-    send_line(repl, "n")
-    expect_prompt(repl)
+    repl.expect("yes, once", timeout=5)
+    repl.send("\x1b")  # Esc denies
+    assert "denied" in expect_prompt(repl)
 
 
 def test_ctrl_c_mid_stream_then_normal_turn(repl: pexpect.spawn, scripted_server: ScriptedServer) -> None:
@@ -223,7 +223,7 @@ def test_ctrl_c_at_approval_question_cancels_the_turn(
     target = workdir / "never"
     scripted_server.script(ToolCalls([("run_shell", {"command": f"touch {target}"})]))
     send_line(repl, "do it")
-    repl.expect("this command:", timeout=20)
+    repl.expect("yes, once", timeout=20)
     ctrl_c(repl)
     out = expect_prompt(repl, timeout=20)
     assert "[interrupted]" in out
@@ -298,10 +298,10 @@ def test_keys_typed_before_the_approval_question_do_not_answer_it(
     send_line(repl, "do it")
     repl.expect("Let me check", timeout=20)
     send_line(repl, "y")  # typed ahead, before the question exists
-    repl.expect("this command:", timeout=20)
+    repl.expect("yes, once", timeout=20)
     time.sleep(0.5)
     assert not target.exists()
-    send_line(repl, "n")
+    repl.send("n")
     expect_prompt(repl)
     assert not target.exists()
     results = tool_results(scripted_server.chat_requests[-1])

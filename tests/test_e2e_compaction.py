@@ -64,7 +64,7 @@ def test_preview_apply_show_and_uncompact_in_a_terminal(
     assert screen.count("GOAL-SUMMARY") >= 2  # the preview, then /compact show
     assert "Compaction undone" in screen
     summarised, undone = chat_turns(scripted_server)[-2:]
-    assert summary_messages(summarised) and long_prompt(1) not in summarised.all_text
+    assert summary_messages(summarised) and {"role": "user", "content": long_prompt(1)} not in summarised.messages
     assert not summary_messages(undone) and long_prompt(1) in undone.all_text
 
 
@@ -122,7 +122,8 @@ def test_pin_remember_keeps_it_for_every_session_and_memory_lists_both(
     assert result.returncode == 0, result.stderr
     assert "Pinned #1: Never push directly to main." in result.stdout
     assert "as an instruction for every session" in result.stdout
-    assert "Instructions for every session (memories):" in result.stdout
+    listing = "Remembered (/forget <id> forgets one):\n  m1 [user, instruction] Never push directly to main."
+    assert listing in result.stdout
     assert "Pinned in this session only" in result.stdout and "2. Keep answers short." in result.stdout
     listed = run_co(["memory", "list", "--json"], co_server_env, workdir)
     assert '"kind": "instruction"' in listed.stdout and "Never push directly to main." in listed.stdout
@@ -147,5 +148,45 @@ def test_a_hung_summariser_is_given_up_after_request_timeout(
     start = time.monotonic()
     result = run_co(["chat"], env, workdir, input="\n".join(lines) + "\n", timeout=60)
     elapsed = time.monotonic() - start
-    assert "compaction failed, history unchanged" in result.stderr
+    assert "compaction failed, history unchanged: the summariser sent nothing for 1.5 s." in result.stderr
+    assert "raise request_timeout" in result.stderr
     assert elapsed < 12, elapsed  # one timeout, not one per SDK retry (3 x 1.5 s) plus a 30 s hang
+
+
+def test_a_slow_summariser_is_asked_once_per_summary_and_named_once(
+    co_server_env: dict[str, str], workdir: Path, scripted_server: ScriptedServer
+) -> None:
+    """A summariser that sends nothing: each summary request is sent once (no SDK retry of a timed-out
+    request), streamed, and co says once that the summariser is slow, naming the setting."""
+    import json
+
+    from tests.support.scripted_server import Hang
+    from tests.test_e2e_context import is_summariser_request, summariser_calls
+
+    scripted_server.responder = lambda body: Hang(30) if is_summariser_request(body) else None
+    env = {**co_server_env, "CO_CLI_REQUEST_TIMEOUT": "1.5", "CO_CLI_MAX_HISTORY_MESSAGES": "6"}
+    prompts = [long_prompt(i) for i in range(1, 10)]
+    result = run_co(["chat"], env, workdir, input="\n".join(prompts) + "\n", timeout=120)
+    assert result.returncode == 0, result.stderr
+    calls = summariser_calls(scripted_server)
+    assert calls and all((call.body or {}).get("stream") for call in calls)
+    bodies = [json.dumps(call.body, sort_keys=True) for call in calls]
+    assert len(set(bodies)) == len(bodies)  # no request sent twice
+    assert result.stderr.count("The summariser is slow") == 1
+    assert "raise request_timeout" in result.stderr
+    assert "Compacted (digest" in result.stderr
+
+
+def test_a_summariser_that_writes_slowly_but_steadily_is_not_cut_off(
+    co_server_env: dict[str, str], workdir: Path, scripted_server: ScriptedServer
+) -> None:
+    """request_timeout bounds the summariser's silences, not the time it takes to write the whole summary."""
+    from tests.support.scripted_server import Text
+    from tests.test_e2e_context import is_summariser_request
+
+    slow = Text(SUMMARY, chunk_size=8, delay=0.4)  # ~3.5 s in all, never more than 0.4 s of silence
+    scripted_server.responder = lambda body: slow if is_summariser_request(body) else None
+    env = {**co_server_env, "CO_CLI_REQUEST_TIMEOUT": "1.5"}
+    result = run_co(["chat"], env, workdir, input="\n".join([long_prompt(1), long_prompt(2), "/compact"]) + "\n")
+    assert result.returncode == 0, result.stderr
+    assert "Compacted (summary, manual)" in result.stdout, result.stdout + result.stderr

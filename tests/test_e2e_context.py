@@ -141,8 +141,11 @@ def test_long_conversation_auto_compacts_persists_and_resumes(
     assert SUMMARY_TEXT in summary
     assert int(SUMMARY_RE.match(summary).group(1)) >= 2  # type: ignore[union-attr]
     assert compacted.messages[-1] == {"role": "user", "content": prompts[first]}
-    # the first exchange is kept; what was summarised is no longer sent
-    assert prompts[0] in compacted.all_text and prompts[1] not in compacted.all_text
+    # the first exchange is kept; what was summarised is no longer sent as messages, but the user's own words
+    # are kept verbatim beside the summary
+    assert {"role": "user", "content": prompts[0]} in compacted.messages
+    assert {"role": "user", "content": prompts[1]} not in compacted.messages
+    assert f"\n- {prompts[1]}" in summary
     assert summariser_calls(scripted_server)
     assert re.search(
         r"Compacted \(summary, auto past \d+ messages\): \d+ messages, .*/uncompact undoes it", result.stderr
@@ -152,7 +155,8 @@ def test_long_conversation_auto_compacts_persists_and_resumes(
     assert info["compaction_count"] >= 1
     shown = run_co(["sessions", "show", info["id"]], env, workdir)
     assert shown.returncode == 0, shown.stderr
-    assert f"{info['compaction_count']} compactions" in shown.stdout
+    count = info["compaction_count"]
+    assert re.search(rf"· {count} compaction{'s' if count > 1 else ''}( ·|\n)", shown.stdout)
     document = export_json(env, workdir, info["id"])
     assert len(document["compactions"]) == info["compaction_count"]
     assert all(c["trigger"] == "auto" and SUMMARY_TEXT in c["summary"] for c in document["compactions"])
@@ -201,7 +205,8 @@ def test_manual_compact_with_focus(
     assert len(summary) == 1 and SUMMARY_TEXT in summary[0]
     assert summary[0].startswith("[Summary of 4 earlier messages]")
     assert summary[0].endswith(f"{LATEST_HEADING}\n{second}")
-    assert first not in after.all_text
+    assert {"role": "user", "content": first} not in after.messages
+    assert f"\n- {first}\n" in summary[0]  # the user's own words, verbatim beside the summary
     assert "compactions: 1" in result.stdout  # /context after it
 
     document = export_json(co_server_env, workdir, only_session(co_server_env, workdir)["id"])
@@ -305,11 +310,12 @@ def test_context_command_plain(co_server_env: dict[str, str], workdir: Path) -> 
     result = run_co(["chat"], co_server_env, workdir, input="\n".join(lines) + "\n")
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    assert re.search(r"Context: [\d,]+ / 128,000 tokens \(\d+\.\d%, (reported|estimated)\); window from assumed", out)
+    assert re.search(r"Context: [\d,]+ / 128,000 tokens \(\d+\.\d%, (reported|estimated)\); window size: assumed", out)
+    assert "window size: assumed (the model's is unknown; set context_window)" in out
     assert "Compaction threshold: 80% = 102,400 tokens" in out
     assert "Messages: 2 in context, 2 in transcript; compactions: 0" in out
     assert re.search(
-        r"Breakdown \(estimated\): instructions\+tools [\d,]+, instructions files 0, memory 0, user [\d,]+, "
+        r"Breakdown \(estimated\): instructions\+tools [\d,]+, instructions files 0, tasks 0, memory 0, user [\d,]+, "
         r"assistant [\d,]+, tool returns 0, summaries 0",
         out,
     )

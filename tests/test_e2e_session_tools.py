@@ -128,7 +128,7 @@ def test_fork_at_a_message_and_refusal_mid_tool_call(
     assert_ok(shown)
     assert "#3" in shown.stdout and "tools list_dir 1" in shown.stdout
     refused = run_co(["chat", "--resume", sid, "--fork-at", "3", "-p", "x"], co_server_env, workdir)
-    assert_one_line_error(refused, 1, "#3 is in the middle of a turn", "#1", "#5")
+    assert_one_line_error(refused, 1, "#3 is a tool call whose result follows it", "#1", "#5")
     assert new_sessions(db, {sid}) == []
     forked = run_co(["chat", "--resume", sid, "--fork-at", "1", "-p", "second try"], co_server_env, workdir)
     assert_ok(forked)
@@ -158,8 +158,8 @@ def test_rewind_then_usage(co_server_env: dict[str, str], workdir: Path, scripte
         assert "a better two" in expect_prompt(child)
         send_line(child, "/usage")
         out = expect_prompt(child)
-        assert "Last turn: 1 requests · 120 in" in out and "7 out · unknown" in out
-        assert "This session:" in out and "chat: 1 requests" in out
+        assert "Last turn: 1 request · 120 in" in out and "7 out · unknown" in out
+        assert "This session:" in out and "chat: 1 request" in out
         send_line(child, "/rewind 7")
         assert "no message #7" in expect_prompt(child)
         ctrl_d(child)
@@ -192,4 +192,4 @@ def test_a_title_is_written_after_the_first_exchange(
     assert len(scripted_server.chat_requests) == 2
     assert "Title (at most 8 words)" in scripted_server.chat_requests[1].all_text
     shown = run_co(["sessions", "show", sid], {**env, "COLUMNS": "160"}, workdir)
-    assert "usage chat: 1 requests" in shown.stdout and "usage title: 1 requests" in shown.stdout
+    assert "usage chat: 1 request" in shown.stdout and "usage title: 1 request" in shown.stdout

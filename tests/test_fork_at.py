@@ -85,17 +85,17 @@ def test_a_fork_inside_a_tool_call_or_a_failed_turn_is_refused_with_the_safe_poi
     transcript = core.store.messages.transcript(sid)
     for seq in (1, 5, -1):
         check_fork_point(transcript, seq)
-    with pytest.raises(CoError, match=r"#3 is in the middle of a turn.*#1 \(before that turn\) or #5"):
+    with pytest.raises(CoError, match=r"#3 is a tool call whose result follows it.*#1 \(before that turn\) or #5"):
         check_fork_point(transcript, 3)
-    with pytest.raises(CoError, match=r"#4 is in the middle"):
+    with pytest.raises(CoError, match=r"#4 is a tool's result, before the answer that uses it"):
         check_fork_point(transcript, 4)
-    with pytest.raises(CoError, match=r"#2 is in the middle.*#1.*#5"):
-        check_fork_point(transcript, 2)  # a prompt without its answer
-    with pytest.raises(CoError, match=r"#6 is in a failed turn; fork at #5"):
+    with pytest.raises(CoError, match=r"#2 is a prompt whose answer follows it.*#1.*#5"):
+        check_fork_point(transcript, 2)  # a plain prompt was blamed on "a tool call or its result"
+    with pytest.raises(CoError, match=r"#6 is in a failed turn; a fork continues after an answer: fork at #5"):
         check_fork_point(transcript, 6)
     with pytest.raises(CoError, match="no message #7"):
         check_fork_point(transcript, 7)
-    with pytest.raises(CoError, match="#0 is in the middle.*-1 \\(an empty conversation\\) or #1"):
+    with pytest.raises(CoError, match="#0 is a prompt.*-1 \\(an empty conversation\\) or #1"):
         check_fork_point(transcript, 0)
 
 

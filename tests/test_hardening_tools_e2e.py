@@ -138,7 +138,7 @@ def test_terminal_closed_at_the_prompt_kills_background_commands(
         expect_prompt(child)
         send_line(child, "start a server")
         child.expect("Approve run_shell", timeout=20)
-        send_line(child, "y")
+        child.send("y")
         child.expect("started it", timeout=20)
         expect_prompt(child)
         bg_pid = int(wait_for_file(workdir / "bg.pid"))

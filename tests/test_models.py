@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 from co_cli.config import Settings
@@ -112,3 +114,43 @@ def test_shown_reason_masks_url_credentials_but_the_client_gets_the_url() -> Non
     assert "hunter2" not in choice.reason and "sk-in-query" not in choice.reason
     assert "127.0.0.1:9/v1" in choice.reason
     assert choice.base_url == url
+
+
+@pytest.mark.parametrize(
+    ("spec", "key", "provider_class"),
+    [
+        ("anthropic:claude-sonnet-4-5", "ANTHROPIC_API_KEY", "AnthropicProvider"),
+        ("openai:gpt-4o", "OPENAI_API_KEY", "OpenAIProvider"),
+        ("openai-chat:gpt-4o", "OPENAI_API_KEY", "OpenAIProvider"),
+    ],
+)
+def test_a_provider_prefixed_model_goes_to_its_provider_not_to_base_url(
+    monkeypatch: pytest.MonkeyPatch, spec: str, key: str, provider_class: str
+) -> None:
+    """With CO_CLI_BASE_URL set, `-m anthropic:…` and `/model openai:…` were sent to that server."""
+    s = settings(base_url="http://127.0.0.1:9/v1", model=spec, api_key="server-key")
+    choice = choose_model(s, "command line")
+    assert choice.base_url == "" and choice.spec == spec and "127.0.0.1" not in choice.reason
+    with pytest.raises(ModelConfigError) as err:  # no key for the provider: a clear line, not the server
+        build_model(choice, s)
+    assert key in err.value.message
+    monkeypatch.setenv(key, "provider-key")
+    model = build_model(choice, s)
+    assert type(model._provider).__name__ == provider_class  # type: ignore[attr-defined]
+    assert "127.0.0.1" not in str(model._provider.base_url)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("spec", ["qwen2.5:7b", "llama3", "org/model:latest", "default"])
+def test_names_without_a_provider_prefix_are_the_servers(spec: str) -> None:
+    choice = choose_model(settings(base_url="http://127.0.0.1:9/v1", model=spec))
+    assert choice.base_url and choice.spec == spec
+
+
+def test_every_provider_prefix_co_recognises_is_one_pydantic_ai_knows() -> None:
+    from pydantic_ai.providers import infer_provider_class
+
+    from co_cli.models import PROVIDER_PREFIXES
+
+    for name in PROVIDER_PREFIXES:
+        with contextlib.suppress(ImportError):  # known, its SDK not installed here
+            infer_provider_class(name)  # ValueError for an unknown provider

@@ -193,7 +193,7 @@ def test_purge_needs_yes_and_removes_rows_and_tool_outputs(data_dir: Path) -> No
             store.sessions.get(first, trashed=True)
     assert runner.invoke(app, ["delete", second, "--yes"]).exit_code == 0
     everything = runner.invoke(app, ["purge", "--all", "--yes"])
-    assert everything.exit_code == 0 and "purged 1" in everything.output
+    assert everything.exit_code == 0 and everything.output.endswith("purged 1 session\n")  # not "1 session(s)"
     both = runner.invoke(app, ["purge", first, "--all", "--yes"])
     assert isinstance(both.exception, CoError) and both.exception.exit_code == 2
 
@@ -214,3 +214,22 @@ def test_list_search_rename_delete_do_not_import_pydantic_ai(data_dir: Path) -> 
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False"
+
+
+def test_piped_listings_print_whole_lines_without_padding(data_dir: Path) -> None:
+    """Piped, `co sessions list/show/search` wrapped titles at 80 columns and padded every line with spaces."""
+    title = "A long title about the pelican configuration that goes well past eighty columns of text, yes"
+    answer = "The pelican answer is one long line of prose that a pipe must get whole, " * 3
+    with Store.open(data_dir / "co-cli.db") as store:
+        sid = store.sessions.create(model="test", cwd="/proj", title=title).id
+        seq = store.messages.begin_turn(sid, "tell me about the pelican")
+        store.messages.finish_turn(sid, seq, [ModelResponse(parts=[TextPart(answer.strip())])])
+    for args in (["list"], ["show", sid], ["search", "pelican"]):
+        result = runner.invoke(app, args, env={"COLUMNS": "80"})
+        assert result.exit_code == 0, result.output
+        lines = result.output.splitlines()
+        assert [line for line in lines if line != line.rstrip()] == [], args
+        if args[0] != "search":
+            assert any(title in line for line in lines), (args, lines)
+    shown = runner.invoke(app, ["show", sid], env={"COLUMNS": "80"}).output
+    assert any(answer.strip() in line for line in shown.splitlines())

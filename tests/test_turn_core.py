@@ -26,6 +26,7 @@ from co_cli.session import Conversation
 from co_cli.store import Store
 from co_cli.synthetic import INTERRUPTED_NOTE, is_summary, synthetic_kind
 from co_cli.tools.approval import ApprovalRequest
+from tests.support.summariser import scripted_summariser
 
 pytestmark = pytest.mark.allow_model_requests
 
@@ -39,7 +40,11 @@ class RecordingView:
     results: list[tuple[str, Any]] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
     ends: list[bool] = field(default_factory=list)
+    waits: list[str] = field(default_factory=list)
     on_text: Callable[[str], None] | None = None
+
+    def working(self, what: str) -> None:
+        self.waits.append(what)
 
     def text(self, delta: str) -> None:
         self.texts.append(delta)
@@ -197,12 +202,12 @@ def test_a_failed_turn_keeps_the_prompt_for_retry_and_the_context_unchanged(core
 
 def summarizer() -> FunctionModel:
     async def summary(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str]:
-        yield "SUMMARY: the user said hello several times."
+        yield "SUMMARY: the user said hello several times, with padding words."
 
     def plain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         from pydantic_ai.messages import TextPart
 
-        return ModelResponse(parts=[TextPart("SUMMARY: the user said hello several times.")])
+        return ModelResponse(parts=[TextPart("SUMMARY: the user said hello several times, with padding words.")])
 
     return FunctionModel(plain, stream_function=summary, model_name="summariser")
 
@@ -228,6 +233,31 @@ def test_a_compaction_during_a_turn_is_recorded_and_adopted(core: Core, monkeypa
     # The head (first exchange, seqs 0-1) is kept; the first summarised message is the second prompt.
     assert records[0].from_seq == 2
     assert conv.context.seqs[:2] == [None, None] and conv.context.seqs[-1] is not None
+
+
+def test_an_automatic_compaction_pins_the_rules_the_user_stated_and_says_so(
+    core: Core, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CO_CLI_MAX_HISTORY_MESSAGES", "6")
+    monkeypatch.setenv("CO_CLI_COMPACT_MIN_SPAN_TOKENS", "0")
+    core.loaded = load_settings(cwd=core.cwd)
+    conv = core.conversation(streaming_model(long_echo), summarizer=summarizer())
+    views = [RecordingView() for _ in range(6)]
+    run(conv, "hello first " + "with padding words " * 10, views[0])
+    run(conv, "From now on, answer in British English. Padding " + "with padding words " * 10, views[1])
+    for i, view in enumerate(views[2:], start=2):
+        run(conv, f"hello number {i} " + "with padding words " * 10, view)
+    notices = [n for v in views for n in v.notices if n.startswith("Pinned")]
+    assert notices == [
+        "Pinned a standing instruction you stated (every request carries it; /unpin undoes this):\n"
+        "  #1 From now on, answer in British English."
+    ]
+    assert [(pin.text, pin.source) for pin in conv.pins] == [("From now on, answer in British English.", "summary")]
+    assert conv.session is not None
+    conv.release()
+    resumed = core.conversation(streaming_model(long_echo), summarizer=summarizer())
+    resumed.load(core.store.sessions.get(conv.session.id))
+    assert [pin.text for pin in resumed.pins] == ["From now on, answer in British English."]
 
 
 def test_resume_rebuilds_exactly_what_the_live_session_had(core: Core, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -344,16 +374,14 @@ def test_a_summary_pins_the_standing_instructions_it_quotes(core: Core) -> None:
         body = "## Goal\nShip it.\n## Standing instructions\n> Never push directly to main.\n> Use tabs"
         return ModelResponse(parts=[TextPart(body)])
 
-    conv = core.conversation(streaming_model(long_echo), summarizer=FunctionModel(plain, model_name="s"))
+    conv = core.conversation(streaming_model(long_echo), summarizer=scripted_summariser(plain, model_name="s"))
     run(conv, "Never push directly to main. How do I tag a release? " + "padding words " * 20)
     run(conv, "what else " + "padding words " * 20)
     asyncio.run(conv.compactions.compact(None))
     assert [(p.text, p.source) for p in conv.pins] == [("Never push directly to main.", "summary")]
 
 
-def test_memory_extraction_is_not_attached_with_the_embedded_model_as_summariser(
-    core: Core, tmp_path: Path
-) -> None:
+def test_memory_extraction_is_not_attached_with_the_embedded_model_as_summariser(core: Core, tmp_path: Path) -> None:
     from co_cli.local.model import LocalModel
 
     local = LocalModel(tmp_path / "tiny.gguf", n_ctx=2048, max_tokens=16)

@@ -5,15 +5,18 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
+from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.usage import RequestUsage
 from typer.testing import CliRunner
 
 from co_cli.session.metering import messages_cost, response_cost
+from co_cli.store.tool_calls import ToolStats
 from co_cli.store.usage import (
     TurnUsage,
     UsageTotals,
@@ -21,6 +24,7 @@ from co_cli.store.usage import (
 )
 from co_cli.terminal import commands
 from co_cli.terminal.views import tool_stats, usage_lines
+from tests.support.chat_app import ChatRun
 from tests.test_turn_core import Core, core, long_echo, run, streaming_model, summarizer
 
 __all__ = ["core"]
@@ -124,7 +128,7 @@ def test_co_usage_command_prints_a_table_and_json(core: Core, monkeypatch: pytes
     assert bad.exit_code != 0
 
 
-def test_tool_stats_count_calls_and_failures_per_tool() -> None:
+def test_tool_stats_count_calls_failures_and_denials_per_tool() -> None:
     from pydantic_ai.messages import ToolCallPart, ToolReturnPart
 
     from co_cli.store import StoredMessage
@@ -141,7 +145,7 @@ def test_tool_stats_count_calls_and_failures_per_tool() -> None:
         ModelRequest(parts=[ToolReturnPart("read_file", "ok", "3"), UserPromptPart("thanks")]),
     ]
     stored = [StoredMessage(i, 0.0, "", "", "ok", m) for i, m in enumerate(messages)]
-    assert tool_stats(stored) == {"read_file": (2, 1), "run_shell": (1, 1)}
+    assert tool_stats(stored) == {"read_file": ToolStats(2, 1, 0), "run_shell": ToolStats(1, 0, 1)}
 
 
 def test_slash_usage_shows_the_last_turn_and_the_session(core: Core) -> None:
@@ -150,8 +154,8 @@ def test_slash_usage_shows_the_last_turn_and_the_session(core: Core) -> None:
     shown: list[str] = []
     host: Any = SimpleNamespace(conv=conv, store=core.store, saving=True, info=shown.append, error=shown.append)
     asyncio.run(commands.dispatch(host, "/usage"))
-    assert shown[0].startswith("Last turn: 1 requests") and "unknown" in shown[0]
-    assert shown[1] == "This session:" and shown[2].strip().startswith("chat: 1 requests")
+    assert shown[0].startswith("Last turn: 1 request ·") and "unknown" in shown[0]
+    assert shown[1] == "This session:" and shown[2].strip().startswith("chat: 1 request ·")
 
 
 def test_toolbar_shows_the_session_cost_only_when_known(core: Core) -> None:
@@ -200,3 +204,42 @@ def test_the_embedded_model_costs_nothing_and_an_unknown_one_is_unknown() -> Non
     unknown = ModelResponse(parts=[TextPart("hi")], usage=usage, model_name="my-model", provider_name="openai")
     assert response_cost(local) == 0.0
     assert response_cost(unknown) is None
+
+
+def test_usage_after_new_speaks_of_the_new_conversation(core: Core) -> None:
+    """/usage after /new (or /clear) showed the previous session's last turn."""
+    chat = ChatRun(core, streaming_model(lambda messages: "hi"))
+    printed = chat.send("hello", "/new", "/usage")
+    assert printed.code == 0, printed.err
+    assert printed.lines[-1] == "Last turn: none yet in this run."
+
+
+def test_memory_extraction_spend_is_saved_as_memory_not_summary(core: Core) -> None:
+    conv = core.conversation(streaming_model(long_echo), summarizer=summarizer())
+    run(conv, "first")
+    # what the extraction worker calls between turns (its model getter is the engine's memory model)
+    request = [ModelRequest(parts=[UserPromptPart("Extract the facts worth remembering.")])]
+    asyncio.run(conv.engine.memory_model.request(request, None, ModelRequestParameters()))
+    run(conv, "second")
+    assert conv.session is not None
+    by_role = core.store.usage.by_role(conv.session.id)
+    assert list(by_role) == ["chat", "memory"] and by_role["memory"].requests == 1
+
+
+def test_the_memory_worker_is_metered_as_memory(core: Core) -> None:
+    settings = core.loaded.settings.model_copy(update={"memory_extract": "propose"})
+    core.loaded = replace(core.loaded, settings=settings)
+    conv = core.conversation(streaming_model(long_echo), summarizer=summarizer())
+    worker = conv.background.attach_extraction()
+    assert worker is not None and worker.model() is conv.engine.memory_model
+    assert conv.engine.memory_model.role == "memory"  # type: ignore[attr-defined]
+
+
+def test_markdown_export_says_unknown_for_an_unknown_price(core: Core) -> None:
+    from co_cli.store.export import export_markdown
+
+    conv = core.conversation(streaming_model(lambda messages: "hi"))
+    run(conv, "hello")
+    assert conv.session is not None
+    exported = export_markdown(core.store, conv.session.id)
+    assert "; cost unknown" in exported and "$0.0000" not in exported

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -18,11 +19,21 @@ from co_cli.context.boundaries import (
     tail_boundaries,
 )
 from co_cli.context.digest import extractive_digest
-from co_cli.context.ledger import reconcile
-from co_cli.context.pins import verify_pins
+from co_cli.context.ledger import (
+    Identifier,
+    append_missing,
+    check_summary,
+    extract_identifiers,
+    find_identifiers,
+    select_missing,
+    split_kept_verbatim,
+)
+from co_cli.context.pins import detect_standing_instructions, verify_pins
 from co_cli.context.summarize import standing_instruction_quotes, summarize_messages
 from co_cli.context.tokens import estimate_messages_tokens
 from co_cli.context.trim import is_plain_tool_return
+from co_cli.context.user_content import reject_reason
+from co_cli.context.user_words import Entry, UserWords, keep_user_words, user_entries
 from co_cli.errors import CoError
 from co_cli.message_view import content_text, part_text
 from co_cli.synthetic import ack_response, covers, is_ack, is_summary, summary_request
@@ -36,6 +47,7 @@ __all__ = [
     "compact_all",
     "compact_middle",
     "drop_tool_outputs",
+    "is_timeout",
     "plan_middle",
 ]
 
@@ -46,6 +58,9 @@ tools-dropped: old tool outputs cut after the provider said the context was too 
 INFLATION_RATIO = 0.9
 """A summary must be below this fraction of the tokens it replaces, or it is rejected."""
 MIN_TAIL = 4
+DEFAULT_USER_WORDS_TOKENS = 20_000
+"""Tokens of the user's own messages kept verbatim beside a summary (see ``user_words``), before the window's
+share and the room the summary leaves."""
 
 
 class CompactionError(CoError):
@@ -80,9 +95,14 @@ class CompactionResult:
     tiers: tuple[str, ...] = ()
     """The cheap passes that had already run on what was sent (offload, trim, superseded reads, ...)."""
     standing_instructions: tuple[str, ...] = ()
-    """Standing instructions the summariser quoted from the user's messages, verified verbatim."""
+    """Standing instructions found in the user's messages of the span (the rules and preferences they stated,
+    and any the summariser quoted), verbatim: offered as pins."""
     detail: str = ""
     """What triggered it, in words ("auto at 83% of the window", "overflow", "manual")."""
+    user_words: str = ""
+    """What of the user's own messages is kept beside the summary ("6 of your messages kept verbatim")."""
+    timed_out: bool = False
+    """The summariser did not answer within its time limit (the fallback stands in)."""
 
 
 def describe_error(exc: BaseException) -> str:
@@ -180,10 +200,9 @@ it is a failed summary (small models asked to merge a summary often return a fra
 
 @dataclass(frozen=True)
 class _Summary:
-    """A summariser answer that passed the checks: its text with the ledger applied."""
+    """A summariser answer that passed the checks, and the standing instructions it quoted (verified)."""
 
-    text: str
-    check: str
+    body: str
     instructions: tuple[str, ...]
 
 
@@ -195,23 +214,100 @@ async def _checked_summary(
     max_input_tokens: int | None,
     model_settings: ModelSettings | None,
 ) -> _Summary:
-    """A summary of ``span`` that lost no identifier (the missing ones are appended verbatim). Raises
-    SummaryRejected when the answer is not a summary or drops most of an earlier summary."""
+    """The summariser's summary of ``span``. Raises SummaryRejected when the answer is not a summary, holds
+    none of the user's content, or drops most of an earlier summary."""
     body = await summarize_messages(
         span, model, focus=focus, max_input_tokens=max_input_tokens, model_settings=model_settings
     )
     if _looks_like_acknowledgement(body):
         raise SummaryRejected("the summariser answered with an acknowledgement, not a summary")
-    ledger = reconcile(body, span)
-    earlier = [i for i in (*ledger.check.kept, *ledger.check.missing) if i.source == "summary"]
-    kept_earlier = [i for i in ledger.check.kept if i.source == "summary"]
+    reason = reject_reason(body, span)
+    if reason is not None:
+        raise SummaryRejected(reason)
+    # What the user wrote is carried beside the summary whatever the summariser keeps of it, and an earlier
+    # summary's "Kept verbatim" list by the ledger: what is checked is what only the earlier prose held.
+    words = "\n".join(entry.text for entry in user_entries(span)[0])
+    earlier = _earlier_prose_identifiers(span)
+    kept_earlier = check_summary(f"{body}\n{words}", earlier).kept
     if earlier and len(kept_earlier) < MIN_KEPT_FROM_EARLIER * len(earlier):
         raise SummaryRejected(
             f"the summary kept {len(kept_earlier)} of the {len(earlier)} identifiers of the earlier summary"
         )
     quotes = verify_pins(standing_instruction_quotes(body), span)
-    check = ledger.line() if ledger.check.total else ""  # nothing to say when the span named nothing
-    return _Summary(ledger.text, check, tuple(quotes))
+    return _Summary(body, tuple(quotes))
+
+
+def _earlier_prose_identifiers(span: Sequence[ModelMessage]) -> list[Identifier]:
+    """The identifiers of the earlier summaries' own prose in ``span`` (not their "Kept verbatim" lists)."""
+    found: dict[str, Identifier] = {}
+    for message in span:
+        if is_summary(message):
+            prose = split_kept_verbatim(summary_text_of(message))[0]
+            for text, kind in find_identifiers(prose):
+                found.setdefault(text, Identifier(text, kind, "summary"))
+    return list(found.values())
+
+
+def _with_user_words(body: str, words: UserWords, span: Sequence[ModelMessage]) -> tuple[str, str]:
+    """The summary's text: the summariser's ``body``, the user's own words and the identifiers both lack
+    ("Kept verbatim"); and the check line, which counts what the summariser itself kept."""
+    identifiers = extract_identifiers(span)
+    own = check_summary(body, identifiers)
+    text = f"{body.rstrip()}\n\n{words.render()}" if words else body
+    full = check_summary(text, identifiers)
+    appended = len(select_missing(full))
+    text = append_missing(text, full)
+    if not own.total:
+        return text, ""  # nothing to say when the span named nothing
+    line = f"summary kept {len(own.kept)}/{own.total} identifiers"
+    in_words = len(own.missing) - len(full.missing)
+    if in_words:
+        line += f"; {in_words} more in your own words"
+    if appended:
+        line += f"; {appended} appended"
+    if appended < len(full.missing):
+        line += f", {len(full.missing) - appended} over the limit"
+    return text, line
+
+
+@dataclass(frozen=True)
+class _Fitted:
+    summary: ModelRequest
+    check: str
+    words: UserWords
+    size: int
+
+
+def _fit_user_words(
+    body: str,
+    span: Sequence[ModelMessage],
+    entries: Sequence[Entry],
+    omitted: int,
+    budget_tokens: int,
+    target: int,
+    size_of: Callable[[ModelRequest], int],
+    *,
+    n: int,
+    latest: str | None,
+) -> _Fitted:
+    """The summary message for ``body`` with as much of the user's own words as keeps its size (``size_of``)
+    within ``target`` tokens: the budget is what the bare summary leaves, shrunk by what the appended
+    identifiers take, at last to nothing. ``size`` over ``target`` means even the bare summary is too big."""
+    budget = max(0, min(budget_tokens, target - size_of(summary_request(n, body, latest))))
+    for attempt in range(3):
+        words = keep_user_words(entries, budget, omitted=omitted)
+        text, check = _with_user_words(body, words, span)
+        summary = summary_request(n, text, latest, words.info() if words else None)
+        size = size_of(summary)
+        if size <= target or budget == 0:
+            break
+        budget = 0 if attempt == 1 else max(0, budget - (size - target))
+    return _Fitted(summary, check, words, size)
+
+
+def is_timeout(exc: BaseException) -> bool:
+    """A summariser that did not answer in time (pydantic-ai's deadline, the SDK's or asyncio's)."""
+    return isinstance(exc, TimeoutError) or "Timeout" in type(exc).__name__
 
 
 def _looks_like_acknowledgement(text: str) -> bool:
@@ -235,6 +331,7 @@ async def compact_middle(
     min_span_tokens: int = 0,
     must_fit: bool = False,
     model_settings: ModelSettings | None = None,
+    user_words_tokens: int = DEFAULT_USER_WORDS_TOKENS,
 ) -> CompactionResult | Skipped | None:
     """Keep the head and the tail, replace the middle by one user-role message. None when there is no
     middle to replace.
@@ -244,8 +341,11 @@ async def compact_middle(
     summariser fails or is not asked (``model`` None), or its answer is rejected, the middle becomes an
     extractive digest (every user message, one line per tool call, the identifier ledger) if that is
     smaller. Only ``must_fit`` (the request would not fit the window otherwise) allows the static marker.
-    An accepted summary is checked against the identifier ledger and what it lacks is appended verbatim.
-    The user's latest prompt, if it falls in the middle, is copied verbatim.
+    Beside an accepted summary the user's own messages of the middle are kept verbatim, newest first within
+    ``user_words_tokens`` and the room the summary leaves (older ones shortened to a line); what the summary
+    and those words lack of the identifier ledger is appended verbatim. The user's latest prompt, if it falls
+    in the middle, is copied verbatim. The standing instructions the user stated in the middle are found
+    whatever the summariser writes.
     """
     plan = plan_middle(messages, max_history_messages=max_history_messages, max_tail_tokens=max_tail_tokens)
     if plan is None:
@@ -257,6 +357,8 @@ async def compact_middle(
     middle_tokens = estimate_messages_tokens(middle)
     if middle_tokens < min_span_tokens and not must_fit:
         return Skipped(f"the span to summarise (~{middle_tokens} tokens) is under ~{min_span_tokens} tokens")
+    entries, omitted = user_entries(middle, exclude_latest=latest)
+    found_rules = detect_standing_instructions(middle)
 
     def added_tokens(summary: ModelRequest) -> int:
         return estimate_messages_tokens(_replacement(messages, head_end, tail_start, summary)[head_end:])
@@ -266,7 +368,8 @@ async def compact_middle(
         method: CompactionMethod,
         error: str | None,
         check: str = "",
-        instructions: tuple[str, ...] = (),
+        quoted: tuple[str, ...] = (),
+        words: UserWords | None = None,
     ) -> CompactionResult:
         replacement = _replacement(messages, head_end, tail_start, summary)
         new_messages = [*replacement, *messages[tail_start:]]
@@ -283,10 +386,13 @@ async def compact_middle(
             n_replaced=len(middle),
             method=method,
             check=check,
-            standing_instructions=instructions,
+            standing_instructions=_merged(found_rules, quoted),
+            user_words=words.describe() if words else "",
+            timed_out=timed_out,
         )
 
     error: str | None = None
+    timed_out = False
     if model is not None:
         try:
             checked = await _checked_summary(
@@ -296,15 +402,20 @@ async def compact_middle(
             error = f"summary rejected: {exc}"
         except Exception as exc:  # any provider or network failure: the digest stands in
             error = describe_error(exc)
+            timed_out = is_timeout(exc)
         else:
-            candidate = summary_request(n, checked.text, latest)
-            size = added_tokens(candidate)
-            if size < INFLATION_RATIO * middle_tokens:
-                return result(candidate, "summary", None, checked.check, checked.instructions)
+            target = math.ceil(INFLATION_RATIO * middle_tokens) - 1  # the largest size clearly smaller
+            fitted = _fit_user_words(
+                checked.body, middle, entries, omitted, user_words_tokens, target, added_tokens, n=n, latest=latest
+            )
+            if fitted.size <= target:
+                return result(fitted.summary, "summary", None, fitted.check, checked.instructions, fitted.words)
+            size = fitted.size
             error = f"summary rejected: {size} tokens is not clearly smaller than the {middle_tokens} it replaces"
             if not must_fit:
                 return Skipped(error, summary_tokens=size)
-    digest = summary_request(n, extractive_digest(middle), latest)
+    carried = keep_user_words(entries, user_words_tokens, omitted=omitted)
+    digest = summary_request(n, extractive_digest(middle), latest, carried.info() if carried else None)
     if added_tokens(digest) < middle_tokens:
         return result(digest, "digest", error)
     if not must_fit:
@@ -315,6 +426,12 @@ async def compact_middle(
     return result(marker, "marker", error)
 
 
+def _merged(found: Sequence[str], quoted: Sequence[str]) -> tuple[str, ...]:
+    """The standing instructions found in the user's messages, then those only the summariser quoted."""
+    seen = {" ".join(text.split()).casefold() for text in found}
+    return (*found, *(q for q in quoted if " ".join(q.split()).casefold() not in seen))
+
+
 async def compact_all(
     messages: Sequence[ModelMessage],
     model: Model | str,
@@ -322,25 +439,53 @@ async def compact_all(
     focus: str | None = None,
     max_input_tokens: int | None = None,
     model_settings: ModelSettings | None = None,
+    user_words_tokens: int = DEFAULT_USER_WORDS_TOKENS,
 ) -> CompactionResult:
     """Summarise the whole history (manual /compact) into a summary message and an acknowledgement.
 
-    The summary is checked against the identifier ledger (what it lacks is appended verbatim) and the
-    user's latest prompt is appended verbatim. Raises on any model failure, SummaryRejected when the answer
-    is not a usable summary, and NothingToCompact when there is nothing new to compact or the summary would
-    not be smaller than the history.
+    Beside the summary the user's own messages are kept verbatim (newest first, within ``user_words_tokens``
+    and the room the summary leaves; older ones shortened to a line), the identifiers both lack are appended
+    verbatim and the user's latest prompt is appended verbatim. A summary that holds none of the user's
+    content is rejected and the extractive digest stands in (the reason is in ``error``). Raises on any model
+    failure and NothingToCompact when there is nothing new to compact or the result would not be smaller
+    than the history.
     """
     if not messages:
         raise NothingToCompact("nothing to compact yet: the conversation is empty")
     if all(is_summary(m) or is_ack(m) for m in messages):
         raise NothingToCompact("nothing new to compact since the last summary")
-    checked = await _checked_summary(
-        messages, model, focus=focus, max_input_tokens=max_input_tokens, model_settings=model_settings
-    )
     latest = _latest_prompt(messages, 0, len(messages))
-    summary = summary_request(covered_count(messages), checked.text, latest)
-    replacement: list[ModelMessage] = [summary, ack_response()]
+    n = covered_count(messages)
+    entries, omitted = user_entries(messages, exclude_latest=latest)
     before = estimate_messages_tokens(messages)
+    error: str | None = None
+    check = ""
+    quoted: tuple[str, ...] = ()
+    try:
+        checked = await _checked_summary(
+            messages, model, focus=focus, max_input_tokens=max_input_tokens, model_settings=model_settings
+        )
+    except SummaryRejected as exc:
+        error = f"summary rejected: {exc}"
+        words = keep_user_words(entries, user_words_tokens, omitted=omitted)
+        summary = summary_request(n, extractive_digest(messages), latest, words.info() if words else None)
+        method: CompactionMethod = "digest"
+    else:
+        fitted = _fit_user_words(
+            checked.body,
+            messages,
+            entries,
+            omitted,
+            user_words_tokens,
+            before - 1,
+            lambda summary: estimate_messages_tokens([summary, ack_response()]),
+            n=n,
+            latest=latest,
+        )
+        summary, check, words = fitted.summary, fitted.check, fitted.words
+        method = "summary"
+        quoted = checked.instructions
+    replacement: list[ModelMessage] = [summary, ack_response()]
     after = estimate_messages_tokens(replacement)
     if after >= before:
         raise NothingToCompact(
@@ -354,11 +499,13 @@ async def compact_all(
         summary=summary_text_of(summary),
         tokens_before=before,
         tokens_after=after,
-        used_fallback=False,
-        error=None,
+        used_fallback=method != "summary",
+        error=error,
         n_replaced=len(messages),
-        check=checked.check,
-        standing_instructions=checked.instructions,
+        method=method,
+        check=check,
+        standing_instructions=_merged(detect_standing_instructions(messages), quoted),
+        user_words=words.describe() if method == "summary" else "",
     )
 
 
@@ -393,10 +540,13 @@ def drop_tool_outputs(messages: Sequence[ModelMessage]) -> list[ModelMessage]:
 
 
 def compaction_line(result: CompactionResult) -> str:
-    """One line saying what a compaction did and how to read or undo it."""
+    """One line saying what a compaction did, what it kept of the user's own words, why a summary was not
+    used, and how to read or undo it."""
     check = f"; {result.check}" if result.check else ""
+    words = f"; {result.user_words}" if result.user_words else ""
+    why = f" ({result.error})" if result.error and result.method != "summary" else ""
     trigger = f", {result.detail}" if result.detail else ""
     return (
-        f"Compacted ({result.method}{trigger}): {result.n_replaced} messages, ~{result.tokens_before:,} -> "
-        f"~{result.tokens_after:,} tokens{check}. /compact show reads it, /uncompact undoes it."
+        f"Compacted ({result.method}{trigger}){why}: {result.n_replaced} messages, ~{result.tokens_before:,} -> "
+        f"~{result.tokens_after:,} tokens{check}{words}. /compact show reads it, /uncompact undoes it."
     )

@@ -19,12 +19,14 @@ from typing import Any
 from pydantic_ai.messages import ModelMessage
 
 from co_cli.context.ledger import append_missing, check_summary, extract_identifiers, split_kept_verbatim
-from co_cli.message_view import PartView, user_text, views
-from co_cli.synthetic import SUMMARY_PREFIX, covers, is_ack, is_summary, synthetic_kind
+from co_cli.context.user_words import CARRIED_KEY, USER_WORDS_HEADING, user_entries
+from co_cli.message_view import PartView, views
+from co_cli.synthetic import LATEST_REQUEST_HEADING, SUMMARY_PREFIX, carried_info, covers, is_summary, synthetic_kind
 
 __all__ = ["DIGEST_HEADING", "ToolCallLine", "cut_middle", "extractive_digest", "tool_call_lines"]
 
 DIGEST_HEADING = "Digest of the earlier conversation (extracted verbatim, not summarised):"
+USER_SECTION_HEADING = "User messages, oldest first:"
 MIN_USER_CHARS = 80
 """Per-message floor when many user messages must share the budget."""
 KEY_ARGUMENTS = ("command", "pattern", "query", "path", "url", "ref", "file_path", "file", "glob", "name")
@@ -184,9 +186,12 @@ def keep_ends(lines: list[str], budget: int, *, reserve: int) -> tuple[list[str]
     return head, tail, lo, hi
 
 
+_USER_SECTION_RE = re.compile(rf"^{re.escape(USER_SECTION_HEADING)}\n(?:.+\n?)*", re.MULTILINE)
+
+
 def _summary_prose(message: ModelMessage) -> str:
-    """An earlier summary's text without co's prefix and without its "Kept verbatim" lists (the ledger
-    carries those)."""
+    """An earlier summary's text without co's prefix, the user's words it carries (the user section lists
+    them) and its "Kept verbatim" lists (the ledger carries those)."""
     text = "\n".join(view.text for view in views(message) if view.kind == "user")
     if synthetic_kind(message) == "marker":
         return ""
@@ -194,7 +199,11 @@ def _summary_prose(message: ModelMessage) -> str:
     prefix = SUMMARY_PREFIX.format(n=n) if n is not None else None
     if prefix and text.startswith(prefix):
         text = text[len(prefix) :]
-    return split_kept_verbatim(text)[0].strip()
+    prose = split_kept_verbatim(text)[0].split(f"\n{LATEST_REQUEST_HEADING}\n", 1)[0]
+    prose = prose.split(f"\n{USER_WORDS_HEADING}\n", 1)[0]
+    if carried_info(message, CARRIED_KEY) is not None:
+        prose = _USER_SECTION_RE.sub("", prose)  # an earlier digest's user messages: carried beside it
+    return prose.strip()
 
 
 def _user_section(texts: list[str], budget: int, max_user_chars: int) -> list[str]:
@@ -218,7 +227,7 @@ def extractive_digest(messages: Sequence[ModelMessage], *, max_user_chars: int =
     (bounded), every user message (each at most ``max_user_chars``, head … tail), one line per tool call
     and a "Kept verbatim" list of the identifiers the rest lacks. Empty when there is nothing to digest."""
     summaries = [prose for m in messages if is_summary(m) and (prose := _summary_prose(m))]
-    user_texts = [text for m in messages if not is_ack(m) and (text := user_text(m)) and text.strip()]
+    user_texts = [entry.text for entry in user_entries(messages)[0]]
     calls = tool_call_lines(messages)
     identifiers = extract_identifiers(messages)
     if not (summaries or user_texts or calls or identifiers):
@@ -237,9 +246,7 @@ def extractive_digest(messages: Sequence[ModelMessage], *, max_user_chars: int =
     tools_used = sum(len(line) + 1 for line in tool_lines) + 20 if tool_lines else 0
     user_budget = max(max_chars - used - tools_used - ledger_budget, max_chars // 4)
     if user_texts:
-        sections.append(
-            "User messages, oldest first:\n" + "\n".join(_user_section(user_texts, user_budget, max_user_chars))
-        )
+        sections.append(f"{USER_SECTION_HEADING}\n" + "\n".join(_user_section(user_texts, user_budget, max_user_chars)))
     if tool_lines:
         sections.append("Tool calls:\n" + "\n".join(tool_lines))
     body = "\n\n".join(sections)

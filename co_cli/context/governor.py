@@ -29,7 +29,7 @@ from co_cli.context.policy import CompactionPolicy, GovernorConfig
 from co_cli.context.repair import repair_orphans
 from co_cli.context.tiers import MIN_CLAMP_CHARS, TierResult, clamp_oversized_parts, drop_superseded_reads
 from co_cli.context.tokens import TokenEstimate
-from co_cli.models import request_time_limits
+from co_cli.models import summary_time_limits
 
 SUMMARIZER_INPUT_FRACTION = 0.5
 """The summariser gets chunks of at most this fraction of the window."""
@@ -41,9 +41,9 @@ CLAMP_FALLBACK_CHARS = 40_000
 
 @dataclass
 class GovernorEvent:
-    """Something the REPL should know: a compaction happened, or a notice to print."""
+    """Something the REPL should know: a compaction starts or happened, or a notice to print."""
 
-    kind: Literal["compaction", "notice"]
+    kind: Literal["compacting", "compaction", "notice"]
     result: CompactionResult | None = None
     trigger: Literal["auto"] | None = None
     message: str | None = None
@@ -198,6 +198,7 @@ class ContextGovernor(AbstractCapability[Any]):
         self, base: list[ModelMessage], processed: Processed, model: Model | str | None, *, must_fit: bool
     ) -> tuple[list[ModelMessage], TokenEstimate] | None:
         window = self.config.context_window
+        self._emit(GovernorEvent(kind="compacting"))
         result = await compact_middle(
             processed.shrunk,
             model,
@@ -206,7 +207,8 @@ class ContextGovernor(AbstractCapability[Any]):
             max_tail_tokens=int(window * TAIL_TOKEN_FRACTION) if window > 0 else None,
             min_span_tokens=self.policy.min_span_tokens,
             must_fit=must_fit,
-            model_settings=request_time_limits(model, self.config.request_timeout) if model is not None else None,
+            model_settings=summary_time_limits(model, self.config.request_timeout) if model is not None else None,
+            user_words_tokens=self.config.user_words_budget,
         )
         if isinstance(result, Skipped):
             self.policy.skipped(result)
@@ -239,7 +241,7 @@ class ContextGovernor(AbstractCapability[Any]):
         self._compactions += 1
         self.policy.compacted()
         if model is not None:
-            for notice in self.policy.record(result.method, result.error):
+            for notice in self.policy.record(result.method, result.error, timed_out=result.timed_out):
                 self._notice(notice)
         self._emit(GovernorEvent(kind="compaction", result=relative, trigger="auto"))
         return after.sendable, after.estimate

@@ -7,7 +7,9 @@ answers and the arguments of tool calls, and from any earlier co summary in the 
 the rest under a "Kept verbatim:" list that ``extract_identifiers`` reads back, so an identifier is carried
 through any number of summaries of summaries.
 
-Tool results are not a source: they are long, mostly noise, and the tool call that produced them is.
+Tool results are mostly not a source: they are long, mostly noise, and the tool call that produced them is.
+A short one is (at most ``SHORT_RESULT_CHARS``, such as a grep that found one setting): it is the value
+the user asked to look up, and often the only place that value was ever written.
 co's acknowledgements are skipped; its summaries are recognised by their metadata marks only.
 """
 
@@ -59,11 +61,15 @@ IdentifierKind = Literal[
     "call",
     "dotted",
     "name",
+    "proper",
+    "package",
     "command",
     "quoted",
     "verbatim",
 ]
-"""``verbatim``: an item of a "Kept verbatim" list that is not one identifier of another kind."""
+"""``verbatim``: an item of a "Kept verbatim" list that is not one identifier of another kind; ``proper``: a name
+the user wrote in plain words (a person, a project: "Maria Keller", "my project is called Tern"); ``package``: a
+library named beside a version or an install command ("pydantic 2.9.1", "pip install httpx")."""
 
 Source = Literal["user", "summary", "assistant", "tool"]
 
@@ -79,6 +85,8 @@ WHITESPACE_MATCHED: frozenset[IdentifierKind] = frozenset({"command", "quoted", 
 MAX_ITEM_CHARS = 200
 """Longer identifiers (a whole script line, a paragraph in quotes) are not ledger items."""
 MAX_ARG_SCAN_CHARS = 4000
+SHORT_RESULT_CHARS = 300
+"""A tool result this short is scanned for identifiers (ranked after everything else)."""
 """Only the start of a long tool argument (a file's new content, say) is scanned."""
 
 
@@ -308,6 +316,106 @@ def _code_blocks(masked: _Masked) -> None:
                 masked.claim(match.end() - 3, match.end())
 
 
+_CAPITALISED = r"[A-Z][a-z]+(?:['’-][A-Z]?[a-z]+)?"
+_PROPER_NAME_RE = re.compile(rf"(?<![\w.@/-]){_CAPITALISED}(?:[ \t]+{_CAPITALISED}){{1,3}}(?![\w-])")
+_CUED_NAME_RE = re.compile(
+    r"(?i:\b(?:my name is|i'm|i am|call me|called|named|owned by|approved by|reviewed by|signed off by|ask|ping|"
+    r"assigned to|maintained by|owner is|maintainer is|lead is))[ \t]+"
+    rf"({_CAPITALISED}(?:[ \t]+{_CAPITALISED}){{0,2}})(?![\w-])"
+)
+_NAME_BEFORE_VERB_RE = re.compile(
+    rf"(?<![\w.@/-])({_CAPITALISED})[ \t]+(?:must|has to|needs to|should|will|has the final say|signs off)"
+    r"(?:[ \t]+\w+)?[ \t]+(?:approve|review|sign off|decide)"
+)
+_PACKAGE_BEFORE_VERSION_RE = re.compile(
+    r"(?<![\w.@/-])([a-z][a-z0-9_.-]*[a-z0-9])(?:[ \t]+v?|@|==|>=|<=|~=)\d+(?:\.\d+)+(?![\w])"
+)
+_PACKAGE_INSTALL_RE = re.compile(
+    r"\b(?:pip3? install|uv add|uv pip install|poetry add|npm (?:install|i)|yarn add|pnpm add|cargo add|gem install|"
+    r"go get|brew install|apt(?:-get)? install)([^\n;,!?`]*)"
+)
+_PACKAGE_NOUN_RE = re.compile(
+    r"\b([a-z][a-z0-9_.-]*[a-z0-9])[ \t]+(?:library|package|crate|gem|dependency)\b"
+    r"|\b(?:library|package|crate|gem|dependency)[ \t]+([a-z][a-z0-9_.-]*[a-z0-9])\b"
+)
+_NOT_NAME_WORDS_TEXT = """
+    the a an and or but if when while then so as at by for from in into of on to with without this that these
+    those there here my our your his her their its we i you he she they it me us them hi hello hey thanks thank
+    yes no not please let let's also just maybe every each all any some most many more next last first second
+    today tomorrow yesterday monday tuesday wednesday thursday friday saturday sunday january february march
+    april may june july august september october november december what why how who which where can could would
+    should will shall do does did is are was were be been being have has had one two three goal goals
+    instructions instruction constraints decisions decision files file identifiers errors error fixes fix failed
+    approaches pending step steps standing kept verbatim summary user users assistant tool tools result results
+    earlier note notes digest conversation messages message request latest tried new old good great sure ok okay
+    done understood got noted use using run running see check read write make keep never always don't do
+"""
+_NOT_NAME_WORDS = frozenset(_NOT_NAME_WORDS_TEXT.split())
+_NOT_PACKAGE_TEXT = """
+    version versions release releases pinned pin upgrading upgrade upgraded downgrade downgraded python than
+    v vs about around over under above below since until port ports line lines step revision rev build
+"""
+_NOT_PACKAGE_WORDS = _COMMON_WORDS | _NOT_NAME_WORDS | frozenset(_NOT_PACKAGE_TEXT.split())
+
+
+def _proper_name(text: str) -> str | None:
+    """``text`` without the common capitalised words at its ends (a sentence's first word, "The", a weekday),
+    when at least two words of a name remain."""
+    words = text.split()
+    while words and words[0].lower() in _NOT_NAME_WORDS:
+        words.pop(0)
+    while words and words[-1].lower() in _NOT_NAME_WORDS:
+        words.pop()
+    return " ".join(words) if len(words) >= 2 else None
+
+
+def _cued_name(text: str) -> str | None:
+    words = text.split()
+    while words and words[-1].lower() in _NOT_NAME_WORDS:
+        words.pop()
+    if not words or words[0].lower() in _NOT_NAME_WORDS:
+        return None
+    return " ".join(words)
+
+
+def _packages(masked: _Masked) -> None:
+    """Packages named beside an install command, a version or the word "library" (see ``IdentifierKind``)."""
+    for match in _PACKAGE_INSTALL_RE.finditer(masked.text):
+        offset = match.start(1)
+        for word in re.finditer(r"\S+", match.group(1)):
+            token = word.group(0)
+            if token.startswith("-"):
+                continue
+            name = _clean(token)
+            if name.lower() in _NOT_PACKAGE_WORDS or not name[:1].isalpha():
+                break
+            masked.add(offset + word.start(), offset + word.start() + len(name), name, "package")
+            if token != name:
+                break  # the sentence ends here
+    for pattern in (_PACKAGE_BEFORE_VERSION_RE, _PACKAGE_NOUN_RE):
+        for match in pattern.finditer(masked.text):
+            group = 1 if match.group(1) else 2
+            name = match.group(group)
+            if name.lower() not in _NOT_PACKAGE_WORDS and len(name) >= 3:
+                masked.add(match.start(group), match.end(group), name, "package")
+
+
+def _proper_names(masked: _Masked) -> None:
+    """People and projects the user named in plain words: two or more capitalised words, or one after a cue
+    ("my name is", "approved by", "Priya must approve")."""
+    for match in _PROPER_NAME_RE.finditer(masked.text):
+        name = _proper_name(match.group(0))
+        if name is not None:
+            start = match.start() + match.group(0).index(name)
+            masked.add(start, start + len(name), name, "proper")
+    for pattern in (_CUED_NAME_RE, _NAME_BEFORE_VERB_RE):
+        for match in pattern.finditer(masked.text):
+            name = _cued_name(match.group(1))
+            if name is not None:
+                start = match.start(1)
+                masked.add(start, start + len(name), name, "proper")
+
+
 def _scan(text: str) -> list[tuple[str, IdentifierKind]]:
     """The identifiers of one text, in order of appearance (with repeats)."""
     masked = _Masked(text)
@@ -341,6 +449,7 @@ def _scan(text: str) -> list[tuple[str, IdentifierKind]]:
             continue
         masked.add(match.start(), match.end(), match.group(1), "call")
     masked.scan(_SETTING_RE, "setting", clean=True)
+    _packages(masked)
     masked.scan(_CONSTANT_RE, "constant")
     for i, (start, text_found, kind) in enumerate(masked.found):
         if kind == "constant" and ("ERR" in text_found or "FAIL" in text_found):
@@ -354,6 +463,7 @@ def _scan(text: str) -> list[tuple[str, IdentifierKind]]:
     masked.scan(_HYPHENATED_RE, "hyphenated", _keep_hyphenated)
     masked.scan(_DOTTED_RE, "dotted", _keep_dotted)
     masked.scan(_SNAKE_RE, "name", lambda word: len(word.strip("_")) >= 4)
+    _proper_names(masked)
     masked.scan(_CAMEL_RE, "name", lambda word: len(word) >= 4)
     masked.scan(_NUMBER_RE, "number")
     masked.found.sort(key=lambda item: item[0])
@@ -485,6 +595,10 @@ def _message_identifiers(message: ModelMessage) -> Iterator[tuple[str, Identifie
                 yield text, kind, "assistant"
         elif view.kind == "tool-call":
             for text, kind in _argument_identifiers(view.text):
+                yield text, kind, "tool"
+        elif view.kind == "tool-return" and len(view.text) <= SHORT_RESULT_CHARS and "[…" not in view.text:
+            # (co's own "[…truncated" and "[… clamped" marks: a cut output was not short)
+            for text, kind in _scan(view.text):
                 yield text, kind, "tool"
 
 

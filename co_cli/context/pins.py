@@ -1,6 +1,8 @@
 """Verification of the standing instructions a summariser proposes to pin.
 
-A summariser asked for the user's standing instructions returns quotes; a small model invents some and
+``detect_standing_instructions`` finds the user's rules and preferences without any model: sentences that
+start "always …", "never …", "don't …", "please always …", or say "from now on", "hard rule", "I prefer". A
+summariser asked for the user's standing instructions returns quotes; a small model invents some and
 lifts topic phrases out of questions ("exponential backoff" from "how does exponential backoff work?").
 ``verify_pins`` keeps a quote only when it really occurs in a message the user typed in the stretch
 (compared with case, whitespace and quote characters normalised) and the sentence it comes from is a whole
@@ -17,7 +19,7 @@ from pydantic_ai.messages import ModelMessage
 
 from co_cli.message_view import user_text
 
-__all__ = ["MAX_PIN_CHARS", "is_instruction", "sentences", "verify_pins"]
+__all__ = ["MAX_PIN_CHARS", "detect_standing_instructions", "is_instruction", "sentences", "verify_pins"]
 
 MAX_PIN_CHARS = 400
 """A longer "sentence" (a paragraph without stops) is not a pin."""
@@ -176,3 +178,48 @@ def verify_pins(quotes: Sequence[str], span_messages: Sequence[ModelMessage]) ->
                     kept.append(sentence)
             break
     return kept
+
+
+_STANDING_START_RE = re.compile(
+    r"^(?:(?:please|and|also|so|oh|ok|okay|remember|remember to|note|one more thing|important)[,:]?\s+)*"
+    r"(?:always|never|don't|do not|dont|stop \w+ing|avoid|only ever)\b",
+    re.IGNORECASE,
+)
+_STANDING_ANYWHERE_RE = re.compile(
+    r"\b(?:from now on|going forward|hard rule|as a rule|golden rule|standing rule|rule of thumb|for the rest of "
+    r"(?:this|the) (?:session|conversation|project)|(?:you|we) (?:must|should|have to) (?:always|never)|"
+    r"(?:i|we) (?:always |strongly )?prefer|make sure (?:to |you )?always|never ever)\b",
+    re.IGNORECASE,
+)
+_NOT_STANDING_RE = re.compile(
+    r"^(?:please\s+)?(?:don't|do not|never) (?:worry|mind|know|think|understand|see|get|remember|care|bother|"
+    r"forget)\b|\b(?:yet|for now|right now|this time|today|just now)\b",
+    re.IGNORECASE,
+)
+"""Not a standing rule: a figure of speech ("never mind"), a reminder, or something for now only."""
+
+
+def _is_standing(sentence: str) -> bool:
+    if len(sentence) > MAX_PIN_CHARS or len(_words(sentence)) < 3 or _is_question(sentence):
+        return False
+    if _NOT_STANDING_RE.search(sentence):
+        return False
+    return bool(_STANDING_START_RE.search(sentence) or _STANDING_ANYWHERE_RE.search(sentence))
+
+
+def detect_standing_instructions(messages: Sequence[ModelMessage]) -> list[str]:
+    """The rules and preferences the user stated in ``messages`` ("Never run migrations on prod.", "From now
+    on answer in British English.", "I prefer f-strings."), each the whole sentence as the user wrote it, in
+    order, without repeats. Found by their wording alone, whatever a summariser makes of them."""
+    found: list[str] = []
+    seen: set[str] = set()
+    for message in messages:
+        text = user_text(message)
+        if not text:
+            continue
+        for sentence in sentences(text):
+            key = _normalise(sentence)
+            if key not in seen and _is_standing(sentence):
+                seen.add(key)
+                found.append(sentence)
+    return found

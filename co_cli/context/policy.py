@@ -26,6 +26,12 @@ and happens even with auto_compact off."""
 CHARS_PER_TOKEN = 4
 OFFLOAD_WINDOW_SHARE = 4
 """An offloaded output's threshold is at most 1/4 of the window, so one output cannot fill it."""
+SLOW_SUMMARISER_HINT = (
+    "To give it longer, raise request_timeout (settings.json or CO_CLI_REQUEST_TIMEOUT), or set a faster "
+    "summarization_model."
+)
+USER_WORDS_WINDOW_SHARE = 4
+"""The user's words kept verbatim beside a summary take at most 1/4 of the window."""
 
 
 @dataclass(frozen=True)
@@ -41,6 +47,7 @@ class GovernorConfig:
     min_span_tokens: int = MIN_SPAN_TOKENS
     request_timeout: float = 120.0
     """Seconds the summariser may take to start answering (as for the chat model)."""
+    user_words_tokens: int = 20_000
 
     @classmethod
     def from_settings(cls, settings: Settings, context_window: int) -> GovernorConfig:
@@ -53,11 +60,18 @@ class GovernorConfig:
             auto_compact=settings.auto_compact == "on",
             min_span_tokens=settings.compact_min_span_tokens,
             request_timeout=settings.request_timeout,
+            user_words_tokens=settings.compact_user_words_tokens,
         )
 
     @property
     def threshold_tokens(self) -> int:
         return int(self.compact_threshold * self.context_window)
+
+    @property
+    def user_words_budget(self) -> int:
+        """Tokens of the user's own messages kept verbatim beside a summary: the setting, but never more than a
+        quarter of the window."""
+        return user_words_budget(self.user_words_tokens, self.context_window)
 
     @property
     def offload_threshold(self) -> int:
@@ -67,6 +81,11 @@ class GovernorConfig:
         if setting <= 0 or self.context_window <= 0:
             return setting
         return min(setting, self.context_window * CHARS_PER_TOKEN // OFFLOAD_WINDOW_SHARE)
+
+
+def user_words_budget(setting: int, context_window: int) -> int:
+    """``setting`` capped at a quarter of ``context_window`` (when known)."""
+    return min(setting, context_window // USER_WORDS_WINDOW_SHARE) if context_window > 0 else setting
 
 
 @dataclass
@@ -80,6 +99,7 @@ class CompactionPolicy:
     stuck_notice_sent: bool = field(default=False)
     grown_span_tokens: int = 0
     """Raised when a summary came back no smaller than its span: the next span must be bigger."""
+    slow_notice_sent: bool = False
 
     @property
     def min_span_tokens(self) -> int:
@@ -112,8 +132,9 @@ class CompactionPolicy:
             self.cooldown -= 1
         return may_ask
 
-    def record(self, method: str, error: str | None) -> list[str]:
-        """Account for a compaction the summariser was asked for; returns the notices to show."""
+    def record(self, method: str, error: str | None, *, timed_out: bool = False) -> list[str]:
+        """Account for a compaction the summariser was asked for; returns the notices to show. A summariser
+        that timed out is named once per session, with the setting that gives it longer."""
         if method == "summary":
             self.failures = 0
             return []
@@ -122,7 +143,16 @@ class CompactionPolicy:
         kept = "an extractive digest (every message you typed, the tool calls, the identifiers)"
         if method == "marker":
             kept = "a static marker, as the request would not fit the window otherwise"
-        notices = [f"Summariser failed ({error}); kept {kept} instead."]
+        notices: list[str] = []
+        if timed_out:
+            if not self.slow_notice_sent:
+                self.slow_notice_sent = True
+                notices.append(
+                    f"The summariser is slow: it sent nothing for {self.config.request_timeout:g} s, so co kept "
+                    f"{kept} instead and did not ask again. {SLOW_SUMMARISER_HINT}"
+                )
+        elif not (error or "").startswith("summary rejected"):  # a rejection's reason is in the compaction line
+            notices.append(f"Summariser failed ({error}); kept {kept} instead.")
         if self.failures >= MAX_CONSECUTIVE_FAILURES:
             self.summarizer_disabled = True
             notices.append(

@@ -10,10 +10,21 @@ from pydantic_ai.messages import ModelMessage, ModelRequest
 
 from co_cli.context.offload import list_offloaded
 from co_cli.context.tokens import MESSAGE_OVERHEAD_TOKENS, estimate_history, estimate_part_tokens
+from co_cli.context.user_words import USER_WORDS_HEADING, carried_words
 from co_cli.message_view import PartView, view_part
 from co_cli.synthetic import is_summary
+from co_cli.text_tokens import estimate_text_tokens
 
-KINDS = ("instructions+tools", "instructions files", "memory", "user", "assistant", "tool returns", "summaries")
+KINDS = (
+    "instructions+tools",
+    "instructions files",
+    "tasks",
+    "memory",
+    "user",
+    "assistant",
+    "tool returns",
+    "summaries",
+)
 LABEL_CHARS = 48
 
 
@@ -41,12 +52,15 @@ class ContextReport:
     largest: list[ReportItem] = field(default_factory=list)
     offloaded_count: int = 0
     offloaded_chars: int = 0
+    user_words: str = ""
+    """What of the user's own messages the summaries keep verbatim ("6 messages verbatim, 2 shortened, ~850
+    tokens"), counted within the summaries."""
 
     def lines(self) -> list[str]:
         """Plain-text rendering, one fact per line."""
         out = [
             f"Context: {self.tokens_used:,} / {self.context_window:,} tokens ({self.percent:.1f}%, "
-            f"{self.token_source}); window from {self.window_source}",
+            f"{self.token_source}); window size: {self.window_source}",
             f"Compaction threshold: {self.threshold:.0%} = {self.threshold_tokens:,} tokens",
             f"Messages: {self.message_count} in context, {self.transcript_count} in transcript; "
             f"compactions: {self.compactions}",
@@ -56,6 +70,8 @@ class ContextReport:
             out.append("Largest: " + "; ".join(f"{i.kind} {i.label} ({i.tokens:,})" for i in self.largest))
         if self.offloaded_count:
             out.append(f"Offloaded tool outputs: {self.offloaded_count} ({self.offloaded_chars:,} chars)")
+        if self.user_words:
+            out.append(f"Your own words beside the summary: {self.user_words}")
         return out
 
 
@@ -102,14 +118,16 @@ def context_report(
     offload_dir: Path | None,
     instructions_files_tokens: int = 0,
     memory_tokens: int = 0,
+    tasks_tokens: int = 0,
 ) -> ContextReport:
     """A snapshot of the working context ``messages`` (as it would be sent).
 
-    ``overhead_tokens`` includes the instructions files; the memory section (``memory_tokens``, the last
-    request's) comes on top of it."""
+    ``overhead_tokens`` includes the instructions files and the task list (``tasks_tokens``); the memory section
+    (``memory_tokens``, the last request's) comes on top of it."""
     estimate = estimate_history(messages, overhead_tokens=overhead_tokens + memory_tokens)
     breakdown = dict.fromkeys(KINDS, 0)
-    breakdown["instructions+tools"] = overhead_tokens - instructions_files_tokens
+    breakdown["instructions+tools"] = overhead_tokens - instructions_files_tokens - tasks_tokens
+    breakdown["tasks"] = tasks_tokens
     breakdown["instructions files"] = instructions_files_tokens
     breakdown["memory"] = memory_tokens
     items: list[ReportItem] = []
@@ -126,6 +144,7 @@ def context_report(
             breakdown[kind] += tokens
             items.append(ReportItem(kind=kind, label=label, tokens=tokens))
     items.sort(key=lambda item: item.tokens, reverse=True)
+    user_words = _user_words(messages)
     offloaded = list_offloaded(offload_dir) if offload_dir is not None else []
     percent = 100.0 * estimate.total / context_window if context_window > 0 else 0.0
     return ContextReport(
@@ -143,4 +162,20 @@ def context_report(
         largest=items[:3],
         offloaded_count=len(offloaded),
         offloaded_chars=sum(size for _, size in offloaded),
+        user_words=user_words,
     )
+
+
+def _user_words(messages: Sequence[ModelMessage]) -> str:
+    """The user's own words the summaries in ``messages`` keep, in words ("" when none)."""
+    verbatim = shortened = tokens = 0
+    for message in messages:
+        words = carried_words(message)
+        if words and f"\n{USER_WORDS_HEADING}\n" in "\n".join(view_part(p).text for p in message.parts):
+            verbatim += len(words.verbatim)
+            shortened += len(words.shortened) + words.omitted
+            tokens += estimate_text_tokens(words.render())
+    if not verbatim and not shortened:
+        return ""
+    shown = f"{verbatim} messages verbatim" + (f", {shortened} older shortened" if shortened else "")
+    return f"{shown} (~{tokens:,} tokens, counted in summaries)"

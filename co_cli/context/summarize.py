@@ -36,6 +36,8 @@ needed to continue the work:
 - Errors met and how they were fixed.
 - Approaches that were tried and failed, so they are not tried again.
 - Pending tasks and the next step.
+The session's task list (the set_tasks tool) is kept outside the conversation and sent with every request: \
+do not copy the list, only what the tasks need that it does not say.
 If the transcript contains an earlier summary, merge its content into yours: keep everything it records \
 unless later messages supersede it.
 Write compact Markdown under the headings Goal, Instructions and constraints, Decisions, Files and \
@@ -167,8 +169,11 @@ def chunk_entries(entries: Sequence[str], budget_tokens: int) -> list[list[str]]
 
 
 async def _ask(agent: Agent[None, str], prompt: str) -> str:
-    result = await agent.run(prompt)
-    text = result.output.strip()
+    """The summariser's answer to ``prompt``, streamed: the request's time limit then bounds the wait for the
+    first token and each silence after it, not how long a slow model takes to write the whole summary."""
+    async with agent.run_stream(prompt) as result:
+        output = await result.get_output()
+    text = output.strip()
     if not text:
         raise RuntimeError("the summariser returned an empty summary")
     return text

@@ -9,9 +9,9 @@ so a resumed session rebuilds exactly what the live one had.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from pydantic_ai.messages import ModelMessage
+from pydantic_ai.messages import ModelMessage, ModelRequest
 
 from co_cli.context.compact import CompactionResult
 
@@ -43,10 +43,12 @@ class WorkingContext:
 
     def extended(self, messages: Sequence[ModelMessage], seqs: Sequence[int | None]) -> WorkingContext:
         """A new working context: the first ``len(self)`` messages of ``messages`` are this one's (as the
-        run saw them), the rest are new, with ``seqs`` (padded with None when fewer were saved)."""
+        run saw them), the rest are new, with ``seqs`` (padded with None when fewer were saved). A request's
+        instructions are left out, as the transcript leaves them out: they are made afresh for every request,
+        so the live context and a resumed one hold the same messages."""
         new_count = len(messages) - len(self.seqs)
         new_seqs = [*seqs[:new_count], *[None] * max(0, new_count - len(seqs))]
-        return WorkingContext(list(messages), [*self.seqs, *new_seqs])
+        return WorkingContext([_without_instructions(m) for m in messages], [*self.seqs, *new_seqs])
 
     def span(self, result: CompactionResult) -> CompactedSpan:
         """Which transcript stretch ``result`` (relative to these messages) replaces."""
@@ -61,3 +63,9 @@ class WorkingContext:
         self.messages = [*result.replacement, *self.messages[result.covered :]]
         self.seqs = [*[None] * len(result.replacement), *self.seqs[result.covered :]]
         return span
+
+
+def _without_instructions(message: ModelMessage) -> ModelMessage:
+    if isinstance(message, ModelRequest) and message.instructions is not None:
+        return replace(message, instructions=None)
+    return message

@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 from co_cli.errors import CoError
 from co_cli.store.memories import Memories, Memory
+from co_cli.store.sessions import Sessions
 
 QUESTION = "[a]ccept, [e]dit, [r]eject, [s]kip, [q]uit? "
+
+
+class Ask(Protocol):
+    """One line of answer to ``question`` (starting from ``default``), or None at the end of input."""
+
+    def __call__(self, question: str, default: str = "") -> Awaitable[str | None]: ...
+
+
 SOURCE_CHARS = 300
 
 
@@ -26,7 +36,7 @@ def describe(store: Memories, proposal: Memory) -> list[str]:
         flat = " ".join(source.split())
         if len(flat) > SOURCE_CHARS:
             flat = flat[: SOURCE_CHARS - 1] + "…"
-        session = (proposal.source_session or "")[:8]
+        session = Sessions(store.db).short_id(proposal.source_session) if proposal.source_session else "?"
         lines.append(f"  from your message (session {session} #{proposal.source_seq}): {flat}")
     return lines
 
@@ -34,7 +44,7 @@ def describe(store: Memories, proposal: Memory) -> list[str]:
 async def review(
     store: Memories,
     proposals: list[Memory],
-    ask: Callable[[str], Awaitable[str | None]],
+    ask: Ask,
     say: Callable[[str], None],
 ) -> tuple[int, int, int]:
     """Ask about each proposal; returns (accepted, rejected, skipped). ``ask`` returns None at end of input."""
@@ -50,7 +60,7 @@ async def review(
                     store.accept(proposal.id)
                     accepted += 1
                 elif choice == "e":
-                    text = await ask("new text: ")
+                    text = await ask("new text: ", proposal.text)  # the edit starts from the proposed text
                     if not text or not text.strip():
                         say("  nothing entered; still to review")
                         continue

@@ -22,6 +22,7 @@ def build_agent(model: Model, *, capabilities: list[Any], request_timeout: float
     from co_cli.tools import build_toolset
     from co_cli.tools.history import build_history_toolset
     from co_cli.tools.memory import build_memory_toolset
+    from co_cli.tools.tasks import build_tasks_toolset
 
     def instructions(ctx: RunContext[CoDeps]) -> str:
         memory = memory_section(ctx.deps, ctx.prompt)
@@ -32,7 +33,7 @@ def build_agent(model: Model, *, capabilities: list[Any], request_timeout: float
         deps_type=CoDeps,
         output_type=str,
         instructions=instructions,
-        toolsets=[build_toolset(), build_history_toolset(), build_memory_toolset()],
+        toolsets=[build_toolset(), build_history_toolset(), build_memory_toolset(), build_tasks_toolset()],
         capabilities=capabilities,
         model_settings=request_time_limits(model, request_timeout),
     )
@@ -65,9 +66,10 @@ def build_agent_tool_defs() -> list[Any]:
     from co_cli.tools import build_toolset
     from co_cli.tools.history import build_history_toolset
     from co_cli.tools.memory import memory_function_toolset
+    from co_cli.tools.tasks import build_tasks_toolset
 
     defs = []
-    for toolset in (build_toolset(), build_history_toolset(), memory_function_toolset()):
+    for toolset in (build_toolset(), build_history_toolset(), memory_function_toolset(), build_tasks_toolset()):
         for tool in toolset.tools.values():
             defs.append(tool.tool_def)
     return defs

@@ -36,7 +36,7 @@ class Background:
             return None
         self.memory_worker = ExtractionWorker(
             self.store.memories,
-            lambda: self.engine.summary_model,
+            lambda: self.engine.memory_model,
             deps.settings.memory_extract,
             deps.project,
             on_change=on_change,

@@ -15,13 +15,15 @@ from co_cli.context.compact import (
     compact_all,
     compact_middle,
     drop_tool_outputs,
+    is_timeout,
 )
+from co_cli.context.policy import SLOW_SUMMARISER_HINT, user_words_budget
 from co_cli.context.tokens import estimate_history
 from co_cli.context.working import CompactedSpan, WorkingContext
-from co_cli.deps import PinSource, SessionState
+from co_cli.deps import Pin, PinSource, SessionState
 from co_cli.failure_text import describe_provider_error
 from co_cli.message_view import views
-from co_cli.models import request_time_limits
+from co_cli.models import summary_time_limits
 from co_cli.session.engine import Engine
 from co_cli.session.pins import Pins
 from co_cli.session.recorder import Recorder
@@ -66,6 +68,8 @@ class Compactions:
         self.pins = pins
         self.rebuild = rebuild
         """The working context rebuilt from the store (after an undo)."""
+        self.offered: list[Pin] = []
+        """The pins the latest manual compaction found in the user's messages."""
 
     def record(
         self, result: CompactionResult, context: WorkingContext, *, trigger: CompactionTrigger, focus: str
@@ -76,8 +80,9 @@ class Compactions:
         )
 
     def found_pins(self, result: CompactionResult) -> list[tuple[str, PinSource]]:
-        """Standing instructions a summary found (verbatim in the user's messages): they hold from now on as
-        pins, outside the history, so no later compaction can drop them."""
+        """Standing instructions the user stated in the compacted messages (found by their wording, or quoted
+        by the summary and verified): they hold from now on as pins, outside the history, so no later
+        compaction can drop them."""
         return self.pins.new_ones(result.standing_instructions, "summary")
 
     async def preview(self, focus: str | None) -> CompactionResult:
@@ -93,6 +98,7 @@ class Compactions:
             focus=focus or None,
             max_input_tokens=self.engine.resolved.context_window // 2,
             model_settings=self._time_limits(),
+            user_words_tokens=self._user_words_budget(),
         )
         return replace(result, detail="manual")
 
@@ -113,7 +119,7 @@ class Compactions:
         found = self.found_pins(result)
         spent = self.engine.drain_summary_usage() if usage else None
         ids = self.recorder.compaction(self.record(result, context, trigger=trigger, focus=focus), found, spent)
-        self.pins.adopt(found, ids)
+        self.offered = self.pins.adopt(found, ids)
         context.apply(result)
 
     def undo(self) -> int | None:
@@ -160,6 +166,7 @@ class Compactions:
                 max_input_tokens=self.engine.resolved.context_window // 2,
                 must_fit=True,
                 model_settings=self._time_limits(),
+                user_words_tokens=self._user_words_budget(),
             )
         except Exception as exc:
             notice(f"Compaction failed: {describe_provider_error(exc)}")
@@ -184,5 +191,17 @@ class Compactions:
         self._apply(replace(result, detail="overflow"), trigger="auto", focus="", usage=False)
         return True
 
+    def failure_text(self, exc: BaseException) -> str:
+        """Why a manual compaction failed, in one line; a summariser that timed out is named with the setting
+        that gives it longer."""
+        if is_timeout(exc):
+            timeout = self.engine.deps.settings.request_timeout
+            return f"the summariser sent nothing for {timeout:g} s. {SLOW_SUMMARISER_HINT}"
+        return describe_provider_error(exc)
+
     def _time_limits(self) -> ModelSettings:
-        return request_time_limits(self.engine.summary_model, self.engine.deps.settings.request_timeout)
+        return summary_time_limits(self.engine.summary_model, self.engine.deps.settings.request_timeout)
+
+    def _user_words_budget(self) -> int:
+        settings = self.engine.deps.settings
+        return user_words_budget(settings.compact_user_words_tokens, self.engine.resolved.context_window)

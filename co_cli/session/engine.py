@@ -18,6 +18,7 @@ from co_cli.deps import CoDeps
 from co_cli.models import ResolvedModel
 from co_cli.session.agent import build_agent, overhead_tokens, summarizer_model
 from co_cli.session.metering import UsageMeter
+from co_cli.session.tool_stats import tool_timer
 from co_cli.store.usage import TurnUsage
 from co_cli.tools.approval import ApprovalPrompt, make_approval_handler
 
@@ -38,6 +39,7 @@ class Engine:
         self.approve_all = approve_all
         self.on_governor_event = on_governor_event
         self._meter: UsageMeter | None = None
+        self._memory_meter: UsageMeter | None = None
         self.build()
 
     def build(self) -> None:
@@ -53,7 +55,7 @@ class Engine:
         handler = make_approval_handler(self.ask_approval, approve_all=self.approve_all, deps_getter=lambda: self.deps)
         self.agent: Agent[CoDeps, str] = build_agent(
             self.resolved.model,
-            capabilities=[self.governor, HandleDeferredToolCalls(handler=handler)],
+            capabilities=[self.governor, HandleDeferredToolCalls(handler=handler), tool_timer()],
             request_timeout=settings.request_timeout,
         )
 
@@ -67,7 +69,7 @@ class Engine:
         self.governor.summarizer = self.summary_model
 
     def recount(self) -> None:
-        """The instructions changed (pins): count what every request carries again."""
+        """The instructions changed (pins, tasks): count what every request carries again."""
         self.governor.pipeline.overhead_tokens = overhead_tokens(self.deps)
 
     @property
@@ -78,6 +80,15 @@ class Engine:
             self._meter = UsageMeter(model, "summary")
         self._meter.wrapped = model
         return self._meter
+
+    @property
+    def memory_model(self) -> Model:
+        """The summariser as memory extraction uses it: metered apart, so its spend is saved as "memory"."""
+        model = self.summarizer or self.resolved.model
+        if self._memory_meter is None:
+            self._memory_meter = UsageMeter(model, "memory")
+        self._memory_meter.wrapped = model
+        return self._memory_meter
 
     @property
     def summary_model_name(self) -> str:
@@ -92,3 +103,7 @@ class Engine:
     def drain_summary_usage(self) -> TurnUsage | None:
         """What the summariser spent since the last drain (one usage row), or None."""
         return self._meter.drain() if self._meter else None
+
+    def drain_memory_usage(self) -> TurnUsage | None:
+        """What memory extraction spent since the last drain (one usage row), or None."""
+        return self._memory_meter.drain() if self._memory_meter else None

@@ -5,11 +5,12 @@ A response whose model genai-prices does not know has an unknown cost (None), ne
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncGenerator, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ModelResponse
-from pydantic_ai.models import Model, ModelRequestParameters
+from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
 from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
 
@@ -91,6 +92,21 @@ class UsageMeter(WrapperModel):
         response = await super().request(messages, model_settings, model_request_parameters)
         self._noted.append(response_usage(response, model=self.model_name, role=self.role))
         return response
+
+    @asynccontextmanager
+    async def request_stream(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+        run_context: Any = None,
+    ) -> AsyncGenerator[StreamedResponse]:
+        """A streamed request (the summariser's are), noted once it has been read to its end or abandoned."""
+        async with super().request_stream(messages, model_settings, model_request_parameters, run_context) as stream:
+            try:
+                yield stream
+            finally:
+                self._noted.append(response_usage(stream.get(), model=self.model_name, role=self.role))
 
     def drain(self) -> TurnUsage | None:
         """Everything noted since the last drain as one row (None if nothing was)."""

@@ -34,6 +34,8 @@ class Pins:
         self.on_change = on_change
         """Called when the pins change (the instructions every request carries changed)."""
         self.context_window = context_window
+        self.offered: list[Pin] = []
+        """The pins the latest compaction found in the user's messages (``/unpin`` alone removes them)."""
 
     def __iter__(self) -> Iterator[Pin]:
         return iter(self.state.pins)
@@ -74,11 +76,34 @@ class Pins:
                 f"{self.context_window():,}-token window; /unpin one first"
             )
 
-    def adopt(self, found: Sequence[tuple[str, PinSource]], ids: Sequence[int]) -> None:
-        """Take in pins the recorder has already saved (found by a summary), with their ids."""
+    def adopt(self, found: Sequence[tuple[str, PinSource]], ids: Sequence[int]) -> list[Pin]:
+        """Take in pins the recorder has already saved (found by a compaction), with their ids; they are the
+        ones offered, which ``undo_offered`` removes."""
         pins = [Pin(pin_id, text, source) for (text, source), pin_id in zip(found, ids, strict=True)]
         if pins:
             self.set([*self.state.pins, *pins])
+            self.offered = pins
+        return pins
+
+    def offered_notice(self, pins: Sequence[Pin]) -> str:
+        """The lines that show pins a compaction found, numbered as ``/pins`` lists them, and how to undo them."""
+        numbers = {pin.id: number for number, pin in enumerate(self.state.pins, 1)}
+        one = len(pins) == 1
+        noun, it = ("a standing instruction", "it") if one else (f"{len(pins)} standing instructions", "them")
+        lines = [f"Pinned {noun} you stated (every request carries {it}; /unpin undoes this):"]
+        lines += [f"  #{numbers.get(pin.id, '?')} {pin.text}" for pin in pins]
+        return "\n".join(lines)
+
+    def undo_offered(self) -> list[Pin]:
+        """Remove the pins the latest compaction offered that are still pinned; returns them."""
+        ids = {pin.id for pin in self.offered}
+        removed = [pin for pin in self.state.pins if pin.id in ids]
+        for pin in removed:
+            self.recorder.unpin(pin.id)
+        if removed:
+            self.set([pin for pin in self.state.pins if pin.id not in ids])
+        self.offered = []
+        return removed
 
     def new_ones(self, texts: Sequence[str], source: PinSource) -> list[tuple[str, PinSource]]:
         """The texts that would make new pins, normalised and without repeats."""

@@ -118,11 +118,19 @@ def check_fork_point(transcript: Sequence[Outlined], upto_seq: int) -> None:
     before = max(p for p in points if p < upto_seq)
     after = [p for p in points if p > upto_seq]
     message = next(m for m in transcript if m.seq == upto_seq)
-    what = "a failed turn" if message.status == "failed" else "the middle of a turn (a tool call or its result)"
+    what = "is in a failed turn" if message.status == "failed" else UNSAFE_POINTS.get(message.kind, "is mid-turn")
     choices = f"#{before} (before that turn)" if before >= 0 else "-1 (an empty conversation)"
     if after:
         choices += f" or #{after[0]} (the end of that turn)"
-    raise CoError(f"message #{upto_seq} is in {what}; fork at {choices}")
+    raise CoError(f"message #{upto_seq} {what}; a fork continues after an answer: fork at {choices}")
+
+
+UNSAFE_POINTS = {
+    "user": "is a prompt whose answer follows it",
+    "tool-call": "is a tool call whose result follows it",
+    "tool-return": "is a tool's result, before the answer that uses it",
+}
+"""Why a fork cannot end at a message of this kind (the store's kinds)."""
 
 
 def rewind_point(transcript: Sequence[Outlined], upto_seq: int | None = None) -> int:

@@ -31,7 +31,7 @@ from pydantic_ai.run import AgentRunResultEvent
 from co_cli.context.compact import CompactionResult, compaction_line
 from co_cli.context.governor import GovernorEvent
 from co_cli.context.repair import repair_orphans
-from co_cli.deps import PinSource, SessionState
+from co_cli.deps import PinSource, SessionState, Task
 from co_cli.failure_text import describe_provider_error, is_context_overflow
 from co_cli.message_view import kinds
 from co_cli.session.background import Background
@@ -40,10 +40,11 @@ from co_cli.session.engine import Engine
 from co_cli.session.metering import run_usage
 from co_cli.session.pins import Pins
 from co_cli.session.recorder import Recorder, TurnRecord
+from co_cli.session.tool_stats import tool_calls_of
 from co_cli.store import CompactionRecord
 from co_cli.store.redact import as_saved
 from co_cli.synthetic import CUT_OFF_NOTE, LENGTH_NOTE, close_interrupted, interrupted_response
-from co_cli.vocabulary import MessageStatus
+from co_cli.vocabulary import COMPACTING, WAITING_FOR_MODEL, MessageStatus
 
 TurnStatus = Literal["ok", "cancelled", "cut-off", "failed"]
 """ok: answered; cancelled: the user stopped it; cut-off: the stream ended before the answer was complete;
@@ -52,6 +53,9 @@ failed: the provider or the network failed (the prompt is kept for /retry)."""
 
 class TurnView(Protocol):
     """What the terminal shows during a turn."""
+
+    def working(self, what: str) -> None:
+        """co waits for ``what`` ("waiting for the model", "compacting the conversation"): a live view says so."""
 
     def text(self, delta: str) -> None: ...
     def tool_call(self, name: str, args: Any) -> None: ...
@@ -95,8 +99,12 @@ class Turns:
         self.pins = pins
         self.background = background
         self._notices: list[str] = []
+        self._view: TurnView | None = None
+        """The view of the running turn (the governor's events say what co waits for)."""
         self._made: list[CompactionResult] = []
         """Compactions the governor made during the running turn."""
+        self._tasks_before: list[Task] = []
+        """The task list when the running turn started."""
 
     async def run(self, prompt: str, view: TurnView, token: CancellationToken) -> TurnOutcome:
         # Text that is not valid UTF-8 (e.g. stray bytes from a pipe) is sent and saved with U+FFFD instead.
@@ -116,19 +124,22 @@ class Turns:
         self, prompt: str, view: TurnView, token: CancellationToken, prompt_seq: int, *, retry_on_overflow: bool
     ) -> TurnOutcome:
         base = list(self.state.context.messages)
+        self._view = view
         self._notices.clear()
         self._made.clear()
+        self._tasks_before = list(self.state.tasks)
+        self.state.tool_seconds.clear()
         run = await self._run_agent(prompt, base, view, token)
         self._flush_notices(view)
         cut_off = _cut_off(run.result.new_messages(), self.engine.resolved.model) if run.result is not None else None
         view.end(interrupted=run.cancelled is not None or cut_off == "connection")
         if run.cancelled is not None:
             new = close_cancelled(run.cancelled.new_messages(), prompt)
-            self._finish(prompt, base + new, new, prompt_seq, "cancelled", run.cancelled.usage)
+            self._finish(prompt, base + new, new, prompt_seq, "cancelled", run.cancelled.usage, view)
             return TurnOutcome("cancelled")
         if run.result is not None and cut_off == "connection":
             new = close_cut_off(run.result.new_messages(), CUT_OFF_NOTE)
-            self._finish(prompt, base + new, new, prompt_seq, "cancelled", run.result.usage)
+            self._finish(prompt, base + new, new, prompt_seq, "cancelled", run.result.usage, view)
             view.notice("The connection closed before the answer was complete; what arrived is kept.")
             return TurnOutcome("cut-off", output=run.result.output, error="the answer was cut off")
         if run.result is not None:
@@ -138,7 +149,7 @@ class Turns:
                 # The model's own answer, stopped by the output limit the user set: kept as answered, marked.
                 new = close_cut_off(new, LENGTH_NOTE)
                 all_messages = [*all_messages[:-1], new[-1]]
-            self._finish(prompt, all_messages, new, prompt_seq, "ok", result.usage)
+            self._finish(prompt, all_messages, new, prompt_seq, "ok", result.usage, view)
             if cut_off == "length":
                 view.notice("The answer reached the model's output limit and stops there.")
             return TurnOutcome("ok", output=result.output)
@@ -152,7 +163,16 @@ class Turns:
                 return await self._turn(prompt, view, token, prompt_seq, retry_on_overflow=False)
         # Keep what the failed run did (tool calls that ran, their results) in the transcript; the working
         # context stays as it was, so /retry sends the prompt again.
-        self.recorder.finish(TurnRecord(prompt_seq, repair_orphans(run.partial), "failed"))
+        partial = repair_orphans(run.partial)
+        self.recorder.finish(
+            TurnRecord(
+                prompt_seq,
+                partial,
+                "failed",
+                tasks=self._changed_tasks(),
+                tool_calls=tool_calls_of(partial, self.state.tool_seconds),
+            )
+        )
         return TurnOutcome("failed", error=describe_provider_error(failure))
 
     async def _run_agent(self, prompt: str, base: list[ModelMessage], view: TurnView, token: CancellationToken) -> _Run:
@@ -184,6 +204,12 @@ class Turns:
         return result
 
     def on_governor_event(self, event: GovernorEvent) -> None:
+        if event.kind == "compacting":
+            if self._view is not None:
+                self._view.working(COMPACTING)
+            return
+        if self._view is not None:
+            self._view.working(WAITING_FOR_MODEL)
         if event.kind == "compaction" and event.result is not None:
             self._made.append(event.result)
             self._notices.append(compaction_line(event.result))
@@ -203,9 +229,10 @@ class Turns:
         prompt_seq: int,
         status: MessageStatus,
         usage: Any,
+        view: TurnView,
     ) -> None:
         """Save the turn with everything it brought (one record), then make the run's history (with any
-        compaction it made) the working context."""
+        compaction it made) the working context; the pins a compaction found are shown."""
         turn_usage = run_usage(usage, new, model=self.engine.resolved.label, role="chat")
         self.state.last_usage = turn_usage
         seqs = self.recorder.seqs_for(prompt_seq, new)
@@ -218,27 +245,39 @@ class Turns:
             records = [self.compactions.record(r, context, trigger="auto", focus="") for r in self._made]
             found = self.pins.new_ones([text for r in self._made for text in r.standing_instructions], "summary")
         self._made.clear()
-        spent = self.engine.drain_summary_usage()
+        spent = [u for u in (self.engine.drain_summary_usage(), self.engine.drain_memory_usage()) if u is not None]
         written = self.recorder.finish(
             TurnRecord(
                 prompt_seq,
                 new,
                 status,
-                usage=[turn_usage, *([spent] if spent is not None else [])],
+                usage=[turn_usage, *spent],
                 compactions=records,
                 pins=found,
+                tasks=self._changed_tasks(),
+                tool_calls=tool_calls_of(new, self.state.tool_seconds),
                 extraction=self.background.extraction(prompt) if status == "ok" else None,
             )
         )
         if written.seqs != seqs:  # another process wrote to the session meanwhile (taken over with --force)
             context = self.state.context.extended(all_messages, written.seqs)
-        self.pins.adopt(found, written.pin_ids)
+        offered = self.pins.adopt(found, written.pin_ids)
+        if offered:
+            view.notice(self.pins.offered_notice(offered))
         if adopted is not None:
             context.apply(adopted)
         # As saved (instructions left out: every request gets the current ones), so the live context is the
         # one a resume rebuilds.
         context.messages = as_saved(context.messages)
         self.state.context = context
+
+    def _changed_tasks(self) -> list[Task] | None:
+        """The task list when the turn changed it (the model's set_tasks), else None; the instructions every
+        request carries are counted again when it did."""
+        if self.state.tasks == self._tasks_before:
+            return None
+        self.engine.recount()
+        return list(self.state.tasks)
 
 
 def _show_event(event: AgentStreamEvent, view: TurnView, tool_names: dict[str, str]) -> None:

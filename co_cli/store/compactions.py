@@ -173,7 +173,7 @@ def undo(tx: Transaction, session_id: str, now: float | None = None) -> Compacti
         return None
     now = time.time() if now is None else now
     tx.execute("UPDATE compactions SET undone_at = ? WHERE id = ?", (now, latest.id))
-    sessions.add_counts(tx, session_id, updated_at=now)
+    sessions.add_counts(tx, session_id, compactions=-1, updated_at=now)  # the count is of those in force
     latest.undone_at = now
     return latest
 
@@ -186,7 +186,14 @@ def copy(tx: Transaction, source_id: str, target_id: str, upto_seq: int, before:
         "AND (? IS NULL OR created_at < ?) ORDER BY id",
         (source_id, upto_seq, before, before),
     )
-    return insert_rows(tx, target_id, (StoredCompaction(**{name: r[name] for name in _STORED_FIELDS}) for r in rows))
+    stored = [StoredCompaction(**{name: r[name] for name in _STORED_FIELDS}) for r in rows]
+    insert_rows(tx, target_id, stored)
+    return in_force(stored)
+
+
+def in_force(rows: Iterable[StoredCompaction]) -> int:
+    """How many of ``rows`` are not undone: what a session's compaction count says."""
+    return sum(1 for row in rows if row.undone_at is None)
 
 
 def spans(reader: Reader, session_id: str) -> builtins.list[tuple[float, int, int]]:

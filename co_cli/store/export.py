@@ -17,6 +17,8 @@ from co_cli.store.import_document import EXPORT_FORMAT, EXPORT_VERSION, parse_ex
 from co_cli.store.messages import SavedRow, StoredMessage
 from co_cli.store.redact import as_saved, as_saved_json, url_without_credentials
 from co_cli.store.sessions import SessionInfo
+from co_cli.store.tasks import StoredTask, TaskSnapshot, earlier_tasks
+from co_cli.store.usage import format_cost
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
@@ -89,6 +91,27 @@ def _message_markdown(stored: StoredMessage) -> str:
     return "\n\n".join(blocks)
 
 
+_MARKDOWN_SPECIAL = str.maketrans({c: f"\\{c}" for c in "\\`*_[]<>#|~"})
+
+
+def _task_markdown(task: StoredTask) -> str:
+    """A Markdown task-list item; the text stays plain text (Markdown's own characters escaped)."""
+    note = " (in progress)" if task.status == "in_progress" else ""
+    return f"- [{'x' if task.status == 'done' else ' '}] {task.text.translate(_MARKDOWN_SPECIAL)}{note}"
+
+
+def _tasks_markdown(history: list[TaskSnapshot]) -> str:
+    """The task list as it stands last, then every task that left it."""
+    latest = history[-1]
+    lines = [f"## Tasks\n\nSet by the {latest.source} at {_iso(latest.created_at)}:", ""]
+    lines += [_task_markdown(task) for task in latest.items] or ["(the list is empty)"]
+    gone = earlier_tasks(history, latest.items)
+    if gone:
+        lines += ["", "Earlier tasks (no longer on the list):", ""]
+        lines += [_task_markdown(task) for task in gone]
+    return "\n".join(lines)
+
+
 def export_markdown(store: Store, session_id: str) -> str:
     """The whole transcript as readable Markdown: title, metadata, then each message under its role."""
     info = store.sessions.get(session_id)
@@ -101,13 +124,17 @@ def export_markdown(store: Store, session_id: str) -> str:
         f"- Model: {info.model or 'unknown'}",
         f"- Directory: `{info.cwd}`",
         f"- Messages: {info.message_count}",
-        f"- Tokens: {info.input_tokens} in, {info.output_tokens} out; cost ${info.cost_usd:.4f}",
+        f"- Tokens: {info.input_tokens} in, {info.output_tokens} out; cost "
+        + format_cost(store.usage.totals([info.id]).get(info.id)),
     ]
     if info.parent_id:
         lines.append(f"- Forked from: `{info.parent_id}` at message #{info.fork_seq}")
     if info.compaction_count:
         lines.append(f"- Compactions: {info.compaction_count}")
     parts = ["\n".join(lines)]
+    task_history = store.tasks.history(info.id)
+    if task_history:
+        parts.append(_tasks_markdown(task_history))
     placed = compactions_by_position(store.compactions.list(info.id))
     for stored in store.messages.transcript(info.id):
         parts.append(_message_markdown(stored))
@@ -118,7 +145,7 @@ def export_markdown(store: Store, session_id: str) -> str:
 
 
 def export_json(store: Store, session_id: str) -> str:
-    """Lossless JSON: metadata, every message (pydantic-ai's own JSON form) and every compaction."""
+    """Lossless JSON: metadata, every message (pydantic-ai's own JSON form), every compaction and every task list."""
     return json.dumps(export_document(store, session_id), ensure_ascii=False, indent=1)
 
 
@@ -224,6 +251,10 @@ def _document(store: Store, info: SessionInfo, messages: object, *, has_compacti
         "session": {field.name: getattr(info, field.name) for field in fields(info)},
         "messages": messages,
         "compactions": compactions,
+        "task_lists": [
+            {**snapshot._asdict(), "items": [item._asdict() for item in snapshot.items]}
+            for snapshot in store.tasks.history(info.id)
+        ],
     }
 
 
@@ -256,6 +287,6 @@ def import_json(store: Store, text: str, repair: Repair) -> SessionInfo:
     """Read an ``export_json`` document back; a taken id is imported under a new one.
 
     Every field is checked (``parse_export``) and the transcript closed so it can be continued (``resumable``)."""
-    info, messages, compactions = parse_export(text)
+    info, messages, compactions, task_lists = parse_export(text)
     messages, compactions = resumable(messages, compactions, repair)
-    return store.import_session(info, messages, compactions)
+    return store.import_session(info, messages, compactions, task_lists)

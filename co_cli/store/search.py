@@ -44,6 +44,9 @@ class ListedSession:
     message_count: int
     model: str
     cwd: str
+    parent_id: str | None = None
+    """The session this one was forked from, and at which of its messages."""
+    fork_seq: int | None = None
 
 
 MAX_QUERY_TERMS = 16
@@ -124,7 +127,7 @@ class Search:
     def sessions(self) -> builtins.list[ListedSession]:
         """Every live session with messages, most recently updated first."""
         rows = self.db.read(
-            "SELECT id, title, updated_at, message_count, model, cwd FROM sessions "
+            "SELECT id, title, updated_at, message_count, model, cwd, parent_id, fork_seq FROM sessions "
             "WHERE message_count > 0 AND deleted_at IS NULL ORDER BY updated_at DESC, id DESC"
         )
         return [
@@ -135,6 +138,8 @@ class Search:
                 message_count=row["message_count"],
                 model=row["model"],
                 cwd=row["cwd"],
+                parent_id=row["parent_id"],
+                fork_seq=row["fork_seq"],
             )
             for row in rows
         ]

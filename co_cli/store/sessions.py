@@ -7,12 +7,13 @@ stays empty if that save fails. Deleting moves a session to the trash; only purg
 from __future__ import annotations
 
 import builtins
+import os
 import re
 import secrets
 import shutil
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -52,10 +53,17 @@ def _info(row: sqlite3.Row) -> SessionInfo:
     return SessionInfo(**{name: row[name] for name in _FIELDS})
 
 
+SHORT_ID_CHARS = 8
+"""The fewest characters of an id co shows; more where that many would name more than one session."""
+
+
 def new_session_id(now: float | None = None) -> str:
-    """Time-ordered id: 12 hex digits of milliseconds since the epoch, then 8 random hex digits."""
+    """8 random hex digits, then 12 hex digits of milliseconds since the epoch (when it was made).
+
+    The random digits come first because co shows an id by its first characters: sessions started in the same
+    minute, and forks, must not share them. (Ids made before had the time first; both forms are accepted.)"""
     millis = int((time.time() if now is None else now) * 1000)
-    return f"{millis:012x}{secrets.token_hex(4)}"
+    return f"{secrets.token_hex(4)}{millis:012x}"
 
 
 def is_session_id(text: str) -> bool:
@@ -211,13 +219,30 @@ class Sessions:
             (key, key + "~", int(trashed)),
         )
         if other is not None and not trashed:
-            return SessionNotFound(
-                f"session {other['id']} is in the trash; `co sessions restore {other['id'][:12]}` brings it back"
-            )
+            restore = f"`co sessions restore {self.short_id(other['id'])}`"
+            return SessionNotFound(f"session {other['id']} is in the trash; {restore} brings it back")
         if other is not None:
             return SessionNotFound(f"session {other['id']} is not in the trash")
         where = "`co sessions trash` shows them" if trashed else "`co sessions list` shows them"
         return SessionNotFound(f"no session matches {given!r}; {where}")
+
+    def short_id(self, session_id: str) -> str:
+        """The shortest prefix of ``session_id`` (at least SHORT_ID_CHARS) that names no other session, in the
+        trash or not: what co prints, so that what the user copies resumes this session and no other."""
+        return self.short_ids([session_id])[session_id]
+
+    def short_ids(self, session_ids: Iterable[str]) -> dict[str, str]:
+        shown: dict[str, str] = {}
+        with self.db.lock:
+            for session_id in session_ids:
+                before = self.db.read_one(
+                    "SELECT id FROM sessions WHERE id < ? ORDER BY id DESC LIMIT 1", (session_id,)
+                )
+                after = self.db.read_one("SELECT id FROM sessions WHERE id > ? ORDER BY id LIMIT 1", (session_id,))
+                neighbours = [row["id"] for row in (before, after) if row is not None]
+                shared = max((len(os.path.commonprefix([session_id, other])) for other in neighbours), default=0)
+                shown[session_id] = session_id[: max(SHORT_ID_CHARS, shared + 1)]
+        return shown
 
     def latest(self) -> SessionInfo | None:
         row = self.db.read_one(
@@ -276,7 +301,7 @@ class Sessions:
         SessionBusy if another process has it open."""
         with self._open.holding(session_id), self.db.transaction() as tx:
             find(tx, session_id)
-            for table in ("messages", "compactions", "pins", "turn_usage"):
+            for table in ("messages", "compactions", "pins", "turn_usage", "task_lists", "tool_calls"):
                 tx.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
             tx.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
         if files_root is not None:

@@ -18,17 +18,19 @@ from co_cli.config import LoadedSettings
 from co_cli.errors import CoError
 from co_cli.models import ModelChoice
 from co_cli.terminal import commands
-from co_cli.terminal.render import PlainView, TerminalView, print_error
-from co_cli.terminal.terminal_mode import quiet_input
+from co_cli.terminal.render import PlainView, TerminalView, message_text, plain_message, print_error
 from co_cli.terminal.toolbar import Toolbar
-from co_cli.terminal_text import printable
+from co_cli.terminal.turn_input import TurnInput
+from co_cli.terminal.working_line import WorkingLine
+from co_cli.terminal_text import counted, printable
+from co_cli.vocabulary import MEMORY_EXTRACTION, WAITING_FOR_MODEL
 
 if TYPE_CHECKING:
     from pydantic_ai import CancellationToken
     from pydantic_ai.messages import ModelMessage
 
     from co_cli.session import Conversation, TurnOutcome, TurnView
-    from co_cli.store import Store
+    from co_cli.store import SessionInfo, Store
     from co_cli.terminal.approval_prompt import TerminalApprover
 
 T = TypeVar("T")
@@ -75,8 +77,10 @@ class ChatApp:
         self._token: CancellationToken | None = None
         self._toolbar = Toolbar(choice.spec, store)
         self.view: TurnView = TerminalView(self.console) if interactive else PlainView(self.out)
+        self.keys = TurnInput(self.view, interactive=interactive)
         if approver is not None:
-            approver.before_asking = self.view.pause if isinstance(self.view, TerminalView) else None
+            approver.before_asking = self.keys.before_question
+            approver.after_asking = self.keys.after_question
             approver.cancel_turn = self.cancel_turn
 
     @property
@@ -108,41 +112,42 @@ class ChatApp:
         worker = self._conv.background.memory_worker
         if worker is None:
             return
-        try:
-            await worker.drain(self.note)
+        line = WorkingLine(self.console, hint="Ctrl-C leaves it for the next co")
+        try:  # a wait of more than half a second is shown: on the working line in a terminal
+            await worker.drain((lambda _: line.show(MEMORY_EXTRACTION)) if self.interactive else self.note)
         except (KeyboardInterrupt, asyncio.CancelledError):
             await worker.stop()
+        finally:
+            line.hide()
 
     # ----- output helpers ----------------------------------------------------------------------------
     def info(self, message: str) -> None:
-        message = printable(message)
         if self.interactive:
-            self.console.print(Text(message, style="cyan"))
+            self.console.print(message_text(message, "cyan"))
         else:
-            print(message, file=self.out, flush=True)
+            print(plain_message(message), file=self.out, flush=True)
 
     def note(self, message: str) -> None:
         """Context for the user; in piped mode on stderr, so stdout holds only answers and command output."""
-        message = printable(message)
         if self.interactive:
-            self.console.print(Text(message, style="cyan"))
+            self.console.print(message_text(message, "cyan"))
         else:
-            print(message, file=sys.stderr, flush=True)
+            print(plain_message(message), file=sys.stderr, flush=True)
 
     def error(self, message: str) -> None:
         self.errors += 1
-        message = printable(message)  # provider error bodies come from the server
-        if self.interactive:
+        if self.interactive:  # provider error bodies come from the server: printed without controls
             print_error(self.console, message)
         else:
-            print(f"error: {message}", file=sys.stderr, flush=True)
+            print(f"error: {plain_message(message)}", file=sys.stderr, flush=True)
 
     def banner(self) -> None:
+        """The model and where the conversation goes; a resumed session is named by the Resumed line after it."""
         session = self._conv.session if self._conv else None
-        where = f"session {session.id[:8]} · {session.title}" if session else "new session"
+        where = "" if session else " · new session"
         if not self.saving:
-            where = "not saving (--no-save)"
-        self.info(f"co · {self.choice.spec} ({self.choice.reason}) · {where}")
+            where = " · not saving (--no-save)"
+        self.info(f"co · {self.choice.spec} ({self.choice.reason}){where}")
         if self.interactive:
             self.console.print(Text("Type /help for commands, Ctrl-D to quit.", style="dim"))
 
@@ -170,8 +175,8 @@ class ChatApp:
         from pydantic_ai import CancellationToken
 
         token = self._token = CancellationToken()
-        loop = asyncio.get_running_loop()
-        with self._on_sigint(loop, token.cancel), quiet_input() if self.interactive else contextlib.nullcontext():
+        self.view.working(WAITING_FOR_MODEL)
+        with self._stoppable(token.cancel):
             outcome = await self.conv.run_turn(prompt, self.view, token)
         if outcome.status == "failed" and outcome.error:
             self.error(outcome.error)
@@ -182,6 +187,13 @@ class ChatApp:
     def cancel_turn(self) -> None:
         if self._token is not None:
             self._token.cancel()
+
+    @contextlib.contextmanager
+    def _stoppable(self, cancel: Callable[[], object]) -> Iterator[None]:
+        """While a turn or a compaction runs: Ctrl-C (and SIGTERM, SIGHUP: ``_on_sigint``) and, in a terminal, Esc
+        call ``cancel``; keys typed meanwhile are kept for the next prompt."""
+        with self._on_sigint(asyncio.get_running_loop(), cancel), self.keys.reading(cancel):
+            yield
 
     @contextlib.contextmanager
     def _on_sigint(self, loop: asyncio.AbstractEventLoop, cancel: Callable[[], object]) -> Iterator[None]:
@@ -236,41 +248,47 @@ class ChatApp:
         answer = await self.ask(f"{question} [y/N] ")
         return (answer or "").strip().lower() in ("y", "yes")
 
-    async def ask(self, question: str) -> str | None:
-        """One line of answer from the user; None when nobody can be asked (piped mode) or the user pressed
-        Ctrl-C or Ctrl-D."""
+    async def ask(self, question: str, default: str = "") -> str | None:
+        """One line of answer from the user (the line starts as ``default``); None when nobody can be asked
+        (piped mode) or the user pressed Ctrl-C or Ctrl-D."""
         if not self.interactive:
             self.note(f"{question}(no terminal to ask: discarded)")
             return None
         from prompt_toolkit import PromptSession
 
         try:
-            return await PromptSession[str]().prompt_async(question)
+            return await PromptSession[str]().prompt_async(question, default=default)
         except (KeyboardInterrupt, EOFError):
             return None
 
     async def cancellable(self, work: Coroutine[Any, Any, T], status: str) -> T | None:
-        """Run ``work`` with a spinner; Ctrl-C cancels it (None) and not co."""
+        """Run ``work`` under the working line saying ``status``; Esc or Ctrl-C cancels it (None) and not co."""
         task = asyncio.ensure_future(work)
+        line = WorkingLine(self.console)
         try:
-            with (
-                self._on_sigint(asyncio.get_running_loop(), task.cancel),
-                self.console.status(status) if self.interactive else contextlib.nullcontext(),
-            ):
+            with self._stoppable(task.cancel):
+                if self.interactive:
+                    line.show(status)
                 return await task
         except asyncio.CancelledError:
             return None
+        finally:
+            line.hide()
 
     def show_resumed(self, exchanges: int = 3) -> None:
+        """The resumed session, and its last exchanges as the transcript has them (a compaction may have
+        summarised them out of the working context)."""
         session = self.conv.session
         if session is None:
             return
         info = self.store.sessions.get(session.id)
+        compacted = f" · {counted(info.compaction_count, 'compaction')}" if info.compaction_count else ""
         self.note(
-            f"Resumed {info.id} · {info.title} · {info.message_count} messages · "
-            f"{info.compaction_count} compactions · model {info.model}"
+            f"Resumed {info.id} · {info.title or 'untitled'} · {counted(info.message_count, 'message')}"
+            f"{compacted} · model {info.model}"
         )
-        for role, text in last_exchanges(self.conv.working, exchanges):
+        recent = self.store.messages.messages(info.id, after_seq=info.message_count - 1 - RECAP_MESSAGES)
+        for role, text in last_exchanges(recent, exchanges):
             lines = preview_lines(f"{role}: {printable(text)}")
             if self.interactive:
                 self.console.print(Text("\n".join(lines), style="dim"))
@@ -279,14 +297,20 @@ class ChatApp:
 
     # ----- loops -------------------------------------------------------------------------------------
     async def handle(self, line: str) -> None:
-        await self.ready()
+        loading = WorkingLine(self.console, hint="")
+        if self._conv is None and self.interactive:
+            loading.show(f"loading {self.choice.spec}")  # the first input came before the model was ready
+        try:
+            await self.ready()
+        finally:
+            loading.hide()
         if line.strip().startswith("/"):
             await commands.dispatch(self, line)
         elif line.strip():
             await self.turn(line)
 
     async def run_interactive(self) -> None:
-        from co_cli.terminal.prompt import PROMPT, make_session
+        from co_cli.terminal.prompt import PROMPT, hand_over_typeahead, make_session
 
         self.banner()
         self.show_instructions_files()
@@ -306,6 +330,7 @@ class ChatApp:
             asyncio.get_running_loop().call_soon(start_build)
 
         while self.running:
+            hand_over_typeahead(session, self.keys.take_typed())
             try:
                 line = await session.prompt_async(PROMPT, pre_run=after_first_draw)
             except KeyboardInterrupt:
@@ -315,12 +340,17 @@ class ChatApp:
             try:
                 await self.handle(line)
             except CoError as exc:
+                if self._conv is None:
+                    raise  # the model could not be set up: co ends with its one line, whatever was typed
                 self.error(exc.message)
         for watcher in watchers:
             watcher.cancel()
         if self._conv is not None:
             await self.finish_background()
             self._conv.release()
+            hint = come_back_hint(self.store, self._conv.session, self.saving)
+            if hint:
+                self.console.print(message_text(hint, "dim"))
 
     async def _exit_if_build_fails(self, session: Any) -> None:
         """A model that cannot be built (e.g. a missing key) ends the prompt with its one-line error."""
@@ -363,6 +393,13 @@ class ChatApp:
         return 0 if outcome.status == "ok" else 1
 
 
+def come_back_hint(store: Store, session: SessionInfo | None, saving: bool) -> str | None:
+    """On leaving a saved conversation: how to continue it."""
+    if session is None or not saving:
+        return None
+    return f"To continue: `co chat -c` (the latest), or `co chat --resume {store.sessions.short_id(session.id)}`"
+
+
 def _short_path(path: Path, cwd: Path) -> str:
     """``path`` relative to ``cwd`` when inside it, with ``~`` for the home directory otherwise."""
     cwd = cwd.resolve()
@@ -371,6 +408,9 @@ def _short_path(path: Path, cwd: Path) -> str:
     home = Path.home()
     return f"~/{path.relative_to(home)}" if path.is_relative_to(home) else str(path)
 
+
+RECAP_MESSAGES = 40
+"""How many of the last saved messages the resume recap looks through for its exchanges."""
 
 PREVIEW_LINES = 6
 PREVIEW_LINE_CHARS = 200

@@ -1,7 +1,11 @@
-"""The terminal's approval question: shows the exact call and reads y / n / a.
+"""The terminal's approval question: shows the exact call and takes one key: y, n (or Esc), a.
 
 Only keys typed after the question is drawn count: input typed earlier (say ``y⏎`` while the model was
 still answering) is discarded, so nothing is approved that the user has not seen.
+
+The question never takes over SIGINT: the running turn's handler stays in place, so a Ctrl-C sent as a
+signal after the answer (while the approved command runs) still stops the turn. At the question itself the
+terminal is in raw mode and Ctrl-C arrives as a key, which cancels the turn.
 """
 
 from __future__ import annotations
@@ -15,14 +19,16 @@ from rich.text import Text
 
 if TYPE_CHECKING:
     from prompt_toolkit import PromptSession
+    from prompt_toolkit.formatted_text import StyleAndTextTuples
+    from prompt_toolkit.input import Input
 
     from co_cli.tools.approval import ApprovalRequest
 
-ANSWERS = {"y": "y", "yes": "y", "n": "n", "no": "n", "": "n", "a": "a", "always": "a"}
-QUESTION = "  [y]es once / [n]o / [a]lways this command: "
+ESCAPE_WAIT = 0.05
+"""Seconds to wait after Esc for the rest of an escape sequence (arrow keys) before Esc counts as "no"."""
 
 
-def discard_typeahead(session: PromptSession[str] | None = None) -> None:
+def discard_typeahead(session: PromptSession[str] | None = None, input: Input | None = None) -> None:
     """Drop input typed before now: the terminal's pending input and prompt-toolkit's saved typeahead."""
     try:
         import termios
@@ -31,43 +37,99 @@ def discard_typeahead(session: PromptSession[str] | None = None) -> None:
             termios.tcflush(sys.stdin.fileno(), termios.TCIFLUSH)
     except (ImportError, OSError, ValueError):
         pass
-    if session is not None:
+    target = session.input if session is not None else input
+    if target is not None:
         from prompt_toolkit.input.typeahead import clear_typeahead
 
-        clear_typeahead(session.input)
+        clear_typeahead(target)
+
+
+def key_hints(request: ApprovalRequest) -> list[tuple[str, str]]:
+    """The keys the question takes, each with what it does; "a" only where it allows something more."""
+    hints = [("y", "yes, once"), ("n", "no (Esc)")]
+    if request.command is not None:
+        hints.append(("a", "yes, and allow this exact command for the rest of the session"))
+    return hints
+
+
+def answer_line(answer: str, request: ApprovalRequest) -> str:
+    """What the user's key did, printed in place of the question."""
+    if answer == "a" and request.command is not None:
+        return "  ✓ approved; this exact command runs without asking for the rest of the session"
+    return "  ✓ approved" if answer in ("y", "a") else "  ✗ denied"
 
 
 class TerminalApprover:
     """Asks the user about one tool call (an ``ApprovalPrompt``): "y" once, "n" deny, "a" always.
 
-    ``before_asking`` prints what has streamed so far; ``cancel_turn`` stops the turn (Ctrl-C at the
-    question). The chat app sets both when it takes the approver."""
+    ``before_asking`` clears what the turn shows (its streamed text, the working line) before the question;
+    ``after_asking`` gets the answer; ``cancel_turn`` stops the turn (Ctrl-C at the question). The chat app
+    sets them when it takes the approver."""
 
     def __init__(self, console: Console) -> None:
         self.console = console
         self.before_asking: Callable[[], None] | None = None
+        self.after_asking: Callable[[str], None] | None = None
         self.cancel_turn: Callable[[], None] | None = None
 
     async def __call__(self, request: ApprovalRequest) -> str:
-        from prompt_toolkit import PromptSession
-
         from co_cli.tools.approval import describe_call
 
         if self.before_asking is not None:
             self.before_asking()
-        self.console.print(Text(f"Approve {describe_call(request.tool_name, request.args)}?", style="bold yellow"))
+        self.console.print(Text(f"Approve {describe_call(request.tool_name, request.args)}", style="bold yellow"))
         if request.reason:
             self.console.print(Text(f"  ({request.reason})", style="yellow"))
-        session: PromptSession[str] = PromptSession()
-        discard_typeahead(session)
-        while True:
-            try:
-                answer = (await session.prompt_async(QUESTION)).strip().lower()
-            except EOFError:
-                return "n"
-            except KeyboardInterrupt:  # Ctrl-C at the question cancels the whole turn
-                if self.cancel_turn is not None:
-                    self.cancel_turn()
-                return "n"
-            if answer in ANSWERS:
-                return ANSWERS[answer]
+        answer, cancelled = await read_answer(key_hints(request), allow_always=request.command is not None)
+        if cancelled and self.cancel_turn is not None:
+            self.cancel_turn()
+        self.console.print(Text(answer_line(answer, request), style="green" if answer in ("y", "a") else "yellow"))
+        if self.after_asking is not None:
+            self.after_asking(answer)
+        return answer
+
+
+async def read_answer(hints: list[tuple[str, str]], *, allow_always: bool) -> tuple[str, bool]:
+    """One key from the user: ("y" | "n" | "a", whether the turn is to be cancelled). Ctrl-C cancels the turn
+    (and denies); Ctrl-D, Esc and "n" deny; Enter alone does nothing, so a stray Enter approves nothing."""
+    from prompt_toolkit.application import Application
+    from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+    from prompt_toolkit.layout import Layout, Window
+    from prompt_toolkit.layout.controls import FormattedTextControl
+
+    bindings = KeyBindings()
+
+    def answer(value: str, *, cancel: bool = False) -> Callable[[KeyPressEvent], None]:
+        def handler(event: KeyPressEvent) -> None:
+            event.app.exit(result=(value, cancel))
+
+        return handler
+
+    for key in ("y", "Y"):
+        bindings.add(key)(answer("y"))
+    for key in ("n", "N", "escape", "c-d"):
+        bindings.add(key)(answer("n"))
+    if allow_always:
+        for key in ("a", "A"):
+            bindings.add(key)(answer("a"))
+    bindings.add("c-c")(answer("n", cancel=True))
+
+    def question() -> StyleAndTextTuples:
+        parts: StyleAndTextTuples = [("", "  ")]
+        for index, (key, meaning) in enumerate(hints):
+            if index:
+                parts.append(("class:dim", " · "))
+            parts += [("bold", key), ("", f" {meaning}")]
+        return parts
+
+    app: Application[tuple[str, bool]] = Application(
+        layout=Layout(
+            Window(FormattedTextControl(question, show_cursor=False), wrap_lines=True, dont_extend_height=True)
+        ),
+        key_bindings=bindings,
+        erase_when_done=True,
+    )
+    app.ttimeoutlen = ESCAPE_WAIT
+    discard_typeahead(input=app.input)
+    result = await app.run_async(handle_sigint=False)
+    return result if result is not None else ("n", False)

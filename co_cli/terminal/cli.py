@@ -18,8 +18,10 @@ LATEST = "@latest"
 
 app = typer.Typer(
     name="co",
-    help="co: chat with LLMs in your terminal; every conversation is saved and stays inside the context window.",
-    no_args_is_help=True,
+    help=(
+        "co: chat with LLMs in your terminal; every conversation is saved and stays inside the context window. "
+        "`co` alone starts a chat, as `co chat` does (and takes its options: `co -c`, `co -p PROMPT`)."
+    ),
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
@@ -195,8 +197,14 @@ def config_path() -> None:
         print(printable(f"{'instructions skipped:':<24}{skipped.path}: {skipped.reason}"))
 
 
+ROOT_OPTIONS = ("--help", "--version")
+
+
 def _normalize_argv(argv: list[str]) -> list[str]:
-    """Let --resume/-r stand alone (continue the latest session) as well as take an id."""
+    """``co`` alone, or with chat's options (``co -c``, ``co -p "..."``), is ``co chat``; and --resume/-r may
+    stand alone (continue the latest session) as well as take an id."""
+    if not argv or (argv[0].startswith("-") and argv[0] not in ROOT_OPTIONS):
+        argv = ["chat", *argv]
     out: list[str] = []
     for i, arg in enumerate(argv):
         out.append(arg)
@@ -205,6 +213,21 @@ def _normalize_argv(argv: list[str]) -> list[str]:
             if nxt is None or nxt.startswith("-"):
                 out.append(LATEST)
     return out
+
+
+def _usage_error(exc: Exception) -> None:
+    """A usage error as co words every error: one ``error:`` line, then where the help is."""
+    message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+    name, possible = getattr(exc, "option_name", None), getattr(exc, "possibilities", None)
+    if name and possible:  # click lists every similar option; name the closest one
+        import difflib
+
+        closest = difflib.get_close_matches(name, possible, n=1, cutoff=0) or sorted(possible)
+        message = f"no such option: {name}; did you mean {closest[0]}?"
+    print(printable(f"error: {message[:1].lower()}{message[1:]}"), file=sys.stderr)
+    ctx = getattr(exc, "ctx", None)
+    if ctx is not None:
+        print(f"Try '{ctx.command_path} --help' for help.", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -223,7 +246,7 @@ def main(argv: list[str] | None = None) -> None:
     except Exit as exc:
         sys.exit(exc.exit_code)
     except ClickException as exc:  # usage errors: unknown option, missing argument, bad value
-        exc.show()
+        _usage_error(exc)
         sys.exit(exc.exit_code)
     except (Abort, KeyboardInterrupt):
         print("aborted", file=sys.stderr)

@@ -66,9 +66,9 @@ def _event_line(event: MemoryEvent) -> str:
     when = datetime.fromtimestamp(event.at).strftime("%Y-%m-%d %H:%M")
     undo = f" (undoes change {event.undoes})" if event.undoes else ""
     if event.action == "update" and event.old_text != event.new_text:
-        what = f"{event.old_text!r} -> {event.new_text!r}"
+        what = f"“{event.old_text}” → “{event.new_text}”"
     else:
-        what = repr(event.new_text)
+        what = f"“{event.new_text}”"
     return f"{when}  #{event.change_id:<4} {event.action:<7} m{event.memory_id:<5} by {event.actor:<9} {what}{undo}"
 
 
@@ -159,10 +159,14 @@ def review() -> None:
         _out("Nothing to review.")
         return
 
-    async def ask(question: str) -> str | None:
+    async def ask(question: str, default: str = "") -> str | None:
         try:
+            if default and sys.stdin.isatty() and sys.stdout.isatty():
+                from prompt_toolkit import PromptSession
+
+                return await PromptSession[str]().prompt_async(question, default=default)
             return input(question)
-        except EOFError:
+        except (EOFError, KeyboardInterrupt):
             return None
 
     accepted, rejected, skipped = asyncio.run(run_review(store, proposals, ask, _out))
@@ -184,8 +188,25 @@ def log(limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="How man
 def undo() -> None:
     """Revert the latest change to the memories."""
     store, _ = _open()
-    for event in store.undo():
-        _out(f"undone: {event.action} m{event.memory_id} ({event.new_text})")
+    events = store.undo()
+    if events:
+        _out(f"Undid change #{events[0].undoes}:")
+    for event in events:
+        _out(f"  {undo_effect(event)}")
+
+
+UNDO_EFFECTS = {
+    "delete": "m{id} is forgotten again: {text}",
+    "restore": "m{id} is back: {text}",
+    "update": "m{id} reads again: {text}",
+}
+
+
+def undo_effect(event: MemoryEvent) -> str:
+    """What undoing a change did to one memory, in words."""
+    return UNDO_EFFECTS.get(event.action, "m{id}: {text} (" + event.action + ")").format(
+        id=event.memory_id, text=event.new_text
+    )
 
 
 @app.command("export")

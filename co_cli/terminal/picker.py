@@ -3,7 +3,9 @@
 Type to filter (titles and message text, with the matching snippet); Up/Down (or PgUp/PgDn) choose; Enter
 resumes; Tab moves to the list, where ``f`` forks, ``d`` moves to the trash (after asking) and ``/`` goes
 back to the filter; Ctrl-T shows only sessions from this directory; Esc leaves. A ● marks sessions open in
-another co. Only the rows on screen are drawn, so 10,000 sessions draw as fast as 10.
+another co, "(this session)" the one you are in, and ``⑂ <id> #n`` a fork: the session and message it came
+from. A row too wide for the terminal ends in "…". Only the rows on screen are drawn, so 10,000 sessions draw
+as fast as 10.
 """
 
 from __future__ import annotations
@@ -22,18 +24,21 @@ from prompt_toolkit.layout import HSplit, Layout, Window
 from prompt_toolkit.layout.controls import BufferControl, FormattedTextControl
 from prompt_toolkit.layout.processors import BeforeInput
 from prompt_toolkit.styles import Style
+from prompt_toolkit.utils import get_cwidth
 
 from co_cli.errors import CoError
 from co_cli.store.search import SNIPPET_CLOSE, SNIPPET_OPEN
 from co_cli.terminal.picker_model import Match, PickerModel
 from co_cli.terminal.views import format_time
-from co_cli.terminal_text import printable
+from co_cli.terminal_text import counted, printable
 
 if TYPE_CHECKING:
     from co_cli.store import Store
 
 Action = Literal["resume", "fork"]
 HELP = "type to filter · ↑↓ choose · Enter resume · Tab list: f fork, d trash, / filter · Ctrl-T this dir · Esc leave"
+SHORT_HELP = "↑↓ · Enter resume · Tab f fork, d trash · ^T dir · Esc leave"
+"""The key hints for a narrow terminal."""
 STYLE = Style.from_dict(
     {
         "selected": "reverse",
@@ -42,6 +47,7 @@ STYLE = Style.from_dict(
         "open": "#ff5f5f bold",
         "footer": "#888888",
         "ask": "bold #ffaf00",
+        "current": "bold #5fafff",
     }
 )
 
@@ -65,11 +71,18 @@ class Picker:
         self.in_list = False
         self.asking: str | None = None  # the session id a trash question is about
         self.message = ""
+        self._short_ids: dict[str, str] = {}
         self.searching = False
         self.filter_buffer = Buffer(on_text_changed=self._on_filter)
         self.app: Application[PickChoice | None] = self._build()
 
     # ----- state -------------------------------------------------------------------------------------
+    def _short(self, session_id: str) -> str:
+        """The session's id as co shows it: the fewest characters that name it alone (kept while open)."""
+        if session_id not in self._short_ids:
+            self._short_ids[session_id] = self.store.sessions.short_id(session_id)
+        return self._short_ids[session_id]
+
     def _on_filter(self, buffer: Buffer) -> None:
         self.refilter(buffer.text)
 
@@ -147,28 +160,32 @@ class Picker:
         style = "class:selected" if selected else ""
         mark = ("class:open", "● ") if row.id in self.model.open_elsewhere else ("", "  ")
         title = printable(row.title) or "untitled"
-        info = f"  {format_time(row.updated_at, now)} · {row.message_count} msgs · {printable(row.model)} · "
-        info += printable(_short_dir(row.cwd))
-        out: StyleAndTextTuples = [
-            mark,
-            (style + " class:dim", row.id[:8] + " "),
-            (style, title[:80]),
-            (style + " class:dim", info),
-            ("", "\n"),
-        ]
+        info = f"  {format_time(row.updated_at, now)} · {counted(row.message_count, 'msg')}"
+        info += f" · {printable(row.model)} · {printable(_short_dir(row.cwd))}"
+        line: StyleAndTextTuples = [mark, (style + " class:dim", self._short(row.id) + " ")]
+        if row.id == self.current:
+            line.append((style + " class:current", "(this session) "))
+        if row.parent_id:  # before the title: forks of one session share it
+            line.append((style + " class:dim", f"⑂ {self._short(row.parent_id)} #{row.fork_seq} "))
+        line += [(style, title[:80]), (style + " class:dim", info)]
+        out = [*fit(line, self._columns()), ("", "\n")]
         if snippet:
-            out.append(("class:dim", "      "))
-            out.extend(_snippet_fragments(snippet))
-            out.append(("", "\n"))
+            out += [*fit([("class:dim", "      "), *_snippet_fragments(snippet)], self._columns()), ("", "\n")]
         return out
+
+    def _columns(self) -> int:
+        return self.app.output.get_size().columns
 
     def _footer(self) -> StyleAndTextTuples:
         if self.asking is not None:
-            return [("class:ask", f" Move {self.asking[:12]} to the trash? y/n ")]
+            return [("class:ask", f" Move {self._short(self.asking)} to the trash? y/n ")]
         if self.message:
             return [("class:ask", " " + self.message)]
         where = "list" if self.in_list else "filter"
-        return [("class:footer", f" [{where}] {HELP}")]
+        hints = f" [{where}] {HELP}"
+        if get_cwidth(hints) > self._columns():
+            hints = f" [{where}] {SHORT_HELP}"
+        return fit([("class:footer", hints)], self._columns())
 
     def _build(self) -> Application[PickChoice | None]:
         in_list = Condition(lambda: self.in_list and self.asking is None)
@@ -244,7 +261,7 @@ class Picker:
                 return
             self.model.remove(session_id)
             self.refilter(self.filter_text)
-            self.message = f"moved {session_id[:12]} to the trash (`co sessions restore` brings it back)"
+            self.message = f"moved {self._short(session_id)} to the trash (`co sessions restore` brings it back)"
 
         @kb.add("<any>", filter=asking)
         def _keep(event: KeyPressEvent) -> None:
@@ -279,6 +296,27 @@ class Picker:
         match = self.chosen()
         if match is not None:
             event.app.exit(result=PickChoice(action, match.row.id))
+
+
+def fit(fragments: StyleAndTextTuples, width: int) -> StyleAndTextTuples:
+    """The fragments cut to ``width`` terminal cells, ending in "…" where something was cut."""
+    if sum(get_cwidth(text) for _, text, *_ in fragments) <= width:
+        return fragments
+    out: StyleAndTextTuples = []
+    room = max(0, width - 1)
+    for style, text, *_ in fragments:
+        kept = ""
+        for char in text:
+            cells = get_cwidth(char)
+            if cells > room:
+                break
+            kept += char
+            room -= cells
+        out.append((style, kept))
+        if len(kept) < len(text):
+            out.append((style, "…"))
+            break
+    return out
 
 
 def _short_dir(path: str) -> str:

@@ -18,6 +18,7 @@ from prompt_toolkit.history import FileHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
 from co_cli.terminal.commands import REGISTRY, names
+from co_cli.terminal_text import printable
 
 if TYPE_CHECKING:
     from co_cli.terminal.commands import CommandHost
@@ -44,9 +45,10 @@ class SlashCompleter(Completer):
         wanted = REGISTRY.get(name.lower())
         if wanted is None or wanted.complete is None:
             return
-        for value in wanted.complete(self.host):
+        for item in wanted.complete(self.host):
+            value, meta = item if isinstance(item, tuple) else (item, "")
             if value.startswith(arg):
-                yield Completion(value, start_position=-len(arg))
+                yield Completion(value, start_position=-len(arg), display_meta=printable(meta) or None)
 
 
 def key_bindings() -> KeyBindings:
@@ -70,3 +72,18 @@ def make_session(host: CommandHost, history_file: Path, toolbar: Callable[[], st
         bottom_toolbar=lambda: HTML(toolbar()),
         enable_history_search=False,
     )
+
+
+def hand_over_typeahead(session: PromptSession[str], typed: str) -> None:
+    """Give the next prompt the keys typed while the last turn ran, as if typed at it."""
+    if not typed:
+        return
+    from prompt_toolkit.input.typeahead import store_typeahead
+    from prompt_toolkit.input.vt100_parser import Vt100Parser
+    from prompt_toolkit.key_binding import KeyPress
+
+    keys: list[KeyPress] = []
+    parser = Vt100Parser(keys.append)
+    parser.feed(typed)
+    parser.flush()
+    store_typeahead(session.input, keys)

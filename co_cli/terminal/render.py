@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
 from rich.console import Console
 from rich.text import Text
 
+from co_cli.terminal.working_line import WorkingLine
 from co_cli.terminal_text import printable
+from co_cli.vocabulary import WAITING_FOR_MODEL
 
 if TYPE_CHECKING:
     from rich.live import Live
@@ -138,37 +141,69 @@ def summarize_result(content: Any) -> str:
     return f"{unit}: {first}" if first else unit
 
 
+def parsed_args(args: Any) -> dict[str, Any]:
+    """A tool call's arguments as a dict (they may arrive as a JSON string); {} when they are not one."""
+    if isinstance(args, str):
+        try:
+            args = json.loads(args) if args.strip() else {}
+        except json.JSONDecodeError:
+            return {}
+    return args if isinstance(args, dict) else {}
+
+
 class TerminalView:
-    """A ``TurnView`` for an interactive terminal (rich)."""
+    """A ``TurnView`` for an interactive terminal (rich): the answer streams as Markdown; while co waits,
+    the working line says for what."""
 
     def __init__(self, console: Console) -> None:
         self.console = console
         self.stream = MarkdownStream(console)
+        self.working_line = WorkingLine(console)
+        self._running = ""
+        """The last tool call, as the working line names it while the tool runs."""
+
+    def working(self, what: str) -> None:
+        if self.stream.live is not None:
+            return  # the answer is streaming: it shows that co works
+        self.working_line.show(what)
 
     def text(self, delta: str) -> None:
+        if delta and self.working_line.shown:
+            self.working_line.hide()
         self.stream.feed(delta)
 
     def pause(self) -> None:
-        """Print what has streamed so far (before an approval question)."""
+        """Print what has streamed so far and clear the working line (before an approval question)."""
+        self.working_line.hide()
         self.stream.finish()
 
+    def after_question(self, approved: bool) -> None:
+        """The approval question was answered: the tool runs, or the model is told it may not."""
+        self.working(self._running if approved and self._running else WAITING_FOR_MODEL)
+
     def tool_call(self, name: str, args: Any) -> None:
+        self.working_line.hide()
         self.stream.finish()
-        if name in MEMORY_CHANGE_TOOLS:
-            return  # its result is the one line shown
-        self.console.print(Text(printable(f"⚙ {name}({short_args(args)})"), style="dim"))
+        from co_cli.tools.approval import describe_call
+
+        self._running = f"running {describe_call(name, parsed_args(args))}"
+        if name not in MEMORY_CHANGE_TOOLS:  # a memory tool's result is the one line shown
+            self.console.print(Text(printable(f"⚙ {name}({short_args(args)})"), style="dim"))
+        self.working(self._running)
 
     def tool_result(self, name: str, content: Any) -> None:
         if name in MEMORY_CHANGE_TOOLS and isinstance(content, str):
             self.console.print(Text(printable(content), style="dim"))
-            return
-        self.console.print(Text(printable(f"  ↳ {name}: {summarize_result(content)}"), style="dim"))
+        else:
+            self.console.print(Text(printable(f"  ↳ {name}: {summarize_result(content)}"), style="dim"))
+        self.working(WAITING_FOR_MODEL)
 
     def notice(self, message: str) -> None:
         self.stream.finish()
         self.console.print(Text(printable(f"• {message}"), style="yellow"))
 
     def end(self, interrupted: bool = False) -> None:
+        self.working_line.hide()
         self.stream.finish()
         if interrupted:
             self.console.print(Text("[interrupted]", style="yellow"))
@@ -224,6 +259,9 @@ class PlainView:
         elif self.show_tools:
             self._err(f"[tool] {name} -> {summarize_result(content)}")
 
+    def working(self, what: str) -> None:
+        """Nothing: a pipe or a log gets no live line."""
+
     def notice(self, message: str) -> None:
         self._newline()
         self._err(f"note: {message}")
@@ -235,5 +273,27 @@ class PlainView:
         self._wrote = False
 
 
+CODE_SPAN = re.compile(r"`([^`\n]+)`")
+"""A command named in one of co's messages (```co sessions list```): shown without the backticks."""
+
+
+def message_text(message: str, style: str) -> Text:
+    """One of co's own messages for the terminal: a command in it is bold, not between literal backticks."""
+    message = printable(message)
+    text = Text(style=style)
+    position = 0
+    for span in CODE_SPAN.finditer(message):
+        text.append(message[position : span.start()])
+        text.append(span.group(1), style="bold")
+        position = span.end()
+    text.append(message[position:])
+    return text
+
+
+def plain_message(message: str) -> str:
+    """One of co's own messages for a pipe: a command in it between single quotes."""
+    return CODE_SPAN.sub(r"'\1'", printable(message))
+
+
 def print_error(console: Console, message: str) -> None:
-    console.print(Text(printable(f"✗ {message}"), style="bold red"))
+    console.print(message_text(f"✗ {message}", "bold red"))

@@ -11,6 +11,7 @@ import os
 import re
 import stat
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import asdict
 from enum import StrEnum
@@ -20,13 +21,14 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from co_cli.errors import CoError
-from co_cli.terminal_text import printable
+from co_cli.terminal_text import counted, printable
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from co_cli.config import Paths
     from co_cli.store import Store
+    from co_cli.store.tasks import TaskSnapshot
     from co_cli.store.usage import UsageTotals
 
 app = typer.Typer(
@@ -43,9 +45,9 @@ class ExportFormat(StrEnum):
 
 
 def _console() -> Console:
-    from rich.console import Console
+    from co_cli.terminal.output import output_console
 
-    return Console()
+    return output_console()
 
 
 IMPORT_MAX_BYTES = 256 * 1024 * 1024  # an export is one session's transcript; big tool outputs are offloaded
@@ -148,9 +150,12 @@ def list_sessions(
     """List sessions, most recently updated first."""
     store, _ = _open_store(reads_only=True)
 
+    from co_cli.terminal.views import parent_short_ids
+
     with store:
         sessions = store.sessions.list(limit=limit)
         total = store.sessions.count()
+        parents = parent_short_ids(store, sessions)
         usage = _usage_or_warning(lambda: store.usage.totals([s.id for s in sessions]))
     if as_json:
         typer.echo(_json_text([{**asdict(s), "usage": _usage_json(usage.get(s.id))} for s in sessions]))
@@ -161,7 +166,7 @@ def list_sessions(
         return
     from co_cli.terminal.views import sessions_table
 
-    console.print(sessions_table(sessions, usage), soft_wrap=True, highlight=False)
+    console.print(sessions_table(sessions, usage, short_ids=parents), soft_wrap=True, highlight=False)
     if total > len(sessions):
         console.print(f"{len(sessions)} of {total} sessions shown; use --limit to see more.", style="dim")
 
@@ -173,9 +178,9 @@ def show(
         bool, typer.Option("--full", help="Print long prompts, answers and summaries whole (cut at 20,000 characters).")
     ] = False,
 ) -> None:
-    """Show a session's metadata, usage and cost, tool calls, and its transcript (messages numbered #0, #1, ...:
-    the numbers `co chat --resume <id> --fork-at <n>` takes)."""
-    from co_cli.terminal.views import format_time, render_transcript, tool_stats, usage_lines
+    """Show a session's metadata, usage and cost, tool calls, its task list (and the tasks that left it), and its
+    transcript (messages numbered #0, #1, ...: the numbers `co chat --resume <id> --fork-at <n>` takes)."""
+    from co_cli.terminal.views import format_time, render_transcript, tool_stats, tool_stats_text, usage_lines
 
     store, _ = _open_store(reads_only=True)
     with store:
@@ -183,18 +188,20 @@ def show(
         transcript = store.messages.transcript(info.id)
         compactions = store.compactions.list(info.id)
         usage = _usage_or_warning(lambda: store.usage.by_role(info.id))
+        tools = store.tool_calls.by_tool(info.id)
+        task_history = store.tasks.history(info.id)
     console = _console()
     console.print(printable(info.title) or "untitled", style="bold", markup=False, highlight=False)
     details = [
         f"id {info.id}",
         f"updated {format_time(info.updated_at)}",
         f"model {info.model or '?'}",
-        f"{info.message_count} messages",
+        counted(info.message_count, "message"),
     ]
     if info.parent_id:
         details.append(f"forked from {info.parent_id} at #{info.fork_seq}")
     if info.compaction_count:
-        details.append(f"{info.compaction_count} compactions")
+        details.append(counted(info.compaction_count, "compaction"))
     # Metadata lines are not wrapped: a pipe or a narrow terminal gets each on one line, items never split.
     console.print(printable(" · ".join(details)), style="dim", markup=False, highlight=False, soft_wrap=True)
     console.print(printable(f"cwd {info.cwd}"), style="dim", markup=False, highlight=False)
@@ -210,15 +217,40 @@ def show(
             highlight=False,
             soft_wrap=True,
         )
-    stats = tool_stats(transcript)
+    stats = tools or tool_stats(transcript)
     if stats:
-        shown = ", ".join(
-            f"{printable(name)} {calls}" + (f" ({failed} failed)" if failed else "")
-            for name, (calls, failed) in stats.items()
-        )
-        console.print(f"tools {shown}", style="dim", markup=False, highlight=False, soft_wrap=True)
+        console.print(f"tools {tool_stats_text(stats)}", style="dim", markup=False, highlight=False, soft_wrap=True)
+    _print_tasks(console, task_history)
     console.print()
     console.print(render_transcript(transcript, compactions, full=full))
+
+
+def _print_tasks(console: Console, history: list[TaskSnapshot]) -> None:
+    """The task list in force, then the tasks that have left it (done long enough ago, dropped or replaced)."""
+    from co_cli.config import load_settings
+    from co_cli.session.recorder import stored_tasks
+    from co_cli.session.tasks import from_stored
+    from co_cli.store.tasks import earlier_tasks
+    from co_cli.terminal.views import format_time
+    from co_cli.tools.tasks import describe_list, in_force, status_word, task_lines
+
+    if not history:
+        return
+    latest = history[-1]
+    now = time.time()
+    current = in_force(from_stored(latest.items), now, load_settings().settings.tasks_keep_done_hours)
+
+    def say(text: str) -> None:
+        console.print(printable(text), style="dim", markup=False, highlight=False, soft_wrap=True)
+
+    say(f"tasks {describe_list(current)} · set by the {latest.source} {format_time(latest.created_at, now)}")
+    for line in task_lines(current):
+        say(f"  {line}")
+    gone = earlier_tasks(history, stored_tasks(current))
+    if gone:
+        say("earlier tasks (no longer on the list):")
+        for task in gone:
+            say(f"  {task.text} ({status_word(task.status)}, {format_time(task.updated_at, now)})")
 
 
 @app.command("search")
@@ -290,7 +322,7 @@ def _export_all(output: Path | None) -> None:
         sys.stdout.flush()
         return
     _write_private(output, text)
-    typer.echo(f"exported {len(lines)} sessions to {output}", err=True)
+    typer.echo(f"exported {counted(len(lines), 'session')} to {output}", err=True)
 
 
 @app.command("import")
@@ -308,9 +340,11 @@ def import_session(
     with store:
         report = merge_import(store, text, repair_orphans)
     for info in report.imported:
-        typer.echo(f"imported {info.id} ({printable(info.title) or 'untitled'}, {info.message_count} messages)")
+        typer.echo(
+            f"imported {info.id} ({printable(info.title) or 'untitled'}, {counted(info.message_count, 'message')})"
+        )
     for info, added in report.appended:
-        typer.echo(f"appended {added} messages to {info.id} ({printable(info.title) or 'untitled'})")
+        typer.echo(f"appended {counted(added, 'message')} to {info.id} ({printable(info.title) or 'untitled'})")
     for info, local in report.forked:
         typer.echo(f"diverged: imported {info.id} as a fork of {local} at #{info.fork_seq}")
     for session_id in report.busy:
@@ -343,12 +377,13 @@ def delete(
         info = store.sessions.get(session_id)
         if not yes:
             title = printable(info.title) or "untitled"
-            question = f"Move session {info.id} ({title}, {info.message_count} messages) to the trash?"
+            question = f"Move session {info.id} ({title}, {counted(info.message_count, 'message')}) to the trash?"
             if not typer.confirm(question, default=False):
                 typer.echo("not deleted")
                 raise typer.Exit(1)
         store.sessions.trash(info.id)
-    typer.echo(f"moved {info.id} to the trash; `co sessions restore {info.id[:12]}` brings it back")
+        short = store.sessions.short_id(info.id)
+    typer.echo(f"moved {info.id} to the trash; `co sessions restore {short}` brings it back")
 
 
 @app.command("trash")
@@ -357,12 +392,13 @@ def trash(
 ) -> None:
     """List the sessions in the trash, most recently deleted first."""
     from co_cli.config import load_settings
-    from co_cli.terminal.views import trash_table
+    from co_cli.terminal.views import parent_short_ids, trash_table
 
     store, paths = _open_store()
     with store:
         store.sessions.purge_expired(load_settings().settings.trash_retention_days, paths.tool_outputs)
         items = store.sessions.trashed()
+        parents = parent_short_ids(store, [info for info, _ in items])
     if as_json:
         typer.echo(_json_text([{**asdict(info), "deleted_at": when} for info, when in items]))
         return
@@ -370,7 +406,7 @@ def trash(
     if not items:
         console.print("The trash is empty.", highlight=False, markup=False)
         return
-    console.print(trash_table(items), soft_wrap=True, highlight=False)
+    console.print(trash_table(items, short_ids=parents), soft_wrap=True, highlight=False)
     console.print(
         f"{len(items)} in the trash; `co sessions restore <id>` brings one back, "
         "`co sessions purge <id> --yes` removes it for good.",
@@ -405,11 +441,11 @@ def purge(
         ids = [info.id for info, _ in sessions.trashed()] if all_ else [sessions.get(session_id or "", trashed=True).id]
         if not yes:
             raise CoError(
-                f"purging removes {len(ids)} session(s) for good and cannot be undone; add --yes to do it",
+                f"purging removes {counted(len(ids), 'session')} for good and cannot be undone; add --yes to do it",
                 exit_code=2,
             )
         count = store.sessions.purge(ids, files_root=paths.tool_outputs)
-    typer.echo(f"purged {count} session(s)" if all_ else f"purged {ids[0]}")
+    typer.echo(f"purged {counted(count, 'session')}" if all_ else f"purged {ids[0]}")
 
 
 @app.command("recover")
@@ -435,12 +471,18 @@ def recover(
         busy = SessionLocks(db.parent / f"{db.name}.locks").held_elsewhere()
         if busy:
             raise CoError(
-                f"{len(busy)} session(s) are open in a running co (e.g. {busy[0]}); close it first, "
+                f"{counted(len(busy), 'session')} open in a running co (e.g. {busy[0]}); close it first, "
                 "or recover into another file with --output"
             )
     target = output if output is not None else db.with_name(f"{db.stem}.recovered-{stamp}{db.suffix}")
     report = salvage(db, target)
-    saved = f"{report.sessions} sessions, {report.messages} messages, {report.compactions} compactions"
+    saved = ", ".join(
+        (
+            counted(report.sessions, "session"),
+            counted(report.messages, "message"),
+            counted(report.compactions, "compaction"),
+        )
+    )
     if output is not None:
         typer.echo(f"saved {saved} to {target}; {db} is unchanged")
     else:
@@ -449,15 +491,14 @@ def recover(
         typer.echo(f"the old database is kept as {kept}")
     lost = []
     if report.messages_lost:
-        lost.append(f"{report.messages_lost} messages")
+        lost.append(counted(report.messages_lost, "message"))
     if report.compactions_lost:
-        lost.append(f"{report.compactions_lost} compactions")
+        lost.append(counted(report.compactions_lost, "compaction"))
     if lost:
         damaged = f" (damaged: {', '.join(report.damaged_tables)})" if report.damaged_tables else ""
         typer.echo(f"could not read {' and '.join(lost)}{damaged}")
     else:
         typer.echo("nothing was lost")
     if report.sessions_rebuilt:
-        typer.echo(
-            f"{report.sessions_rebuilt} sessions lost their title and settings and were rebuilt from their messages"
-        )
+        what = "its title and settings and was" if report.sessions_rebuilt == 1 else "their title and settings and were"
+        typer.echo(f"{counted(report.sessions_rebuilt, 'session')} lost {what} rebuilt from the messages")

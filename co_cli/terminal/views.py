@@ -4,7 +4,7 @@ the REPL."""
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -15,11 +15,12 @@ from rich.text import Text
 
 from co_cli.store.compactions import compactions_by_position
 from co_cli.store.search import SNIPPET_CLOSE, SNIPPET_OPEN
-from co_cli.terminal_text import printable
+from co_cli.terminal_text import counted, printable
 
 if TYPE_CHECKING:
     from co_cli.context.report import ContextReport
-    from co_cli.store import CompactionRecord, SearchHit, SessionInfo, StoredMessage
+    from co_cli.store import CompactionRecord, SearchHit, SessionInfo, Store, StoredMessage
+    from co_cli.store.tool_calls import ToolStats
     from co_cli.store.usage import UsageTotals
 
 TOOL_OUTPUT_SHOWN_CHARS = 1500
@@ -53,11 +54,14 @@ def format_time(timestamp: float, now: float | None = None) -> str:
 
 
 def sessions_table(
-    sessions: Sequence[SessionInfo], usage: dict[str, UsageTotals] | None = None, deleted: Sequence[float] = ()
+    sessions: Sequence[SessionInfo],
+    usage: dict[str, UsageTotals] | None = None,
+    deleted: Sequence[float] = (),
+    short_ids: Mapping[str, str] | None = None,
 ) -> Text:
     """One line per session, most recently updated first (as given), in aligned columns; with ``usage``, tokens
     and cost columns (a session without usage rows was saved before co recorded them: its cost is unknown);
-    with ``deleted``, when each went to the trash.
+    with ``deleted``, when each went to the trash. A fork names its parent by ``short_ids`` (``parent_short_ids``).
 
     Lines, not a rich ``Table``: a table measures and wraps every cell, 2 ms a row (20 s for 10,000 sessions);
     these lines are never wrapped or padded by co (a narrow terminal wraps them itself)."""
@@ -82,7 +86,7 @@ def sessions_table(
             dim_cost.append(totals is None)
         title = printable(info.title) or "untitled"
         if info.parent_id:
-            title += f"  ⑂ {printable(info.parent_id)[:12]}"
+            title += f"  ⑂ {printable((short_ids or {}).get(info.parent_id, info.parent_id))}"
         cells += [printable(info.model), title]
         rows.append(cells)
     widths = [max(len(cell) for cell in column) for column in zip(header, *rows, strict=False)]
@@ -107,9 +111,14 @@ def sessions_table(
     return Text("\n").join(lines)
 
 
-def trash_table(items: Sequence[tuple[SessionInfo, float]]) -> Text:
+def parent_short_ids(store: Store, sessions: Sequence[SessionInfo]) -> dict[str, str]:
+    """How a listing names the sessions its forks came from."""
+    return store.sessions.short_ids({info.parent_id for info in sessions if info.parent_id})
+
+
+def trash_table(items: Sequence[tuple[SessionInfo, float]], short_ids: Mapping[str, str] | None = None) -> Text:
     """The trash: each session with when it was deleted."""
-    return sessions_table([info for info, _ in items], deleted=[when for _, when in items])
+    return sessions_table([info for info, _ in items], deleted=[when for _, when in items], short_ids=short_ids)
 
 
 def highlighted_snippet(snippet: str) -> Text:
@@ -222,23 +231,24 @@ def render_transcript(
     return Group(*items)
 
 
-def tool_stats(stored_messages: Sequence[StoredMessage]) -> dict[str, tuple[int, int]]:
-    """Calls and failures per tool over a transcript: a failure is a result that did not succeed (failed, denied,
-    interrupted) or a retry prompt sent back for the call."""
-    from co_cli.message_view import views
+def tool_stats(stored_messages: Sequence[StoredMessage]) -> dict[str, ToolStats]:
+    """Calls, failures and denials per tool over a transcript (for sessions saved before co recorded each tool
+    call; their time is unknown, 0)."""
+    from co_cli.session.tool_stats import tool_calls_of
+    from co_cli.store.tool_calls import summed
 
-    calls: dict[str, int] = {}
-    failures: dict[str, int] = {}
-    for stored in stored_messages:
-        for view in views(stored.message):
-            name = view.tool_name or "?"
-            if view.kind == "tool-call":
-                calls[name] = calls.get(name, 0) + 1
-            elif (view.kind == "tool-return" and view.outcome not in (None, "success")) or (
-                view.kind == "retry" and view.tool_name
-            ):
-                failures[name] = failures.get(name, 0) + 1
-    return {name: (calls.get(name, 0), failures.get(name, 0)) for name in sorted(calls.keys() | failures.keys())}
+    return summed(tool_calls_of([stored.message for stored in stored_messages], {}))
+
+
+def tool_stats_text(stats: dict[str, ToolStats]) -> str:
+    """'run_shell 3 (1 failed, 1 denied; 2.1 s), read_file 2 (0.0 s)': each tool's calls, how many failed or
+    were denied, and the time they ran."""
+    shown = []
+    for name, tool in stats.items():
+        notes = [f"{count} {word}" for count, word in ((tool.failed, "failed"), (tool.denied, "denied")) if count]
+        timing = f"{tool.seconds:.1f} s"
+        shown.append(f"{printable(name)} {tool.calls} ({', '.join(notes) + '; ' if notes else ''}{timing})")
+    return ", ".join(shown)
 
 
 def usage_lines(totals_by_role: dict[str, UsageTotals]) -> list[str]:
@@ -249,15 +259,14 @@ def usage_lines(totals_by_role: dict[str, UsageTotals]) -> list[str]:
     overall = UsageTotals()
     for role, totals in totals_by_role.items():
         lines.append(
-            f"{role}: {totals.requests} requests · {format_tokens(totals.input_tokens)} in "
+            f"{role}: {counted(totals.requests, 'request')} · {format_tokens(totals.input_tokens)} in "
             f"(cache read {format_tokens(totals.cache_read_tokens)}, write {format_tokens(totals.cache_write_tokens)})"
             f" · {format_tokens(totals.output_tokens)} out · {format_cost(totals)}"
         )
         overall.merge(totals)
     if len(totals_by_role) > 1:
-        lines.append(
-            f"total: {overall.requests} requests · {format_tokens(overall.tokens)} tokens · {format_cost(overall)}"
-        )
+        requests = counted(overall.requests, "request")
+        lines.append(f"total: {requests} · {format_tokens(overall.tokens)} tokens · {format_cost(overall)}")
     return lines
 
 
@@ -291,4 +300,6 @@ def render_context(report: ContextReport, plain: bool = False) -> RenderableType
         table.add_row(f"largest #{i}", f"{item.kind}: {item.label} (~{item.tokens:,})")
     if report.offloaded_count:
         table.add_row("offloaded", f"{report.offloaded_count} outputs ({report.offloaded_chars:,} chars) on disk")
+    if report.user_words:
+        table.add_row("your words", report.user_words)
     return Group(usage_bar(report.percent, report.threshold), table)

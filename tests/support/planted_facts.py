@@ -6,6 +6,10 @@ a date, the next step) are stated by the user in the first turns; ordinary quest
 with tool calls whose outputs are of a realistic size. The assistant's answers never repeat a fact's key, so
 a fact survives only if what the user wrote does.
 
+Three facts of harder kinds follow (``NEW_KIND_FACTS``, counted apart from the twelve): a name the assistant
+proposed and the user accepted without repeating it, a value found only in a tool output the user refers to,
+and a host the user later changes (the old one must not come back as current).
+
 ``planted_script`` gives the turns (prompts, answers, tool calls) to drive a real model with;
 ``planted_conversation`` builds the pydantic-ai messages of the whole scripted conversation.
 """
@@ -41,6 +45,8 @@ class PlantedFact:
     """A question whose answer is the fact (for asking the model at the end)."""
     also: tuple[str, ...] = ()
     """Further identifiers of the same fact (the fix of an error, the reason of a decision)."""
+    stale: tuple[str, ...] = ()
+    """Values the fact had before the user changed it: an answer naming one of them and not ``key`` is wrong."""
 
 
 @dataclass(frozen=True)
@@ -142,6 +148,31 @@ NEXT_STEP = PlantedFact(
     "What is the next step?",
 )
 
+PROPOSED = PlantedFact(
+    "assistant proposal, accepted",
+    "ledger_outbox_v2",
+    "I suggest a dedicated outbox table named ledger_outbox_v2, one row per pending event, deleted once the sync "
+    "confirms it.",
+    "What is the name of the outbox table we agreed on?",
+)
+TOOL_ONLY = PlantedFact(
+    "only in a tool output",
+    "7350",
+    "12:lock_timeout_ms = 7350",
+    "What is the lock timeout in the production settings, in milliseconds?",
+)
+CHANGED = PlantedFact(
+    "changed later",
+    "staging-db-05",
+    "Correction: the staging database moved to staging-db-05 this morning; the old host is being retired.",
+    "Which host is the staging database on now?",
+    stale=("staging-db-02",),
+)
+NEW_KIND_FACTS: tuple[PlantedFact, ...] = (PROPOSED, TOOL_ONLY, CHANGED)
+"""Facts of the harder kinds, stated after the twelve (see the module's docstring)."""
+CHANGE_AT = 8
+"""The ordinary turn (0-based) whose question is replaced by the correction of ``CHANGED``."""
+
 FACTS: tuple[PlantedFact, ...] = (
     CODENAME,
     REGION,
@@ -162,6 +193,30 @@ _FILLER = (
     "store and syncs them upstream when a connection is available; most of the code is plain Python with a "
     "small CLI on top, and the test suite runs in about forty seconds on a laptop."
 )
+
+
+def _new_kind_turns() -> list[ScriptedTurn]:
+    """Two turns after the twelve facts: the assistant proposes a name the user accepts without repeating it,
+    the user states the staging host (changed later) and asks for a value only a tool output shows."""
+    return [
+        ScriptedTurn(
+            "The staging database is on staging-db-02 for now. Where should pending events wait before they are "
+            "synced?",
+            PROPOSED.statement,
+        ),
+        ScriptedTurn(
+            "Yes, let's do that. Also look up the lock timeout in the production settings; we will need that "
+            "value for the retry design.",
+            "Found it; I will use that value when we design the retries.",
+            tool_calls=(
+                ScriptedToolCall(
+                    "run_shell",
+                    {"command": f"grep -n lock_timeout {CONFIG_PATH.key}"},
+                    f"exit code: 0\nstdout:\n{TOOL_ONLY.statement}\nstderr: (empty)",
+                ),
+            ),
+        ),
+    ]
 
 
 def _fact_turns() -> list[ScriptedTurn]:
@@ -311,11 +366,16 @@ def _ordinary_turn(index: int) -> ScriptedTurn:
 
 
 def planted_script(turns: int = DEFAULT_TURNS) -> list[ScriptedTurn]:
-    """The scripted turns: seven that plant the facts, then ordinary questions up to ``turns`` in all."""
-    planted = _fact_turns()
+    """The scripted turns: seven that plant the twelve facts, two for the harder kinds, then ordinary
+    questions up to ``turns`` in all (one of them the user's correction of the staging host, when there are
+    enough)."""
+    planted = _fact_turns() + _new_kind_turns()
     if turns < len(planted):
         raise ValueError(f"at least {len(planted)} turns are needed to plant every fact")
-    return planted + [_ordinary_turn(i) for i in range(turns - len(planted))]
+    ordinary = [_ordinary_turn(i) for i in range(turns - len(planted))]
+    if len(ordinary) > CHANGE_AT:
+        ordinary[CHANGE_AT] = ScriptedTurn(CHANGED.statement, "Thanks, noted.")
+    return planted + ordinary
 
 
 def turn_messages(turn: ScriptedTurn, index: int) -> list[ModelMessage]:
@@ -359,3 +419,8 @@ def planted_conversation(turns: int = DEFAULT_TURNS) -> PlantedConversation:
 def facts_kept(text: str, facts: tuple[PlantedFact, ...] | list[PlantedFact] = FACTS) -> list[PlantedFact]:
     """The facts whose key occurs in ``text``."""
     return [fact for fact in facts if fact.key in text]
+
+
+def answer_is_stale(fact: PlantedFact, answer: str) -> bool:
+    """The answer gives a value the user has since changed, not the current one."""
+    return fact.key not in answer and any(old in answer for old in fact.stale)

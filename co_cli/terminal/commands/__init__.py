@@ -1,10 +1,10 @@
 """Slash commands, one module per concern; importing this package registers them all.
 
 ``registry`` holds the table, ``@command``, ``parse``, ``dispatch`` and ``CommandHost``; ``conversation``,
-``compaction``, ``sessions`` and ``memory`` hold the commands, each registering itself when imported.
+``compaction``, ``sessions``, ``memory`` and ``tasks`` hold the commands, each registering itself when imported.
 """
 
-from co_cli.terminal.commands import compaction, conversation, memory, sessions
+from co_cli.terminal.commands import compaction, conversation, memory, sessions, tasks
 from co_cli.terminal.commands.registry import (
     HELP_ORDER,
     REGISTRY,
@@ -31,4 +31,5 @@ __all__ = [
     "names",
     "parse",
     "sessions",
+    "tasks",
 ]

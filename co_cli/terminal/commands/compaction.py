@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 from co_cli.errors import CoError
 from co_cli.terminal.commands.memory import open_memories
 from co_cli.terminal.commands.registry import CommandHost, command
+from co_cli.terminal_text import counted
+from co_cli.vocabulary import COMPACTING
 
 if TYPE_CHECKING:
     from co_cli.context.compact import CompactionResult
@@ -20,7 +22,6 @@ if TYPE_CHECKING:
 )
 async def _compact(host: CommandHost, arg: str) -> None:
     from co_cli.context.compact import NothingToCompact, compaction_line
-    from co_cli.failure_text import describe_provider_error
 
     word, _, rest = arg.partition(" ")
     if word == "show":
@@ -30,14 +31,14 @@ async def _compact(host: CommandHost, arg: str) -> None:
     focus = rest.strip() if preview else arg
     try:
         work = host.conv.compactions.preview(focus) if preview else host.conv.compactions.compact(focus)
-        result = await host.cancellable(work, "Compacting…")
+        result = await host.cancellable(work, COMPACTING)
     except NothingToCompact as exc:
         host.info(exc.message[:1].upper() + exc.message[1:] + ".")
         return
     except CoError:
         raise
     except Exception as exc:
-        host.error(f"compaction failed, history unchanged: {describe_provider_error(exc)}")
+        host.error(f"compaction failed, history unchanged: {host.conv.compactions.failure_text(exc)}")
         return
     if result is None:
         host.info("Compaction cancelled; history unchanged.")
@@ -49,21 +50,40 @@ async def _compact(host: CommandHost, arg: str) -> None:
             return
         host.conv.compactions.apply(result, focus)
     host.info(compaction_line(result))
+    if host.conv.compactions.offered:
+        host.info(host.conv.pins.offered_notice(host.conv.compactions.offered))
+
+
+def preview_line(result: CompactionResult) -> str:
+    """What a previewed summary would do, before it is applied."""
+    return (
+        f"Not applied yet: it would replace {counted(result.n_replaced, 'message')}, "
+        f"~{result.tokens_before:,} -> ~{result.tokens_after:,} tokens."
+    )
 
 
 def _show_compaction(host: CommandHost) -> None:
+    from co_cli.context.user_words import USER_WORDS_HEADING
+
     summary = host.conv.compactions.current_summary()
     if summary is None:
         host.info("No compaction is in force: the model sees the whole conversation.")
     else:
         host.show(summary)
+        if USER_WORDS_HEADING in summary:
+            host.info(
+                "Your own messages are kept word for word beside the summary (the newest first; older ones as "
+                "their first sentence and identifiers): a summary loses what you said in plain words first."
+            )
     if host.conv.pins:
         host.show("\n".join(["Pins:", *(f"{n}. {pin.text}" for n, pin in enumerate(host.conv.pins, 1))]))
 
 
 async def _review_preview(host: CommandHost, result: CompactionResult) -> CompactionResult | None:
-    """Show a proposed summary; apply it as it is, edit it in $EDITOR first, or discard it."""
+    """Show a proposed summary and what applying it would change; apply it as it is, edit it in $EDITOR first,
+    or discard it."""
     host.show(result.summary)
+    host.info(preview_line(result))
     while True:
         answer = ((await host.ask("[a]pply / [e]dit / [d]iscard? ")) or "").strip().lower()[:1]
         if answer == "a":
@@ -86,6 +106,7 @@ async def _review_preview(host: CommandHost, result: CompactionResult) -> Compac
                 continue
             result = host.conv.compactions.with_summary_text(result, edited)
             host.show(result.summary)
+            host.info(preview_line(result))
 
 
 @command(
@@ -121,12 +142,20 @@ async def _pins(host: CommandHost, arg: str) -> None:
         host.info("No pins. /pin <instruction> keeps one verbatim in every request of this session.")
         return
     for number, pin in enumerate(host.conv.pins, 1):
-        origin = "" if pin.source == "user" else "  (found by a summary)"
+        origin = "" if pin.source == "user" else "  (found in your messages by a compaction)"
         host.info(f"{number}. {pin.text}{origin}")
 
 
-@command("unpin", "<n>", "remove pin n (see /pins)")
+@command("unpin", "[n]", "remove pin n (see /pins); alone: the pins the latest compaction found")
 async def _unpin(host: CommandHost, arg: str) -> None:
+    if not arg.strip():
+        removed = host.conv.pins.undo_offered()
+        if not removed:
+            host.error("usage: /unpin <n> (see /pins); no pins found by a compaction are left to undo")
+            return
+        for pin in removed:
+            host.info(f"Unpinned: {pin.text}")
+        return
     if not arg.strip().isdigit():
         host.error("usage: /unpin <n> (see /pins)")
         return
@@ -140,4 +169,5 @@ async def _uncompact(host: CommandHost, arg: str) -> None:
     if count is None:
         host.info("Nothing to undo: no compaction is in force.")
         return
-    host.info(f"Compaction undone: the working context holds {count} messages again (the transcript never changed).")
+    held = counted(count, "message")
+    host.info(f"Compaction undone: the working context holds {held} again (the transcript never changed).")

@@ -9,6 +9,9 @@ from rich.text import Text
 from co_cli.terminal.commands.registry import CommandHost, command
 from co_cli.terminal_text import printable
 
+MEMORIES_SHOWN = 50
+"""The memories /memory lists; `co memory list` shows every one."""
+
 
 def _plain(text: str, style: str) -> Text:
     """Memory and pin texts shown as they are: no markup (a Text), no control characters."""
@@ -27,7 +30,7 @@ def open_memories(host: CommandHost) -> tuple[Any, str] | None:
     return memories, host.conv.project
 
 
-@command("memory", "[review]", "long-term memory: counts, proposals to review, what the last request used")
+@command("memory", "[review]", "long-term memory: the memories, proposals to review, what the last request used")
 async def _memory(host: CommandHost, arg: str) -> None:
     from co_cli.memory.review import describe
     from co_cli.memory.status import forget_toolbar_cache
@@ -50,10 +53,11 @@ async def _memory(host: CommandHost, arg: str) -> None:
         f"Memories: {users} user, {len(active) - users} this project · {counts.get('proposed', 0)} to review · "
         f"{counts.get('deleted', 0)} forgotten (co memory log, co memory undo)"
     )
-    instructions = [m for m in active if m.kind == "instruction"]
-    if instructions:
-        lines = [f"  {m.ref} {m.text}" for m in instructions]
-        host.show(_plain("Instructions for every session (memories):\n" + "\n".join(lines), "dim"))
+    if active:
+        lines = [f"  {m.ref} [{m.scope}, {m.kind}] {m.text}" for m in active[:MEMORIES_SHOWN]]
+        if len(active) > MEMORIES_SHOWN:
+            lines.append(f"  … and {len(active) - MEMORIES_SHOWN} more (co memory list)")
+        host.show(_plain("Remembered (/forget <id> forgets one):\n" + "\n".join(lines), "dim"))
     if host.conv.pins:
         lines = [f"  {n}. {pin.text}" for n, pin in enumerate(host.conv.pins, 1)]
         host.show(_plain("Pinned in this session only (/pins, /unpin N):\n" + "\n".join(lines), "dim"))

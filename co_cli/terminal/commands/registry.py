@@ -41,13 +41,14 @@ class CommandHost(Protocol):
     def show(self, renderable: object) -> None: ...
     def show_resumed(self) -> None: ...
     async def confirm(self, question: str) -> bool: ...
-    async def ask(self, question: str) -> str | None: ...
+    async def ask(self, question: str, default: str = "") -> str | None: ...
     async def cancellable(self, work: Coroutine[Any, Any, T], status: str) -> T | None: ...
     async def turn(self, prompt: str) -> TurnOutcome: ...
 
 
 Handler = Callable[["CommandHost", str], Awaitable[None]]
-Completer = Callable[["CommandHost"], list[str]]
+Completer = Callable[["CommandHost"], "list[str] | list[tuple[str, str]]"]
+"""A command's argument completions: values, or (value, what it is) pairs shown beside them."""
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,7 @@ def command(
 HELP_ORDER = (
     "help", "quit", "new", "clear", "model", "retry", "compact", "context", "sessions", "resume", "fork", "rename",
     "delete", "pin", "pins", "unpin", "uncompact", "memory", "remember", "forget", "rewind", "usage",
+    "tasks",
 )  # fmt: skip
 """The order /help lists the commands and completion offers them, whichever module registered them."""
 
@@ -105,7 +107,11 @@ async def dispatch(host: CommandHost, line: str) -> None:
     name, arg = parse(line)
     cmd = REGISTRY.get(name)
     if cmd is None:
-        host.error(f"unknown command /{name} (type /help for the list); nothing was sent to the model")
+        import difflib
+
+        close = difflib.get_close_matches(name, names(), n=1, cutoff=0.6)
+        guess = f"did you mean /{close[0]}? " if close else ""
+        host.error(f"unknown command /{name}; {guess}/help lists them; nothing was sent to the model")
         return
     try:
         await cmd.handler(host, arg)

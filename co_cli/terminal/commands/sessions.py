@@ -12,10 +12,15 @@ if TYPE_CHECKING:
     from co_cli.store import SessionInfo, Store
 
 
-def _session_ids(host: CommandHost) -> list[str]:
+def _session_ids(host: CommandHost) -> list[tuple[str, str]]:
+    """The latest sessions as completions: each id as co shows it, with its title beside it."""
     if not host.saving:
         return []
-    return [s.id for s in host.store.sessions.list(limit=30)]
+    from co_cli.terminal.views import format_time
+
+    sessions = host.store.sessions.list(limit=30)
+    short = host.store.sessions.short_ids(s.id for s in sessions)
+    return [(short[s.id], f"{s.title or 'untitled'} · {format_time(s.updated_at)}") for s in sessions]
 
 
 def _refused(host: CommandHost) -> bool:
@@ -37,7 +42,7 @@ def _message_number(arg: str, usage: str) -> int | None:
 
 @command("sessions", "[query]", "list saved sessions, or search them")
 async def _sessions(host: CommandHost, arg: str) -> None:
-    from co_cli.terminal.views import search_table, sessions_table
+    from co_cli.terminal.views import parent_short_ids, search_table, sessions_table
 
     if _refused(host):
         return
@@ -53,7 +58,7 @@ async def _sessions(host: CommandHost, arg: str) -> None:
     if not sessions:
         host.info("No saved sessions yet.")
         return
-    host.show(sessions_table(sessions))
+    host.show(sessions_table(sessions, short_ids=parent_short_ids(store, sessions)))
 
 
 @command("resume", "[id]", "switch to a saved session; without an id, pick one", complete=_session_ids)
@@ -82,7 +87,7 @@ async def _pick(host: CommandHost, store: Store) -> None:
 
         forked = fork_at(store, choice.session_id)
         await _switch_to(host, forked)
-        host.info(f"Forked {choice.session_id[:8]} -> {forked.id}; you are now in the fork.")
+        host.info(f"Forked {store.sessions.short_id(choice.session_id)} -> {forked.id}; you are now in the fork.")
         return
     await _switch_to(host, store.sessions.get(choice.session_id))
 
@@ -117,7 +122,7 @@ async def _fork(host: CommandHost, arg: str) -> None:
     forked = host.conv.branches.fork(upto)
     if forked:
         at = f" at #{upto}" if upto is not None else ""
-        host.info(f"Forked {parent[:8]}{at} -> {forked.id}; you are now in the fork.")
+        host.info(f"Forked {host.store.sessions.short_id(parent)}{at} -> {forked.id}; you are now in the fork.")
 
 
 @command("rename", "<title>", "rename this session")
@@ -150,7 +155,7 @@ async def _delete(host: CommandHost, arg: str) -> None:
     if current:
         host.conv.new()
     store.sessions.trash(session.id)
-    restore = f" `co sessions restore {session.id[:12]}` brings it back."
+    restore = f" `co sessions restore {store.sessions.short_id(session.id)}` brings it back."
     host.info(f"Moved {session.id} to the trash." + (" Started a new conversation." if current else "") + restore)
 
 
@@ -167,5 +172,5 @@ async def _rewind(host: CommandHost, arg: str) -> None:
     if forked is None:
         return
     where = f"after message #{forked.fork_seq}" if (forked.fork_seq or 0) >= 0 else "to the start"
-    host.info(f"Rewound {where}: continuing in {forked.id}; {parent[:8]} stays as it was.")
+    host.info(f"Rewound {where}: continuing in {forked.id}; {host.store.sessions.short_id(parent)} stays as it was.")
     host.show_resumed()
