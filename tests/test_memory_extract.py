@@ -12,7 +12,16 @@ import pytest
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, UserPromptPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from co_cli.memory.extract import Decision, ExtractionWorker, is_standalone, plan
+from co_cli.memory.extract import (
+    Decision,
+    ExtractionWorker,
+    is_standalone,
+    is_temporary,
+    joins_unrelated,
+    nearest,
+    plan,
+    third_person,
+)
 from co_cli.store.db import Database
 from co_cli.store.memories import Memories
 from co_cli.store.queue import ExtractionQueue
@@ -85,7 +94,8 @@ def test_reconciliation_update_delete_none_and_add(store: Memories) -> None:
         {"event": "ADD", "text": "The user moved from Paris to Lyon"},
     ]
     calls: list[str] = []
-    model = structured(facts=["The user lives in Lyon since May"], decisions=decisions, calls=calls)
+    facts = ["The user lives in Lyon since May", "The user gave up emacs"]
+    model = structured(facts=facts, decisions=decisions, calls=calls)
     run_worker(store, model, "I moved from Paris to Lyon in May, and I gave up emacs")
     assert calls[1].startswith("EXISTING") and lives.ref in calls[1]
     by_kind = {p.proposal: p for p in store.proposals(PROJECT)}
@@ -169,7 +179,7 @@ def test_junk_is_not_a_standalone_statement(text: str) -> None:
 
 
 def test_a_tiny_model_cannot_flood_the_inbox(store: Memories) -> None:
-    facts = [f"The user mentioned topic number {i} today" for i in range(10)]
+    facts = [f"The user mentioned topic number {i} at work" for i in range(10)]
     model = structured(facts=facts + ["?", "it", "I do"])
     run_worker(store, model, "a long rambling message that mentions many different topics at once")
     assert len(store.proposals(None)) == 3
@@ -180,11 +190,11 @@ def test_plan_drops_unknown_ids_duplicates_and_double_targets(store: Memories) -
     decisions = [
         Decision(event="UPDATE", id="m999", text="The user lives in Rome now"),
         Decision(event="ADD", text="The user lives in Paris"),
-        Decision(event="DELETE", id=m.ref),
         Decision(event="UPDATE", id=m.ref, text="The user lives in Lyon now"),
+        Decision(event="DELETE", id=m.ref),
     ]
     changes = plan(["x"], [m], decisions)
-    assert [(c.op, c.target) for c in changes] == [("delete", m.id)]
+    assert [(c.op, c.target) for c in changes] == [("update", m.id)]
 
 
 def test_worker_never_blocks_the_caller_and_drains_at_exit(store: Memories) -> None:
@@ -228,3 +238,94 @@ def test_queued_work_of_an_interrupted_co_is_resumed(store: Memories) -> None:
         "old-session",
         7,
     )
+
+
+# ----- what a small model gets wrong, checked in the plan -----
+
+
+def test_a_new_fact_called_none_or_left_out_is_added(store: Memories) -> None:
+    style = store.add("The user writes Python with black formatting", actor="user")
+    facts = ["The user writes commit messages in the imperative", "The project deadline is June 3"]
+    decisions = [Decision(event="NONE", id=style.ref), Decision(event="NONE", text=facts[0])]
+    changes = plan(facts, [style], decisions)
+    assert [(c.op, c.text) for c in changes] == [("add", facts[0]), ("add", facts[1])]
+    # ... but a fact that an existing memory already says is not added again
+    assert plan(["The user writes Python with black formatting"], [style], [Decision(event="NONE")]) == []
+
+
+def test_a_fact_an_update_already_states_is_not_added_twice(store: Memories) -> None:
+    home = store.add("The user lives in Paris", actor="user")
+    decisions = [Decision(event="UPDATE", id=home.ref, text="The user lives in Lyon since May")]
+    changes = plan(["The user lives in Lyon"], [home], decisions)
+    assert [(c.op, c.target) for c in changes] == [("update", home.id)]
+
+
+@pytest.mark.parametrize(
+    ("first", "third"),
+    [
+        ("Carol reviews my pull requests", "Carol reviews the user's pull requests"),
+        ("I always use tabs in Go", "The user always uses tabs in Go"),
+        ("I'm a backend developer at Acme", "The user is a backend developer at Acme"),
+        ("My editor is Helix", "The user's editor is Helix"),
+    ],
+)
+def test_first_person_facts_are_rewritten_not_dropped(first: str, third: str) -> None:
+    assert third_person(first) == third
+    assert [(c.op, c.text) for c in plan([first], [], None)] == [("add", third)]
+
+
+def test_a_delete_needs_the_fact_that_replaces_it(store: Memories) -> None:
+    alice = store.add("Alice reviews the user's pull requests", actor="user")
+    delete = Decision(event="DELETE", id=alice.ref)
+    # the replacing fact is first person: rewritten and kept, so the old reviewer may go
+    changes = plan(["Carol reviews my pull requests"], [alice], [delete])
+    assert [(c.op, c.target) for c in changes] == [("delete", alice.id), ("add", None)]
+    assert changes[1].text == "Carol reviews the user's pull requests"
+    # no kept fact on the topic (the new one was junk): the old reviewer stays
+    assert plan(["it is Carol"], [alice], [delete]) == []
+
+
+def test_neighbours_share_a_topic_not_just_the_word_user(store: Memories) -> None:
+    name = store.add("The user's name is Sam", actor="user")
+    shell = store.add("The user uses fish as shell", actor="user")
+    assert [m.id for m in nearest(store, ["The user prefers dark themes"], PROJECT)] == []
+    assert [m.id for m in nearest(store, ["The user switched the shell to zsh"], PROJECT)] == [shell.id]
+    assert name.id not in [m.id for m in nearest(store, ["The user feels stressed about work"], PROJECT)]
+
+
+@pytest.mark.parametrize(
+    ("old", "merged"),
+    [
+        ("The user's name is Sam", "The user's name is Sam and the user is worried about the release"),
+        ("The project Kestrel is a Rust CLI", "The project Kestrel is a Rust CLI; the deadline moved to June 3"),
+        ("The user uses fish as shell", "The user uses fish as shell, while Bob edits code with emacs"),
+    ],
+)
+def test_an_update_joining_unrelated_statements_is_refused(store: Memories, old: str, merged: str) -> None:
+    memory = store.add(old, actor="user")
+    assert joins_unrelated(merged, old)
+    assert plan([], [memory], [Decision(event="UPDATE", id=memory.ref, text=merged)]) == []
+
+
+def test_a_real_update_is_not_a_join(store: Memories) -> None:
+    memory = store.add("The user lives in Paris", actor="user")
+    update = "The user lives in Lyon since May and works from home there"
+    assert not joins_unrelated("The user lives in Lyon since May", memory.text)
+    changes = plan([], [memory], [Decision(event="UPDATE", id=memory.ref, text="The user lives in Lyon since May")])
+    assert [(c.op, c.target) for c in changes] == [("update", memory.id)]
+    assert joins_unrelated(update, memory.text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["The user is tired today", "The user feels stressed about the release", "The user is in a bad mood",
+     "The user is busy right now"],
+)  # fmt: skip
+def test_passing_states_are_not_remembered(text: str) -> None:
+    assert is_temporary(text) and not is_standalone(text)
+    assert plan([text], [], None) == []
+
+
+def test_durable_facts_are_not_taken_for_passing_states() -> None:
+    for text in ("The user lives in Lyon", "The user works at Acme on the billing team", "The user prefers tabs"):
+        assert not is_temporary(text) and is_standalone(text)
