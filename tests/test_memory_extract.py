@@ -4,6 +4,7 @@ the junk filter, and the background worker's queue."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from co_cli.memory.extract import (
 from co_cli.store.db import Database
 from co_cli.store.memories import Memories
 from co_cli.store.queue import ExtractionQueue
+from tests.support.scripted_server import ScriptedServer, Text
 
 pytestmark = pytest.mark.allow_model_requests
 PROJECT = "/repo/one"
@@ -120,14 +122,34 @@ def test_auto_mode_applies_at_once_logged_and_undoable(store: Memories) -> None:
     assert [m.text for m in store.list()] == ["The user lives in Paris"]
 
 
-def test_invalid_answer_proposes_nothing_and_is_reported(store: Memories) -> None:
+def _later(store: Memories) -> None:
+    """Move the queue's clock past RETRY_AFTER."""
+    with store.db.transaction() as tx:
+        tx.execute("UPDATE memory_queue SET claimed_at = claimed_at - ?", (ExtractionQueue.RETRY_AFTER + 1,))
+
+
+def test_invalid_answer_proposes_nothing_is_reported_and_retried_once_later(store: Memories) -> None:
+    calls: list[str] = []
+
     def nonsense(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        calls.append(_prompt_of(messages))
         return ModelResponse(parts=[TextPart("Sure! Here are some facts: the user is nice.")])
 
-    worker = run_worker(store, FunctionModel(nonsense), "I always use tabs when I write Go code")
+    model = FunctionModel(nonsense)
+    worker = run_worker(store, model, "I always use tabs when I write Go code")
     assert store.proposals(None) == [] and store.list() == []
-    assert worker.last_error
-    assert len(ExtractionQueue(store.db)) == 0  # retried once, then dropped: no endless retries
+    assert worker.last_error and "prose" in worker.last_error
+    assert len(calls) == 1 and len(ExtractionQueue(store.db)) == 1  # not retried at once: kept for later
+
+    async def next_turn() -> None:
+        worker.start()
+        await worker.drain()
+
+    asyncio.run(next_turn())
+    assert len(calls) == 1  # still too early
+    _later(store)
+    asyncio.run(next_turn())
+    assert len(calls) == 2 and len(ExtractionQueue(store.db)) == 0  # retried once, then dropped
 
 
 def test_model_failure_proposes_nothing_and_loses_nothing(store: Memories) -> None:
@@ -329,3 +351,81 @@ def test_passing_states_are_not_remembered(text: str) -> None:
 def test_durable_facts_are_not_taken_for_passing_states() -> None:
     for text in ("The user lives in Lyon", "The user works at Acme on the billing team", "The user prefers tabs"):
         assert not is_temporary(text) and is_standalone(text)
+
+
+# ----- servers that ignore a forced tool call (scripted OpenAI-compatible server) -----
+
+
+def _server_model(server: ScriptedServer) -> Any:
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai_compatible import OpenAICompatibleProvider
+
+    provider = OpenAICompatibleProvider("scripted", base_url=server.base_url, api_key="test-key")
+    return OpenAIChatModel("scripted", provider=provider)
+
+
+def _ignores_tool_choice(prose: str, facts: list[str]) -> Any:
+    """A server that never enforces tool_choice: with tools offered the model answers ``prose``; asked for JSON
+    in its instructions (prompted output) it answers the JSON object."""
+
+    def respond(request: dict[str, Any]) -> Text:
+        if request.get("tools"):
+            return Text(prose)
+        return Text(json.dumps({"facts": facts}))
+
+    return respond
+
+
+def test_a_server_that_answers_prose_gets_prompted_json_later(store: Memories) -> None:
+    with ScriptedServer() as server:
+        server.responder = _ignores_tool_choice("The user lives in Lyon.", ["The user lives in Lyon"])
+        model = _server_model(server)
+
+        async def go() -> ExtractionWorker:
+            worker = ExtractionWorker(store, lambda: model, "auto", PROJECT)
+            worker.submit("I live in Lyon with my two cats", "s", 0)
+            await worker.drain()
+            assert len(server.chat_requests) == 1 and worker.prompted  # detected; no retry at once
+            assert store.list() == [] and len(worker.queue) == 1
+            _later(store)
+            worker.start()  # the next turn
+            await worker.drain()
+            return worker
+
+        worker = asyncio.run(go())
+        requests = server.chat_requests
+    assert [m.text for m in store.list()] == ["The user lives in Lyon"]
+    assert len(requests) == 2 and len(worker.queue) == 0 and worker.last_error is None
+    assert requests[0].body and requests[0].body.get("tool_choice") == "required"
+    assert requests[1].body and not requests[1].body.get("tools") and '"facts"' in requests[1].all_text
+
+
+def test_json_in_text_is_accepted_in_one_request(store: Memories) -> None:
+    fenced = '```json\n{"facts": ["The user uses neovim daily"]}\n```'
+    with ScriptedServer() as server:
+        server.responder = _ignores_tool_choice(fenced, [])
+        run_worker(store, _server_model(server), "I use neovim every day for everything", "auto")
+        requests = server.chat_requests
+    assert [m.text for m in store.list()] == ["The user uses neovim daily"]
+    assert len(requests) == 1
+
+
+def test_never_more_than_two_requests_per_message(store: Memories) -> None:
+    store.add("The user lives in Paris", actor="user")
+    with ScriptedServer() as server:
+        server.responder = lambda request: Text("I cannot comply, here is some prose about Lyon.")
+        model = _server_model(server)
+
+        async def go() -> None:
+            worker = ExtractionWorker(store, lambda: model, "auto", PROJECT)
+            worker.prompted = True  # even in prompted mode, an invalid answer is not re-asked
+            worker.submit("I moved from Paris to Lyon this spring", "s", 0)
+            await worker.drain()
+            _later(store)
+            worker.start()
+            await worker.drain()
+
+        asyncio.run(go())
+        requests = server.chat_requests
+    assert len(requests) == 2  # two attempts of one request each, the second later
+    assert [m.text for m in store.list()] == ["The user lives in Paris"]

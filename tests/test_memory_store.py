@@ -257,6 +257,9 @@ def test_queue_claims_once_and_retries_a_failure_once(store: Memories) -> None:
     item = queue.claim()
     assert item is not None and queue.claim() is None  # claimed: not handed out twice
     queue.failed(item)
+    assert queue.claim() is None  # never retried at once
+    with store.db.transaction() as tx:  # RETRY_AFTER seconds later
+        tx.execute("UPDATE memory_queue SET claimed_at = claimed_at - ?", (ExtractionQueue.RETRY_AFTER + 1,))
     again = queue.claim()
     assert again is not None and again.attempts == 2
     queue.failed(again)  # the second failure drops it
@@ -265,6 +268,16 @@ def test_queue_claims_once_and_retries_a_failure_once(store: Memories) -> None:
     stale = queue.claim()
     assert stale is not None
     assert queue.claim(stale_after=-1) is not None  # a claim of a dead co is taken over
+
+
+def test_interrupted_work_is_handed_back_untried(store: Memories) -> None:
+    queue = ExtractionQueue(store.db)
+    queue.put("s1", 0, "I moved to Oslo last year", PROJECT)
+    item = queue.claim()
+    assert item is not None
+    queue.release(item)
+    again = queue.claim()
+    assert again is not None and again.attempts == 1
 
 
 def test_sessions_recover_keeps_memories_and_their_history(tmp_path: Path) -> None:

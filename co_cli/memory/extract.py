@@ -29,6 +29,7 @@ from pydantic import BaseModel, Field
 
 from co_cli.errors import CoError
 from co_cli.memory.retrieval import GENERIC_WORDS, STOPWORDS, near_duplicate, shares_topic, topic_terms, words
+from co_cli.memory.structured_answer import ProseAnswer, ask
 from co_cli.secrets import find_secret
 from co_cli.store.memories import Memories, Memory, parse_ref
 from co_cli.store.queue import ExtractionQueue, QueuedTurn
@@ -238,22 +239,19 @@ def _target(ref: str | None, known: dict[int, Memory]) -> int | None:
     return memory_id if memory_id in known else None
 
 
-async def extract_facts(model: Model, message: str) -> list[str]:
-    from pydantic_ai import Agent
-
-    agent = Agent(model, output_type=Facts, instructions=FACTS_PROMPT, retries=1)
-    result = await agent.run(f"The user's message:\n<message>\n{message}\n</message>")
-    return [f for f in result.output.facts if f.strip()][:MAX_FACTS]
+async def extract_facts(model: Model, message: str, *, prompted: bool = False) -> list[str]:
+    prompt = f"The user's message:\n<message>\n{message}\n</message>"
+    answer = await ask(model, Facts, FACTS_PROMPT, prompt, prompted=prompted)
+    return [f for f in answer.facts if f.strip()][:MAX_FACTS]
 
 
-async def reconcile(model: Model, facts: Sequence[str], neighbours: Sequence[Memory]) -> list[Decision]:
-    from pydantic_ai import Agent
-
-    agent = Agent(model, output_type=Decisions, instructions=RECONCILE_PROMPT, retries=1)
+async def reconcile(
+    model: Model, facts: Sequence[str], neighbours: Sequence[Memory], *, prompted: bool = False
+) -> list[Decision]:
     existing = "\n".join(f"- {m.ref}: {m.text}" for m in neighbours)
     new = "\n".join(f"- {f}" for f in facts)
-    result = await agent.run(f"EXISTING memories:\n{existing}\n\nNEW facts:\n{new}")
-    return result.output.memory
+    prompt = f"EXISTING memories:\n{existing}\n\nNEW facts:\n{new}"
+    return (await ask(model, Decisions, RECONCILE_PROMPT, prompt, prompted=prompted)).memory
 
 
 def nearest(store: Memories, facts: Sequence[str], project: str) -> list[Memory]:
@@ -264,14 +262,18 @@ def nearest(store: Memories, facts: Sequence[str], project: str) -> list[Memory]
     return [c.memory for c in store.search(terms, project=project, limit=NEIGHBOURS)] if terms else []
 
 
-async def extract_changes(model: Model, store: Memories, message: str, project: str) -> list[Change]:
-    """Steps (1) and (2) for one message; raises whatever the model raises."""
-    facts = [third_person(f) for f in await extract_facts(model, message) if find_secret(f) is None]
+async def extract_changes(
+    model: Model, store: Memories, message: str, project: str, *, prompted: bool = False
+) -> list[Change]:
+    """Steps (1) and (2) for one message, at most two requests; raises whatever the model raises
+    (``ProseAnswer`` when it answered in prose: ask again, later, with ``prompted``)."""
+    found = await extract_facts(model, message, prompted=prompted)
+    facts = [third_person(f) for f in found if find_secret(f) is None]
     facts = [f for f in facts if is_standalone(f)]
     if not facts:
         return []
     neighbours = nearest(store, facts, project)
-    decisions = await reconcile(model, facts, neighbours) if neighbours else None
+    decisions = await reconcile(model, facts, neighbours, prompted=prompted) if neighbours else None
     return plan(facts, neighbours, decisions)
 
 
@@ -317,6 +319,8 @@ class ExtractionWorker:
         self.on_change = on_change
         self.last_error: str | None = None
         self.stored = 0
+        self.prompted = False
+        """Set once the model answered in prose: its server ignores forced tool calls, so ask for JSON text."""
         self._task: asyncio.Task[None] | None = None
 
     def submit(self, prompt: str, session_id: str, seq: int) -> None:
@@ -339,10 +343,17 @@ class ExtractionWorker:
     async def _run(self) -> None:
         while (item := self.queue.claim()) is not None:
             try:
-                changes = await extract_changes(self.model(), self.store, item.text, item.project)
+                changes = await extract_changes(
+                    self.model(), self.store, item.text, item.project, prompted=self.prompted
+                )
             except asyncio.CancelledError:
-                self.queue.failed(item)
+                self.queue.release(item)
                 raise
+            except ProseAnswer as exc:
+                self.prompted = True
+                self.last_error = str(exc)
+                self.queue.failed(item)
+                continue
             except Exception as exc:  # a failing or invalid model answer changes nothing
                 self.last_error = _describe(exc)
                 self.queue.failed(item)
