@@ -177,6 +177,8 @@ def test_secrets_from_the_model_are_dropped(store: Memories) -> None:
         "The user's GITHUB_TOKEN=abc123def456ghi7",
         "The user's Slack webhook is https://hooks.slack.com/services/T0001/B0001/abcdefghijklmnop",
         "The user's API key is 01234567-89ab-cdef-0123-456789abcdef",
+        "The user's Jenkins password is hunter2",
+        "The user's PIN is 4821",
     ],
 )
 def test_common_credential_spellings_are_dropped(store: Memories, mode: str, secret: str) -> None:
