@@ -351,7 +351,8 @@ def test_passing_states_are_not_remembered(text: str) -> None:
 
 
 def test_durable_facts_are_not_taken_for_passing_states() -> None:
-    for text in ("The user lives in Lyon", "The user works at Acme on the billing team", "The user prefers tabs"):
+    for text in ("The user lives in Lyon", "The user works at Acme on the billing team", "The user prefers tabs",
+                 "The user writes commit messages in the imperative mood"):
         assert not is_temporary(text) and is_standalone(text)
 
 

@@ -93,7 +93,7 @@ _NON_FACTS = ("no fact", "none", "n/a", "nothing", "the assistant", "as an ai", 
 
 
 _TEMPORARY = re.compile(
-    r"\b(?:today|tonight|right now|at the moment|this (?:morning|afternoon|evening)|mood"
+    r"\b(?:today|tonight|right now|at the moment|this (?:morning|afternoon|evening)|in an? \w+ mood|mood (?:is|was)"
     r"|(?:feel|feels|feeling|felt)\b|is (?:tired|sleepy|exhausted|stressed|hungry|sick|bored|angry|upset|sad|happy"
     r"|busy|annoyed|frustrated|excited|nervous|anxious|grumpy|in a hurry)\b)",
     re.IGNORECASE,
