@@ -317,12 +317,20 @@ def test_neighbours_share_a_topic_not_just_the_word_user(store: Memories) -> Non
     assert name.id not in [m.id for m in nearest(store, ["The user feels stressed about work"], PROJECT)]
 
 
+def test_a_change_finds_the_memory_it_changes_through_its_topic(store: Memories) -> None:
+    home = store.add("The user lives in Paris", actor="user")
+    editor = store.add("The user edits code in vim", actor="user")
+    assert [m.id for m in nearest(store, ["The user moved to Lyon last month"], PROJECT)] == [home.id]
+    assert [m.id for m in nearest(store, ["The user switched to helix"], PROJECT)] == [editor.id]
+
+
 @pytest.mark.parametrize(
     ("old", "merged"),
     [
         ("The user's name is Sam", "The user's name is Sam and the user is worried about the release"),
         ("The project Kestrel is a Rust CLI", "The project Kestrel is a Rust CLI; the deadline moved to June 3"),
         ("The user uses fish as shell", "The user uses fish as shell, while Bob edits code with emacs"),
+        ("The user writes mostly Go", "The user writes mostly Go and the project Kestrel is a billing service in Go"),
     ],
 )
 def test_an_update_joining_unrelated_statements_is_refused(store: Memories, old: str, merged: str) -> None:
@@ -343,7 +351,8 @@ def test_a_real_update_is_not_a_join(store: Memories) -> None:
 @pytest.mark.parametrize(
     "text",
     ["The user is tired today", "The user feels stressed about the release", "The user is in a bad mood",
-     "The user is busy right now"],
+     "The user is busy right now", "The user needs a regex for ISO dates", "The user wants to profile a Go program",
+     "The user wants good morning translated into French"],
 )  # fmt: skip
 def test_passing_states_are_not_remembered(text: str) -> None:
     assert is_temporary(text) and not is_standalone(text)
@@ -351,8 +360,13 @@ def test_passing_states_are_not_remembered(text: str) -> None:
 
 
 def test_durable_facts_are_not_taken_for_passing_states() -> None:
-    for text in ("The user lives in Lyon", "The user works at Acme on the billing team", "The user prefers tabs",
-                 "The user writes commit messages in the imperative mood"):
+    for text in (
+        "The user lives in Lyon",
+        "The user works at Acme on the billing team",
+        "The user prefers tabs",
+        "The user writes commit messages in the imperative mood",
+        "The user wants tests for every bug fix",
+    ):
         assert not is_temporary(text) and is_standalone(text)
 
 

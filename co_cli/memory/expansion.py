@@ -14,14 +14,14 @@ EXPANDED_WEIGHT = 0.5
 MAX_EXPANSION = 24
 
 _TOPIC_TEXT = {
-    "shell": "bash zsh fish nushell powershell pwsh tcsh ksh dash sh",
+    "shell": "bash zsh fish nushell powershell pwsh tcsh ksh",
     "editor": "vim neovim nvim emacs helix vscode nano sublime zed intellij pycharm kakoune",
     "ide": "vscode intellij pycharm eclipse xcode",
     "terminal": "kitty alacritty iterm iterm2 wezterm ghostty konsole tmux",
-    "language": "python rust go golang java javascript typescript ruby kotlin swift haskell elixir scala php",
-    "os": "linux macos windows ubuntu debian arch fedora nixos freebsd",
+    "language": "python rust golang java javascript typescript ruby kotlin swift haskell elixir scala php",
+    "os": "linux macos windows ubuntu debian fedora nixos freebsd",
     "database": "postgres postgresql mysql sqlite redis mongodb mariadb cassandra",
-    "browser": "firefox chrome chromium safari brave edge",
+    "browser": "firefox chrome chromium safari brave",
     "indentation": "tabs spaces",
     "formatter": "black ruff prettier gofmt rustfmt",
     "deadline": "due ship release launch",

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, Field
 
 from co_cli.errors import CoError
+from co_cli.memory.expansion import expand
 from co_cli.memory.retrieval import GENERIC_WORDS, STOPWORDS, near_duplicate, shares_topic, topic_terms, words
 from co_cli.memory.structured_answer import ProseAnswer, ask
 from co_cli.secrets import find_secret
@@ -113,9 +114,17 @@ _NOT_CONJUGATED = frozenset(
 )
 
 
+_ONE_OFF = re.compile(
+    r"^the user(?:'s)? (?:wants|needs|would like|is asking|asks|asked|requested|is looking) (?:to|a|an|help|some|for)\b"
+    r"|^the user wants \S+(?: \S+)? (?:translated|explained|written|fixed|shown)(?: (?:into|for|to) \S+)?$",
+    re.IGNORECASE,
+)
+
+
 def is_temporary(text: str) -> bool:
-    """Whether ``text`` is about a passing state (a mood, "right now", "today"): nothing to remember."""
-    return _TEMPORARY.search(text) is not None
+    """Whether ``text`` is about a passing state (a mood, "right now", "today") or a one-off request ("The user
+    wants to profile a Go program"): nothing to remember."""
+    return _TEMPORARY.search(text) is not None or _ONE_OFF.search(text.strip()) is not None
 
 
 def _third_person_verb(verb: str) -> str:
@@ -215,12 +224,12 @@ _CLAUSE = re.compile(r"\s*(?:;|,?\s+(?:and|but|while|whereas)\s+|\.\s+)\s*", re.
 
 def joins_unrelated(text: str, old: str) -> bool:
     """Whether ``text`` glues onto ``old`` a statement on another topic ("The user's name is Sam and the user
-    feels tired"): a clause of two or more topic words sharing none with ``old``."""
+    is worried about the release"): a clause of two or more topic words, most of them not in ``old``."""
     old_topic = set(topic_terms(old))
     clauses = [c for c in _CLAUSE.split(text) if c]
     if len(clauses) < 2:
         return False
-    return any(len(t := set(topic_terms(c))) >= 2 and not t & old_topic for c in clauses)
+    return any(len(t := set(topic_terms(c))) >= 2 and len(t & old_topic) * 2 < len(t) for c in clauses)
 
 
 def _covers(stated: str, fact: str) -> bool:
@@ -255,10 +264,12 @@ async def reconcile(
 
 
 def nearest(store: Memories, facts: Sequence[str], project: str) -> list[Memory]:
-    """The existing active memories closest to the facts (FTS neighbours), best first."""
+    """The existing active memories closest to the facts (FTS neighbours on their topic words and the words of
+    the same topic: "moved" finds "lives"), best first."""
     terms: list[str] = []
     for fact in facts:
         terms += [t for t in topic_terms(fact) if t not in terms]
+    terms += [t for t in expand(terms) if t not in terms]
     return [c.memory for c in store.search(terms, project=project, limit=NEIGHBOURS)] if terms else []
 
 
