@@ -9,8 +9,9 @@ habit and two passwords. Each message goes through co's extraction worker in ``a
 MODEL is any co model string ('local' for the embedded model, a provider string, or a name on
 CO_CLI_BASE_URL's OpenAI-compatible server) or ``scripted`` (the default): a deterministic stand-in that
 makes the mistakes measured with a 1.5B model behind a plain llama.cpp server. It answers in prose when a
-tool call is forced, writes facts in the first person, reports moods, one-off requests and passwords as
-facts, answers NONE for a new fact, and merges a new fact into whatever neighbour it is shown.
+tool call is forced (``--tool-calls``: it calls the tool), writes facts in the first person, reports moods,
+one-off requests and passwords as facts, answers NONE for a new fact, and merges a new fact into whatever
+neighbour it is shown.
 
 Then one question per fact (a fourth session): how many find their fact among the memories a request is sent,
 with and without query expansion, and how many of the memories sent hold the asked fact.
@@ -39,7 +40,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("PYDANTIC_AI_NO_BANNER", "1")
 
-from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, UserPromptPart  # noqa: E402
+from pydantic_ai.messages import (  # noqa: E402
+    ModelMessage,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    UserPromptPart,
+)
 from pydantic_ai.models import Model  # noqa: E402
 from pydantic_ai.models.function import AgentInfo, FunctionModel  # noqa: E402
 
@@ -223,7 +230,7 @@ def _decisions(prompt: str) -> list[dict[str, str]]:
     return decisions
 
 
-def scripted_model(facts_of: dict[str, tuple[str, ...]]) -> FunctionModel:
+def scripted_model(facts_of: dict[str, tuple[str, ...]], tool_calls: bool = False) -> FunctionModel:
     def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         prompt = _prompt(messages)
         if prompt.startswith("EXISTING"):
@@ -231,6 +238,8 @@ def scripted_model(facts_of: dict[str, tuple[str, ...]]) -> FunctionModel:
         else:
             message = prompt.split("<message>\n", 1)[-1].split("\n</message>", 1)[0]
             payload = {"facts": list(facts_of.get(message, ()))}
+        if info.output_tools and tool_calls:
+            return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, payload)])
         if info.output_tools:  # a forced tool call is ignored: the model answers in prose
             return ModelResponse(parts=[TextPart("Here is what I found about the user.")])
         return ModelResponse(parts=[TextPart(json.dumps(payload))])
@@ -314,6 +323,7 @@ async def main() -> None:
     parser.add_argument("-m", "--model", default="scripted")
     parser.add_argument("--no-baseline", action="store_true")
     parser.add_argument("--show", action="store_true", help="print the memories co kept")
+    parser.add_argument("--tool-calls", action="store_true", help="the scripted model honours forced tool calls")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -321,8 +331,8 @@ async def main() -> None:
         os.environ.setdefault("CO_CLI_CONFIG_DIR", str(work / "config"))
         if args.model == "scripted":
             facts_of = {m.text: m.facts for session in SESSIONS for m in session}
-            model: Model = scripted_model(facts_of)
-            label = "scripted small model (prose on forced tool calls)"
+            model: Model = scripted_model(facts_of, args.tool_calls)
+            label = "scripted small model" + ("" if args.tool_calls else " (prose on forced tool calls)")
         else:
             from co_cli.config import load_settings
             from co_cli.models import resolve_model
