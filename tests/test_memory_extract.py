@@ -282,6 +282,9 @@ def test_a_fact_an_update_already_states_is_not_added_twice(store: Memories) -> 
     decisions = [Decision(event="UPDATE", id=home.ref, text="The user lives in Lyon since May")]
     changes = plan(["The user lives in Lyon"], [home], decisions)
     assert [(c.op, c.target) for c in changes] == [("update", home.id)]
+    # ... also in other words
+    changes = plan(["The user moved to Lyon"], [home], decisions)
+    assert [(c.op, c.target) for c in changes] == [("update", home.id)]
 
 
 @pytest.mark.parametrize(

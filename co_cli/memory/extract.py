@@ -193,11 +193,14 @@ def plan(facts: Sequence[str], neighbours: Sequence[Memory], decisions: Sequence
             raw.append(Change("update", decision.text, target))
         elif decision.event == "DELETE" and target is not None:
             raw.append(Change("delete", known[target].text, target))
+    decided = len(raw)
     raw += [Change("add", f) for f in facts]  # kept below only if nothing covers the fact
     changes: list[Change] = []
     touched: set[int] = set()
-    for change in raw:
+    for index, change in enumerate(raw):
         text = third_person(" ".join(change.text.split())) if change.op != "delete" else change.text
+        if index >= decided and any(c.op == "update" and _restates(c.text, text) for c in changes):
+            continue  # the model's update says this fact in other words
         if change.op != "delete":
             if not is_standalone(text):
                 continue
@@ -230,6 +233,13 @@ def joins_unrelated(text: str, old: str) -> bool:
     if len(clauses) < 2:
         return False
     return any(len(t := set(topic_terms(c))) >= 2 and len(t & old_topic) * 2 < len(t) for c in clauses)
+
+
+def _restates(update: str, fact: str) -> bool:
+    """Whether an update's text says ``fact`` in other words: half of the fact's topic words or more are in it
+    ("The user lives in Lyon" for "The user moved to Lyon")."""
+    topic = set(topic_terms(fact))
+    return bool(topic) and len(topic & set(topic_terms(update))) * 2 >= len(topic)
 
 
 def _covers(stated: str, fact: str) -> bool:
