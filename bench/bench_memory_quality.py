@@ -273,7 +273,7 @@ async def run_co(model: Model, work: Path, show: bool = False) -> Outcome:
     counted = Counting(model)
     wrapped = counted.wrap()
     worker = ExtractionWorker(store, lambda: wrapped, "auto", PROJECT)
-    ExtractionQueue.RETRY_AFTER = 0.0  # the bench's clock: a failed message is retried at the next message
+    ExtractionQueue.RETRY_AFTER = 0.0  # no waiting here: a failed message is retried before the next one
     most = 0
     seq = 0
     for session in SESSIONS:

@@ -138,18 +138,19 @@ def test_invalid_answer_proposes_nothing_is_reported_and_retried_once_later(stor
     model = FunctionModel(nonsense)
     worker = run_worker(store, model, "I always use tabs when I write Go code")
     assert store.proposals(None) == [] and store.list() == []
-    assert worker.last_error and "prose" in worker.last_error
-    assert len(calls) == 1 and len(ExtractionQueue(store.db)) == 1  # not retried at once: kept for later
+    assert worker.last_error and worker.prompted
+    # the prose answer, then the same question for JSON; then not retried at once: kept for later
+    assert len(calls) == 2 and len(ExtractionQueue(store.db)) == 1
 
     async def next_turn() -> None:
         worker.start()
         await worker.drain()
 
     asyncio.run(next_turn())
-    assert len(calls) == 1  # still too early
+    assert len(calls) == 2  # still too early
     _later(store)
     asyncio.run(next_turn())
-    assert len(calls) == 2 and len(ExtractionQueue(store.db)) == 0  # retried once, then dropped
+    assert len(calls) == 3 and len(ExtractionQueue(store.db)) == 0  # retried once, then dropped
 
 
 def test_model_failure_proposes_nothing_and_loses_nothing(store: Memories) -> None:
@@ -396,28 +397,26 @@ def _ignores_tool_choice(prose: str, facts: list[str]) -> Any:
     return respond
 
 
-def test_a_server_that_answers_prose_gets_prompted_json_later(store: Memories) -> None:
+def test_a_server_that_answers_prose_gets_prompted_json(store: Memories) -> None:
     with ScriptedServer() as server:
         server.responder = _ignores_tool_choice("The user lives in Lyon.", ["The user lives in Lyon"])
         model = _server_model(server)
-
-        async def go() -> ExtractionWorker:
-            worker = ExtractionWorker(store, lambda: model, "auto", PROJECT)
-            worker.submit("I live in Lyon with my two cats", "s", 0)
-            await worker.drain()
-            assert len(server.chat_requests) == 1 and worker.prompted  # detected; no retry at once
-            assert store.list() == [] and len(worker.queue) == 1
-            _later(store)
-            worker.start()  # the next turn
-            await worker.drain()
-            return worker
-
-        worker = asyncio.run(go())
+        worker = run_worker(store, model, "I live in Lyon with my two cats", "auto")
+        assert worker.prompted and worker.last_error is None and len(worker.queue) == 0
+        assert [m.text for m in store.list()] == ["The user lives in Lyon"]
         requests = server.chat_requests
-    assert [m.text for m in store.list()] == ["The user lives in Lyon"]
-    assert len(requests) == 2 and len(worker.queue) == 0 and worker.last_error is None
-    assert requests[0].body and requests[0].body.get("tool_choice") == "required"
-    assert requests[1].body and not requests[1].body.get("tools") and '"facts"' in requests[1].all_text
+        assert len(requests) == 2  # the forced tool call answered in prose, then the same question for JSON
+        assert requests[0].body and requests[0].body.get("tool_choice") == "required"
+        assert requests[1].body and not requests[1].body.get("tools") and '"facts"' in requests[1].all_text
+
+        async def next_message() -> None:  # from now on JSON at once: one request (no neighbours to reconcile)
+            worker.submit("My two cats are called Tom and Jerry", "s", 2)
+            await worker.drain()
+
+        server.responder = _ignores_tool_choice("prose", ["The user's cats are called Tom and Jerry"])
+        asyncio.run(next_message())
+        assert len(server.chat_requests) == 3
+    assert len(store.list()) == 2
 
 
 def test_json_in_text_is_accepted_in_one_request(store: Memories) -> None:

@@ -364,17 +364,10 @@ class ExtractionWorker:
     async def _run(self) -> None:
         while (item := self.queue.claim()) is not None:
             try:
-                changes = await extract_changes(
-                    self.model(), self.store, item.text, item.project, prompted=self.prompted
-                )
+                changes = await self._changes(item)
             except asyncio.CancelledError:
                 self.queue.release(item)
                 raise
-            except ProseAnswer as exc:
-                self.prompted = True
-                self.last_error = str(exc)
-                self.queue.failed(item)
-                continue
             except Exception as exc:  # a failing or invalid model answer changes nothing
                 self.last_error = _describe(exc)
                 self.queue.failed(item)
@@ -384,6 +377,17 @@ class ExtractionWorker:
             self.last_error = None
             if changes and self.on_change is not None:
                 self.on_change()
+
+    async def _changes(self, item: QueuedTurn) -> list[Change]:
+        """The item's changes; the first prose answer switches to prompted JSON and asks again at once (once per
+        worker: that message costs one request more, every later one at most two)."""
+        try:
+            return await extract_changes(self.model(), self.store, item.text, item.project, prompted=self.prompted)
+        except ProseAnswer:
+            if self.prompted:
+                raise
+            self.prompted = True
+            return await extract_changes(self.model(), self.store, item.text, item.project, prompted=True)
 
     async def drain(self, notice: Callable[[str], None] | None = None, after: float = 0.5) -> None:
         """Finish the queued work (at exit); ``notice`` is told if that takes longer than ``after`` seconds.
