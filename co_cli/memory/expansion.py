@@ -9,6 +9,10 @@ below every direct match (``EXPANDED_WEIGHT``), so recall grows without pushing 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from co_cli.store.memories import Candidate, Memories
 
 EXPANDED_WEIGHT = 0.5
 MAX_EXPANSION = 24
@@ -48,3 +52,15 @@ def expand(terms: Sequence[str]) -> list[str]:
                 if word not in given:
                     extra.setdefault(word, None)
     return list(extra)[:MAX_EXPANSION]
+
+
+def search_with_topics(
+    store: Memories, terms: Sequence[str], project: str | None, limit: int
+) -> tuple[list[Candidate], list[Candidate]]:
+    """The memories matching ``terms`` (best first), and apart those only the topic's words find."""
+    direct = store.search(terms, project=project, limit=limit) if terms else []
+    extra = expand(terms)
+    if not extra:
+        return direct, []
+    found = {c.memory.id for c in direct}
+    return direct, [c for c in store.search(extra, project=project, limit=limit) if c.memory.id not in found]
