@@ -115,7 +115,7 @@ _NOT_CONJUGATED = frozenset(
 
 
 _ONE_OFF = re.compile(
-    r"^the user(?:'s)? (?:wants|needs|would like|is asking|asks|asked|requested|is looking) (?:to|a|an|help|some|for)\b"
+    r"^the user (?:wants|needs|would like|is asking|asks|asked|requested|is looking) (?:to|a|an|help|some|for)\b"
     r"|^the user wants \S+(?: \S+)? (?:translated|explained|written|fixed|shown)(?: (?:into|for|to) \S+)?$",
     re.IGNORECASE,
 )
@@ -131,7 +131,7 @@ def _third_person_verb(verb: str) -> str:
     lower = verb.lower()
     if lower in _NOT_CONJUGATED or lower.endswith(("ed", "s")) or not lower.isalpha():
         return verb
-    irregular = {"am": "is", "have": "has", "do": "does", "go": "goes", "was": "was"}
+    irregular = {"am": "is", "have": "has", "do": "does", "go": "goes"}
     if lower in irregular:
         return irregular[lower]
     if lower.endswith(("sh", "ch", "x", "z", "o")):
@@ -287,7 +287,7 @@ async def extract_changes(
     model: Model, store: Memories, message: str, project: str, *, prompted: bool = False
 ) -> list[Change]:
     """Steps (1) and (2) for one message, at most two requests; raises whatever the model raises
-    (``ProseAnswer`` when it answered in prose: ask again, later, with ``prompted``)."""
+    (``ProseAnswer`` when it answered in prose: ask again with ``prompted``)."""
     found = await extract_facts(model, message, prompted=prompted)
     facts = [third_person(f) for f in found if find_secret(f) is None]
     facts = [f for f in facts if is_standalone(f)]
