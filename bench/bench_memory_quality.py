@@ -157,20 +157,21 @@ class Recall:
 def recall(store: Memories, expanded: bool) -> Recall:
     """For each question, whether the memories a request would be sent hold the asked fact, and how many of
     those sent hold it (precision)."""
-    import co_cli.memory.inject as inject
+    import co_cli.memory.expansion as expansion
+    from co_cli.memory.inject import relevant_memories
 
-    saved = inject.expand
+    saved = expansion.expand
     if not expanded:
-        inject.expand = lambda terms: []
+        expansion.expand = lambda terms: []
     outcome = Recall()
     try:
         for key, question in QUESTIONS.items():
-            sent = [s.text for s in inject.relevant_memories(store, question, PROJECT, 800, time.time())]
+            sent = [s.text for s in relevant_memories(store, question, PROJECT, 800, time.time())]
             outcome.found += any(_has(t, CURRENT[key]) for t in sent)
             outcome.sent += len(sent)
             outcome.relevant_sent += sum(_has(t, CURRENT[key]) for t in sent)
     finally:
-        inject.expand = saved
+        expansion.expand = saved
     return outcome
 
 

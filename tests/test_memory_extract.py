@@ -295,6 +295,9 @@ def test_a_fact_an_update_already_states_is_not_added_twice(store: Memories) -> 
         ("I always use tabs in Go", "The user always uses tabs in Go"),
         ("I'm a backend developer at Acme", "The user is a backend developer at Acme"),
         ("My editor is Helix", "The user's editor is Helix"),
+        ("We deploy on Fridays", "The user's team deploys on Fridays"),
+        ("Our project Kestrel is a billing service", "The user's project Kestrel is a billing service"),
+        ("We're a team of five", "The user's team is a team of five"),
     ],
 )
 def test_first_person_facts_are_rewritten_not_dropped(first: str, third: str) -> None:

@@ -100,13 +100,15 @@ _TEMPORARY = re.compile(
     re.IGNORECASE,
 )
 _ADVERB = r"(?:always|usually|often|never|also|now|still|mostly|only|really)"
-_I_VERB = re.compile(rf"\bI\s+(?:({_ADVERB})\s+)?([A-Za-z]+)\b", re.IGNORECASE)
+_I_VERB = re.compile(rf"\b(I|we)\s+(?:({_ADVERB})\s+)?([A-Za-z]+)\b", re.IGNORECASE)
 _PRONOUNS = (
     (re.compile(r"\bI(?:'m|’m|\s+am)\b", re.IGNORECASE), "the user is"),
     (re.compile(r"\bI(?:'ve|’ve)\b", re.IGNORECASE), "the user has"),
     (re.compile(r"\bI(?:'d|’d)\b", re.IGNORECASE), "the user would"),
     (re.compile(r"\bI(?:'ll|’ll)\b", re.IGNORECASE), "the user will"),
+    (re.compile(r"\bwe(?:'re|’re|\s+are)\b", re.IGNORECASE), "the user's team is"),
     (re.compile(r"\b(?:my|mine)\b", re.IGNORECASE), "the user's"),
+    (re.compile(r"\b(?:our|ours)\b", re.IGNORECASE), "the user's"),
     (re.compile(r"\b(?:me|myself)\b", re.IGNORECASE), "the user"),
 )
 _NOT_CONJUGATED = frozenset(
@@ -143,14 +145,16 @@ def _third_person_verb(verb: str) -> str:
 
 def third_person(text: str) -> str:
     """A first-person statement about the user in the third person ("Bob reviews my pull requests" -> "Bob
-    reviews the user's pull requests", "I always use tabs" -> "The user always uses tabs")."""
+    reviews the user's pull requests", "I always use tabs" -> "The user always uses tabs", "We deploy on
+    Fridays" -> "The user's team deploys on Fridays")."""
     line = text.strip()
     for pattern, replacement in _PRONOUNS:
         line = pattern.sub(replacement, line)
 
     def subject(match: re.Match[str]) -> str:
-        adverb, verb = match.group(1), match.group(2)
-        return "the user " + (f"{adverb} " if adverb else "") + _third_person_verb(verb)
+        who, adverb, verb = match.group(1), match.group(2), match.group(3)
+        person = "the user" if who.lower() == "i" else "the user's team"
+        return f"{person} " + (f"{adverb} " if adverb else "") + _third_person_verb(verb)
 
     line = _I_VERB.sub(subject, line)
     line = re.sub(r"\bI\b", "the user", line)
