@@ -27,6 +27,7 @@ from co_cli.session.recorder import Recorder
 from co_cli.session.turn import TurnOutcome, Turns, TurnView
 from co_cli.session.window import ContextWindow
 from co_cli.tools.approval import ApprovalPrompt
+from co_cli.tools.mcp.servers import McpServers
 
 if TYPE_CHECKING:
     from co_cli.store import SessionInfo
@@ -41,6 +42,7 @@ class Conversation:
         deps: CoDeps,
         ask_approval: ApprovalPrompt | None = None,
         approve_all: bool = False,
+        mcp: McpServers | None = None,
     ) -> None:
         store = deps.store
         self.deps = deps
@@ -53,6 +55,7 @@ class Conversation:
             ask_approval=ask_approval,
             approve_all=approve_all,
             on_governor_event=lambda event: self.turns.on_governor_event(event),
+            mcp=mcp,
         )
         self.pins = Pins(
             self.state,
@@ -128,6 +131,7 @@ class Conversation:
     def _reset(self, context: WorkingContext, pins: list[Pin]) -> None:
         self.state.context = context
         self.state.approved_commands.clear()  # "always" was said for the other session
+        self.state.approved_tools.clear()
         self.pins.set(pins, notify=False)  # the engine is rebuilt next, counting them
         self.engine.build()
 

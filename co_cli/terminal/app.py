@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from co_cli.session import Conversation, TurnOutcome, TurnView
     from co_cli.store import Store
     from co_cli.terminal.approval_prompt import TerminalApprover
+    from co_cli.tools.mcp.servers import McpServers
 
 T = TypeVar("T")
 
@@ -52,6 +53,7 @@ class ChatApp:
         console: Console | None = None,
         out: TextIO | None = None,
         approver: TerminalApprover | None = None,
+        mcp: McpServers | None = None,
     ) -> None:
         self._conv: Conversation | None = None
         self._builder: Callable[[], Conversation] | None = None
@@ -77,6 +79,14 @@ class ChatApp:
         if approver is not None:
             approver.before_asking = self.view.pause if isinstance(self.view, TerminalView) else None
             approver.cancel_turn = self.cancel_turn
+        self.mcp = mcp
+        """The MCP servers of this process (``/mcp``), or None."""
+        self._in_turn = False
+        self._held: list[str] = []
+        if mcp is not None:
+            for message in mcp.take_notices():
+                self._held.append(message)
+            mcp.on_notice = self._mcp_notice
 
     @property
     def conv(self) -> Conversation:
@@ -155,13 +165,37 @@ class ChatApp:
 
         token = self._token = CancellationToken()
         loop = asyncio.get_running_loop()
-        with self._on_sigint(loop, token.cancel), quiet_input() if self.interactive else contextlib.nullcontext():
-            outcome = await self.conv.run_turn(prompt, self.view, token)
+        self._in_turn = True
+        try:
+            with self._on_sigint(loop, token.cancel), quiet_input() if self.interactive else contextlib.nullcontext():
+                outcome = await self.conv.run_turn(prompt, self.view, token)
+        finally:
+            self._in_turn = False
+            self._show_held()
         if outcome.status == "failed" and outcome.error:
             self.error(outcome.error)
             if self.interactive:
                 self.console.print(Text("Your prompt is kept: press Up to edit it, or /retry.", style="dim"))
         return outcome
+
+    def _mcp_notice(self, message: str) -> None:
+        """An MCP server started badly or died: one line, above the prompt (after the turn, if one runs)."""
+        if self._in_turn:
+            self._held.append(message)
+            return
+        if self.interactive:
+            from prompt_toolkit.application import get_app_or_none, run_in_terminal
+
+            app = get_app_or_none()
+            if app is not None and app.is_running:
+                run_in_terminal(lambda: self.note(message))
+                return
+        self.note(message)
+
+    def _show_held(self) -> None:
+        held, self._held = self._held, []
+        for message in held:
+            self.note(message)
 
     def cancel_turn(self) -> None:
         if self._token is not None:

@@ -22,6 +22,11 @@ ANSWERS = {"y": "y", "yes": "y", "n": "n", "no": "n", "": "n", "a": "a", "always
 QUESTION = "  [y]es once / [n]o / [a]lways this command: "
 
 
+def question_for(request: ApprovalRequest) -> str:
+    """The question, naming what "always" allows (a shell command, or one tool of an MCP server)."""
+    return QUESTION.replace("this command", request.always_label)
+
+
 def discard_typeahead(session: PromptSession[str] | None = None) -> None:
     """Drop input typed before now: the terminal's pending input and prompt-toolkit's saved typeahead."""
     try:
@@ -62,7 +67,7 @@ class TerminalApprover:
         discard_typeahead(session)
         while True:
             try:
-                answer = (await session.prompt_async(QUESTION)).strip().lower()
+                answer = (await session.prompt_async(question_for(request))).strip().lower()
             except EOFError:
                 return "n"
             except KeyboardInterrupt:  # Ctrl-C at the question cancels the whole turn

@@ -152,6 +152,8 @@ def config_show(
             value = "********" if value.get_secret_value() else ""
         elif name == "base_url":
             value = mask_url_credentials(value)
+        elif name == "mcp_servers":
+            value = json.dumps({server: spec.masked() for server, spec in value.items()})
         rows.append({"name": name, "value": str(value), "source": loaded.sources[name], "env": env_var(name)})
     if as_json:
         print(json.dumps(rows, indent=2))

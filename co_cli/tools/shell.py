@@ -99,6 +99,15 @@ commands' pids). Each command runs in its own session, so closing the terminal d
 kills these groups when it exits."""
 
 
+def track_process_group(pgid: int) -> None:
+    """Kill this process group too when co exits (e.g. an MCP server, which runs in a session of its own)."""
+    _live_groups.add(pgid)
+
+
+def forget_process_group(pgid: int) -> None:
+    _live_groups.discard(pgid)
+
+
 def _signal_group(pid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, sig)

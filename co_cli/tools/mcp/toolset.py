@@ -1,0 +1,152 @@
+"""The MCP servers' tools as the model sees them: named after their server, each call approved by the user.
+
+One toolset over every running server (``McpServers``). A tool ``search`` of server ``github`` is offered as
+``mcp__github__search``. Every call asks the user unless the user's own settings trust that server or tool; the
+server's annotations (``readOnlyHint`` and the like) never skip the question. A call is bounded by the
+server's ``timeout``; a server found dead answers the model with an error and is dropped, with one line for
+the user. The toolset never starts or stops a server: the runs only use the sessions ``McpServers`` holds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import re
+from dataclasses import replace
+from typing import Any, Self
+
+from pydantic_ai import RunContext
+from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, ModelRetry, ToolFailed
+from pydantic_ai.tools import ToolDefinition
+from pydantic_ai.toolsets import AbstractToolset
+from pydantic_ai.toolsets.abstract import ToolsetTool
+
+from co_cli.deps import CoDeps
+from co_cli.tools.mcp.servers import McpServers, ServerState
+
+PREFIX = "mcp__"
+SEPARATOR = "__"
+MAX_NAME = 64
+"""The longest tool name providers accept."""
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def offered_name(server: str, tool: str) -> str:
+    """The name the model calls a server's tool by: ``mcp__<server>__<tool>`` (unsafe characters as ``_``; a
+    name past 64 characters is cut and ends with a digest of the whole, so it stays unique)."""
+    name = f"{PREFIX}{server}{SEPARATOR}{_UNSAFE.sub('_', tool)}"
+    if len(name) <= MAX_NAME:
+        return name
+    digest = hashlib.sha256(f"{server}/{tool}".encode()).hexdigest()[:8]
+    return f"{name[: MAX_NAME - 9]}_{digest}"
+
+
+def is_mcp_tool(name: str) -> bool:
+    return name.startswith(PREFIX)
+
+
+def server_of(name: str) -> str | None:
+    """The server a name offered by ``offered_name`` comes from (None for co's own tools)."""
+    if not is_mcp_tool(name):
+        return None
+    server, sep, _ = name[len(PREFIX) :].partition(SEPARATOR)
+    return server if sep else None
+
+
+def approval_key(server: str, tool: str) -> str:
+    """What "always" remembers for the session: this tool of this server."""
+    return f"mcp:{server}/{tool}"
+
+
+class McpToolset(AbstractToolset[CoDeps]):
+    """Every running MCP server's tools, governed as co's own."""
+
+    def __init__(self, servers: McpServers) -> None:
+        self.servers = servers
+        self._routes: dict[str, tuple[ServerState, ToolsetTool[CoDeps]]] = {}
+
+    @property
+    def id(self) -> str | None:
+        return "mcp"
+
+    async def __aenter__(self) -> Self:
+        return self  # the servers' sessions belong to McpServers, not to a run
+
+    async def __aexit__(self, *args: Any) -> bool | None:
+        return None
+
+    async def get_tools(self, ctx: RunContext[CoDeps]) -> dict[str, ToolsetTool[CoDeps]]:
+        await self.servers.wait_started()
+        tools: dict[str, ToolsetTool[CoDeps]] = {}
+        routes: dict[str, tuple[ServerState, ToolsetTool[CoDeps]]] = {}
+        for state in self.servers.running():
+            assert state.toolset is not None
+            try:
+                server_tools = await state.toolset.get_tools(ctx)
+            except Exception as exc:
+                self.servers.died(state.name, exc)
+                continue
+            for tool in server_tools.values():
+                name = offered_name(state.name, tool.tool_def.name)
+                tools[name] = replace(tool, toolset=self, tool_def=self._offered(name, tool.tool_def, state))
+                routes[name] = (state, tool)
+        self._routes = routes
+        return tools
+
+    @staticmethod
+    def _offered(name: str, tool_def: ToolDefinition, state: ServerState) -> ToolDefinition:
+        description = tool_def.description or ""
+        return replace(tool_def, name=name, description=f"[MCP server {state.name}] {description}".strip())
+
+    async def call_tool(
+        self, name: str, tool_args: dict[str, Any], ctx: RunContext[CoDeps], tool: ToolsetTool[CoDeps]
+    ) -> Any:
+        route = self._routes.get(name)
+        if route is None:
+            raise ToolFailed(f"The MCP tool {name} is not available now (its server is not running).")
+        state, server_tool = route
+        own_name = server_tool.tool_def.name
+        if not ctx.tool_call_approved and not _trusted(state, own_name):
+            raise ApprovalRequired(
+                metadata={
+                    "reason": f"a tool of MCP server {state.name} (the server's own hints never skip this question)",
+                    "always": approval_key(state.name, own_name),
+                    "always_label": f"this tool of {state.name}",
+                }
+            )
+        toolset = state.toolset
+        if toolset is None or state.status != "running":
+            raise ToolFailed(f"The MCP server {state.name} is not running: {state.detail or 'it stopped'}.")
+        try:
+            return await asyncio.wait_for(toolset.call_tool(own_name, tool_args, ctx, server_tool), state.spec.timeout)
+        except TimeoutError:
+            raise ToolFailed(
+                f"The MCP server {state.name} did not answer within {state.spec.timeout:g} s; the call was abandoned."
+            ) from None
+        except (ApprovalRequired, CallDeferred, ModelRetry, ToolFailed):
+            raise
+        except Exception as exc:
+            self.servers.died(state.name, exc)
+            raise ToolFailed(f"The MCP server {state.name} is not available: {state.detail}.") from None
+
+
+def _trusted(state: ServerState, tool: str) -> bool:
+    """The user marked this server, or this tool of it, as trusted in their own settings."""
+    return state.spec.trust or tool in state.spec.trusted_tools
+
+
+def offered_defs(state: ServerState) -> list[ToolDefinition]:
+    """A running server's tools as they are offered to the model (named after the server)."""
+    return [McpToolset._offered(offered_name(state.name, d.name), d, state) for d in state.tool_defs]
+
+
+def schema_tokens(state: ServerState) -> int:
+    """Tokens a server's tool schemas add to every request."""
+    from co_cli.context.tokens import estimate_overhead
+
+    return estimate_overhead("", offered_defs(state))
+
+
+def total_schema_tokens(servers: McpServers | None) -> int:
+    """Tokens every running server's tool schemas add to every request."""
+    return sum(schema_tokens(state) for state in servers.running()) if servers is not None else 0
