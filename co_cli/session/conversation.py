@@ -106,6 +106,11 @@ class Conversation:
         return self.store.memories if self.deps.memory_on else None
 
     @property
+    def mcp(self) -> McpServers | None:
+        """The MCP servers whose tools the model is offered (None when none are configured)."""
+        return self.engine.mcp
+
+    @property
     def cwd(self) -> Path:
         """The working directory the conversation's tools work in."""
         return self.deps.cwd

@@ -189,5 +189,3 @@ class Recorder:
         if self.state.info is None:
             raise RuntimeError("no session to write to yet")
         return self.state.info.id
-
-

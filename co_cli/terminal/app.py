@@ -82,10 +82,9 @@ class ChatApp:
         self.mcp = mcp
         """The MCP servers of this process (``/mcp``), or None."""
         self._in_turn = False
-        self._held: list[str] = []
         if mcp is not None:
             for message in mcp.take_notices():
-                self._held.append(message)
+                self.note(message)
             mcp.on_notice = self._mcp_notice
 
     @property
@@ -171,7 +170,6 @@ class ChatApp:
                 outcome = await self.conv.run_turn(prompt, self.view, token)
         finally:
             self._in_turn = False
-            self._show_held()
         if outcome.status == "failed" and outcome.error:
             self.error(outcome.error)
             if self.interactive:
@@ -179,9 +177,9 @@ class ChatApp:
         return outcome
 
     def _mcp_notice(self, message: str) -> None:
-        """An MCP server started badly or died: one line, above the prompt (after the turn, if one runs)."""
-        if self._in_turn:
-            self._held.append(message)
+        """An MCP server started badly or died: one line, above the prompt (in the turn's view, if one runs)."""
+        if self._in_turn and self.mcp is not None:
+            self.mcp.notices.append(message)  # the turn shows it in its place
             return
         if self.interactive:
             from prompt_toolkit.application import get_app_or_none, run_in_terminal
@@ -191,11 +189,6 @@ class ChatApp:
                 run_in_terminal(lambda: self.note(message))
                 return
         self.note(message)
-
-    def _show_held(self) -> None:
-        held, self._held = self._held, []
-        for message in held:
-            self.note(message)
 
     def cancel_turn(self) -> None:
         if self._token is not None:

@@ -38,6 +38,9 @@ def _mount_sessions() -> None:
     from co_cli.terminal.usage_cli import usage
 
     app.command("usage")(usage)
+    from co_cli.terminal.mcp_cli import app as mcp_app
+
+    app.add_typer(mcp_app, name="mcp", help="List the MCP servers, their tools and what their schemas cost.")
 
 
 def _version(value: bool) -> None:

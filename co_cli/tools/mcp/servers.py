@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
 import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -167,7 +168,8 @@ class McpServers:
             state.ready.set()
             self._changed()
             await state.stop.wait()
-            state.status, state.detail = "stopped", ""
+            if state.status == "running":
+                state.status, state.detail = "stopped", ""
         finally:
             state.ready.set()
             with contextlib.suppress(Exception, asyncio.CancelledError):
@@ -191,6 +193,8 @@ class McpServers:
             )
         from fastmcp.client.transports import StdioTransport
 
+        if shutil.which(spec.command, path=spec.env.get("PATH") or os.environ.get("PATH")) is None:
+            raise FileNotFoundError(f"command not found: {spec.command}")
         state.log = self._log_file(state.name)
         state.log_start = state.log.stat().st_size
         command, args = spec.command, list(spec.args)

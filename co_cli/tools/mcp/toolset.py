@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import re
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Self
 
 from pydantic_ai import RunContext
@@ -123,11 +123,31 @@ class McpToolset(AbstractToolset[CoDeps]):
             raise ToolFailed(
                 f"The MCP server {state.name} did not answer within {state.spec.timeout:g} s; the call was abandoned."
             ) from None
-        except (ApprovalRequired, CallDeferred, ModelRetry, ToolFailed):
+        except (ModelRetry, ToolFailed) as exc:
+            if not _connection_lost(exc):
+                raise  # the tool's own error: the model sees it
+            self.servers.died(state.name, exc)
+            raise ToolFailed(f"The MCP server {state.name} is not available: {state.detail}.") from None
+        except (ApprovalRequired, CallDeferred):
             raise
         except Exception as exc:
             self.servers.died(state.name, exc)
             raise ToolFailed(f"The MCP server {state.name} is not available: {state.detail}.") from None
+
+
+def _connection_lost(exc: BaseException) -> bool:
+    """The error says the server's connection closed (its process exited), not that the tool failed."""
+    from mcp.types import CONNECTION_CLOSED
+
+    seen: BaseException | None = exc
+    while seen is not None:
+        code = getattr(seen, "code", None)
+        if code is None:
+            code = getattr(getattr(seen, "error", None), "code", None)
+        if code == CONNECTION_CLOSED:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _trusted(state: ServerState, tool: str) -> bool:
@@ -150,3 +170,43 @@ def schema_tokens(state: ServerState) -> int:
 def total_schema_tokens(servers: McpServers | None) -> int:
     """Tokens every running server's tool schemas add to every request."""
     return sum(schema_tokens(state) for state in servers.running()) if servers is not None else 0
+
+
+@dataclass(frozen=True)
+class ToolSummary:
+    name: str
+    """As offered to the model."""
+    description: str
+    """Its first line."""
+    tokens: int
+    """What its schema adds to every request."""
+
+
+@dataclass(frozen=True)
+class ServerSummary:
+    """One server as ``/mcp`` and ``co mcp list`` show it."""
+
+    name: str
+    transport: str
+    status: str
+    detail: str
+    tools: list[ToolSummary]
+
+    @property
+    def tokens(self) -> int:
+        return sum(tool.tokens for tool in self.tools)
+
+
+def summarize(servers: McpServers) -> list[ServerSummary]:
+    from co_cli.context.tokens import estimate_overhead
+
+    out = []
+    for state in servers.states.values():
+        tools = [
+            ToolSummary(
+                offered.name, (own.description or "").strip().split("\n", 1)[0], estimate_overhead("", [offered])
+            )
+            for own, offered in zip(state.tool_defs, offered_defs(state), strict=True)
+        ]
+        out.append(ServerSummary(state.name, state.transport, state.status, state.detail, tools))
+    return out
