@@ -100,8 +100,10 @@ kills these groups when it exits."""
 
 
 def track_process_group(pgid: int) -> None:
-    """Kill this process group too when co exits (e.g. an MCP server, which runs in a session of its own)."""
+    """Kill this process group too when co exits, however it exits (e.g. an MCP server, which runs in a session
+    of its own and may outlive its stdin)."""
     _live_groups.add(pgid)
+    install_exit_handlers()
 
 
 def forget_process_group(pgid: int) -> None:

@@ -5,7 +5,9 @@
 
 Tools: ``echo``, ``add`` (annotated read-only: co must ask anyway), ``big`` (a huge output), ``slow``, ``crash``
 (the process exits mid-call), ``env_value``; ``--tools N`` adds N generated tools with realistic schemas (the
-50-tool server of the schema-cost measurements). ``--fail-start`` writes to stderr and exits before serving.
+50-tool server of the schema-cost measurements). ``--fail-start`` writes to stderr and exits before serving;
+``--linger`` stays alive after its stdin closes, as careless servers do. With
+``MCP_TEST_PID_FILE`` in its environment, the server appends its pid to that file.
 """
 
 from __future__ import annotations
@@ -73,14 +75,21 @@ def main() -> None:
     parser.add_argument("port", nargs="?", type=int, default=0)
     parser.add_argument("--tools", type=int, default=0)
     parser.add_argument("--fail-start", action="store_true")
+    parser.add_argument("--linger", action="store_true", help="stay alive after stdin closes (a careless server)")
     args = parser.parse_args()
     print(f"co-test-server starting ({args.transport})", file=sys.stderr, flush=True)
+    pid_file = os.environ.get("MCP_TEST_PID_FILE")
+    if pid_file:  # tests check that co leaves no server process behind
+        with open(pid_file, "a") as f:
+            f.write(f"{os.getpid()}\n")
     if args.fail_start:
         print("co-test-server: cannot start: missing configuration", file=sys.stderr, flush=True)
         sys.exit(2)
     server = build(args.tools)
     if args.transport == "stdio":
         server.run("stdio")
+        if args.linger:
+            time.sleep(120)
         return
     import uvicorn
 

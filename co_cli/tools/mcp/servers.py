@@ -145,8 +145,10 @@ class McpServers:
             state.pid = None
 
     async def _serve(self, state: ServerState) -> None:
+        watch: asyncio.Task[None] | None = None
         try:
             toolset = await asyncio.to_thread(self._build, state)
+            watch = asyncio.ensure_future(self._track_when_spawned(state))
             async with asyncio.timeout(STARTUP_TIMEOUT):
                 await toolset.__aenter__()
         except Exception as exc:
@@ -155,9 +157,13 @@ class McpServers:
             self._kill(state)
             state.ready.set()
             return
+        finally:
+            if watch is not None:
+                watch.cancel()
         try:
             state.toolset = toolset
-            state.pid = self._read_pid(state)
+            if state.pid is None:
+                state.pid = self._read_pid(state)
             try:
                 async with asyncio.timeout(STARTUP_TIMEOUT):
                     state.tool_defs = await self._list(toolset)
@@ -264,6 +270,19 @@ class McpServers:
             path.unlink(missing_ok=True)
         track_process_group(pid)
         return pid
+
+    async def _track_when_spawned(self, state: ServerState) -> None:
+        """Know the server's process group as soon as it exists, so co killed while the server is still
+        starting kills it too."""
+        if state.spec.url or os.name != "posix":
+            return
+        path = self._pid_file_path(state.name)
+        while state.pid is None:
+            with contextlib.suppress(OSError):
+                if path.read_text().endswith("\n"):  # written whole
+                    state.pid = self._read_pid(state)
+                    return
+            await asyncio.sleep(0.02)
 
     def _pid_file_path(self, name: str) -> Path:
         return self.paths.data_dir / LOG_DIR / f".{name}.pid"
