@@ -11,3 +11,7 @@ MESSAGE_STATUSES: tuple[str, ...] = get_args(MessageStatus)
 CompactionTrigger = Literal["auto", "manual"]
 """What made a compaction: co before a request (auto, including after a context overflow), or /compact."""
 COMPACTION_TRIGGERS: tuple[str, ...] = get_args(CompactionTrigger)
+
+MCP_TOOL_PREFIX = "mcp__"
+"""How the name of a tool offered from an MCP server starts (``mcp__<server>__<tool>``), wherever it is read:
+the toolset that offers it, and the ``/context`` breakdown of a history whose server may be long gone."""

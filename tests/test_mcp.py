@@ -318,3 +318,24 @@ def test_a_long_or_odd_tool_name_stays_a_valid_unique_name() -> None:
     long_a, long_b = offered_name("srv", "x" * 80 + "a"), offered_name("srv", "x" * 80 + "b")
     assert len(long_a) == 64 and long_a != long_b
     assert offered_name("srv", "get.file/contents") == "mcp__srv__get_file_contents"
+
+
+def test_mcp_outputs_are_trimmed_when_old_and_counted_apart_in_context(core: Core) -> None:
+    script = Script([("mcp__t__big", {"chars": 3_000}), "ok", "next"])
+
+    async def scenario(conv: Conversation, hub: McpServers) -> Any:
+        await hub.wait_started()
+        before = conv.window.report()
+        await turn(conv, "big")
+        after = conv.window.report()
+        await turn(conv, "and now?")
+        return before, after
+
+    before, after = run_with_servers(core, {"t": stdio(trust=True)}, script, scenario)
+    # An old MCP output is trimmed like any tool's once its turn is over.
+    [old] = returns(script.seen[2])
+    assert len(old.content) < 2_200 and "truncated, 3000 chars total" in old.content
+    assert before.breakdown["mcp schemas"] > 200 and before.breakdown["mcp outputs"] == 0
+    assert after.breakdown["mcp outputs"] > 600 and after.breakdown["tool returns"] == 0
+    assert after.breakdown["mcp schemas"] == before.breakdown["mcp schemas"]
+    assert any("mcp schemas" in line for line in after.lines())

@@ -12,8 +12,12 @@ from co_cli.context.offload import list_offloaded
 from co_cli.context.tokens import MESSAGE_OVERHEAD_TOKENS, estimate_history, estimate_part_tokens
 from co_cli.message_view import PartView, view_part
 from co_cli.synthetic import is_summary
+from co_cli.vocabulary import MCP_TOOL_PREFIX
 
-KINDS = ("instructions+tools", "instructions files", "memory", "user", "assistant", "tool returns", "summaries")
+KINDS = (
+    "instructions+tools", "instructions files", "memory", "user", "assistant", "tool returns", "summaries",
+    "mcp schemas", "mcp outputs",
+)  # fmt: skip
 LABEL_CHARS = 48
 
 
@@ -82,6 +86,8 @@ def _classify(view: PartView, in_summary: bool) -> tuple[str, str] | None:
     if in_summary and view.kind == "user":
         return "summaries", _label(view.text.split("\n", 1)[0])
     if view.kind == "tool-return":
+        if (view.tool_name or "").startswith(MCP_TOOL_PREFIX):
+            return "mcp outputs", f"{view.tool_name} ({view.tool_call_id})"
         return kind, f"{view.tool_name} ({view.tool_call_id})"
     if view.kind == "retry":
         return kind, f"retry {view.tool_name or 'output'}"
@@ -102,14 +108,16 @@ def context_report(
     offload_dir: Path | None,
     instructions_files_tokens: int = 0,
     memory_tokens: int = 0,
+    mcp_schema_tokens: int = 0,
 ) -> ContextReport:
     """A snapshot of the working context ``messages`` (as it would be sent).
 
-    ``overhead_tokens`` includes the instructions files; the memory section (``memory_tokens``, the last
-    request's) comes on top of it."""
+    ``overhead_tokens`` includes the instructions files and the MCP servers' tool schemas (``mcp_schema_tokens``);
+    the memory section (``memory_tokens``, the last request's) comes on top of it."""
     estimate = estimate_history(messages, overhead_tokens=overhead_tokens + memory_tokens)
     breakdown = dict.fromkeys(KINDS, 0)
-    breakdown["instructions+tools"] = overhead_tokens - instructions_files_tokens
+    breakdown["instructions+tools"] = overhead_tokens - instructions_files_tokens - mcp_schema_tokens
+    breakdown["mcp schemas"] = mcp_schema_tokens
     breakdown["instructions files"] = instructions_files_tokens
     breakdown["memory"] = memory_tokens
     items: list[ReportItem] = []

@@ -22,9 +22,10 @@ from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
 from co_cli.deps import CoDeps
+from co_cli.vocabulary import MCP_TOOL_PREFIX
 from co_cli.tools.mcp.servers import McpServers, ServerState
 
-PREFIX = "mcp__"
+PREFIX = MCP_TOOL_PREFIX
 SEPARATOR = "__"
 MAX_NAME = 64
 """The longest tool name providers accept."""
