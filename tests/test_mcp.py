@@ -62,7 +62,16 @@ class Script:
                 return
             yield step
 
-        return FunctionModel(stream_function=stream, model_name="scripted")
+        return PlainToolsModel(stream_function=stream, model_name="scripted")
+
+
+class PlainToolsModel(FunctionModel):
+    """A model with no provider-side tools (as a chat-completions server or the embedded model): tool search
+    runs in co, through the search_tools function."""
+
+    @classmethod
+    def supported_native_tools(cls) -> frozenset[Any]:
+        return frozenset()
 
 
 class Asker:
@@ -339,3 +348,33 @@ def test_mcp_outputs_are_trimmed_when_old_and_counted_apart_in_context(core: Cor
     assert after.breakdown["mcp outputs"] > 600 and after.breakdown["tool returns"] == 0
     assert after.breakdown["mcp schemas"] == before.breakdown["mcp schemas"]
     assert any("mcp schemas" in line for line in after.lines())
+
+
+def test_past_the_schema_budget_names_are_sent_and_a_schema_loads_on_demand(core: Core) -> None:
+    script = Script(
+        [("search_tools", {"queries": ["collection 7"]}), ("mcp__big__search_collection_7", {"query": "bug"}), "ok"]
+    )
+    asker = Asker("y")
+
+    async def scenario(conv: Conversation, hub: McpServers) -> Any:
+        await turn(conv, "find the bug")
+        return conv.window.report().breakdown["mcp schemas"]
+
+    sent = run_with_servers(core, {"big": stdio("--tools", "50")}, script, scenario, ask=asker)
+    first, after_search, _ = script.offered
+    assert "search_tools" in first and not any(server_of(name) for name in first)
+    assert "mcp__big__search_collection_7" in after_search
+    instructions = script.seen[0][0].instructions or ""
+    assert "- mcp__big__search_collection_49: Search the issue tracker's collection number 49" in instructions
+    assert [r.content for r in returns(script.seen[2])][-1] == "tool 7: bug"
+    assert 0 < sent < 4_000  # the listing, not the ~56 schemas
+
+
+def test_under_the_schema_budget_schemas_are_sent_whole(core: Core) -> None:
+    script = Script(["ok"])
+
+    async def scenario(conv: Conversation, hub: McpServers) -> Any:
+        await turn(conv, "hi")
+
+    run_with_servers(core, {"big": stdio("--tools", "50")}, script, scenario, mcp_schema_budget_tokens=0)
+    assert "mcp__big__search_collection_7" in script.offered[0] and "search_tools" not in script.offered[0]

@@ -85,13 +85,14 @@ def build_agent_tool_defs() -> list[Any]:
 def overhead_tokens(deps: CoDeps, mcp: McpServers | None = None) -> int:
     """Tokens every request carries besides the history: the instructions and the tool schemas (the MCP
     servers' as they are sent now)."""
-    return estimate_overhead(instructions_text(deps), []) + tool_defs_tokens() + mcp_schema_tokens(mcp)
+    return estimate_overhead(instructions_text(deps), []) + tool_defs_tokens() + mcp_schema_tokens(deps, mcp)
 
 
-def mcp_schema_tokens(mcp: McpServers | None) -> int:
-    """Tokens the running MCP servers' tool schemas add to every request."""
+def mcp_schema_tokens(deps: CoDeps, mcp: McpServers | None) -> int:
+    """Tokens the running MCP servers' tools add to every request, as sent (whole, or past the schema budget
+    their names and one-line descriptions)."""
     if mcp is None or not len(mcp):
         return 0
-    from co_cli.tools.mcp.toolset import total_schema_tokens
+    from co_cli.tools.mcp.toolset import sent_schema_tokens
 
-    return total_schema_tokens(mcp)
+    return sent_schema_tokens(mcp, deps.settings.mcp_schema_budget_tokens)

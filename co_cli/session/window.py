@@ -53,6 +53,6 @@ class ContextWindow:
             transcript_count=transcript or len(self.state.context),
             compactions=compactions,
             offload_dir=deps.tool_output_dir,
-            mcp_schema_tokens=mcp_schema_tokens(self.engine.mcp),
+            mcp_schema_tokens=mcp_schema_tokens(deps, self.engine.mcp),
             **memory_report_tokens(deps),
         )

@@ -32,7 +32,11 @@ def mcp_list(
         print("No MCP servers configured (the mcp_servers setting; see `co config show`).")
         return
     refused = confirm_project_mcp_servers(loaded, None)
-    summaries = asyncio.run(_started_and_stopped(loaded.settings.mcp_servers, loaded.paths, refused))
+    summaries, note = asyncio.run(
+        _started_and_stopped(
+            loaded.settings.mcp_servers, loaded.paths, refused, loaded.settings.mcp_schema_budget_tokens
+        )
+    )
     if as_json:
         import json
         from dataclasses import asdict
@@ -44,13 +48,15 @@ def mcp_list(
     from co_cli.terminal.views import mcp_table
 
     Console(highlight=False).print(mcp_table(summaries))
+    if note:
+        print(note)
 
 
 async def _started_and_stopped(
-    servers: dict[str, McpServer], paths: Paths, refused: dict[str, str]
-) -> list[ServerSummary]:
+    servers: dict[str, McpServer], paths: Paths, refused: dict[str, str], budget: int
+) -> tuple[list[ServerSummary], str]:
     from co_cli.tools.mcp.servers import McpServers
-    from co_cli.tools.mcp.toolset import summarize
+    from co_cli.tools.mcp.toolset import budget_note, summarize
 
     paths.ensure_data_dir()
     hub = McpServers(servers, paths, Path.cwd(), refused)
@@ -58,6 +64,6 @@ async def _started_and_stopped(
     hub.start()
     try:
         await hub.wait_started()
-        return summarize(hub)
+        return summarize(hub), budget_note(hub, budget) if hub.running() else ""
     finally:
         await hub.stop()

@@ -76,6 +76,13 @@ class McpToolset(AbstractToolset[CoDeps]):
     async def __aexit__(self, *args: Any) -> bool | None:
         return None
 
+    async def get_instructions(self, ctx: RunContext[CoDeps]) -> str | None:
+        """Over the schema budget, the deferred tools' names and one-line descriptions (their schemas load on
+        demand through search_tools)."""
+        if not over_budget(self.servers, ctx.deps.settings.mcp_schema_budget_tokens):
+            return None
+        return deferred_listing(self.servers)
+
     async def get_tools(self, ctx: RunContext[CoDeps]) -> dict[str, ToolsetTool[CoDeps]]:
         await self.servers.wait_started()
         tools: dict[str, ToolsetTool[CoDeps]] = {}
@@ -92,6 +99,9 @@ class McpToolset(AbstractToolset[CoDeps]):
                 tools[name] = replace(tool, toolset=self, tool_def=self._offered(name, tool.tool_def, state))
                 routes[name] = (state, tool)
         self._routes = routes
+        if over_budget(self.servers, ctx.deps.settings.mcp_schema_budget_tokens):
+            # pydantic-ai's tool search (on every agent) hides deferred tools until the model loads them.
+            tools = {name: replace(t, tool_def=replace(t.tool_def, defer_loading=True)) for name, t in tools.items()}
         return tools
 
     @staticmethod
@@ -169,8 +179,45 @@ def schema_tokens(state: ServerState) -> int:
 
 
 def total_schema_tokens(servers: McpServers | None) -> int:
-    """Tokens every running server's tool schemas add to every request."""
+    """Tokens every running server's tool schemas would add to every request, sent whole."""
     return sum(schema_tokens(state) for state in servers.running()) if servers is not None else 0
+
+
+SEARCH_TOOL_TOKENS = 150
+"""About what pydantic-ai's search_tools schema adds to a request once some tools are deferred."""
+DEFERRED_HEADER = (
+    "Tools of the user's MCP servers, by name (call search_tools with words from a name or description to load "
+    "a tool's schema before its first use):"
+)
+
+
+def over_budget(servers: McpServers | None, budget: int) -> bool:
+    """The servers' schemas, sent whole, would pass ``budget`` tokens (0: no budget)."""
+    return budget > 0 and total_schema_tokens(servers) > budget
+
+
+def deferred_listing(servers: McpServers) -> str:
+    """What the model is told of deferred tools: each name and the first line of its description."""
+    lines = [DEFERRED_HEADER]
+    for state in servers.running():
+        for own, offered in zip(state.tool_defs, offered_defs(state), strict=True):
+            first = (own.description or "").strip().split("\n", 1)[0]
+            if len(first) > 100:
+                first = first[:99] + "…"
+            lines.append(f"- {offered.name}: {first}" if first else f"- {offered.name}")
+    return "\n".join(lines)
+
+
+def sent_schema_tokens(servers: McpServers | None, budget: int) -> int:
+    """Tokens the MCP tools add to every request as they are sent: their schemas whole, or over ``budget`` the
+    listing of names and one-line descriptions plus the search tool."""
+    if servers is None:
+        return 0
+    if not over_budget(servers, budget):
+        return total_schema_tokens(servers)
+    from co_cli.text_tokens import estimate_text_tokens
+
+    return estimate_text_tokens(deferred_listing(servers)) + SEARCH_TOOL_TOKENS
 
 
 @dataclass(frozen=True)
@@ -211,3 +258,15 @@ def summarize(servers: McpServers) -> list[ServerSummary]:
         ]
         out.append(ServerSummary(state.name, state.transport, state.status, state.detail, tools))
     return out
+
+
+def budget_note(servers: McpServers, budget: int) -> str:
+    """One line on what the model is sent of the MCP tools: their schemas whole, or past the budget names only."""
+    whole = total_schema_tokens(servers)
+    if not over_budget(servers, budget):
+        return f"The model is sent these schemas whole: ~{whole:,} tokens per request."
+    return (
+        f"The schemas (~{whole:,} tokens) pass mcp_schema_budget_tokens ({budget:,}): the model is sent names and "
+        f"one-line descriptions (~{sent_schema_tokens(servers, budget):,} tokens) and loads a schema with "
+        "search_tools when it needs it."
+    )
