@@ -53,7 +53,6 @@ class ChatApp:
         console: Console | None = None,
         out: TextIO | None = None,
         approver: TerminalApprover | None = None,
-        mcp: McpServers | None = None,
     ) -> None:
         self._conv: Conversation | None = None
         self._builder: Callable[[], Conversation] | None = None
@@ -79,13 +78,7 @@ class ChatApp:
         if approver is not None:
             approver.before_asking = self.view.pause if isinstance(self.view, TerminalView) else None
             approver.cancel_turn = self.cancel_turn
-        self.mcp = mcp
-        """The MCP servers of this process (``/mcp``), or None."""
         self._in_turn = False
-        if mcp is not None:
-            for message in mcp.take_notices():
-                self.note(message)
-            mcp.on_notice = self._mcp_notice
 
     @property
     def conv(self) -> Conversation:
@@ -105,7 +98,17 @@ class ChatApp:
         if not self._background_started:
             self._background_started = True
             self._conv.background.start_extraction()  # what an earlier co left queued
+            self._start_mcp(self._conv.mcp)
         return self._conv
+
+    def _start_mcp(self, mcp: McpServers | None) -> None:
+        """Start the MCP servers in the background; their failures are one line each (``_mcp_notice``)."""
+        if mcp is None:
+            return
+        for message in mcp.take_notices():
+            self.note(message)
+        mcp.on_notice = self._mcp_notice
+        mcp.start()
 
     async def finish_background(self) -> None:
         """Before exit: the session's title, and the memory extraction of the last turns (interrupted, that
@@ -178,8 +181,8 @@ class ChatApp:
 
     def _mcp_notice(self, message: str) -> None:
         """An MCP server started badly or died: one line, above the prompt (in the turn's view, if one runs)."""
-        if self._in_turn and self.mcp is not None:
-            self.mcp.notices.append(message)  # the turn shows it in its place
+        if self._in_turn and self._conv is not None and self._conv.mcp is not None:
+            self._conv.mcp.notices.append(message)  # the turn shows it in its place
             return
         if self.interactive:
             from prompt_toolkit.application import get_app_or_none, run_in_terminal
@@ -306,6 +309,8 @@ class ChatApp:
         watchers: list[asyncio.Task[None]] = []
 
         def start_build() -> None:
+            if self._conv is not None and not self._background_started:
+                asyncio.ensure_future(self.ready())  # a resumed conversation: its MCP servers start now
             if self._conv is None and not watchers:
                 self._start_build()
                 watchers.append(asyncio.ensure_future(self._exit_if_build_fails(session)))

@@ -86,7 +86,17 @@ async def _chat(options: ChatOptions, loaded: LoadedSettings, refused_mcp: dict[
     store = Store.open(paths.db)
     if options.save:
         store.sessions.purge_expired(settings.trash_retention_days, paths.tool_outputs)
-    mcp = _start_mcp_servers(settings, paths, refused_mcp or {})
+    made: list[McpServers] = []
+
+    def mcp_servers() -> McpServers | None:
+        """The configured MCP servers (made once; interactive, in the thread that builds the conversation, so
+        the prompt never waits for their imports; ChatApp starts them)."""
+        if not made and settings.mcp_servers:
+            made.append(_mcp_servers(settings, paths, refused_mcp or {}))
+        return made[0] if made else None
+
+    if not interactive and (servers := mcp_servers()) is not None:
+        servers.start()
     try:
         if options.pick:
             options = await _picked(store, options, interactive)
@@ -102,7 +112,9 @@ async def _chat(options: ChatOptions, loaded: LoadedSettings, refused_mcp: dict[
         approver = TerminalApprover(console) if interactive else None
 
         def build() -> Conversation:
-            return _build_conversation(settings, loaded, choice, store, session, options, approver, console, mcp)
+            return _build_conversation(
+                settings, loaded, choice, store, session, options, approver, console, mcp_servers()
+            )
 
         if interactive and session is None:
             # Draw the prompt at once; pydantic-ai and the provider SDK load while the user types.
@@ -115,7 +127,6 @@ async def _chat(options: ChatOptions, loaded: LoadedSettings, refused_mcp: dict[
                 interactive=True,
                 console=console,
                 approver=approver,
-                mcp=mcp,
             )
             await app.run_interactive()
             return 0
@@ -129,7 +140,6 @@ async def _chat(options: ChatOptions, loaded: LoadedSettings, refused_mcp: dict[
             interactive=interactive,
             console=console,
             approver=approver,
-            mcp=mcp,
         )
         try:
             if options.prompt is not None:
@@ -143,20 +153,15 @@ async def _chat(options: ChatOptions, loaded: LoadedSettings, refused_mcp: dict[
         finally:
             conv.release()
     finally:
-        if mcp is not None:
-            await mcp.stop()
+        for started in made:
+            await started.stop()
         store.close()
 
 
-def _start_mcp_servers(settings: Settings, paths: Paths, refused: dict[str, str]) -> McpServers | None:
-    """Start the configured MCP servers in the background (the prompt does not wait for them)."""
-    if not settings.mcp_servers:
-        return None
+def _mcp_servers(settings: Settings, paths: Paths, refused: dict[str, str]) -> McpServers:
     from co_cli.tools.mcp.servers import McpServers
 
-    servers = McpServers(settings.mcp_servers, paths, Path.cwd(), refused)
-    servers.start()
-    return servers
+    return McpServers(settings.mcp_servers, paths, Path.cwd(), refused)
 
 
 async def _picked(store: Store, options: ChatOptions, interactive: bool) -> ChatOptions:

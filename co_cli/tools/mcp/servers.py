@@ -110,7 +110,8 @@ class McpServers:
                 state.task = asyncio.ensure_future(self._serve(state))
 
     async def wait_started(self, timeout: float = STARTUP_TIMEOUT) -> None:
-        """Wait until every server has started or failed (at most ``timeout`` seconds)."""
+        """Wait until every server has started or failed (at most ``timeout`` seconds); start them if nobody has."""
+        self.start()
         waits = [state.ready.wait() for state in self.states.values() if not state.ready.is_set()]
         if waits:
             with contextlib.suppress(TimeoutError):
