@@ -19,6 +19,9 @@ import pytest
 from tests.support.co_process import ctrl_d, expect_prompt, run_co, send_line, spawn_co
 from tests.support.scripted_server import ScriptedServer, Text, ToolCalls
 from tests.test_e2e_sessions import assert_ok
+from tests.test_mcp import http_server
+
+__all__ = ["http_server"]
 
 pytestmark = pytest.mark.e2e
 
@@ -238,3 +241,38 @@ def test_the_repl_asks_with_always_for_this_tool_and_shows_mcp(
     finally:
         if child.isalive():
             child.terminate(force=True)
+
+
+def test_a_huge_output_is_offloaded_and_the_model_gets_a_preview(
+    co_server_env: dict[str, str], workdir: Path, scripted_server: ScriptedServer
+) -> None:
+    env = with_servers(co_server_env, tracker=server_spec(trust=True))
+    scripted_server.script(ToolCalls([("mcp__tracker__big", {"chars": 200_000})]), Text("Summarised."))
+    assert_ok(run_co(["chat", "-p", "get the big one"], env, workdir))
+    [preview] = tool_results(scripted_server.chat_requests[1])
+    assert len(preview) < 5_000 and "saved as ref=" in preview
+    saved = list((Path(co_server_env["CO_CLI_DATA_DIR"]) / "tool-outputs").rglob("*.txt"))
+    assert [len(path.read_text()) for path in saved] == [200_000]
+
+
+def test_a_server_that_crashes_is_one_line_and_the_answer_still_comes(
+    co_server_env: dict[str, str], workdir: Path, scripted_server: ScriptedServer
+) -> None:
+    env = with_servers(co_server_env, tracker=server_spec(trust=True))
+    scripted_server.script(ToolCalls([("mcp__tracker__crash", {})]), Text("The tracker is down."))
+    result = run_co(["chat", "-p", "crash it"], env, workdir)
+    assert_ok(result)
+    assert "The tracker is down." in result.stdout
+    [notice] = [line for line in result.stderr.splitlines() if line.startswith("note: MCP server tracker")]
+    assert "stopped: Connection closed" in notice and "tracker.log" in notice
+    assert "not available" in tool_results(scripted_server.chat_requests[1])[0]
+
+
+def test_a_streamable_http_server_through_co(
+    co_server_env: dict[str, str], workdir: Path, scripted_server: ScriptedServer, http_server: str
+) -> None:
+    env = with_servers(co_server_env, web={"url": http_server, "headers": {"X-Token": "t0k"}})
+    scripted_server.script(ToolCalls([("mcp__web__echo", {"text": "over http"})]), Text("Done."))
+    assert_ok(run_co(["chat", "-p", "use the web server", "--approve-all"], env, workdir))
+    assert "mcp__web__echo" in offered(scripted_server.chat_requests[0])
+    assert tool_results(scripted_server.chat_requests[1]) == ["echo: over http"]

@@ -378,3 +378,12 @@ def test_under_the_schema_budget_schemas_are_sent_whole(core: Core) -> None:
 
     run_with_servers(core, {"big": stdio("--tools", "50")}, script, scenario, mcp_schema_budget_tokens=0)
     assert "mcp__big__search_collection_7" in script.offered[0] and "search_tools" not in script.offered[0]
+
+
+def test_slash_mcp_without_servers_says_how_to_add_them(core: Core) -> None:
+    from tests.support.chat_app import ChatRun
+    from tests.test_turn_core import echo, streaming_model
+
+    run = ChatRun(core, streaming_model(echo))
+    printed = run.send("/mcp")
+    assert printed.code == 0 and "No MCP servers configured (the mcp_servers setting" in printed.out

@@ -172,6 +172,9 @@ class McpServers:
                 self._failed(state, f"failed to list its tools: {one_line(exc)}")
                 return
             state.status, state.detail = "running", ""
+            if state.log is not None:  # what it writes from now on may say why it stops
+                with contextlib.suppress(OSError):
+                    state.log_start = state.log.stat().st_size
             state.ready.set()
             self._changed()
             await state.stop.wait()
