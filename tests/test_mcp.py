@@ -387,3 +387,14 @@ def test_slash_mcp_without_servers_says_how_to_add_them(core: Core) -> None:
     run = ChatRun(core, streaming_model(echo))
     printed = run.send("/mcp")
     assert printed.code == 0 and "No MCP servers configured (the mcp_servers setting" in printed.out
+
+
+def test_a_stdio_server_gets_its_own_env_and_not_the_users_keys(core: Core, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-for-servers")
+    script = Script([("mcp__t__env_value", {"name": "OPENAI_API_KEY"}), ("mcp__t__env_value", {"name": "NOTES"}), "ok"])
+
+    async def scenario(conv: Conversation, hub: McpServers) -> None:
+        await turn(conv, "env")
+
+    run_with_servers(core, {"t": stdio(trust=True, env={"NOTES": "from settings"})}, script, scenario)
+    assert [r.content for r in returns(script.seen[2])] == ["<unset>", "from settings"]
