@@ -1,6 +1,6 @@
 """Benchmark of finding and moving sessions: the picker with 10,000 sessions (first draw, each filter
-keystroke), fork at a message of a 10,000-message session, merge-import of 1,000 sessions, and `co usage`
-over 10,000 sessions.
+keystroke), fork at a message of a 10,000-message session, merge-import of 1,000 sessions, and `co usage`,
+`co sessions list --limit 10000` and `co sessions export --all` over 10,000 sessions.
 
     python bench/bench_sessions.py           # ~1-2 min
     python bench/bench_sessions.py --quick   # smaller picker store, fewer runs
@@ -204,6 +204,29 @@ def bench_usage(db: Path, runs: int, rows: list[Row]) -> None:
     print("  done usage", file=sys.stderr)
 
 
+def bench_list_export(db: Path, runs: int, rows: list[Row]) -> None:
+    """`co sessions list --limit 10000` and `co sessions export --all` over the picker's store, each as a new
+    process (startup included), output to a file."""
+    with Store.open(db, reads_only=True) as store:
+        count = store.sessions.count()
+        messages = store.db.read_one("SELECT count(*) FROM messages")[0]
+    label = f"{count:,} sessions, {messages:,} msgs"
+    env = {
+        **os.environ,
+        "CO_CLI_DATA_DIR": str(db.parent),
+        "CO_CLI_CONFIG_DIR": str(db.parent / "cfg"),
+        "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+    }
+    for args in (["sessions", "list", "--limit", str(count)], ["sessions", "export", "--all"]):
+
+        def cli(args: list[str] = args) -> None:
+            with open(db.parent / "out.txt", "w") as out:
+                subprocess.run([sys.executable, "-m", "co_cli", *args], check=True, env=env, cwd=db.parent, stdout=out)
+
+        rows.append(Row(f"`co {' '.join(args)}` (new process)", label, *measure(cli, 3), 3000))
+    print("  done list/export", file=sys.stderr)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true")
@@ -215,6 +238,7 @@ def main() -> None:
         picker_db = tmp / "picker" / "co-cli.db"
         bench_picker(picker_db, 2_000 if args.quick else 10_000, runs, rows)
         bench_usage(picker_db, runs, rows)
+        bench_list_export(picker_db, runs, rows)
         bench_fork_at(tmp / "fork" / "co-cli.db", runs, rows)
         bench_import(tmp, 200 if args.quick else 1_000, 3 if args.quick else 3, rows)
     print_table(rows)

@@ -210,8 +210,16 @@ def bench_list(db: Path, counts: list[int], rows: list[Row]) -> None:
 def bench_search(store: Store, rows: list[Row]) -> None:
     total = store.db.read_one("SELECT count(*) FROM messages")[0]
     label = f"{total:,} msgs in db"
-    for query in ("kestrel pelican", "module_42.py", "question 12345", 'NEAR("odd" *'):
-        rows.append(Row(f"search {query!r}", label, *measure(lambda q=query: store.search.messages(q), 5), None))
+    for query in (
+        "kestrel pelican",
+        "module_42.py",
+        "question 12345",
+        'NEAR("odd" *',
+        "kestrel " * 200,
+        "kestrel " * 2000,
+    ):
+        shown = query if len(query) < 30 else f"{query.split()[0]} x{len(query.split())}"
+        rows.append(Row(f"search {shown!r}", label, *measure(lambda q=query: store.search.messages(q), 5), None))
 
 
 def print_table(rows: list[Row]) -> None:

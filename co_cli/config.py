@@ -11,6 +11,7 @@ import json
 import os
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
@@ -221,6 +222,18 @@ class Settings(BaseSettings):
         description="After each turn, facts from your message are extracted in the background: 'review' proposes "
         "them for /memory review, 'auto' applies them at once (logged and undoable), 'off' does nothing.",
     )
+    tasks_budget_tokens: Int = Field(
+        1000,
+        ge=100,
+        description="Tokens the session's task list may take in every request's instructions; a longer list is "
+        "refused (the model is told to shorten it).",
+    )
+    tasks_keep_done_hours: Number = Field(
+        24,
+        ge=0,
+        description="Done tasks leave the task list the model is sent after this many hours; "
+        "`co sessions show` keeps them in the list's history.",
+    )
     trash_retention_days: Int = Field(
         0,
         ge=0,
@@ -320,6 +333,78 @@ class Paths:
             except OSError as exc:
                 raise ConfigError(f"cannot create data dir {self.data_dir}: {exc.strerror}") from None
         return self.data_dir
+
+
+@dataclass(frozen=True)
+class OwnFiles:
+    """co's own files: the config and data directories (the API key, every session, the input history) and the
+    project settings file. A file tool reaches them only with the user's approval and an instructions file is
+    never read from them, whether through a path inside them, a symlink into them, or a hard link to one of
+    their files from elsewhere."""
+
+    roots: tuple[Path, ...]
+
+    @classmethod
+    def of(cls, paths: Paths, settings: Settings) -> OwnFiles:
+        """The roots, resolved. The data dir is named twice because ``--no-save`` points ``paths`` at a scratch
+        directory while the real one stays in the settings."""
+        found: list[Path] = []
+        for candidate in (
+            paths.config_dir,
+            paths.user_settings.parent,
+            paths.data_dir,
+            settings.config_dir,
+            settings.data_dir,
+            paths.project_settings,
+        ):
+            try:
+                resolved = Path(os.path.expanduser(candidate)).resolve()
+            except (OSError, RuntimeError, ValueError):
+                continue
+            if resolved not in found:
+                found.append(resolved)
+        return cls(tuple(found))
+
+    def contains(self, resolved: Path) -> bool:
+        """Whether the (already resolved) path lies in one of the roots."""
+        return any(resolved == root or resolved.is_relative_to(root) for root in self.roots)
+
+    def holds(self, resolved: Path) -> bool:
+        """Whether the (already resolved) path is one of co's own files: inside a root, or a hard link to a file
+        directly in one."""
+        return self.contains(resolved) or self.linked_to(resolved) is not None
+
+    def linked_to(self, resolved: Path) -> Path | None:
+        """The file directly in a root that ``resolved`` is another name (a hard link) of, or None."""
+        try:
+            status = resolved.stat()
+        except OSError:
+            return None
+        if status.st_nlink < 2:
+            return None
+        names = self._file_ids.get((status.st_dev, status.st_ino), ())
+        return next((name for name in names if name != resolved), None)
+
+    @cached_property
+    def _file_ids(self) -> dict[tuple[int, int], list[Path]]:
+        """The files directly in a root by (device, inode), read once, when a hard-linked file is checked."""
+        ids: dict[tuple[int, int], list[Path]] = {}
+        for root in self.roots:
+            entries = [root] if root.is_file() else _dir_entries(root)
+            for entry in entries:
+                try:
+                    status = entry.stat()
+                except OSError:
+                    continue
+                ids.setdefault((status.st_dev, status.st_ino), []).append(entry)
+        return ids
+
+
+def _dir_entries(directory: Path) -> list[Path]:
+    try:
+        return [Path(entry.path) for entry in os.scandir(directory) if entry.is_file(follow_symlinks=False)]
+    except OSError:
+        return []
 
 
 @dataclass(frozen=True)

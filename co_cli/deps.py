@@ -3,6 +3,8 @@ changes as the conversation goes on). ``RunContext[CoDeps].deps`` is how a tool 
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -10,6 +12,7 @@ from typing import TYPE_CHECKING, Literal
 
 from co_cli.config import Paths, Settings
 from co_cli.context.working import WorkingContext
+from co_cli.vocabulary import TaskStatus
 
 if TYPE_CHECKING:
     from co_cli.memory.instructions_files import InstructionsFiles
@@ -29,6 +32,17 @@ class Pin:
     source: PinSource
 
 
+@dataclass(frozen=True)
+class Task:
+    """An item of the session's task list, kept verbatim in the instructions of every request."""
+
+    text: str
+    status: TaskStatus
+    created_at: float
+    updated_at: float
+    """When its status last changed."""
+
+
 @dataclass
 class SessionState:
     """The one mutable record of the live session. The session's collaborators change it; tools read it."""
@@ -39,6 +53,10 @@ class SessionState:
     """What the model is sent next (before trimming), each message beside its transcript seq."""
     pins: list[Pin] = field(default_factory=list)
     """Standing instructions: part of every request's instructions, never summarised."""
+    tasks: list[Task] = field(default_factory=list)
+    """The task list (the model's set_tasks and the user's /tasks): part of every request's instructions."""
+    tool_seconds: dict[str, float] = field(default_factory=dict)
+    """How long each tool call of the running turn ran, by tool call id."""
     approved_commands: set[str] = field(default_factory=set)
     """Shell commands the user allowed, verbatim, for the rest of this session ("a" at the prompt)."""
     approved_tools: set[str] = field(default_factory=set)
@@ -67,6 +85,8 @@ class CoDeps:
     store: Store
     """The session database (under --no-save a scratch one, removed at exit)."""
     state: SessionState = field(default_factory=SessionState)
+    clock: Callable[[], float] = time.time
+    """Wall-clock time (when tasks change, which done tasks are old enough to leave the list)."""
 
     @property
     def session_id(self) -> str | None:
@@ -75,9 +95,9 @@ class CoDeps:
     @cached_property
     def instructions_files(self) -> InstructionsFiles:
         """The instructions files of this working directory (read once per conversation)."""
-        from co_cli.memory.instructions_files import load_instructions_files
+        from co_cli.memory.instructions_files import instructions_files_for
 
-        return load_instructions_files(self.cwd, self.settings.config_dir, self.settings.instructions_files_max_tokens)
+        return instructions_files_for(self.cwd, self.settings, self.paths)
 
     @cached_property
     def project(self) -> str:

@@ -27,16 +27,88 @@ def _patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
         ("a Google API key", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}")),
         ("a Stripe key", re.compile(r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}")),
         ("a JSON web token", re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}")),
-        ("a password in a URL", re.compile(r"[a-z][a-z0-9+.\-]*://[^/\s:@]+:[^/\s@]+@", re.IGNORECASE)),
         (
-            "a password or key assignment",
+            "a password in a URL",
+            re.compile(r"(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]*://[^/\s:@]+:[^/\s@]+@", re.IGNORECASE),
+        ),
+        (
+            "a webhook URL",
             re.compile(
-                r"\b(?:password|passwd|pwd|passphrase|secret|api[_\-]?key|access[_\-]?key|auth[_\-]?token|token)"
-                r"\s*[=:]\s*['\"]?[^\s'\"]{4,}",
+                r"hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_\-]{8,}"
+                r"|discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_\-]{8,}"
+                r"|\.webhook\.office\.com/\S{16,}",
                 re.IGNORECASE,
             ),
         ),
+        (
+            "an authorization header",
+            re.compile(
+                r"\b(?:authorization\s*[:=]\s*[\"']?(?:(?:bearer|basic|token|digest)\s+)?|bearer\s+|basic\s+)"
+                r"(?=[A-Za-z._~+/\-]*\d)[A-Za-z0-9._~+/\-]{12,}",
+                re.IGNORECASE,
+            ),
+        ),
+        (
+            "a Hugging Face, npm or PyPI token",
+            re.compile(r"\b(?:hf_[A-Za-z0-9]{30,}|npm_[A-Za-z0-9]{30,}|pypi-[A-Za-z0-9_\-]{40,})"),
+        ),
+        ("a SendGrid key", re.compile(r"\bSG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}")),
     )
+
+
+_ASSIGNMENT = re.compile(
+    r"(?<![A-Za-z0-9_.\-])[\"']?(?P<name>[A-Za-z0-9_.\-]+)[\"']?\s*(?P<sep>=>|=|:)\s*(?P<quote>[\"']?)"
+    r"(?P<value>[^\s\"',;]{3,})"
+)
+"""Any ``name = value`` (the name is checked apart: one pattern that did both would backtrack quadratically)."""
+_SECRET_NAME = re.compile(
+    r"password|passwd|passphrase"  # DB_PASSWORD, PGPASSWORD, db.password
+    r"|(?:^|[_.\-])(?:secret|token|pwd|pass|auth|credentials?|apikey"
+    r"|(?:api|access|secret|private|account|master|signing|encryption|client|auth|app|shared)[_.\-]?key)(?:$|[_.\-])",
+    re.IGNORECASE,
+)
+"""A name that says it holds a credential: GITHUB_TOKEN, MYSQL_PWD, access_token, client_secret, AccountKey,
+api-key (not max_tokens, TOKENIZERS_PARALLELISM or bypass)."""
+_PLACEHOLDER = re.compile(
+    r"^(?:\$|<|\{|%|\*{3}|x{3,}$)|^(?:none|null|nil|true|false|yes|no|required|optional|unset|empty|redacted)$",
+    re.IGNORECASE,
+)
+
+
+def _assignment(text: str) -> bool:
+    """A credential assignment whose value is not a placeholder (``$VAR``, ``<your key>``, ``${{ secrets.X }}``).
+    After a bare ``:`` (prose: "auth: uses SSO") the value must look generated: a digit or a symbol in it, or
+    16+ characters."""
+    for match in _ASSIGNMENT.finditer(text):
+        if not _SECRET_NAME.search(match.group("name")):
+            continue
+        value = match.group("value")
+        if _PLACEHOLDER.search(value):
+            continue
+        if match.group("sep") == ":" and not match.group("quote") and value.isalpha() and len(value) < 16:
+            continue
+        return True
+    return False
+
+
+_HEX_OR_UUID = re.compile(
+    r"(?<![A-Za-z0-9])(?:[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+    r"|[0-9a-fA-F]{32,})(?![A-Za-z0-9])"
+)
+_IDENTIFIER_BEFORE = re.compile(
+    r"\b(?:commit|commits|sha|sha1|sha256|hash|checksum|digest|revision|rev|id|ids|uuid|identifier|session|"
+    r"request|trace|build|run|version|object|blob|tree|image)\b\W*(?:is\s+|was\s+)?\W*$",
+    re.IGNORECASE,
+)
+
+
+def _hex_key(text: str) -> bool:
+    """A UUID or a run of 32+ hex digits (API keys, webhook secrets), unless the words just before it say what
+    identifier it is ("commit 3f9a…", "session id 0190…")."""
+    for match in _HEX_OR_UUID.finditer(text):
+        if not _IDENTIFIER_BEFORE.search(text[max(0, match.start() - 40) : match.start()]):
+            return True
+    return False
 
 
 # A run of token characters long enough to be a generated secret (base64, base62, hex with letters).
@@ -70,6 +142,10 @@ def find_secret(text: str) -> str | None:
     for kind, pattern in _patterns():
         if pattern.search(text):
             return kind
+    if _assignment(text):
+        return "a password, token or key assignment"
+    if _hex_key(text):
+        return "a hexadecimal key or UUID"
     for match in _TOKEN.finditer(text):
         token = match.group()
         if "/" in token.strip("/") and token.count("/") > 2:  # a path, not a key

@@ -12,6 +12,15 @@ CompactionTrigger = Literal["auto", "manual"]
 """What made a compaction: co before a request (auto, including after a context overflow), or /compact."""
 COMPACTION_TRIGGERS: tuple[str, ...] = get_args(CompactionTrigger)
 
+TaskStatus = Literal["pending", "in_progress", "done"]
+"""Where an item of the session's task list stands."""
+TASK_STATUSES: tuple[str, ...] = get_args(TaskStatus)
+
+ToolOutcome = Literal["ok", "failed", "denied"]
+"""How a tool call ended: it ran, it failed (an error or a malformed call sent back to the model), or the user
+(or a non-interactive run) denied it."""
+TOOL_OUTCOMES: tuple[str, ...] = get_args(ToolOutcome)
+
 MCP_TOOL_PREFIX = "mcp__"
 """How the name of a tool offered from an MCP server starts (``mcp__<server>__<tool>``), wherever it is read:
 the toolset that offers it, and the ``/context`` breakdown of a history whose server may be long gone."""

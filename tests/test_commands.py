@@ -74,6 +74,7 @@ def test_each_command_lives_in_the_module_of_its_concern() -> None:
         "compaction": ["compact", "pin", "pins", "unpin", "uncompact"],
         "sessions": ["sessions", "resume", "fork", "rename", "delete", "rewind"],
         "memory": ["memory", "remember", "forget"],
+        "tasks": ["tasks"],
         "mcp": ["mcp"],
     }
 

@@ -212,9 +212,9 @@ def test_pin_remember_keeps_it_for_every_session(core: Core) -> None:
     ("editor_command", "refusal"),
     [
         ("sh -c ': > \"$0\"'", "error: an empty summary is not applied; the summary is unchanged"),
-        ("sh -c 'printf \"  \\n\\n\" > \"$0\"'", "error: an empty summary is not applied; the summary is unchanged"),
+        ('sh -c \'printf "  \\n\\n" > "$0"\'', "error: an empty summary is not applied; the summary is unchanged"),
         ("rm", "error: the editor left no file to read; the summary is unchanged"),
-        ("sh -c 'rm \"$0\" && mkdir \"$0\"'", "error: the editor left no file to read; the summary is unchanged"),
+        ('sh -c \'rm "$0" && mkdir "$0"\'', "error: the editor left no file to read; the summary is unchanged"),
         ("vim 'unbalanced", "error: no editor could be started (set $EDITOR); the summary is unchanged"),
     ],
 )

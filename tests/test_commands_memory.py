@@ -51,6 +51,23 @@ def test_remember_and_forget_need_their_argument(core: Core) -> None:
     assert memories(core).list() == []
 
 
+@pytest.mark.parametrize(
+    "secret",
+    [
+        "DB_PASSWORD=hunter2",
+        "PGPASSWORD=Tr0ub4dor",
+        "client_secret: GOCSPX-abc123",
+        "Authorization: Bearer abc123def456g",
+    ],
+)
+def test_remember_refuses_credentials_in_one_line(core: Core, secret: str) -> None:
+    printed = ChatRun(core, streaming_model(echo)).send(f"/remember the staging login uses {secret}")
+    assert printed.code == 1 and printed.out == ""
+    [line] = printed.err.splitlines()
+    assert line.startswith("error: not stored: the text looks like a credential") and secret not in line
+    assert memories(core).list() == []
+
+
 def test_memory_shows_counts_instructions_pins_proposals_and_what_was_sent(core: Core) -> None:
     chat = ChatRun(core, streaming_model(echo))
     chat.send("hello", "/remember The user prefers tabs", "/pin --remember Never push to main.", "/pin Be brief.")

@@ -309,7 +309,7 @@ def test_context_command_plain(co_server_env: dict[str, str], workdir: Path) -> 
     assert "Compaction threshold: 80% = 102,400 tokens" in out
     assert "Messages: 2 in context, 2 in transcript; compactions: 0" in out
     assert re.search(
-        r"Breakdown \(estimated\): instructions\+tools [\d,]+, instructions files 0, memory 0, user [\d,]+, "
+        r"Breakdown \(estimated\): instructions\+tools [\d,]+, instructions files 0, tasks 0, memory 0, user [\d,]+, "
         r"assistant [\d,]+, tool returns 0, summaries 0",
         out,
     )

@@ -11,6 +11,7 @@ import threading
 import time
 import tracemalloc
 from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +104,67 @@ def test_grep_time_budget_keeps_matches_and_says_so(deps: CoDeps, monkeypatch: p
     monkeypatch.setattr(files, "GREP_TIME_BUDGET", 0.0)
     result = call(grep, ctx_for(deps), "needle")
     assert result.startswith("Error: no matches for 'needle' in . before the time limit")
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize(
+    ("pattern", "unit"),
+    [
+        (r"(?:\w{1,100}){10}z", b"a"),
+        (r"(?:\w{1,100}){10}z", b"ab1_"),
+        (r"(?:.{1,100}){10}z", b"xy"),
+        (r"(?:[a-y]{1,50}){20}[0-9]", b"q"),
+    ],
+)
+def test_a_costly_pattern_over_big_files_ends_quickly(deps: CoDeps, pattern: str, unit: bytes) -> None:
+    """RE2 is linear, but with its default memory its fast engine gives up after a few searches and its slow
+    one takes 14 s over a 400 KB line and 37 s over 1 MB: grep gives it enough memory."""
+    for number, size in enumerate((100_000, 200_000, 400_000, 1_000_000, 1_000_000)):
+        (deps.cwd / f"big{number}.txt").write_bytes(unit * (size // len(unit)))
+    assert call(grep, ctx_for(deps), pattern) == f"No matches for {pattern!r} in .."
+
+
+def test_the_time_budget_holds_inside_one_file(deps: CoDeps, monkeypatch: pytest.MonkeyPatch) -> None:
+    (deps.cwd / "one.txt").write_bytes(b"no match on this line\n" * 40_000)  # about 900 KB
+    clock = iter(range(0, 10_000, 10))  # each look at the clock is 10 s later
+    monkeypatch.setattr(files.time, "monotonic", lambda: float(next(clock)))
+    monkeypatch.setattr(files, "GREP_TIME_BUDGET", 25.0)
+    result = call(grep, ctx_for(deps), "needle")
+    assert result.startswith("Error: no matches for 'needle' in . before the time limit")
+    assert "having searched 1 files" in result
+
+
+class SlowPattern:
+    """A compiled pattern whose every search costs time in proportion to the text it covers (as RE2's slow
+    engine does), and that never matches."""
+
+    def __init__(self, seconds_per_mb: float) -> None:
+        self.seconds_per_mb = seconds_per_mb
+
+    def search(self, data: bytes, position: int = 0, end: int | None = None) -> None:
+        span = (len(data) if end is None else end) - position
+        time.sleep(span / 1_000_000 * self.seconds_per_mb)
+
+
+@pytest.mark.timeout(60)
+def test_a_cancelled_search_inside_one_big_file_stops(deps: CoDeps, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C during one long search: the abandoned thread stops within a window, it does not keep a core busy."""
+    (deps.cwd / "big.txt").write_bytes((b"a" * 99 + b"\n") * 40_000)  # 4 MB
+    monkeypatch.setattr(files, "compile_pattern", lambda pattern: SlowPattern(seconds_per_mb=5.0))
+    monkeypatch.setattr(files, "GREP_TIME_BUDGET", 3600.0)
+
+    async def start_and_cancel() -> None:
+        task = asyncio.ensure_future(grep(ctx_for(deps), "anything"))
+        await asyncio.sleep(0.5)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(start_and_cancel())
+    deadline = time.monotonic() + 3
+    while tool_threads():
+        assert time.monotonic() < deadline, "the search went on after it was cancelled"
+        time.sleep(0.01)
 
 
 def test_file_tools_are_coroutines() -> None:
@@ -236,6 +298,28 @@ def test_a_symlink_to_the_settings_needs_approval(home_deps: CoDeps) -> None:
     with pytest.raises(ApprovalRequired):
         call(read_file, ctx_for(home_deps), "innocent.txt")
     assert call(grep, ctx_for(home_deps), "sk-secret") == "No matches for 'sk-secret' in .."
+
+
+@pytest.mark.parametrize("own", ["settings", "history", "database"])
+def test_a_hard_link_to_co_own_files_needs_approval(home_deps: CoDeps, tmp_path: Path, own: str) -> None:
+    """A hard link is another name for the same file: co's settings (API key), input history or database
+    reached through one elsewhere in the working directory is still co's own."""
+    target = {
+        "settings": home_deps.paths.user_settings,
+        "history": home_deps.paths.input_history,
+        "database": home_deps.paths.db,
+    }[own]
+    project = home_deps.cwd / "project"
+    project.mkdir()
+    os.link(target, project / "notes.md")
+    for deps in (home_deps, in_session(replace(home_deps, cwd=project), "mine")):
+        with pytest.raises(ApprovalRequired) as raised:
+            call(read_file, ctx_for(deps), str(project / "notes.md"))
+        assert raised.value.metadata is not None and raised.value.metadata["reason"] == PRIVATE_REASON
+    assert call(grep, ctx_for(home_deps), "sk-secret", path="project") == "No matches for 'sk-secret' in project."
+    assert "sk-typed" not in call(grep, ctx_for(home_deps), "sk-", path="project")
+    os.link(home_deps.cwd / "notes.txt", project / "linked-notes.txt")  # a hard link to a file of the user's
+    assert "sk-in-notes" in call(read_file, ctx_for(home_deps), "project/linked-notes.txt")
 
 
 def test_real_data_dir_stays_private_when_not_saving(home_deps: CoDeps, tmp_path: Path) -> None:
@@ -388,6 +472,25 @@ def test_matching_lines_keeps_per_line_semantics() -> None:
     assert found("a.b", b"a\nb\n") == []
     assert found(r"a\sb", b"a\nb\n") == []
     assert found("caf", b"caf\xc3\xa9 \xff\n") == [(1, "caf\u00e9 \ufffd")]
+
+
+@pytest.mark.parametrize("window", [8, 16, 33, 64 * 1024])
+def test_matching_lines_in_windows_finds_what_a_line_by_line_search_finds(
+    monkeypatch: pytest.MonkeyPatch, window: int
+) -> None:
+    """Searched in windows of whole lines, grep finds exactly the lines a search of each line on its own finds:
+    anchors and word boundaries do not match at a window's end, and a longer line is searched whole."""
+    import random
+    import re
+
+    monkeypatch.setattr(files, "SEARCH_WINDOW", window)
+    rng = random.Random(window)
+    lines = ["".join(rng.choice("ab z\t") for _ in range(rng.choice([0, 1, 3, 7, 20, 90]))) for _ in range(400)]
+    data = "\n".join(lines).encode()
+    for pattern in ("^a", "b$", "^$", r"\bab\b", "z z", "a{3}", "^[ab]+$", r"\tz", "zz", "^.*z.*b$", "^[^z]{20,}$"):
+        expected = [(n, line) for n, line in enumerate(lines, 1) if re.search(pattern, line)]
+        got = list(files.matching_lines(files.compile_pattern(pattern), data, StopFlag()))
+        assert got == expected, pattern
 
 
 # 6. a command cancelled while it starts is killed with its whole group

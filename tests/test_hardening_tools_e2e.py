@@ -84,14 +84,47 @@ def test_signal_during_a_command_kills_it_and_ends_co(
 
 
 @pytest.mark.timeout(60)
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "setsid bash -c 'echo $$ > escaped.pid; sleep 300' & wait",
+        "( ( exec sleep 300 ) & echo $! > escaped.pid ) ; sleep 300",
+        "setsid sleep 300 > /dev/null 2>&1 & echo $! > escaped.pid; sleep 300",
+    ],
+    ids=["setsid holding the output", "double fork", "setsid"],
+)
+def test_a_signal_ends_co_when_a_command_left_its_group(
+    co_server_env: dict[str, str], workdir: Path, scripted_server: ScriptedServer, sig: signal.Signals, command: str
+) -> None:
+    """A process that left the command's group (and may hold its output pipe) neither keeps co from ending
+    nor outlives it; co exits without a traceback."""
+    scripted_server.script(ToolCalls([("run_shell", {"command": command})]), Text("never reached"))
+    co = start_co(["chat", "-p", "run it", "--approve-all"], co_server_env, workdir)
+    try:
+        escaped = int(wait_for_file(workdir / "escaped.pid", 20))
+        co.send_signal(sig)
+        co.wait(timeout=10)
+    finally:
+        if co.poll() is None:
+            co.kill()
+        output = co.communicate()
+    assert co.returncode == 128 + sig, output
+    assert_dies(escaped)
+    assert "Traceback" not in output[1] and "Event loop is closed" not in output[1]
+
+
+@pytest.mark.timeout(60)
 def test_background_process_of_a_finished_command_is_killed_at_exit(
     co_server_env: dict[str, str], workdir: Path, scripted_server: ScriptedServer
 ) -> None:
-    command = "sleep 300 >/dev/null 2>&1 & echo $! > bg.pid"
+    command = "sleep 300 >/dev/null 2>&1 & echo $! > bg.pid; setsid sleep 300 >/dev/null 2>&1 & echo $! > sid.pid"
     scripted_server.script(ToolCalls([("run_shell", {"command": command})]), Text("started it"))
     result = run_co(["chat", "-p", "start", "--approve-all"], co_server_env, workdir)
     assert result.returncode == 0, result.stderr
     assert_dies(int((workdir / "bg.pid").read_text()))
+    assert_dies(int((workdir / "sid.pid").read_text()))
+    assert "Traceback" not in result.stderr and "Event loop is closed" not in result.stderr
 
 
 @pytest.mark.timeout(60)

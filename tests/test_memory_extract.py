@@ -137,6 +137,22 @@ def test_secrets_from_the_model_are_dropped(store: Memories) -> None:
     assert [p.text for p in store.proposals(None)] == ["The user deploys on Fridays"]
 
 
+@pytest.mark.parametrize("mode", ["review", "auto"])
+@pytest.mark.parametrize(
+    "secret",
+    [
+        "The user's DB_PASSWORD=hunter2 on staging",
+        "The user's GITHUB_TOKEN=abc123def456ghi7",
+        "The user's Slack webhook is https://hooks.slack.com/services/T0001/B0001/abcdefghijklmnop",
+        "The user's API key is 01234567-89ab-cdef-0123-456789abcdef",
+    ],
+)
+def test_common_credential_spellings_are_dropped(store: Memories, mode: str, secret: str) -> None:
+    run_worker(store, structured(facts=[secret, "The user deploys on Fridays"]), f"note: {secret}", mode)
+    kept = [m.text for m in store.list(statuses=("active", "proposed", "deleted"))]
+    assert kept == ["The user deploys on Fridays"]
+
+
 def test_short_messages_are_not_sent_to_the_model(store: Memories) -> None:
     calls: list[str] = []
     run_worker(store, structured(facts=["The user says thanks"], calls=calls), "thanks!")

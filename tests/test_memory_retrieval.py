@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from co_cli.config import OwnFiles
 from co_cli.memory.inject import relevant_memories, render_memory_section
 from co_cli.memory.instructions_files import load_instructions_files, project_root
 from co_cli.memory.retrieval import Scored, near_duplicate, query_terms, rank, score, select
@@ -116,7 +117,7 @@ def test_agents_md_from_repo_root_down_to_cwd_nearest_last(tmp_path: Path) -> No
     config = tmp_path / "config"
     config.mkdir()
     (config / "AGENTS.md").write_text("user rule")
-    found = load_instructions_files(sub, config, 8000)
+    found = load_instructions_files(sub, config, 8000, OwnFiles(()))
     assert project_root(sub) == repo.resolve()
     section = found.section
     assert "outside the repo" not in section
@@ -131,10 +132,10 @@ def test_instructions_files_capped_farthest_cut_first(tmp_path: Path) -> None:
     sub.mkdir()
     (tmp_path / "AGENTS.md").write_text("far line\n" * 400)  # ~900 tokens
     (sub / "AGENTS.md").write_text("near rule stays whole")
-    found = load_instructions_files(sub, tmp_path / "noconfig", 200)
+    found = load_instructions_files(sub, tmp_path / "noconfig", 200, OwnFiles(()))
     assert "near rule stays whole" in found.section
     far = next(f for f in found.files if f.path.parent == tmp_path)
     assert far.cut and far.shown_tokens <= 200
     assert "[cut:" in found.section and "instructions_files_max_tokens" in found.section
     assert found.tokens < 400
-    assert load_instructions_files(sub, tmp_path / "noconfig", 0).section == ""
+    assert load_instructions_files(sub, tmp_path / "noconfig", 0, OwnFiles(())).section == ""

@@ -131,6 +131,30 @@ SECRETS = [
     "-----BEGIN RSA PRIVATE KEY----- MIIE",
     "the deploy token is " + secrets.token_urlsafe(32),
     "connect with postgres://admin:s3cret@db.internal/prod",
+    # Common spellings of a credential in config files, shells and headers.
+    "DB_PASSWORD=hunter2 in the staging env",
+    "db_password = 'correcthorse'",
+    "set PGPASSWORD=Tr0ub4dor before psql",
+    "export MYSQL_PWD=letmein99",
+    "GITHUB_TOKEN=abcdef1234567890",
+    "the CI uses NPM_TOKEN=abc123def456",
+    "call it with access_token=ya29.a0AfH6SMBx",
+    "refresh_token: 1//0gLx-abc",
+    "client_secret: GOCSPX-abcdefghijkl",
+    '{"client_secret": "mysecretvalue"}',
+    '"password": "hunter"',
+    "Authorization: Bearer abc123def456ghi789",
+    "send the header authorization=Basic dXNlcjpwYXNzd29yZDEyMw==",
+    "curl -H 'Authorization: token 1a2b3c4d5e6f7a8b9c0d'",
+    "the stripe webhook secret is 9f86d081884c7d659a2feaa0c55ad015",
+    "api key 3f9a1c2b7d4e5f60718293a4b5c6d7e8f9012345abcdef01",
+    "HEROKU_API_KEY is 01234567-89ab-cdef-0123-456789abcdef",
+    "the key is 123e4567-e89b-12d3-a456-426614174000",
+    "alerts go to https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX",
+    "https://discord.com/api/webhooks/123456789012345678/AbCdEf_GhIjKlMnOp",
+    "use hf_abcdefghijklmnopqrstuvwxyzABCDEFGH for the hub",
+    "Azure: DefaultEndpointsProtocol=https;AccountName=acme;AccountKey=Zm9vYmFyYmF6cXV4",
+    "SECRET_KEY=django-insecure-x7",
 ]
 
 
@@ -158,6 +182,19 @@ def test_secrets_are_refused_and_nothing_reaches_the_database(store: Memories, t
         "The user prefers ConfigurationManagerFactoryBuilderImpl2 names",
         "Tests live in /usr/local/lib/python3.11/site-packages/co_cli/tests",
         "The user uses the password manager 1Password",
+        "The user sets max_tokens=4000 for long answers",
+        "TOKENIZERS_PARALLELISM=false silences the warning",
+        "The auth: flow uses SSO through Okta",
+        "The password: field must not be logged",
+        "GITHUB_TOKEN=${{ secrets.GITHUB_TOKEN }} in the workflow",
+        "OPENAI_API_KEY=$OPENAI_API_KEY is passed through",
+        "set api_key: <your key> in settings.json",
+        "session id 0190b2c4-7d3e-7a1f-9c2b-5e6f7a8b9c0d was the long one",
+        "release commit 3f9a1c2b7d4e5f60718293a4b5c6d7e8f9012345 is tagged v2",
+        "the image digest sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+        "The user prefers Bearer tokens over basic authentication",
+        "Deploys use the Slack channel #deploys",
+        "bypass=always is set for the cache",
     ],
 )
 def test_ordinary_text_is_not_taken_for_a_secret(text: str) -> None:
@@ -249,3 +286,27 @@ def test_sessions_recover_keeps_memories_and_their_history(tmp_path: Path) -> No
     copy.undo()
     assert copy.get(gone.id).status == "active"
     db.close()
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("The user likes \x1b]52;c;c2VjcmV0\x07tea", "The user likes tea"),
+        ("Clear \x1b[2J\x1b[Hthe screen never", "Clear the screen never"),
+        ("C1 \x9b31mred\x9b0m text", "C1 red text"),
+        ("Title \x1b]0;pwned\x1b\\ set", "Title set"),
+        ("Bell\x07 and back\x08space and DEL\x7f", "Bell and backspace and DEL"),
+        ("Tabs\tand\nnew\r\nlines", "Tabs and new lines"),
+        ("DCS \x90qpayload\x9c gone", "DCS gone"),
+    ],
+)
+def test_control_sequences_are_not_stored(store: Memories, tmp_path: Path, text: str, kept: str) -> None:
+    """On every path a memory is written (add, propose, edit, replace): stored without escape sequences."""
+    added = store.add(text, actor="model")
+    proposed = store.propose(text, proposal="add")
+    edited = store.edit(store.add("The user uses vim", actor="user").ref, text)
+    assert added.text == proposed.text == edited.text == kept
+    raw = sqlite3.connect(tmp_path / "co.db")
+    dump = "\n".join(raw.iterdump())
+    raw.close()
+    assert "\x1b" not in dump and "\x9b" not in dump and "\x07" not in dump

@@ -35,7 +35,9 @@ def session(store: Store, title: str, prompt: str, answer: str, cwd: str = "/hom
 
 def test_match_query_quotes_words_and_makes_the_last_a_prefix() -> None:
     assert match_query("pel") == '"pel"*'
-    assert match_query('say "hi" AND') == '"say" """hi""" "AND"*'
+    assert match_query('say "hi" AND') == '"say" "hi" "AND"*'
+    assert match_query("pel pelican pel") == '"pelican" "pel"*'
+    assert match_query("kestrel " * 500 + "kes") == '"kestrel" "kes"*'
     assert match_query("done ") == '"done"'
     assert match_query("   ") == ""
 

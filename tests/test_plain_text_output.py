@@ -70,6 +70,6 @@ def test_memory_overview_shows_memories_and_pins_without_escapes(core: Core) -> 
     asyncio.run(session())
     shown = screen.getvalue()
     assert app.errors == 0
-    assert "Deploys go through [bold]ci[/bold] ]0;owned only" in shown
+    assert "Deploys go through [bold]ci[/bold] only" in shown  # the memory was stored without the sequence
     assert "1. keep [/x] as typed [31m" in shown
     assert "\x1b]0" not in shown and "\x07" not in shown

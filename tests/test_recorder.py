@@ -1,8 +1,8 @@
 """The recorder, the only writer of a live session: a finished turn is one transaction, whole or not at all.
 
 A turn leaves its prompt (committed before the model is called) and then, in one transaction, its messages
-and status, its usage rows, the compactions made during it, the pins a summary found and the memory
-extraction queue item. A crash at any point leaves either the whole turn or only its prompt.
+and status, its usage rows, the compactions made during it, the pins a summary found, the task list it set, its
+tool calls and the memory extraction queue item. A crash at any point leaves either the whole turn or only its prompt.
 """
 
 from __future__ import annotations
@@ -20,11 +20,12 @@ import pytest
 from pydantic_ai import CancellationToken
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
 
-from co_cli.deps import SessionState
+from co_cli.deps import SessionState, Task
 from co_cli.errors import StoreError
 from co_cli.session.recorder import Extraction, Recorder, TurnRecord
 from co_cli.store import CompactionRecord, Store
 from co_cli.store.db import Database
+from co_cli.store.tool_calls import ToolCallRow
 from co_cli.store.usage import TurnUsage
 from tests.test_turn_core import Core, RecordingView, core, echo, streaming_model
 
@@ -54,6 +55,8 @@ def whole_turn(recorder: Recorder, i: int) -> None:
             usage=[TurnUsage("chat", f"chat-{i}", 1, 10, 5), TurnUsage("summary", f"summary-{i}", 1, 50, 8)],
             compactions=[record],
             pins=[(f"pin {i}", "summary")],
+            tasks=[Task(f"task {i}", "in_progress", 1.0, 2.0)],
+            tool_calls=[ToolCallRow(f"tool-{i}", "ok", 0.5)],
             extraction=Extraction(prompt, "project"),
         )
     )
@@ -97,6 +100,8 @@ def turn_rows(store: Store, session_id: str, i: int) -> dict[str, bool]:
             "SELECT 1 FROM compactions WHERE session_id = ? AND summary = ?", session_id, f"summary {i}"
         ),
         "pin": found("SELECT 1 FROM pins WHERE session_id = ? AND text = ?", session_id, f"pin {i}"),
+        "tasks": found("SELECT 1 FROM task_lists WHERE session_id = ? AND items LIKE ?", session_id, f'%"task {i}"%'),
+        "tool calls": found("SELECT 1 FROM tool_calls WHERE session_id = ? AND tool = ?", session_id, f"tool-{i}"),
         "queued": found("SELECT 1 FROM memory_queue WHERE session_id = ? AND text LIKE ?", session_id, f"prompt {i} %"),
     }
 

@@ -393,7 +393,7 @@ def test_search_never_raises_on_fts_syntax(store: Store, query: str) -> None:
 
 
 def test_fts_query_quotes_every_term() -> None:
-    assert fts_query('foo "bar" NEAR(x)') == '"foo" """bar""" "NEAR(x)"'
+    assert fts_query('foo "bar" NEAR(x)') == '"foo" "bar" "NEAR x"'
     assert fts_query('  ""  ') == ""
 
 
@@ -749,3 +749,84 @@ def test_import_rejects_invalid_messages(store: Store) -> None:
     with pytest.raises(CoError, match="seq"):
         import_json(store, json.dumps(document), repair_orphans)
     assert store.sessions.count() == 1
+
+
+# A search query is normalised: repeated terms once, a bounded number of bounded terms, FTS5 syntax literal.
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("kestrel " * 2000, '"kestrel"'),
+        ("Kestrel KESTREL kestrel. (kestrel) kestrel, " * 100, '"Kestrel"'),
+        ("a-b a_b A-B", '"a b"'),
+        ('NEAR("odd" * OR AND', '"NEAR odd" "OR" "AND"'),
+        (" ".join(f"w{i}" for i in range(100)), " ".join(f'"w{i}"' for i in range(16))),
+        ("x" * 100_000, '"' + "x" * 64 + '"'),
+        ("-".join(["ab"] * 1000), '"' + " ".join(["ab"] * 21 + ["a"]) + '"'),
+        ("*** ---", ""),
+    ],
+)
+def test_search_queries_are_normalised(query: str, expected: str) -> None:
+    from co_cli.store.search import fts_query
+
+    assert fts_query(query) == expected
+
+
+def test_after_a_takeover_ends_the_first_holder_still_keeps_the_session(store: Store, db_path: Path) -> None:
+    """A holds the session, B takes it with --force and closes: a third co without --force is still refused
+    while A runs (both would write one session: two answers in a row), and gets it once A is gone."""
+    sid = new(store)
+    save_turn(store, sid, text_turn("q", "a"))
+    first = _child_holding(db_path, sid)
+    try:
+        with Store.open(db_path) as second:
+            second.locks.acquire(sid, force=True)
+            assert sid in store.locks.open_elsewhere()
+            second.locks.release(sid)
+        assert sid in store.locks.open_elsewhere()  # the first still has it open
+        with pytest.raises(SessionBusy):
+            store.locks.acquire(sid)
+        with Store.open(db_path) as third, pytest.raises(SessionBusy):
+            third.locks.acquire(sid)
+    finally:
+        first.kill()
+        first.communicate()
+    store.locks.acquire(sid)  # the first is gone: free without --force
+    store.locks.release(sid)
+    assert list((db_path.parent / "co-cli.db.locks").iterdir()) == []
+
+
+def test_export_all_writes_each_session_as_the_one_by_one_export_does(store: Store) -> None:
+    """``export --all`` writes the saved JSON as it is, without validating it again: the same documents as the
+    one-session export, credentials and instructions left out even from rows saved before co left them out."""
+    import json
+
+    from co_cli.store.export import export_all_json_lines, export_document, export_json, export_json_line
+
+    first, second = new(store, "first"), new(store, "ünïcode «title» \u2028")
+    save_turn(store, first, text_turn("q1", "a1"))
+    save_turn(store, second, text_turn('q2 with "quotes" and \\ and ünïcode', "a2\nline"))
+    legacy_request = ModelRequest(parts=[UserPromptPart("old")], instructions="SECRET-INSTRUCTIONS from AGENTS.md")
+    legacy_response = ModelResponse(
+        parts=[TextPart("old answer")], model_name="m", provider_url="https://user:pw-SECRET@host/v1?key=SECRET"
+    )
+    from pydantic_ai.messages import ModelMessagesTypeAdapter
+
+    with store.db.transaction() as tx:  # as a co that saved them whole wrote them
+        for seq, message in ((2, legacy_request), (3, legacy_response)):
+            raw = ModelMessagesTypeAdapter.dump_json([message]).decode()
+            tx.execute(
+                "INSERT INTO messages (session_id, seq, created_at, kind, text, json, status) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (first, seq, 1.5, "user" if seq == 2 else "assistant", "old", raw, "ok"),
+            )
+    lines = list(export_all_json_lines(store))
+    by_id = {json.loads(line)["session"]["id"]: line for line in lines}
+    assert set(by_id) == {first, second}
+    for session_id, line in by_id.items():
+        assert json.loads(line) == export_document(store, session_id) == json.loads(export_json(store, session_id))
+        assert line == export_json_line(store, session_id)
+        assert "SECRET" not in line
+    assert json.loads(by_id[first])["messages"][2]["message"]["instructions"] is None
+    assert json.loads(by_id[first])["messages"][3]["message"]["provider_url"] == "https://host/v1"

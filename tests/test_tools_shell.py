@@ -21,6 +21,7 @@ from co_cli.tools.shell import (
     BoundedCapture,
     effective_timeout,
     execute_command,
+    kill_live_groups,
     run_shell,
     split_budget,
 )
@@ -137,6 +138,57 @@ def test_cancellation_kills_the_process_group(deps: CoDeps) -> None:
 
     asyncio.run(cancel_midway())
     assert_dies(int(pid_file.read_text()))
+
+
+ESCAPES = {
+    "setsid": "setsid sleep 300 & echo $! > {pid}",
+    "setsid holding the output": "setsid bash -c 'echo $$ > {pid}; sleep 300' & sleep 0.2",
+    "double fork": "( ( sleep 300 & echo $! > {pid} ) & ) ; sleep 0.2",
+    "nohup setsid": "nohup setsid bash -c 'echo $$ > {pid}; exec sleep 300' >/dev/null 2>&1 & sleep 0.2",
+}
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("command", list(ESCAPES.values()), ids=list(ESCAPES))
+def test_a_process_that_left_the_group_is_killed_on_timeout(deps: CoDeps, command: str) -> None:
+    deps.settings.shell_timeout = 1.0
+    pid_file = deps.cwd / "escaped.pid"
+    result = shell(deps, command.format(pid=pid_file) + "; sleep 30")
+    assert result.startswith("Timed out after 1 s: the command and every process it started were killed.")
+    assert_dies(int(wait_for_file(pid_file)))
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("command", list(ESCAPES.values()), ids=list(ESCAPES))
+def test_a_process_that_left_the_group_is_killed_on_cancel(deps: CoDeps, command: str) -> None:
+    """Cancelled (Ctrl-C, SIGTERM): the tool returns at once even when an escaped process holds its output
+    pipe, and that process dies too."""
+    pid_file = deps.cwd / "escaped.pid"
+
+    async def cancel_midway() -> float:
+        task = asyncio.ensure_future(
+            run_shell(ctx_for(deps, approved=True), command.format(pid=pid_file) + "; sleep 30")
+        )
+        await asyncio.to_thread(wait_for_file, pid_file)
+        started = time.monotonic()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return time.monotonic() - started
+
+    assert asyncio.run(cancel_midway()) < 5
+    assert_dies(int(pid_file.read_text()))
+
+
+@pytest.mark.timeout(60)
+def test_a_finished_command_escaped_child_is_killed_at_exit(deps: CoDeps) -> None:
+    pid_file = deps.cwd / "escaped.pid"
+    result = shell(deps, f"setsid sleep 300 >/dev/null 2>&1 < /dev/null & echo $! > {pid_file}")
+    assert result.startswith("exit code: 0")
+    escaped = int(wait_for_file(pid_file))
+    assert process_alive(escaped)
+    kill_live_groups()  # what co runs at exit
+    assert_dies(escaped)
 
 
 def test_output_limit_keeps_head_and_tail(deps: CoDeps) -> None:

@@ -351,9 +351,7 @@ def test_a_summary_pins_the_standing_instructions_it_quotes(core: Core) -> None:
     assert [(p.text, p.source) for p in conv.pins] == [("Never push directly to main.", "summary")]
 
 
-def test_memory_extraction_is_not_attached_with_the_embedded_model_as_summariser(
-    core: Core, tmp_path: Path
-) -> None:
+def test_memory_extraction_is_not_attached_with_the_embedded_model_as_summariser(core: Core, tmp_path: Path) -> None:
     from co_cli.local.model import LocalModel
 
     local = LocalModel(tmp_path / "tiny.gguf", n_ctx=2048, max_tokens=16)

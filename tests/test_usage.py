@@ -14,6 +14,7 @@ from pydantic_ai.usage import RequestUsage
 from typer.testing import CliRunner
 
 from co_cli.session.metering import messages_cost, response_cost
+from co_cli.store.tool_calls import ToolStats
 from co_cli.store.usage import (
     TurnUsage,
     UsageTotals,
@@ -124,7 +125,7 @@ def test_co_usage_command_prints_a_table_and_json(core: Core, monkeypatch: pytes
     assert bad.exit_code != 0
 
 
-def test_tool_stats_count_calls_and_failures_per_tool() -> None:
+def test_tool_stats_count_calls_failures_and_denials_per_tool() -> None:
     from pydantic_ai.messages import ToolCallPart, ToolReturnPart
 
     from co_cli.store import StoredMessage
@@ -141,7 +142,7 @@ def test_tool_stats_count_calls_and_failures_per_tool() -> None:
         ModelRequest(parts=[ToolReturnPart("read_file", "ok", "3"), UserPromptPart("thanks")]),
     ]
     stored = [StoredMessage(i, 0.0, "", "", "ok", m) for i, m in enumerate(messages)]
-    assert tool_stats(stored) == {"read_file": (2, 1), "run_shell": (1, 1)}
+    assert tool_stats(stored) == {"read_file": ToolStats(2, 1, 0), "run_shell": ToolStats(1, 0, 1)}
 
 
 def test_slash_usage_shows_the_last_turn_and_the_session(core: Core) -> None:

@@ -68,4 +68,3 @@ def test_local_model_tests_skip_cleanly_without_the_extra(tmp_path: Path) -> Non
     )
     assert result.returncode == 0, result.stdout[-3000:]
     assert "skipped" in result.stdout
-

@@ -15,9 +15,17 @@ from co_cli.synthetic import is_summary
 from co_cli.vocabulary import MCP_TOOL_PREFIX
 
 KINDS = (
-    "instructions+tools", "instructions files", "memory", "user", "assistant", "tool returns", "summaries",
-    "mcp schemas", "mcp outputs",
-)  # fmt: skip
+    "instructions+tools",
+    "instructions files",
+    "tasks",
+    "memory",
+    "user",
+    "assistant",
+    "tool returns",
+    "summaries",
+    "mcp schemas",
+    "mcp outputs",
+)
 LABEL_CHARS = 48
 
 
@@ -108,15 +116,18 @@ def context_report(
     offload_dir: Path | None,
     instructions_files_tokens: int = 0,
     memory_tokens: int = 0,
+    tasks_tokens: int = 0,
     mcp_schema_tokens: int = 0,
 ) -> ContextReport:
     """A snapshot of the working context ``messages`` (as it would be sent).
 
-    ``overhead_tokens`` includes the instructions files and the MCP servers' tool schemas (``mcp_schema_tokens``);
-    the memory section (``memory_tokens``, the last request's) comes on top of it."""
+    ``overhead_tokens`` includes the instructions files, the task list (``tasks_tokens``) and the MCP servers'
+    tool schemas (``mcp_schema_tokens``); the memory section (``memory_tokens``, the last request's) comes on top
+    of it."""
     estimate = estimate_history(messages, overhead_tokens=overhead_tokens + memory_tokens)
     breakdown = dict.fromkeys(KINDS, 0)
-    breakdown["instructions+tools"] = overhead_tokens - instructions_files_tokens - mcp_schema_tokens
+    breakdown["instructions+tools"] = overhead_tokens - instructions_files_tokens - tasks_tokens - mcp_schema_tokens
+    breakdown["tasks"] = tasks_tokens
     breakdown["mcp schemas"] = mcp_schema_tokens
     breakdown["instructions files"] = instructions_files_tokens
     breakdown["memory"] = memory_tokens

@@ -36,6 +36,8 @@ needed to continue the work:
 - Errors met and how they were fixed.
 - Approaches that were tried and failed, so they are not tried again.
 - Pending tasks and the next step.
+The session's task list (the set_tasks tool) is kept outside the conversation and sent with every request: \
+do not copy the list, only what the tasks need that it does not say.
 If the transcript contains an earlier summary, merge its content into yours: keep everything it records \
 unless later messages supersede it.
 Write compact Markdown under the headings Goal, Instructions and constraints, Decisions, Files and \

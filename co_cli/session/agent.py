@@ -26,12 +26,13 @@ def build_agent(
     from co_cli.tools import build_toolset
     from co_cli.tools.history import build_history_toolset
     from co_cli.tools.memory import build_memory_toolset
+    from co_cli.tools.tasks import build_tasks_toolset
 
     def instructions(ctx: RunContext[CoDeps]) -> str:
         memory = memory_section(ctx.deps, ctx.prompt)
         return instructions_text(ctx.deps) + (f"\n\n{memory}" if memory else "")
 
-    toolsets: list[Any] = [build_toolset(), build_history_toolset(), build_memory_toolset()]
+    toolsets: list[Any] = [build_toolset(), build_history_toolset(), build_memory_toolset(), build_tasks_toolset()]
     if mcp is not None and len(mcp):
         from co_cli.tools.mcp.toolset import McpToolset
 
@@ -74,9 +75,10 @@ def build_agent_tool_defs() -> list[Any]:
     from co_cli.tools import build_toolset
     from co_cli.tools.history import build_history_toolset
     from co_cli.tools.memory import memory_function_toolset
+    from co_cli.tools.tasks import build_tasks_toolset
 
     defs = []
-    for toolset in (build_toolset(), build_history_toolset(), memory_function_toolset()):
+    for toolset in (build_toolset(), build_history_toolset(), memory_function_toolset(), build_tasks_toolset()):
         for tool in toolset.tools.values():
             defs.append(tool.tool_def)
     return defs

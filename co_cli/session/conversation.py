@@ -2,8 +2,8 @@
 
 No terminal I/O here: the REPL, ``-p`` and piped mode all drive this same class. What changes as the
 conversation goes on is in ``SessionState`` (``deps.state``); every write to the saved session goes through
-the ``Recorder``. Commands use the collaborators: ``conv.pins.add(text)``, ``conv.compactions.preview(focus)``,
-``conv.branches.fork(n)``, ``conv.window.report()``.
+the ``Recorder``. Commands use the collaborators: ``conv.pins.add(text)``, ``conv.tasks.add(text)``,
+``conv.compactions.preview(focus)``, ``conv.branches.fork(n)``, ``conv.window.report()``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pydantic_ai import CancellationToken
 from pydantic_ai.messages import ModelMessage
 
 from co_cli.context.working import WorkingContext
-from co_cli.deps import CoDeps, Pin, SessionState
+from co_cli.deps import CoDeps, Pin, SessionState, Task
 from co_cli.models import ResolvedModel
 from co_cli.session.background import Background
 from co_cli.session.branches import Branches
@@ -24,12 +24,14 @@ from co_cli.session.engine import Engine
 from co_cli.session.pins import Pins
 from co_cli.session.rebuild import live_context
 from co_cli.session.recorder import Recorder
+from co_cli.session.tasks import Tasks, from_stored
 from co_cli.session.turn import TurnOutcome, Turns, TurnView
 from co_cli.session.window import ContextWindow
 from co_cli.tools.approval import ApprovalPrompt
 from co_cli.tools.mcp.servers import McpServers
 
 if TYPE_CHECKING:
+    from co_cli.memory.instructions_files import InstructionsFiles
     from co_cli.store import SessionInfo
     from co_cli.store.memories import Memories
     from co_cli.store.usage import TurnUsage
@@ -63,6 +65,7 @@ class Conversation:
             on_change=self.engine.recount,
             context_window=lambda: self.engine.resolved.context_window,
         )
+        self.tasks = Tasks(self.state, self.recorder, deps.settings, lambda: deps.clock(), self.engine.recount)
         self.compactions = Compactions(self.state, self.engine, self.recorder, self.pins, self._rebuilt)
         self.background = Background(store, self.state, self.engine, self.recorder)
         self.turns = Turns(self.state, self.engine, self.recorder, self.compactions, self.pins, self.background)
@@ -116,6 +119,11 @@ class Conversation:
         return self.deps.cwd
 
     @property
+    def instructions_files(self) -> InstructionsFiles:
+        """The instructions files this conversation reads (and those it skipped, with why)."""
+        return self.deps.instructions_files
+
+    @property
     def project(self) -> str:
         """What this working directory's project-scope memories are filed under."""
         return self.deps.project
@@ -124,20 +132,22 @@ class Conversation:
     def new(self) -> None:
         """Start a new conversation (the current one stays saved)."""
         self.recorder.detach()
-        self._reset(WorkingContext(), [])
+        self._reset(WorkingContext(), [], [])
 
     def load(self, session: SessionInfo) -> None:
         """Continue a saved session: rebuild its working context exactly as the live session had it."""
         self.recorder.open(session)
         stored = self.store.pins.active(session.id)
         pins = [Pin(p.id, p.text, "summary" if p.source == "summary" else "user") for p in stored]
-        self._reset(self._rebuilt(), pins)
+        saved = self.store.tasks.latest(session.id)
+        self._reset(self._rebuilt(), pins, from_stored(saved.items) if saved else [])
 
-    def _reset(self, context: WorkingContext, pins: list[Pin]) -> None:
+    def _reset(self, context: WorkingContext, pins: list[Pin], tasks: list[Task]) -> None:
         self.state.context = context
         self.state.approved_commands.clear()  # "always" was said for the other session
         self.state.approved_tools.clear()
         self.pins.set(pins, notify=False)  # the engine is rebuilt next, counting them
+        self.tasks.set(tasks, notify=False)
         self.engine.build()
 
     def _rebuilt(self) -> WorkingContext:

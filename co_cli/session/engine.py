@@ -18,6 +18,7 @@ from co_cli.deps import CoDeps
 from co_cli.models import ResolvedModel
 from co_cli.session.agent import build_agent, overhead_tokens, summarizer_model
 from co_cli.session.metering import UsageMeter
+from co_cli.session.tool_stats import tool_timer
 from co_cli.store.usage import TurnUsage
 from co_cli.tools.approval import ApprovalPrompt, make_approval_handler
 from co_cli.tools.mcp.servers import McpServers
@@ -59,7 +60,7 @@ class Engine:
         handler = make_approval_handler(self.ask_approval, approve_all=self.approve_all, deps_getter=lambda: self.deps)
         self.agent: Agent[CoDeps, str] = build_agent(
             self.resolved.model,
-            capabilities=[self.governor, HandleDeferredToolCalls(handler=handler)],
+            capabilities=[self.governor, HandleDeferredToolCalls(handler=handler), tool_timer()],
             request_timeout=settings.request_timeout,
             mcp=self.mcp,
         )
@@ -74,7 +75,7 @@ class Engine:
         self.governor.summarizer = self.summary_model
 
     def recount(self) -> None:
-        """The instructions (pins) or the MCP tools changed: count what every request carries again."""
+        """The instructions (pins, tasks) or the MCP tools changed: count what every request carries again."""
         self.governor.pipeline.overhead_tokens = overhead_tokens(self.deps, self.mcp)
 
     @property

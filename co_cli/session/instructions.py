@@ -1,5 +1,5 @@
-"""The chat agent's instructions: co's own text, the instructions files, the session's pins and the memories
-retrieved for the request."""
+"""The chat agent's instructions: co's own text, the instructions files, the session's pins and task list, and
+the memories retrieved for the request."""
 
 from __future__ import annotations
 
@@ -8,15 +8,16 @@ from collections.abc import Sequence
 from datetime import date
 from typing import Any
 
-from co_cli.deps import CoDeps
+from co_cli.deps import CoDeps, Task
 from co_cli.memory.inject import prompt_text, relevant_memories, render_memory_section
 from co_cli.text_tokens import estimate_text_tokens
+from co_cli.tools.tasks import in_force, tasks_section
 
 
 def instructions_text(deps: CoDeps) -> str:
     """The instructions that stay the same for the whole conversation (the memory section varies per request)."""
     files = deps.instructions_files.section
-    return _base_instructions(deps) + (f"\n\n{files}" if files else "")
+    return _base_instructions(deps) + (f"\n\n{files}" if files else "") + _tasks_part(deps)
 
 
 def _base_instructions(deps: CoDeps) -> str:
@@ -30,6 +31,16 @@ def _base_instructions(deps: CoDeps) -> str:
         "search_conversation_history to look up details that the summary left out. Once a tool result "
         "arrives, answer the user in plain language."
     ) + pins_section(deps.state.pin_texts())
+
+
+def _tasks_part(deps: CoDeps) -> str:
+    section = tasks_section(tasks_in_force(deps), deps.settings.tasks_budget_tokens)
+    return f"\n\n{section}" if section else ""
+
+
+def tasks_in_force(deps: CoDeps) -> list[Task]:
+    """The task list the model is sent: without done tasks older than ``tasks_keep_done_hours``."""
+    return in_force(deps.state.tasks, deps.clock(), deps.settings.tasks_keep_done_hours)
 
 
 def pins_section(pins: list[str]) -> str:
@@ -58,8 +69,9 @@ def memory_section(deps: CoDeps, prompt: str | Sequence[Any] | None) -> str:
 
 
 def memory_report_tokens(deps: CoDeps) -> dict[str, int]:
-    """For /context: tokens of the instructions files and of the last request's memory section."""
+    """For /context: tokens of the instructions files, the task list and the last request's memory section."""
     return {
         "instructions_files_tokens": deps.instructions_files.tokens,
+        "tasks_tokens": estimate_text_tokens(_tasks_part(deps)),
         "memory_tokens": estimate_text_tokens(render_memory_section(deps.state.memory_used)),
     }

@@ -2,7 +2,8 @@
 
 A turn is written in two transactions: its prompt before the model is called (a crash keeps what the user
 typed), and the rest when it ends — its messages and status, the usage rows (chat and summariser), the
-compactions made during it, the pins a summary found and the memory-extraction queue item — in one.
+compactions made during it, the pins a summary found, the task list if the turn changed it, the tool calls and
+the memory-extraction queue item — in one.
 ``seqs_for`` tells the seqs a turn's messages will get before anything is written, so compaction spans are
 computed first.
 """
@@ -10,15 +11,29 @@ computed first.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic_ai.messages import ModelMessage
 
-from co_cli.deps import PinSource, SessionState
-from co_cli.store import CompactionRecord, SessionInfo, Store, compactions, messages, pins, queue, sessions, usage
+from co_cli.deps import PinSource, SessionState, Task
+from co_cli.store import (
+    CompactionRecord,
+    SessionInfo,
+    Store,
+    compactions,
+    messages,
+    pins,
+    queue,
+    sessions,
+    tasks,
+    tool_calls,
+    usage,
+)
 from co_cli.store.codec import is_prompt_request
+from co_cli.store.tasks import StoredTask
+from co_cli.store.tool_calls import ToolCallRow
 from co_cli.store.usage import TurnUsage
 from co_cli.vocabulary import MessageStatus
 
@@ -42,6 +57,9 @@ class TurnRecord:
     compactions: list[CompactionRecord] = field(default_factory=list)
     pins: list[tuple[str, PinSource]] = field(default_factory=list)
     """Standing instructions a summary of this turn found (text, source)."""
+    tasks: list[Task] | None = None
+    """The task list, when the turn changed it (the model's set_tasks)."""
+    tool_calls: list[ToolCallRow] = field(default_factory=list)
     extraction: Extraction | None = None
 
 
@@ -130,6 +148,9 @@ class Recorder:
             for record in turn.compactions:
                 compactions.insert(tx, session_id, record)
             pin_ids = [pins.insert(tx, session_id, text, source) for text, source in turn.pins]
+            if turn.tasks is not None:
+                tasks.insert(tx, session_id, max([turn.prompt_seq, *seqs]), stored_tasks(turn.tasks), "model", now)
+            tool_calls.insert(tx, session_id, turn.prompt_seq, turn.tool_calls, now)
             if turn.extraction is not None:
                 queue.put(tx, session_id, turn.prompt_seq, turn.extraction.text, turn.extraction.project)
         self._next_seq = max([self._next_seq - 1, *seqs]) + 1
@@ -165,6 +186,12 @@ class Recorder:
     def unpin(self, pin_id: int) -> None:
         self.store.pins.remove(self._session_id(), pin_id)
 
+    def save_tasks(self, items: Sequence[Task]) -> None:
+        """Save the task list the user changed (/tasks), as it stands after the transcript's last message (a
+        list made before the first prompt creates the session it belongs to)."""
+        session_id = self._ensure_session("")
+        self.store.tasks.save(session_id, self._next_seq - 1, stored_tasks(items), "user")
+
     # ----- the session's record -----------------------------------------------------------------------------
     def title(self, session_id: str, first_title: str, title: str, spent: TurnUsage | None) -> bool:
         """Save a title found in the background, unless the session was renamed meanwhile (it is still
@@ -191,3 +218,5 @@ class Recorder:
         return self.state.info.id
 
 
+def stored_tasks(items: Sequence[Task]) -> list[StoredTask]:
+    return [StoredTask(task.text, task.status, task.created_at, task.updated_at) for task in items]

@@ -31,7 +31,7 @@ from pydantic_ai.run import AgentRunResultEvent
 from co_cli.context.compact import CompactionResult, compaction_line
 from co_cli.context.governor import GovernorEvent
 from co_cli.context.repair import repair_orphans
-from co_cli.deps import PinSource, SessionState
+from co_cli.deps import PinSource, SessionState, Task
 from co_cli.failure_text import describe_provider_error, is_context_overflow
 from co_cli.message_view import kinds
 from co_cli.session.background import Background
@@ -40,6 +40,7 @@ from co_cli.session.engine import Engine
 from co_cli.session.metering import run_usage
 from co_cli.session.pins import Pins
 from co_cli.session.recorder import Recorder, TurnRecord
+from co_cli.session.tool_stats import tool_calls_of
 from co_cli.store import CompactionRecord
 from co_cli.synthetic import CUT_OFF_NOTE, LENGTH_NOTE, close_interrupted, interrupted_response
 from co_cli.vocabulary import MessageStatus
@@ -96,6 +97,8 @@ class Turns:
         self._notices: list[str] = []
         self._made: list[CompactionResult] = []
         """Compactions the governor made during the running turn."""
+        self._tasks_before: list[Task] = []
+        """The task list when the running turn started."""
 
     async def run(self, prompt: str, view: TurnView, token: CancellationToken) -> TurnOutcome:
         # Text that is not valid UTF-8 (e.g. stray bytes from a pipe) is sent and saved with U+FFFD instead.
@@ -117,6 +120,8 @@ class Turns:
         base = list(self.state.context.messages)
         self._notices.clear()
         self._made.clear()
+        self._tasks_before = list(self.state.tasks)
+        self.state.tool_seconds.clear()
         run = await self._run_agent(prompt, base, view, token)
         self._flush_notices(view)
         cut_off = _cut_off(run.result.new_messages(), self.engine.resolved.model) if run.result is not None else None
@@ -151,7 +156,16 @@ class Turns:
                 return await self._turn(prompt, view, token, prompt_seq, retry_on_overflow=False)
         # Keep what the failed run did (tool calls that ran, their results) in the transcript; the working
         # context stays as it was, so /retry sends the prompt again.
-        self.recorder.finish(TurnRecord(prompt_seq, repair_orphans(run.partial), "failed"))
+        partial = repair_orphans(run.partial)
+        self.recorder.finish(
+            TurnRecord(
+                prompt_seq,
+                partial,
+                "failed",
+                tasks=self._changed_tasks(),
+                tool_calls=tool_calls_of(partial, self.state.tool_seconds),
+            )
+        )
         return TurnOutcome("failed", error=describe_provider_error(failure))
 
     async def _run_agent(self, prompt: str, base: list[ModelMessage], view: TurnView, token: CancellationToken) -> _Run:
@@ -228,6 +242,8 @@ class Turns:
                 usage=[turn_usage, *([spent] if spent is not None else [])],
                 compactions=records,
                 pins=found,
+                tasks=self._changed_tasks(),
+                tool_calls=tool_calls_of(new, self.state.tool_seconds),
                 extraction=self.background.extraction(prompt) if status == "ok" else None,
             )
         )
@@ -237,6 +253,14 @@ class Turns:
         if adopted is not None:
             context.apply(adopted)
         self.state.context = context
+
+    def _changed_tasks(self) -> list[Task] | None:
+        """The task list when the turn changed it (the model's set_tasks), else None; the instructions every
+        request carries are counted again when it did."""
+        if self.state.tasks == self._tasks_before:
+            return None
+        self.engine.recount()
+        return list(self.state.tasks)
 
 
 def _show_event(event: AgentStreamEvent, view: TurnView, tool_names: dict[str, str]) -> None:

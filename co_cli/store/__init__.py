@@ -1,9 +1,9 @@
 """The session store: every conversation and every memory, saved in one SQLite file.
 
 ``Store`` opens the file once (``db``, the only way to run SQL) and hands out one object per table:
-``sessions``, ``messages``, ``compactions``, ``pins``, ``usage``, ``search``, ``memories``, ``queue`` and
-``locks``. Writes that must commit together (a whole turn) use the tables' statement-level functions inside
-one ``store.db.transaction()``.
+``sessions``, ``messages``, ``compactions``, ``pins``, ``usage``, ``search``, ``memories``, ``queue``,
+``locks``, ``tasks`` and ``tool_calls``. Writes that must commit together (a whole turn) use the tables'
+statement-level functions inside one ``store.db.transaction()``.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ from co_cli.store.messages import Messages, StoredMessage
 from co_cli.store.pins import Pins
 from co_cli.store.search import Search, SearchHit
 from co_cli.store.sessions import SessionInfo, Sessions
+from co_cli.store.tasks import TaskLists, TaskSnapshot
+from co_cli.store.tool_calls import ToolCalls
 from co_cli.store.usage import UsageLog
 
 if TYPE_CHECKING:
@@ -42,6 +44,8 @@ class Store:
         self.usage = UsageLog(db)
         self.search = Search(db)
         self.locks = OpenSessions(db)
+        self.tasks = TaskLists(db)
+        self.tool_calls = ToolCalls(db)
 
     # The memory tables are opened on first use: listing or resuming a session never needs them, and their
     # module compiles the secret patterns.
@@ -78,12 +82,16 @@ class Store:
         return copies.fork(self.db, session_id, upto_seq)
 
     def import_session(
-        self, info: SessionInfo, messages: Sequence[StoredMessage], compactions: Sequence[CompactionRecord]
+        self,
+        info: SessionInfo,
+        messages: Sequence[StoredMessage],
+        compactions: Sequence[CompactionRecord],
+        task_lists: Sequence[TaskSnapshot] = (),
     ) -> SessionInfo:
         """Insert a whole session as given (``copies.import_session``)."""
         from co_cli.store import copies
 
-        return copies.import_session(self.db, info, messages, compactions)
+        return copies.import_session(self.db, info, messages, compactions, task_lists)
 
 
 __all__ = ["CompactionRecord", "Database", "SearchHit", "SessionBusy", "SessionInfo", "Store", "StoredMessage"]

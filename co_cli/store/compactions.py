@@ -230,6 +230,10 @@ class Compactions:
         with self.db.transaction() as tx:
             return undo(tx, session_id)
 
+    def session_ids(self) -> set[str]:
+        """The sessions with at least one compaction on record (undone ones included)."""
+        return {row["session_id"] for row in self.db.read("SELECT DISTINCT session_id FROM compactions")}
+
     def list(self, session_id: str) -> builtins.list[CompactionRecord]:
         with self.db.lock:
             rows = _rows(self.db, session_id, latest_only=False)

@@ -1,6 +1,6 @@
 """Whole sessions written at once: a fork of a stored session, and a session imported as given.
 
-Each is one transaction over the sessions, messages, compactions (and, for a fork, pins) tables.
+Each is one transaction over the sessions, messages, compactions and task lists (and, for a fork, pins) tables.
 """
 
 from __future__ import annotations
@@ -9,19 +9,20 @@ import time
 from collections.abc import Sequence
 
 from co_cli.errors import CoError
-from co_cli.store import compactions, messages, pins, sessions
+from co_cli.store import compactions, messages, pins, sessions, tasks
 from co_cli.store.compactions import CompactionRecord
 from co_cli.store.db import Database
 from co_cli.store.messages import StoredMessage
 from co_cli.store.sessions import SessionInfo, is_session_id, new_session_id, normalize_title
+from co_cli.store.tasks import TaskSnapshot
 
 
 def fork(db: Database, session_id: str, upto_seq: int | None = None) -> SessionInfo:
     """Copy the session (up to ``upto_seq``) under a new id; the original is untouched.
 
-    The fork keeps the pins in force and the compactions that had happened by that point: those covering
-    only messages up to ``upto_seq`` and made before the message after it was saved, as a rebuild of the
-    working context at that point has them)."""
+    The fork keeps the pins in force, the task list as it stood after message ``upto_seq`` and the compactions
+    that had happened by that point: those covering only messages up to ``upto_seq`` and made before the message
+    after it was saved, as a rebuild of the working context at that point has them)."""
     now = time.time()
     with db.transaction() as tx:
         source = sessions.find(tx, session_id)
@@ -50,6 +51,7 @@ def fork(db: Database, session_id: str, upto_seq: int | None = None) -> SessionI
         info.compaction_count = compactions.copy(tx, session_id, info.id, upto, following)
         sessions.add_counts(tx, info.id, updated_at=now, compactions=info.compaction_count)
         pins.copy(tx, session_id, info.id)
+        tasks.copy(tx, session_id, info.id, upto)
     return info
 
 
@@ -58,6 +60,7 @@ def import_session(
     info: SessionInfo,
     transcript: Sequence[StoredMessage],
     records: Sequence[CompactionRecord],
+    task_lists: Sequence[TaskSnapshot] = (),
 ) -> SessionInfo:
     """Insert a whole session as given; a taken or malformed id is replaced by a new one."""
     rows = [messages.encode(m.seq, m.created_at, m.message, m.status) for m in transcript]
@@ -71,4 +74,5 @@ def import_session(
         sessions.insert(tx, info)
         messages.insert(tx, info.id, rows)
         compactions.insert_rows(tx, info.id, stored)
+        tasks.insert_snapshots(tx, info.id, task_lists)
     return info

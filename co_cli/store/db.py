@@ -16,7 +16,7 @@ import random
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -26,6 +26,8 @@ from co_cli.store.lockfiles import SessionLocks
 from co_cli.terminal_text import printable
 
 BUSY_TIMEOUT_MS = 10_000
+STOP_CHECK_STEPS = 10_000
+"""SQLite virtual-machine steps between two looks at a query's stop flag (well under a millisecond)."""
 # Every commit is on disk before co goes on (the WAL is synced at each commit): a power cut loses no
 # saved turn. NORMAL would sync only at checkpoints; docs/performance.md has the cost of each.
 SYNCHRONOUS = "FULL"
@@ -332,10 +334,19 @@ class Database:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def read(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
-        """Every row of a query (StoreError on any database error)."""
+    def read(
+        self, sql: str, params: Sequence[Any] = (), *, stop: Callable[[], bool] | None = None
+    ) -> list[sqlite3.Row]:
+        """Every row of a query (StoreError on any database error). A long query ends (StoreError) soon after
+        ``stop()`` turns true: a search abandoned by a cancelled turn does not hold the connection's lock."""
         with self.lock, translated_errors(self.path):
-            return self._conn.execute(sql, params).fetchall()
+            if stop is None:
+                return self._conn.execute(sql, params).fetchall()
+            self._conn.set_progress_handler(lambda: int(stop()), STOP_CHECK_STEPS)
+            try:
+                return self._conn.execute(sql, params).fetchall()
+            finally:
+                self._conn.set_progress_handler(None, 0)
 
     def read_one(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Row | None:
         """The first row of a query, or None."""

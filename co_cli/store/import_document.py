@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import fields
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from co_cli.errors import CoError
 from co_cli.store.codec import valid_utf8
@@ -18,6 +18,8 @@ from co_cli.store.compactions import CompactionRecord
 from co_cli.store.messages import StoredMessage
 from co_cli.store.schema import MESSAGE_KINDS, MESSAGE_STATUSES
 from co_cli.store.sessions import SessionInfo, is_session_id
+from co_cli.store.tasks import StoredTask, TaskSnapshot
+from co_cli.vocabulary import TASK_STATUSES
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
@@ -144,13 +146,43 @@ def _parse_compaction(item: Any, index: int, message_count: int) -> CompactionRe
     )
 
 
+def _parse_task_list(item: Any, index: int, message_count: int) -> TaskSnapshot:
+    where = f"task_lists[{index}]"
+    if not isinstance(item, dict):
+        raise invalid(f"{where} is not an object")
+    source = _require(item, "source", str, where)
+    if source not in ("model", "user"):
+        raise invalid(f"{where} has unknown source {source!r}")
+    tasks: list[StoredTask] = []
+    for n, task in enumerate(_require(item, "items", list, where)):
+        at = f"{where}.items[{n}]"
+        if not isinstance(task, dict):
+            raise invalid(f"{at} is not an object")
+        status = _require(task, "status", str, at)
+        if status not in TASK_STATUSES:
+            raise invalid(f"{at} has unknown status {status!r}")
+        created, updated = _timestamp(task, "created_at", at), _timestamp(task, "updated_at", at)
+        tasks.append(StoredTask(_text(task, "text", at), status, created, updated))
+    seq = _count(item, "seq", where, low=-1, high=message_count - 1)
+    return TaskSnapshot(seq, _timestamp(item, "created_at", where), source, tasks)
+
+
 def _optional_text(item: dict[str, Any], key: str, where: str, default: str) -> str:
     """A text field that exports of earlier versions lack."""
     return default if item.get(key) is None else _text(item, key, where)
 
 
-def parse_export(text: str) -> tuple[SessionInfo, list[StoredMessage], list[CompactionRecord]]:
-    """The session, its messages and compactions from an export; CoError naming the first bad field."""
+class ParsedExport(NamedTuple):
+    info: SessionInfo
+    messages: list[StoredMessage]
+    compactions: list[CompactionRecord]
+    task_lists: list[TaskSnapshot]
+    """Every version of the task list (none in exports from before co kept one)."""
+
+
+def parse_export(text: str) -> ParsedExport:
+    """The session, its messages, compactions and task lists from an export; CoError naming the first bad
+    field."""
     try:
         document = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -171,4 +203,8 @@ def parse_export(text: str) -> tuple[SessionInfo, list[StoredMessage], list[Comp
     if info.fork_seq is not None and info.fork_seq >= len(messages):
         raise invalid(f"session.fork_seq is out of range ({info.fork_seq})")
     compactions = [_parse_compaction(item, index, len(messages)) for index, item in enumerate(raw_compactions)]
-    return info, messages, compactions
+    raw_lists = document.get("task_lists", [])
+    if not isinstance(raw_lists, list):
+        raise invalid("document.task_lists has the wrong type")
+    task_lists = [_parse_task_list(item, index, len(messages)) for index, item in enumerate(raw_lists)]
+    return ParsedExport(info, messages, compactions, task_lists)

@@ -7,17 +7,25 @@ machine, containers sharing the data directory included, see each other's locks.
 A lock file is removed by its holder on release. Between opening a file and locking it another process
 may have removed (released) or replaced (taken over) it, so a lock counts only if the locked file is
 still the one at the path; otherwise the attempt starts again.
+
+A takeover (``--force``) renames the holder's file to ``<id>.lock.taken-…`` rather than removing it: the
+old holder still runs and still holds its lock there, so a later co without ``--force`` sees it and is
+refused, even once the co that took over has released the session. A renamed file whose holder has ended
+is removed by whoever finds it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import glob
 import os
+import time
 from pathlib import Path
 
 from co_cli.errors import StoreError
 
+TAKEN = ".taken-"
 _ATTEMPTS = 50  # files replaced under us this often in a row means someone keeps taking the lock
 
 
@@ -56,11 +64,14 @@ class SessionLocks:
                 if not force:
                     return False
                 with contextlib.suppress(FileNotFoundError):
-                    os.unlink(path)
+                    os.rename(path, path.with_name(f"{path.name}{TAKEN}{os.getpid()}-{time.time_ns()}"))
                 continue
             if not _is_current(fd, path):
                 os.close(fd)  # released or taken over meanwhile: try the file now at the path
                 continue
+            if not force and self._taken_and_alive(session_id):
+                self._drop(fd, path)  # an earlier holder, taken over, still runs
+                return False
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, 0)
                 os.write(fd, f"{os.getpid()}\n".encode())
@@ -69,16 +80,38 @@ class SessionLocks:
         return False
 
     def release(self, session_id: str) -> None:
-        """Unlock the session and remove its lock file (if it is still ours: --force may have replaced it)."""
+        """Unlock the session and remove its lock file (the renamed one if the session was taken over)."""
         fd = self._held.pop(session_id, None)
         if fd is None:
             return
+        self._drop(fd, self.path(session_id))
+        self._taken_and_alive(session_id)  # removes the files of taken-over holders that have ended
+
+    def _drop(self, fd: int, path: Path) -> None:
+        """Remove the lock file ``fd`` has open (at ``path``, or renamed by a takeover), then unlock it."""
         try:
-            if _is_current(fd, self.path(session_id)):
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(self.path(session_id))
+            for candidate in (path, *self._taken_files(path.name.removesuffix(".lock"))):
+                if _is_current(fd, candidate):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(candidate)
+                    break
         finally:
             os.close(fd)  # closing the last descriptor drops the lock
+
+    def _taken_files(self, session_id: str) -> list[Path]:
+        return sorted(self.directory.glob(f"{glob.escape(session_id)}.lock{TAKEN}*"))
+
+    def _taken_and_alive(self, session_id: str) -> bool:
+        """Whether a holder this session was taken from still runs (its renamed file is locked); the files of
+        holders that have ended are removed."""
+        alive = False
+        for path in self._taken_files(session_id):
+            if _locked_by_another(path):
+                alive = True
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
+        return alive
 
     def release_all(self) -> None:
         for session_id in list(self._held):
@@ -89,20 +122,12 @@ class SessionLocks:
         held: list[str] = []
         if not self.directory.is_dir():
             return held
-        for path in sorted(self.directory.glob("*.lock")):
-            session_id = path.name.removesuffix(".lock")
-            if session_id in self._held:
+        for path in sorted(self.directory.glob("*.lock*")):
+            session_id = path.name.split(".lock", 1)[0]
+            if session_id in held or (session_id in self._held and path == self.path(session_id)):
                 continue
-            try:
-                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-            except OSError:
-                continue
-            try:
-                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            except BlockingIOError:
+            if _locked_by_another(path):
                 held.append(session_id)
-            finally:
-                os.close(fd)
         return held
 
     def _ensure_directory(self) -> None:
@@ -113,6 +138,21 @@ class SessionLocks:
             os.chmod(self.directory, 0o700)  # mkdir's mode is reduced by the umask
         except OSError as exc:
             raise StoreError(f"cannot create the session lock directory {self.directory}: {exc.strerror}") from None
+
+
+def _locked_by_another(path: Path) -> bool:
+    """Whether another process (or another descriptor of this one) holds the lock file at ``path``."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
 
 
 def _is_current(fd: int, path: Path) -> bool:

@@ -29,6 +29,7 @@ from co_cli.secrets import find_secret, refusal
 from co_cli.store.db import Database, Reader, Transaction
 from co_cli.store.messages import saved_text
 from co_cli.store.schema import MEMORY_KINDS, MEMORY_SCOPES
+from co_cli.terminal_text import without_control_sequences
 
 Actor = Literal["user", "model", "extractor"]
 TEXT_MAX_CHARS = 500
@@ -134,8 +135,9 @@ def parse_ref(ref: str | int) -> int:
 
 
 def clean_text(text: str) -> str:
-    """One statement on one line: whitespace collapsed; refused if empty, too long or a secret."""
-    line = " ".join(text.encode("utf-8", "replace").decode("utf-8").replace("\x00", " ").split())
+    """One statement on one line: terminal control sequences removed, whitespace collapsed; refused if empty,
+    too long or a secret."""
+    line = " ".join(without_control_sequences(text.encode("utf-8", "replace").decode("utf-8")).split())
     if not line:
         raise MemoryRefused("a memory needs some text")
     if len(line) > TEXT_MAX_CHARS:

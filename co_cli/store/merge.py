@@ -25,11 +25,13 @@ from co_cli.errors import CoError, SessionBusy
 from co_cli.store import compactions as compaction_rows
 from co_cli.store import messages as message_rows
 from co_cli.store import sessions
+from co_cli.store import tasks as task_rows
 from co_cli.store.compactions import CompactionRecord
 from co_cli.store.export import Repair, resumable
-from co_cli.store.import_document import parse_export
-from co_cli.store.messages import MessageRow, StoredMessage
+from co_cli.store.import_document import ParsedExport, parse_export
+from co_cli.store.messages import MessageRow
 from co_cli.store.sessions import SessionInfo, new_session_id
+from co_cli.store.tasks import TaskSnapshot
 
 if TYPE_CHECKING:
     from co_cli.store import Store
@@ -57,10 +59,7 @@ class MergeReport:
         return ", ".join(parts)
 
 
-Parsed = tuple[SessionInfo, list[StoredMessage], list[CompactionRecord]]
-
-
-def documents(text: str) -> Iterator[Parsed]:
+def documents(text: str) -> Iterator[ParsedExport]:
     """The sessions in ``text``: one export document (``export -f json``) or JSON lines (``export --all``).
 
     Every document is checked (``parse_export``); CoError names the line of the first bad one."""
@@ -105,19 +104,14 @@ def merge_import(store: Store, text: str, repair: Repair) -> MergeReport:
     """Merge every session of an export into the store; each transcript is first closed so it can be
     continued (``resumable`` with ``repair``)."""
     report = MergeReport()
-    for info, messages, compactions in documents(text):
+    for info, messages, compactions, task_lists in documents(text):
         messages, compactions = resumable(messages, compactions, repair)
-        _merge_one(store, info, messages, compactions, report)
+        _merge_one(store, ParsedExport(info, messages, compactions, task_lists), report)
     return report
 
 
-def _merge_one(
-    store: Store,
-    info: SessionInfo,
-    messages: list[StoredMessage],
-    compactions: list[CompactionRecord],
-    report: MergeReport,
-) -> None:
+def _merge_one(store: Store, parsed: ParsedExport, report: MergeReport) -> None:
+    info, messages, compactions, task_lists = parsed
     encoded = [message_rows.encode(m.seq, m.created_at, m.message, m.status) for m in messages]
     keys = [_key(row.created_at, row.kind, row.status, row.text) for row in encoded]
     best: tuple[int, str, int] | None = None  # (shared messages, local id, local length)
@@ -130,12 +124,12 @@ def _merge_one(
         if best is None or shared > best[0] or (shared == best[0] and shared == len(local)):
             best = (shared, local_id, len(local))
     if best is None:
-        report.imported.append(store.import_session(info, messages, compactions))
+        report.imported.append(store.import_session(info, messages, compactions, task_lists))
         return
     shared, local_id, local_length = best
     if shared == local_length:
         try:
-            added = _append(store, local_id, shared, encoded[shared:], compactions)
+            added = _append(store, local_id, shared, encoded[shared:], compactions, task_lists)
         except SessionBusy:
             report.busy.append(local_id)
             return
@@ -144,7 +138,7 @@ def _merge_one(
     info.parent_id = local_id
     info.fork_seq = shared - 1
     info.id = new_session_id()
-    report.forked.append((store.import_session(info, messages, compactions), local_id))
+    report.forked.append((store.import_session(info, messages, compactions, task_lists), local_id))
 
 
 def _append(
@@ -153,9 +147,10 @@ def _append(
     expected_length: int,
     rows: Sequence[MessageRow],
     compactions: Sequence[CompactionRecord],
+    task_lists: Sequence[TaskSnapshot],
 ) -> int:
-    """Append the messages (seqs continuing the local ones) and the compactions the local copy lacks, in one
-    transaction; SessionBusy if another co has the session open, CoError if it changed meanwhile."""
+    """Append the messages (seqs continuing the local ones) and the compactions and task-list versions the local
+    copy lacks, in one transaction; SessionBusy if another co has the session open, CoError if it changed meanwhile."""
     with store.locks.holding(session_id), store.db.transaction() as tx:
         if sessions.find(tx, session_id).message_count != expected_length:
             raise CoError(f"session {session_id} changed during the import; import again")
@@ -165,6 +160,10 @@ def _append(
         }
         new = [c for c in compactions if (round(c.created_at, 6), c.from_seq, c.upto_seq) not in have]
         compaction_rows.insert_rows(tx, session_id, [compaction_rows.encode(c) for c in new])
+        versions = task_rows.spans(tx, session_id)
+        task_rows.insert_snapshots(
+            tx, session_id, [s for s in task_lists if (round(s.created_at, 6), s.seq) not in versions]
+        )
         last = max((row.created_at for row in rows), default=time.time())
         sessions.add_counts(tx, session_id, updated_at=last, messages=len(rows), compactions=len(new), keep_later=True)
     return len(rows)

@@ -53,8 +53,11 @@ _SESSION_ROWS = {
         "session_id, created_at, role, model, requests, input_tokens, output_tokens, cache_read_tokens, "
         "cache_write_tokens, cost_usd"
     ),
+    "task_lists": "session_id, seq, created_at, source, items",
+    "tool_calls": "session_id, seq, created_at, tool, outcome, seconds",
 }
-"""Further per-session tables copied as they are (pinned instructions, usage), when the database has them."""
+"""Further per-session tables copied as they are (pinned instructions, usage, task lists, tool calls), when the
+database has them."""
 _MEMORY_ROWS = {
     "memories": (
         "text, scope, project, kind, status, source_session, source_seq, created_at, updated_at, replaced_by, "

@@ -1,11 +1,13 @@
 """Keep credentials out of saved messages: a response's ``provider_url`` is the configured ``base_url``,
-which may carry a user and password (``https://user:pass@host``) or a key in its query (``?api-key=…``)."""
+which may carry a user and password (``https://user:pass@host``) or a key in its query (``?api-key=…``); a
+request's ``instructions`` hold the instructions files, the pins and the memories sent with it, which are
+read afresh for every request and never saved with the messages (nor exported)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 if TYPE_CHECKING:
@@ -29,8 +31,9 @@ def url_without_credentials(url: str) -> str:
 
 
 def without_credentials(messages: Sequence[ModelMessage]) -> list[ModelMessage]:
-    """``messages`` with every response's ``provider_url`` stripped of credentials; the input is not changed."""
-    from pydantic_ai.messages import ModelResponse
+    """``messages`` as they are saved: every response's ``provider_url`` stripped of credentials and every
+    request's instructions left out; the input is not changed."""
+    from pydantic_ai.messages import ModelRequest, ModelResponse
 
     cleaned: list[ModelMessage] = []
     for message in messages:
@@ -38,5 +41,19 @@ def without_credentials(messages: Sequence[ModelMessage]) -> list[ModelMessage]:
             safe = url_without_credentials(message.provider_url)
             if safe != message.provider_url:
                 message = replace(message, provider_url=safe or None)
+        elif isinstance(message, ModelRequest) and message.instructions is not None:
+            message = replace(message, instructions=None)
         cleaned.append(message)
     return cleaned
+
+
+def saved_json_without_credentials(message: dict[str, Any]) -> dict[str, Any]:
+    """``without_credentials`` for one message in pydantic-ai's JSON form (as it is saved); the input is not
+    changed."""
+    if message.get("kind") == "response" and isinstance(message.get("provider_url"), str):
+        safe = url_without_credentials(message["provider_url"])
+        if safe != message["provider_url"]:
+            return {**message, "provider_url": safe or None}
+    elif message.get("kind") == "request" and message.get("instructions") is not None:
+        return {**message, "instructions": None}
+    return message

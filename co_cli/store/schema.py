@@ -238,6 +238,36 @@ def _migrate_memories(conn: sqlite3.Connection) -> None:
     run_script(conn, MEMORY_SCHEMA)
 
 
+def _migrate_tasks_and_tool_calls(conn: sqlite3.Connection) -> None:
+    """The session's task list, one snapshot per change (the list as it stood after message ``seq``), and one
+    row per tool call (its outcome and how long it ran)."""
+    run_script(
+        conn,
+        """
+        CREATE TABLE task_lists (
+            id INTEGER PRIMARY KEY,
+            session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+            seq INTEGER NOT NULL,
+            created_at REAL NOT NULL,
+            source TEXT NOT NULL CHECK (source IN ('model', 'user')),
+            items TEXT NOT NULL
+        );
+        CREATE INDEX task_lists_by_session ON task_lists (session_id, id);
+        CREATE TABLE tool_calls (
+            id INTEGER PRIMARY KEY,
+            session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+            seq INTEGER NOT NULL,
+            created_at REAL NOT NULL,
+            tool TEXT NOT NULL,
+            outcome TEXT NOT NULL CHECK (outcome IN ('ok', 'failed', 'denied')),
+            seconds REAL NOT NULL DEFAULT 0
+        );
+        CREATE INDEX tool_calls_by_session ON tool_calls (session_id, id);
+        CREATE INDEX tool_calls_by_time ON tool_calls (created_at);
+        """,
+    )
+
+
 # MIGRATIONS[i] brings a database from version i to version i + 1.
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migrate_to_v1,
@@ -245,5 +275,6 @@ MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migrate_compaction_details,
     _migrate_memories,
     _migrate_trash_and_usage,
+    _migrate_tasks_and_tool_calls,
 )
 SCHEMA_VERSION = len(MIGRATIONS)

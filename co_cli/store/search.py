@@ -9,8 +9,9 @@ of the few messages whose snippets are on screen.
 from __future__ import annotations
 
 import builtins
+import re
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,10 +46,36 @@ class ListedSession:
     cwd: str
 
 
+MAX_QUERY_TERMS = 16
+MAX_TERM_CHARS = 64
+_WORD = re.compile(r"[^\W_]+")
+"""What FTS5's unicode61 tokenizer keeps of a term: letters and digits; everything else separates words."""
+
+
+def query_phrases(text: str) -> builtins.list[str]:
+    """The terms of a search, each as a quoted FTS5 phrase of its words (so FTS5 syntax in user text is matched
+    literally): a repeated term once, at most ``MAX_QUERY_TERMS`` terms of at most ``MAX_TERM_CHARS``
+    characters. A query repeating one word hundreds of times made FTS5 superlinear (minutes over 100k
+    messages); what is left finds the same messages."""
+    phrases: builtins.list[str] = []
+    seen: set[str] = set()
+    for term in valid_utf8(text).replace("\x00", " ").split():
+        words = _WORD.findall(term[:MAX_TERM_CHARS])
+        if not words:
+            continue
+        phrase = " ".join(words)
+        if phrase.casefold() in seen:
+            continue
+        seen.add(phrase.casefold())
+        phrases.append(f'"{phrase}"')
+        if len(phrases) == MAX_QUERY_TERMS:
+            break
+    return phrases
+
+
 def fts_query(text: str) -> str:
-    """Quote every whitespace-separated term so FTS5 syntax in user text is matched literally."""
-    terms = [term.replace('"', '""') for term in valid_utf8(text).replace("\x00", " ").split()]
-    return " ".join(f'"{term}"' for term in terms if term.strip('"'))
+    """An FTS5 query matching messages that hold every term of ``text`` (``query_phrases``)."""
+    return " ".join(query_phrases(text))
 
 
 class Search:
@@ -57,8 +84,15 @@ class Search:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    def messages(self, query: str, session_id: str | None = None, limit: int = 20) -> builtins.list[SearchHit]:
-        """Full-text search of every transcript (or one), best matches first."""
+    def messages(
+        self,
+        query: str,
+        session_id: str | None = None,
+        limit: int = 20,
+        stop: Callable[[], bool] | None = None,
+    ) -> builtins.list[SearchHit]:
+        """Full-text search of every transcript (or one), best matches first; ends soon after ``stop()`` turns
+        true (``Database.read``)."""
         match = fts_query(query)
         if not match:
             return []
@@ -72,6 +106,7 @@ class Search:
             "JOIN sessions s ON s.id = m.session_id "
             f"WHERE {where} ORDER BY rank LIMIT ?",
             params,
+            stop=stop,
         )
         return [
             SearchHit(

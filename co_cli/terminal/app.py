@@ -8,6 +8,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Coroutine, Iterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from rich.console import Console
@@ -98,17 +99,9 @@ class ChatApp:
         if not self._background_started:
             self._background_started = True
             self._conv.background.start_extraction()  # what an earlier co left queued
-            self._start_mcp(self._conv.mcp)
+            if self._conv.mcp is not None:
+                start_mcp_servers(self, self._conv.mcp)
         return self._conv
-
-    def _start_mcp(self, mcp: McpServers | None) -> None:
-        """Start the MCP servers in the background; their failures are one line each (``_mcp_notice``)."""
-        if mcp is None:
-            return
-        for message in mcp.take_notices():
-            self.note(message)
-        mcp.on_notice = self._mcp_notice
-        mcp.start()
 
     async def finish_background(self) -> None:
         """Before exit: the session's title, and the memory extraction of the last turns (interrupted, that
@@ -157,6 +150,21 @@ class ChatApp:
         if self.interactive:
             self.console.print(Text("Type /help for commands, Ctrl-D to quit.", style="dim"))
 
+    def show_instructions_files(self) -> None:
+        """At start: one line naming the instructions files read (interactive only), one per file skipped."""
+        if self._conv is not None:
+            found, cwd = self._conv.instructions_files, self._conv.cwd
+        else:
+            from co_cli.memory.instructions_files import instructions_files_for
+
+            cwd = Path.cwd()
+            found = instructions_files_for(cwd, self.loaded.settings, self.loaded.paths)
+        if found.files and self.interactive:
+            names = ", ".join(_short_path(file.path, cwd) for file in found.files)
+            self.console.print(Text(printable(f"Instructions from {names}"), style="dim"))
+        for skipped in found.skipped:
+            self.note(f"warning: instructions file {_short_path(skipped.path, cwd)} skipped: {skipped.reason}")
+
     def toolbar(self) -> str:
         """The line under the prompt (``toolbar.Toolbar``)."""
         return self._toolbar.text(self._conv)
@@ -178,20 +186,6 @@ class ChatApp:
             if self.interactive:
                 self.console.print(Text("Your prompt is kept: press Up to edit it, or /retry.", style="dim"))
         return outcome
-
-    def _mcp_notice(self, message: str) -> None:
-        """An MCP server started badly or died: one line, above the prompt (in the turn's view, if one runs)."""
-        if self._in_turn and self._conv is not None and self._conv.mcp is not None:
-            self._conv.mcp.notices.append(message)  # the turn shows it in its place
-            return
-        if self.interactive:
-            from prompt_toolkit.application import get_app_or_none, run_in_terminal
-
-            app = get_app_or_none()
-            if app is not None and app.is_running:
-                run_in_terminal(lambda: self.note(message))
-                return
-        self.note(message)
 
     def cancel_turn(self) -> None:
         if self._token is not None:
@@ -303,6 +297,7 @@ class ChatApp:
         from co_cli.terminal.prompt import PROMPT, make_session
 
         self.banner()
+        self.show_instructions_files()
         if self._conv is not None and self._conv.session:
             self.show_resumed()
         session = make_session(self, self.loaded.paths.input_history, self.toolbar)
@@ -348,6 +343,7 @@ class ChatApp:
     async def run_lines(self, lines: TextIO) -> int:
         """Piped stdin: each line is one input; exit at EOF. Returns the exit code."""
         await self.ready()
+        self.show_instructions_files()
         failed = False
         for raw in lines:
             line = raw.rstrip("\r\n")  # a line ending of either kind is not part of the prompt
@@ -370,10 +366,20 @@ class ChatApp:
 
     async def run_once(self, prompt: str) -> int:
         await self.ready()
+        self.show_instructions_files()
         outcome = await self.turn(prompt)
         await self.finish_background()
         self.conv.release()
         return 0 if outcome.status == "ok" else 1
+
+
+def _short_path(path: Path, cwd: Path) -> str:
+    """``path`` relative to ``cwd`` when inside it, with ``~`` for the home directory otherwise."""
+    cwd = cwd.resolve()
+    if path.is_relative_to(cwd):
+        return str(path.relative_to(cwd))
+    home = Path.home()
+    return f"~/{path.relative_to(home)}" if path.is_relative_to(home) else str(path)
 
 
 PREVIEW_LINES = 6
@@ -408,3 +414,26 @@ def preview_lines(text: str) -> list[str]:
     if len(shown) > PREVIEW_LINES:
         shown = [*shown[: PREVIEW_LINES - 1], shown[PREVIEW_LINES - 1] + " …"]
     return shown or [text.strip()]
+
+
+def start_mcp_servers(app: ChatApp, servers: McpServers) -> None:
+    """Start the MCP servers in the background. A server that fails to start or dies is one line: in the turn's
+    view while a turn runs, else above the prompt (or on stderr, without a terminal)."""
+
+    def notice(message: str) -> None:
+        if app._in_turn:
+            servers.notices.append(message)  # the turn shows it in its place
+            return
+        if app.interactive:
+            from prompt_toolkit.application import get_app_or_none, run_in_terminal
+
+            prompt = get_app_or_none()
+            if prompt is not None and prompt.is_running:
+                run_in_terminal(lambda: app.note(message))
+                return
+        app.note(message)
+
+    for message in servers.take_notices():
+        app.note(message)
+    servers.on_notice = notice
+    servers.start()

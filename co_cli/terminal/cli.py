@@ -189,13 +189,15 @@ def config_path() -> None:
     ):
         state = "" if Path(path).exists() else "  (not created yet)"
         print(f"{label + ':':<24}{path}{state}")
-    from co_cli.memory.instructions_files import load_instructions_files
+    from co_cli.memory.instructions_files import instructions_files_for
 
     loaded = load_settings()
-    found = load_instructions_files(Path.cwd(), paths.config_dir, loaded.settings.instructions_files_max_tokens)
+    found = instructions_files_for(Path.cwd(), loaded.settings, loaded.paths)
     for file in found.files:
         note = f"  (cut: {file.shown_tokens:,} of {file.tokens:,} tokens used)" if file.cut else ""
         print(printable(f"{'instructions file:':<24}{file.path}{note}"))
+    for skipped in found.skipped:
+        print(printable(f"{'instructions skipped:':<24}{skipped.path}: {skipped.reason}"))
 
 
 def _normalize_argv(argv: list[str]) -> list[str]:

@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from co_cli.errors import StoreError
-from co_cli.store.codec import valid_utf8
-from co_cli.store.search import SNIPPET_CLOSE, SNIPPET_OPEN, ListedSession
+from co_cli.store.search import SNIPPET_CLOSE, SNIPPET_OPEN, ListedSession, query_phrases
 
 if TYPE_CHECKING:
     from co_cli.store import Store
@@ -33,15 +32,15 @@ class Match:
 
 
 def match_query(text: str) -> str:
-    """An FTS5 query for what the user typed: every word quoted (matched literally); the last one as a prefix,
-    so results come while a word is being typed."""
-    terms = [t.replace('"', '""') for t in valid_utf8(text).replace("\x00", " ").split() if t.strip('"')]
-    if not terms:
+    """An FTS5 query for what the user typed (``query_phrases``); the last word as a prefix, so results come
+    while a word is being typed."""
+    phrases = query_phrases(text)
+    if not phrases:
         return ""
-    quoted = [f'"{t}"' for t in terms]
-    if not text[-1:].isspace():
-        quoted[-1] += "*"
-    return " ".join(quoted)
+    last = query_phrases(text.split()[-1])
+    if not text[-1:].isspace() and last:
+        phrases = [p for p in phrases if p.casefold() != last[0].casefold()] + [last[0] + "*"]
+    return " ".join(phrases)
 
 
 def same_directory(a: str, b: str) -> bool:

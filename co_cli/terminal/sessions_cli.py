@@ -11,6 +11,7 @@ import os
 import re
 import stat
 import sys
+import time
 from dataclasses import asdict
 from enum import StrEnum
 from pathlib import Path
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 
     from co_cli.config import Paths
     from co_cli.store import Store
+    from co_cli.store.tasks import TaskSnapshot
     from co_cli.store.usage import UsageTotals
 
 app = typer.Typer(
@@ -148,16 +150,16 @@ def list_sessions(
         return
     from co_cli.terminal.views import sessions_table
 
-    console.print(sessions_table(sessions, usage))
+    console.print(sessions_table(sessions, usage), soft_wrap=True, highlight=False)
     if total > len(sessions):
         console.print(f"{len(sessions)} of {total} sessions shown; use --limit to see more.", style="dim")
 
 
 @app.command("show")
 def show(session_id: Annotated[str, typer.Argument(help="Session id or unique prefix.")]) -> None:
-    """Show a session's metadata, usage and cost, tool calls, and its full transcript (messages numbered
-    #0, #1, ...: the numbers `co chat --resume <id> --fork-at <n>` takes)."""
-    from co_cli.terminal.views import format_time, render_transcript, tool_stats, usage_lines
+    """Show a session's metadata, usage and cost, tool calls, its task list (and the tasks that left it), and its
+    full transcript (messages numbered #0, #1, ...: the numbers `co chat --resume <id> --fork-at <n>` takes)."""
+    from co_cli.terminal.views import format_time, render_transcript, tool_stats, tool_stats_text, usage_lines
 
     store, _ = _open_store(reads_only=True)
     with store:
@@ -165,6 +167,8 @@ def show(session_id: Annotated[str, typer.Argument(help="Session id or unique pr
         transcript = store.messages.transcript(info.id)
         compactions = store.compactions.list(info.id)
         usage = store.usage.by_role(info.id)
+        tools = store.tool_calls.by_tool(info.id)
+        task_history = store.tasks.history(info.id)
     console = _console()
     console.print(printable(info.title) or "untitled", style="bold", markup=False, highlight=False)
     details = [
@@ -192,15 +196,40 @@ def show(session_id: Annotated[str, typer.Argument(help="Session id or unique pr
             highlight=False,
             soft_wrap=True,
         )
-    stats = tool_stats(transcript)
+    stats = tools or tool_stats(transcript)
     if stats:
-        shown = ", ".join(
-            f"{printable(name)} {calls}" + (f" ({failed} failed)" if failed else "")
-            for name, (calls, failed) in stats.items()
-        )
-        console.print(f"tools {shown}", style="dim", markup=False, highlight=False, soft_wrap=True)
+        console.print(f"tools {tool_stats_text(stats)}", style="dim", markup=False, highlight=False, soft_wrap=True)
+    _print_tasks(console, task_history)
     console.print()
     console.print(render_transcript(transcript, compactions))
+
+
+def _print_tasks(console: Console, history: list[TaskSnapshot]) -> None:
+    """The task list in force, then the tasks that have left it (done long enough ago, dropped or replaced)."""
+    from co_cli.config import load_settings
+    from co_cli.session.recorder import stored_tasks
+    from co_cli.session.tasks import from_stored
+    from co_cli.store.tasks import earlier_tasks
+    from co_cli.terminal.views import format_time
+    from co_cli.tools.tasks import describe_list, in_force, status_word, task_lines
+
+    if not history:
+        return
+    latest = history[-1]
+    now = time.time()
+    current = in_force(from_stored(latest.items), now, load_settings().settings.tasks_keep_done_hours)
+
+    def say(text: str) -> None:
+        console.print(printable(text), style="dim", markup=False, highlight=False, soft_wrap=True)
+
+    say(f"tasks {describe_list(current)} · set by the {latest.source} {format_time(latest.created_at, now)}")
+    for line in task_lines(current):
+        say(f"  {line}")
+    gone = earlier_tasks(history, stored_tasks(current))
+    if gone:
+        say("earlier tasks (no longer on the list):")
+        for task in gone:
+            say(f"  {task.text} ({status_word(task.status)}, {format_time(task.updated_at, now)})")
 
 
 @app.command("search")
@@ -261,19 +290,18 @@ def export(
 
 
 def _export_all(output: Path | None) -> None:
-    from co_cli.store.export import export_json_line
+    from co_cli.store.export import export_all_json_lines
 
     store, _ = _open_store(reads_only=True)
     with store:
-        ids = [s.id for s in store.sessions.list(limit=2**62)]
-        lines = [export_json_line(store, session_id) + "\n" for session_id in ids]
+        lines = [line + "\n" for line in export_all_json_lines(store)]
     text = "".join(lines)
     if output is None:
         sys.stdout.write(_C1_AND_DEL.sub(lambda m: f"\\u{ord(m.group()):04x}", text) if _to_terminal() else text)
         sys.stdout.flush()
         return
     _write_private(output, text)
-    typer.echo(f"exported {len(ids)} sessions to {output}", err=True)
+    typer.echo(f"exported {len(lines)} sessions to {output}", err=True)
 
 
 @app.command("import")
@@ -353,7 +381,7 @@ def trash(
     if not items:
         console.print("The trash is empty.", highlight=False, markup=False)
         return
-    console.print(trash_table(items))
+    console.print(trash_table(items), soft_wrap=True, highlight=False)
     console.print(
         f"{len(items)} in the trash; `co sessions restore <id>` brings one back, "
         "`co sessions purge <id> --yes` removes it for good.",

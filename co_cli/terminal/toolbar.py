@@ -1,5 +1,5 @@
-"""The line under the prompt: model, session, how full the context window is, the session's cost and the
-memory inbox. prompt-toolkit asks for it on every key, so what needs the store is read once per turn."""
+"""The line under the prompt: model, session, how full the context window is, the session's cost, its open
+tasks and the memory inbox. prompt-toolkit asks for it on every key, so what needs the store is read once per turn."""
 
 from __future__ import annotations
 
@@ -29,8 +29,9 @@ class Toolbar:
 
         memory = toolbar_note(conv.memories, conv.project)
         cost = self._session_cost(conv)
+        tasks = _open_tasks(conv)
         return html.escape(
-            f" {r.label} │ session {session} │ context {pct:.0f}% of {r.context_window:,} {cost}{memory}"
+            f" {r.label} │ session {session} │ context {pct:.0f}% of {r.context_window:,} {cost}{tasks}{memory}"
         )
 
     def _session_cost(self, conv: Conversation) -> str:
@@ -43,3 +44,9 @@ class Toolbar:
             label = f"│ ${totals.cost_usd:.4f} " if totals is not None and totals.cost_known else ""
             self._cost_cache = (key, label)
         return self._cost_cache[1]
+
+
+def _open_tasks(conv: Conversation) -> str:
+    """ "│ 2 open tasks " while the session's task list has open tasks, else ""."""
+    count = conv.tasks.open_count
+    return f"│ {count} open task{'s' if count != 1 else ''} " if count else ""

@@ -1,4 +1,5 @@
-"""``co usage``: tokens, requests and cost across sessions, grouped by model, day, session or role."""
+"""``co usage``: tokens, requests and cost across sessions, grouped by model, day, session or role; or the tool
+calls, failures, denials and tool time per tool (``--by tool``)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import re
 import time
 from datetime import datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING, Annotated
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 
@@ -15,7 +17,8 @@ from co_cli.errors import CoError
 from co_cli.terminal_text import printable
 
 if TYPE_CHECKING:
-    from co_cli.store.usage import UsageTotals
+    from co_cli.store.tool_calls import ToolStats
+    from co_cli.store.usage import GroupBy, UsageTotals
 
 app = typer.Typer(name="usage", add_completion=False)
 
@@ -28,6 +31,7 @@ class By(StrEnum):
     day = "day"
     session = "session"
     role = "role"
+    tool = "tool"
 
 
 def parse_since(text: str, now: float | None = None) -> float:
@@ -59,7 +63,10 @@ def usage(
     since: Annotated[
         str | None, typer.Option("--since", help="Only usage since then: 7d, 12h, 30m, 2w or YYYY-MM-DD.")
     ] = None,
-    by: Annotated[By, typer.Option("--by", help="Group by model, day, session or role.")] = By.model,
+    by: Annotated[
+        By,
+        typer.Option("--by", help="Group by model, day, session or role; 'tool': calls, failures and time per tool."),
+    ] = By.model,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (cost_usd is null when unknown).")] = False,
 ) -> None:
     """Tokens, requests and cost across every session (the trash included: money spent stays spent).
@@ -71,11 +78,14 @@ def usage(
 
     start = parse_since(since) if since is not None else None
     paths = load_settings().paths
+    if by == By.tool:
+        _tool_usage(paths.db, start, since, as_json)
+        return
     if not paths.db.exists():
         groups: dict[str, UsageTotals] = {}
     else:
         with Store.open(paths.db, reads_only=True) as store:
-            groups = store.usage.report(since=start, by=by.value)
+            groups = store.usage.report(since=start, by=cast("GroupBy", by.value))
     total = UsageTotals()
     for totals in groups.values():
         total.merge(totals)
@@ -114,3 +124,45 @@ def usage(
             markup=False,
             highlight=False,
         )
+
+
+def _tool_usage(db: Path, start: float | None, since: str | None, as_json: bool) -> None:
+    """``co usage --by tool``: every session's tool calls summed per tool."""
+    from co_cli.store import Store
+    from co_cli.store.tool_calls import ToolStats
+
+    stats: dict[str, ToolStats] = {}
+    if db.exists():
+        with Store.open(db, reads_only=True) as store:
+            stats = store.tool_calls.report(since=start)
+    total = ToolStats()
+    for tool in stats.values():
+        total.merge(tool)
+    if as_json:
+        rows = [{"key": name, **tool.counts()} for name, tool in stats.items()]
+        typer.echo(
+            json.dumps({"by": "tool", "since": start, "rows": rows, "total": {"key": "total", **total.counts()}})
+        )
+        return
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    console = Console()
+    if not stats:
+        console.print("No tool calls recorded" + (f" since {since}." if since else " yet."), markup=False)
+        return
+    table = Table(box=None, header_style="bold", pad_edge=False, show_footer=True)
+    table.add_column("Tool", footer="total", overflow="fold")
+    for name, footer in (
+        ("Calls", str(total.calls)),
+        ("Failed", str(total.failed)),
+        ("Denied", str(total.denied)),
+        ("Time", f"{total.seconds:.1f} s"),
+    ):
+        table.add_column(name, justify="right", no_wrap=True, footer=footer)
+    for name, tool in stats.items():
+        table.add_row(
+            Text(printable(name)), str(tool.calls), str(tool.failed), str(tool.denied), f"{tool.seconds:.1f} s"
+        )
+    console.print(table)

@@ -9,9 +9,12 @@ from pydantic_ai.toolsets import FunctionToolset
 
 from co_cli.context.offload import read_tool_output as read_offloaded
 from co_cli.deps import CoDeps
+from co_cli.tools.blocking import run_blocking
+
+QUERY_SHOWN_CHARS = 200
 
 
-def search_conversation_history(ctx: RunContext[CoDeps], query: str, limit: int = 8) -> str:
+async def search_conversation_history(ctx: RunContext[CoDeps], query: str, limit: int = 8) -> str:
     """Full-text search over this conversation's complete transcript, including parts that were summarised away.
 
     Args:
@@ -21,10 +24,16 @@ def search_conversation_history(ctx: RunContext[CoDeps], query: str, limit: int 
     session_id = ctx.deps.session_id
     if session_id is None:
         return "No transcript to search yet (this conversation has no messages)."
-    hits = ctx.deps.store.search.messages(query, session_id=session_id, limit=max(1, min(limit, 50)))
+    # In a thread a cancelled turn abandons; the query itself ends soon after (it holds the store's lock).
+    hits = await run_blocking(
+        lambda stop: ctx.deps.store.search.messages(
+            query, session_id=session_id, limit=max(1, min(limit, 50)), stop=lambda: stop.is_set
+        )
+    )
+    shown = repr(query) if len(query) <= QUERY_SHOWN_CHARS else repr(query[:QUERY_SHOWN_CHARS]) + "…"
     if not hits:
-        return f"No matches for {query!r} in this conversation."
-    lines = [f"{len(hits)} match(es) for {query!r}:"]
+        return f"No matches for {shown} in this conversation."
+    lines = [f"{len(hits)} match(es) for {shown}:"]
     for hit in hits:
         when = datetime.fromtimestamp(hit.created_at).strftime("%Y-%m-%d %H:%M")
         lines.append(f"- #{hit.seq} {hit.kind} at {when}: {hit.snippet}")

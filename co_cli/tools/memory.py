@@ -1,15 +1,17 @@
 """The agent's memory tools: remember, recall, forget.
 
-A memory the model saves is active at once, and its result line (``remembered m12: ...  (/forget m12)``) is
-shown to the user as it happens; every change is logged and ``co memory undo`` reverts it. The tools are
-offered only when memory is on and the conversation is saved.
+remember and forget change what every later session is sent (a standing instruction is obeyed in any
+directory), so like every tool that changes something they need the user's approval: asked in the terminal,
+denied without one unless ``--approve-all``. An approved memory is active at once, and its result line
+(``remembered m12: ...  (/forget m12)``) is shown to the user as it happens; every change is logged and
+``co memory undo`` reverts it. The tools are offered only when memory is on and the conversation is saved.
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic_ai import RunContext
+from pydantic_ai import ApprovalRequired, RunContext
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
 
@@ -19,6 +21,15 @@ from co_cli.memory.retrieval import query_terms
 
 MEMORY_TOOL_NAMES = ("remember", "recall", "forget")
 RECALL_LIMIT = 10
+REMEMBER_REASON = "saves a memory that later sessions are sent"
+INSTRUCTION_REASON = "saves a standing instruction that every later session follows"
+FORGET_REASON = "forgets a saved memory"
+
+
+def _approved(ctx: RunContext[CoDeps], reason: str) -> None:
+    """Raise ``ApprovalRequired`` unless the user approved this call."""
+    if not ctx.tool_call_approved:
+        raise ApprovalRequired(metadata={"reason": reason})
 
 
 def remember(
@@ -38,6 +49,7 @@ def remember(
         scope: user (everywhere) or project (only in this repository).
         replaces: the id (e.g. m12) of a memory this one corrects; that one is forgotten.
     """
+    _approved(ctx, INSTRUCTION_REASON if kind == "instruction" else REMEMBER_REASON)
     memories = ctx.deps.store.memories
     try:
         if replaces:
@@ -76,6 +88,7 @@ def forget(ctx: RunContext[CoDeps], memory_id: str) -> str:
     Args:
         memory_id: its id, e.g. m12.
     """
+    _approved(ctx, FORGET_REASON)
     try:
         memory = ctx.deps.store.memories.forget(memory_id, actor="model")
     except CoError as exc:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from pydantic_ai import ApprovalRequired, RunContext
 
+from co_cli.config import OwnFiles
 from co_cli.deps import CoDeps
 
 OUTSIDE_CWD_REASON = "outside the working directory"
@@ -50,35 +50,13 @@ def is_inside(cwd: Path, resolved: Path) -> bool:
     return resolved == cwd or resolved.is_relative_to(cwd)
 
 
-def private_paths(deps: CoDeps) -> tuple[Path, ...]:
-    """co's config and data directories (and the project settings file), resolved.
+def own_files(deps: CoDeps) -> OwnFiles:
+    """co's config and data directories and the project settings file (``config.OwnFiles``).
 
     They hold the API key, the input history, every session and offloaded outputs: a file tool reaches
-    them only with the user's approval, wherever the working directory is. The data dir is named twice
-    because ``--no-save`` points ``paths`` at a scratch directory while the real one stays in the settings.
+    them only with the user's approval, wherever the working directory is, and by a hard link too.
     """
-    paths, settings = deps.paths, deps.settings
-    candidates = (
-        paths.config_dir,
-        paths.user_settings.parent,
-        paths.data_dir,
-        settings.config_dir,
-        settings.data_dir,
-        paths.project_settings,
-    )
-    found: list[Path] = []
-    for candidate in candidates:
-        try:
-            resolved = Path(os.path.expanduser(candidate)).resolve()
-        except (OSError, RuntimeError, ValueError):
-            continue
-        if resolved not in found:
-            found.append(resolved)
-    return tuple(found)
-
-
-def is_private(private: tuple[Path, ...], resolved: Path) -> bool:
-    return any(is_inside(root, resolved) for root in private)
+    return OwnFiles.of(deps.paths, deps.settings)
 
 
 def confined_path(ctx: RunContext[CoDeps], path: str) -> Path:
@@ -92,7 +70,7 @@ def confined_path(ctx: RunContext[CoDeps], path: str) -> Path:
     resolved = resolve_path(cwd, path)
     if ctx.tool_call_approved:
         return resolved
-    if is_private(private_paths(ctx.deps), resolved):
+    if own_files(ctx.deps).holds(resolved):
         raise ApprovalRequired(metadata={"reason": PRIVATE_REASON, "path": str(resolved)})
     if not is_inside(cwd, resolved):
         raise ApprovalRequired(metadata={"reason": OUTSIDE_CWD_REASON, "path": str(resolved)})

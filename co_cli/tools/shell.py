@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import itertools
 import os
 import signal
 import threading
+import time
 from types import FrameType
 
 from pydantic_ai import ApprovalRequired, RunContext
@@ -98,6 +100,56 @@ _live_groups: set[int] = set()
 commands' pids). Each command runs in its own session, so closing the terminal does not reach it: co
 kills these groups when it exits."""
 
+COMMAND_MARK = "CO_CLI_COMMAND"
+"""Every command's environment holds ``CO_CLI_COMMAND=<co's pid>-<n>``, which whatever it starts inherits:
+a process that left the command's group (``setsid``, a double fork) is still found by it (on Linux, through
+``/proc/<pid>/environ``) and killed with the group."""
+_live_marks: set[str] = set()
+_mark_count = itertools.count(1)
+
+
+def _new_mark() -> str:
+    return f"{os.getpid()}-{next(_mark_count)}"
+
+
+def _marked_processes(marks: set[str]) -> list[int]:
+    """Pids of this user's processes whose environment carries one of ``marks`` (none where ``/proc`` is
+    missing)."""
+    if not marks:
+        return []
+    wanted = {f"{COMMAND_MARK}={mark}".encode() for mark in marks}
+    found: list[int] = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    own = os.getpid()
+    for entry in entries:
+        if not entry.isdigit() or int(entry) == own:
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as handle:
+                variables = handle.read().split(b"\0")
+        except OSError:  # gone, or another user's
+            continue
+        if any(variable in wanted for variable in variables):
+            found.append(int(entry))
+    return found
+
+
+def _kill_marked(marks: set[str]) -> int:
+    """SIGKILL every process carrying one of ``marks``, until none is left; how many were killed."""
+    killed = 0
+    for _ in range(5):  # a process may fork while the others are killed
+        pids = _marked_processes(marks)
+        if not pids:
+            break
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+    return killed
+
 
 def track_process_group(pgid: int) -> None:
     """Kill this process group too when co exits, however it exits (e.g. an MCP server, which runs in a session
@@ -131,10 +183,13 @@ def live_groups() -> set[int]:
 
 
 def kill_live_groups() -> None:
-    """SIGKILL every process group a command started that is still alive (at exit: nothing may outlive co)."""
+    """SIGKILL every process group a command started that is still alive, and every process that left one
+    (at exit: nothing may outlive co)."""
     for pgid in live_groups():
         _signal_group(pgid, signal.SIGKILL)
         _live_groups.discard(pgid)
+    _kill_marked(_live_marks)
+    _live_marks.clear()
 
 
 atexit.register(kill_live_groups)
@@ -159,13 +214,25 @@ def install_exit_handlers() -> None:
             signal.signal(sig, _kill_groups_and_die)
 
 
-async def kill_process_group(process: asyncio.subprocess.Process) -> None:
-    """SIGTERM the command's process group, give it a moment, then SIGKILL whatever is left of it."""
+async def _exited(process: asyncio.subprocess.Process, seconds: float) -> bool:
+    """Whether the command's own process has exited within ``seconds``. Not ``process.wait()``: that also
+    waits for the output pipes to close, which a process that left the group may keep open for ever."""
+    deadline = time.monotonic() + seconds
+    while process.returncode is None:
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.01)
+    return True
+
+
+async def kill_process_group(process: asyncio.subprocess.Process, mark: str) -> None:
+    """SIGTERM the command's process group, give it a moment, then SIGKILL whatever is left of it and every
+    process it started elsewhere."""
     _signal_group(process.pid, signal.SIGTERM)
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(process.wait(), TERM_GRACE_SECONDS)
+    await _exited(process, TERM_GRACE_SECONDS)
     _signal_group(process.pid, signal.SIGKILL)
-    await process.wait()
+    _kill_marked({mark})
+    await _exited(process, TERM_GRACE_SECONDS)
 
 
 async def _pump(stream: asyncio.StreamReader, capture: BoundedCapture) -> None:
@@ -173,12 +240,18 @@ async def _pump(stream: asyncio.StreamReader, capture: BoundedCapture) -> None:
         capture.feed(chunk)
 
 
+def _close_pipes(process: asyncio.subprocess.Process) -> None:
+    """Close the command's pipes now: left open (a process that escaped still holds them), asyncio would
+    close them at exit, after its loop is gone ("Event loop is closed")."""
+    transport = getattr(process, "_transport", None)
+    if transport is not None:
+        transport.close()
+
+
 def format_result(exit_code: int | None, stdout: str, stderr: str, timed_out_after: float | None) -> str:
     lines: list[str] = []
     if timed_out_after is not None:
-        lines.append(
-            f"Timed out after {timed_out_after:g} s: the command and every process in its process group were killed."
-        )
+        lines.append(f"Timed out after {timed_out_after:g} s: the command and every process it started were killed.")
     if exit_code is not None and exit_code < 0:
         lines.append(f"exit code: {exit_code} (killed by {signal.Signals(-exit_code).name})")
     else:
@@ -188,7 +261,7 @@ def format_result(exit_code: int | None, stdout: str, stderr: str, timed_out_aft
     return "\n".join(lines)
 
 
-async def _start(command: str, cwd: str) -> asyncio.subprocess.Process:
+async def _start(command: str, cwd: str, mark: str) -> asyncio.subprocess.Process:
     """Start ``bash -c command`` in a new process group, tracked in ``_live_groups``.
 
     The start is shielded from cancellation: cancelled while it connects the pipes, asyncio would kill
@@ -205,6 +278,7 @@ async def _start(command: str, cwd: str) -> asyncio.subprocess.Process:
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             start_new_session=True,
+            env={**os.environ, COMMAND_MARK: mark},
         )
     )
     try:
@@ -228,10 +302,12 @@ async def execute_command(command: str, *, cwd: str, timeout: float, output_limi
 
     The environment is the user's own, unfiltered, API keys included: the command is the one the user
     read and approved, run as if typed in their shell, and stripping variables would break the tools
-    (git, cloud CLIs, package managers) that the user expects to work there.
+    (git, cloud CLIs, package managers) that the user expects to work there. co adds ``COMMAND_MARK``.
     """
+    mark = _new_mark()
+    _live_marks.add(mark)
     try:
-        process = await _start(command, cwd)
+        process = await _start(command, cwd, mark)
     except OSError as exc:
         return f"Error: cannot start bash: {exc.strerror or exc}"
     assert process.stdout is not None and process.stderr is not None
@@ -246,21 +322,24 @@ async def execute_command(command: str, *, cwd: str, timeout: float, output_limi
         _, pending = await asyncio.wait([waiter, *pumps], timeout=timeout)
         if pending:
             timed_out_after = timeout
-            await kill_process_group(process)
-            # A process that left the group may still hold the pipes open: wait a little, then stop reading.
+            await kill_process_group(process, mark)
+            # A process that escaped (a cleared environment) may still hold the pipes: read a little more.
             await asyncio.wait(pumps, timeout=DRAIN_SECONDS)
     except BaseException:  # cancelled (Ctrl-C, SIGTERM, SIGHUP): nothing the command started may go on
         _signal_group(process.pid, signal.SIGKILL)
+        _kill_marked({mark})
         raise
     finally:
         for task in (waiter, *pumps):
             task.cancel()
         if process.returncode is None:
             _signal_group(process.pid, signal.SIGKILL)
-            with contextlib.suppress(ProcessLookupError):
-                await asyncio.shield(process.wait())
+            await asyncio.shield(_exited(process, TERM_GRACE_SECONDS))
+        _close_pipes(process)
         if not _group_alive(process.pid):  # else something it started in the background lives on until exit
             _live_groups.discard(process.pid)
+        if not _marked_processes({mark}):
+            _live_marks.discard(mark)
     out_budget, err_budget = split_budget(out.size(), err.size(), output_limit)
     return format_result(process.returncode, out.shortened(out_budget), err.shortened(err_budget), timed_out_after)
 

@@ -69,7 +69,7 @@ async def _context(host: CommandHost, arg: str) -> None:
     host.show(render_context(host.conv.window.report(), plain=not host.interactive))
 
 
-@command("usage", "", "tokens and cost of the last turn and of this session")
+@command("usage", "", "tokens and cost of the last turn and of this session, and its tool calls")
 async def _usage(host: CommandHost, arg: str) -> None:
     from co_cli.store.usage import UsageTotals
     from co_cli.terminal.views import usage_lines
@@ -91,3 +91,12 @@ async def _usage(host: CommandHost, arg: str) -> None:
     host.info("This session:")
     for line in usage_lines(by_role):
         host.info(f"  {line}")
+    _tool_usage(host, session.id)
+
+
+def _tool_usage(host: CommandHost, session_id: str) -> None:
+    from co_cli.terminal.views import tool_stats_text
+
+    stats = host.store.tool_calls.by_tool(session_id)
+    if stats:
+        host.info(f"  tools: {tool_stats_text(stats)}")
