@@ -11,24 +11,43 @@ import typer
 from co_cli.errors import CoError
 
 app = typer.Typer(
-    help="Servers that project settings files may send conversations to (base_url in .co-cli/settings.json).",
+    help="Servers that project settings files may send conversations to or start (base_url and mcp_servers in "
+    ".co-cli/settings.json).",
     no_args_is_help=True,
 )
 
 
 @app.command("allow")
-def trust_allow() -> None:
-    """Allow the server this directory's project settings file sets as base_url."""
+def trust_allow(
+    mcp: Annotated[
+        list[str] | None,
+        typer.Option("--mcp", help="Allow only this MCP server of the project file (repeatable).", show_default=False),
+    ] = None,
+) -> None:
+    """Allow what this directory's project settings file asks for: its base_url and its MCP servers."""
     from co_cli import project_trust
     from co_cli.config import load_settings
 
     loaded = load_settings()
+    project = project_trust.project_dir(loaded)
     base_url = project_trust.project_server(loaded)
-    if not base_url:
-        raise CoError(f"nothing to allow: {loaded.paths.project_settings} does not set base_url", exit_code=2)
-    entry = project_trust.TrustedServer(str(project_trust.project_dir(loaded)), base_url)
-    project_trust.trust(loaded.paths.user_settings.parent, Path(entry.project), base_url)
-    print(f"allowed: {project_trust.describe(entry)}")
+    servers = list(loaded.project_mcp_servers)
+    for name in mcp or []:
+        if name not in servers:
+            known = ", ".join(servers) or "none"
+            raise CoError(
+                f"{loaded.paths.project_settings} defines no MCP server {name!r} (it defines: {known})", exit_code=2
+            )
+    if not base_url and not servers:
+        raise CoError(
+            f"nothing to allow: {loaded.paths.project_settings} sets neither base_url nor mcp_servers", exit_code=2
+        )
+    if base_url and not mcp:
+        entry = project_trust.TrustedServer(str(project), base_url)
+        project_trust.trust(loaded.paths.user_settings.parent, project, base_url)
+        print(f"allowed: {project_trust.describe(entry)}")
+    for name in mcp or servers:
+        print(f"allowed: {project_trust.describe(project_trust.trust_mcp(loaded, name))}")
 
 
 @app.command("list")
@@ -37,7 +56,12 @@ def trust_list() -> None:
     from co_cli import project_trust
     from co_cli.config import default_config_dir
 
-    for entry in project_trust.load_trusted(default_config_dir()):
+    config_dir = default_config_dir()
+    entries: list[project_trust.TrustedServer | project_trust.TrustedMcpServer] = [
+        *project_trust.load_trusted(config_dir),
+        *project_trust.load_trusted_mcp(config_dir),
+    ]
+    for entry in entries:
         print(project_trust.describe(entry))
 
 
