@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -16,7 +17,16 @@ from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 from platformdirs import user_config_dir, user_data_dir
-from pydantic import BeforeValidator, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from co_cli.errors import ConfigError
@@ -48,8 +58,74 @@ def _not_a_boolean(value: Any) -> Any:
 Int = Annotated[int, BeforeValidator(_not_a_boolean)]
 Number = Annotated[float, BeforeValidator(_not_a_boolean)]
 
-# Settings whose value an error message never shows.
-SECRET_FIELDS = ("api_key",)
+# Settings whose value an error message never shows (mcp_servers: its headers and env values are secrets).
+SECRET_FIELDS = ("api_key", "mcp_servers")
+
+MCP_SERVER_NAME = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$"
+
+
+class McpServer(BaseModel):
+    """One MCP server: ``command`` (+ ``args``, ``env``, ``cwd``) for stdio, or ``url`` (+ ``headers``) for HTTP.
+
+    ``trust`` (the whole server) and ``trusted_tools`` (some of its tools) skip the approval question; they
+    count only in the user's own settings (file or environment), never in a project file.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    command: str = ""
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict, repr=False)
+    cwd: str = ""
+    url: str = ""
+    headers: dict[str, str] = Field(default_factory=dict, repr=False)
+    trust: bool = False
+    trusted_tools: list[str] = Field(default_factory=list)
+    timeout: Annotated[float, BeforeValidator(_not_a_boolean)] = Field(60.0, gt=0)
+    enabled: bool = True
+
+    @field_validator("url", mode="after")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        return _checked_http_url(value)
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServer:
+        if bool(self.command.strip()) == bool(self.url):
+            raise ValueError("an MCP server needs either 'command' (stdio) or 'url' (HTTP), not both")
+        if self.url and (self.args or self.env or self.cwd):
+            raise ValueError("'args', 'env' and 'cwd' are for stdio servers ('command'), not 'url'")
+        if self.command and self.headers:
+            raise ValueError("'headers' are for HTTP servers ('url'), not 'command'")
+        return self
+
+    @property
+    def transport(self) -> Literal["stdio", "http"]:
+        return "http" if self.url else "stdio"
+
+    def masked(self) -> dict[str, Any]:
+        """The definition as ``co config show`` prints it: header and env values masked, URL credentials too."""
+        data = self.model_dump(exclude_defaults=True)
+        for key in ("env", "headers"):
+            if key in data:
+                data[key] = dict.fromkeys(data[key], "********")
+        if "url" in data:
+            data["url"] = mask_url_credentials(data["url"])
+        return data
+
+
+def _checked_http_url(value: str) -> str:
+    value = value.strip()
+    if not value:
+        return value
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - raises ValueError for a malformed port
+    except ValueError:
+        raise ValueError("must be an http:// or https:// URL") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("must be an http:// or https:// URL")
+    return value
 
 
 class Settings(BaseSettings):
@@ -179,17 +255,33 @@ class Settings(BaseSettings):
     @field_validator("base_url", mode="after")
     @classmethod
     def _http_url(cls, value: str) -> str:
-        value = value.strip()
-        if not value:
-            return value
-        try:
-            parts = urlsplit(value)
-            parts.port  # noqa: B018 - raises ValueError for a malformed port
-        except ValueError:
-            raise ValueError("must be an http:// or https:// URL") from None
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError("must be an http:// or https:// URL")
+        return _checked_http_url(value)
+
+    @field_validator("mcp_servers", mode="after")
+    @classmethod
+    def _server_names(cls, value: dict[str, McpServer]) -> dict[str, McpServer]:
+        for name in value:
+            if not re.match(MCP_SERVER_NAME, name):
+                raise ValueError(
+                    f"MCP server name {name!r}: use 1-32 letters, digits, '-' or '_' (it prefixes the tools' names)"
+                )
         return value
+
+    mcp_servers: dict[str, McpServer] = Field(
+        default_factory=dict,
+        description='MCP servers whose tools the model may call, by name: {"name": {"command": "...", '
+        '"args": [...], "env": {...}}} (stdio) or {"name": {"url": "...", "headers": {...}}} '
+        '(streamable HTTP); optional "timeout" (seconds per call, 60), "enabled", and, in your own settings '
+        'only, "trust" or "trusted_tools" to skip the approval question. Env and header values are secrets: '
+        "masked, never saved. A project file's servers start only once you allow them (`co config trust allow`).",
+    )
+    mcp_schema_budget_tokens: Int = Field(
+        4000,
+        ge=0,
+        description="Tokens the MCP servers' tool schemas may add to every request; past it the model is sent "
+        "their names and one-line descriptions and loads a schema with search_tools when it needs it. 0 always "
+        "sends them whole.",
+    )
 
     @field_validator("data_dir", "config_dir", mode="after")
     @classmethod
@@ -327,6 +419,8 @@ class LoadedSettings:
     paths: Paths
     sources: dict[str, Source]
     warnings: tuple[str, ...] = ()
+    project_mcp_servers: tuple[str, ...] = ()
+    """The MCP servers a project file defined (they run only once the user allows them, see project_trust)."""
 
 
 # A project file comes with the code in the working directory (e.g. a cloned repository): it may choose a
@@ -378,6 +472,9 @@ def load_settings(cwd: Path | None = None, **overrides: Any) -> LoadedSettings:
         if key in project:
             raise ConfigError(f"{key!r} cannot be set in a project settings file ({project_file}); use the user file")
     merged = {**user, **project}
+    merged_servers, from_project, server_warnings = _merge_mcp_servers(user, project, project_file)
+    if merged_servers is not None:
+        merged["mcp_servers"] = merged_servers
     try:
         settings = Settings(**merged)
     except ValidationError as exc:
@@ -391,7 +488,9 @@ def load_settings(cwd: Path | None = None, **overrides: Any) -> LoadedSettings:
             where = f"{field!r} in {user_file}"
         else:
             where = field
-        raise ConfigError(f"invalid setting {where}: {err['msg']} ({shown_input(field, err.get('input'))})") from None
+        inner = ".".join(str(part) for part in err["loc"][1:])
+        message = f"{inner}: {err['msg']}" if inner else err["msg"]
+        raise ConfigError(f"invalid setting {where}: {message} ({shown_input(field, err.get('input'))})") from None
     for key, value in overrides.items():
         if value is not None:
             setattr(settings, key, value)
@@ -420,6 +519,12 @@ def load_settings(cwd: Path | None = None, **overrides: Any) -> LoadedSettings:
             f"base_url {mask_url_credentials(settings.base_url)} comes from {project_file}: prompts, files "
             "and command output go to that server"
         )
+    if sources["mcp_servers"] == "environment":
+        from_project = ()  # the environment's servers replace the files'
+    else:
+        warnings.extend(server_warnings)
+        if from_project:
+            sources["mcp_servers"] = "project file"
     if sources["model"] == "project file":
         warnings.append(f"model {settings.model!r} comes from {project_file}")
     if sources["summarization_model"] == "project file" and settings.summarization_model:
@@ -433,7 +538,39 @@ def load_settings(cwd: Path | None = None, **overrides: Any) -> LoadedSettings:
         user_settings=user_file,
         project_settings=project_file,
     )
-    return LoadedSettings(settings=settings, paths=paths, sources=sources, warnings=tuple(warnings))
+    return LoadedSettings(
+        settings=settings,
+        paths=paths,
+        sources=sources,
+        warnings=tuple(warnings),
+        project_mcp_servers=from_project,
+    )
+
+
+def _merge_mcp_servers(
+    user: dict[str, Any], project: dict[str, Any], project_file: Path
+) -> tuple[dict[str, Any] | None, tuple[str, ...], list[str]]:
+    """The user's MCP servers plus the project's (a name the user already uses keeps the user's server), the
+    names the project added, and warnings. A project file cannot mark its own servers trusted."""
+    if "mcp_servers" not in project:
+        return None, (), []
+    user_servers, project_servers = user.get("mcp_servers", {}), project["mcp_servers"]
+    if not isinstance(user_servers, dict) or not isinstance(project_servers, dict):
+        return None, (), []  # the Settings model reports the malformed value
+    merged, added, warnings = dict(user_servers), [], []
+    for name, spec in project_servers.items():
+        if name in user_servers:
+            warnings.append(f"MCP server {name!r} in {project_file} ignored: your settings define one of that name")
+            continue
+        if isinstance(spec, dict) and (spec.get("trust") or spec.get("trusted_tools")):
+            warnings.append(
+                f"MCP server {name!r} in {project_file}: 'trust' and 'trusted_tools' count only in your own "
+                "settings; its calls ask for approval"
+            )
+            spec = {k: v for k, v in spec.items() if k not in ("trust", "trusted_tools")}
+        merged[name] = spec
+        added.append(name)
+    return merged, tuple(added), warnings
 
 
 def settings_reference() -> dict[str, Any]:

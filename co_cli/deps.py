@@ -59,6 +59,8 @@ class SessionState:
     """How long each tool call of the running turn ran, by tool call id."""
     approved_commands: set[str] = field(default_factory=set)
     """Shell commands the user allowed, verbatim, for the rest of this session ("a" at the prompt)."""
+    approved_tools: set[str] = field(default_factory=set)
+    """Tools (an MCP server's, ``mcp:<server>/<tool>``) the user allowed for the rest of this session."""
     turn_seq: int | None = None
     """The seq of the prompt being answered (provenance of what the model remembers)."""
     last_prompt: str | None = None

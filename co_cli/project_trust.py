@@ -1,33 +1,45 @@
-"""Servers a project settings file may send the conversation to, as the user confirmed them.
+"""Servers a project settings file may send the conversation to or start, as the user confirmed them.
 
 A project's ``.co-cli/settings.json`` comes with the code (e.g. a cloned repository). When it sets
 ``base_url``, co asks once before sending prompts, files and command output there, and remembers the
 answer per project directory and exact server URL in ``trusted-servers.json`` (0600) in the config dir.
-``co config trust list`` shows the entries, ``co config trust revoke`` removes them.
+An MCP server the project file defines is started only once the user allowed it for that project, by name
+and exact definition (a changed command, URL, env or header asks again; only a digest of the definition is
+kept, never its values). ``co config trust list`` shows the entries, ``co config trust revoke`` removes them.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
-from co_cli.config import LoadedSettings
+from co_cli.config import LoadedSettings, McpServer
 from co_cli.errors import ConfigError
 from co_cli.secrets import mask_url_credentials
 from co_cli.terminal_text import printable
 
 TRUST_FILE = "trusted-servers.json"
 ALLOW_COMMAND = "co config trust allow"
+ALLOW_MCP_COMMAND = "co config trust allow --mcp {name}"
 
 
 @dataclass(frozen=True)
 class TrustedServer:
     project: str  # absolute path of the project directory (the one holding .co-cli/)
     base_url: str  # exactly as the project file has it
+
+
+@dataclass(frozen=True)
+class TrustedMcpServer:
+    project: str  # absolute path of the project directory
+    server: str  # the server's name in the project file
+    digest: str  # sha256 of its exact definition (see mcp_digest)
 
 
 def trust_file(config_dir: Path) -> Path:
@@ -43,28 +55,54 @@ def project_server(loaded: LoadedSettings) -> str:
     return loaded.settings.base_url if loaded.sources.get("base_url") == "project file" else ""
 
 
-def load_trusted(config_dir: Path) -> list[TrustedServer]:
+def _read(config_dir: Path) -> dict[str, Any]:
     path = trust_file(config_dir)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        entries = [TrustedServer(project=str(e["project"]), base_url=str(e["base_url"])) for e in data["trusted"]]
+        if not isinstance(data, dict):
+            raise TypeError("not an object")
     except FileNotFoundError:
-        return []
-    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
-        raise ConfigError(f"cannot read {path} ({type(exc).__name__}); remove it to start over") from None
-    return entries
+        return {}
+    except (OSError, UnicodeDecodeError, ValueError, TypeError) as exc:
+        raise _damaged(config_dir, exc) from None
+    return data
 
 
-def save_trusted(config_dir: Path, entries: list[TrustedServer]) -> None:
-    """Write the list atomically, readable by the user only."""
+def _damaged(config_dir: Path, exc: Exception) -> ConfigError:
+    return ConfigError(f"cannot read {trust_file(config_dir)} ({type(exc).__name__}); remove it to start over")
+
+
+def load_trusted(config_dir: Path) -> list[TrustedServer]:
+    data = _read(config_dir)
+    try:
+        return [TrustedServer(project=str(e["project"]), base_url=str(e["base_url"])) for e in data.get("trusted", [])]
+    except (KeyError, TypeError) as exc:
+        raise _damaged(config_dir, exc) from None
+
+
+def load_trusted_mcp(config_dir: Path) -> list[TrustedMcpServer]:
+    data = _read(config_dir)
+    try:
+        return [
+            TrustedMcpServer(project=str(e["project"]), server=str(e["server"]), digest=str(e["digest"]))
+            for e in data.get("mcp", [])
+        ]
+    except (KeyError, TypeError) as exc:
+        raise _damaged(config_dir, exc) from None
+
+
+def save_trusted(config_dir: Path, entries: list[TrustedServer], mcp: list[TrustedMcpServer] | None = None) -> None:
+    """Write the lists atomically, readable by the user only (``mcp`` None keeps the MCP entries as they are)."""
     path = trust_file(config_dir)
+    if mcp is None:
+        mcp = load_trusted_mcp(config_dir)
     try:
         if not config_dir.is_dir():
             config_dir.mkdir(parents=True, mode=0o700)
         fd, tmp = tempfile.mkstemp(prefix=".trusted-", dir=config_dir)  # created 0600
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump({"trusted": [asdict(e) for e in entries]}, f, indent=2)
+                json.dump({"trusted": [asdict(e) for e in entries], "mcp": [asdict(e) for e in mcp]}, f, indent=2)
             os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
@@ -84,16 +122,19 @@ def trust(config_dir: Path, project: Path, base_url: str) -> None:
         save_trusted(config_dir, [*entries, entry])
 
 
-def revoke(config_dir: Path, project: Path | None) -> list[TrustedServer]:
+def revoke(config_dir: Path, project: Path | None) -> list[TrustedServer | TrustedMcpServer]:
     """Forget the servers allowed for ``project`` (every project if None); return what was removed."""
-    entries = load_trusted(config_dir)
-    removed = [e for e in entries if project is None or e.project == str(project)]
+    entries, mcp = load_trusted(config_dir), load_trusted_mcp(config_dir)
+    everything: list[TrustedServer | TrustedMcpServer] = [*entries, *mcp]
+    removed = [e for e in everything if project is None or e.project == str(project)]
     if removed:
-        save_trusted(config_dir, [e for e in entries if e not in removed])
+        save_trusted(config_dir, [e for e in entries if e not in removed], [e for e in mcp if e not in removed])
     return removed
 
 
-def describe(entry: TrustedServer) -> str:
+def describe(entry: TrustedServer | TrustedMcpServer) -> str:
+    if isinstance(entry, TrustedMcpServer):
+        return printable(f"{entry.project}  MCP server {entry.server}")
     return printable(f"{entry.project}  {mask_url_credentials(entry.base_url)}")
 
 
@@ -108,6 +149,64 @@ def project_summarizer(loaded: LoadedSettings) -> str:
 
 
 SUMMARIZER_PREFIX = "summarization_model "
+
+
+def mcp_digest(spec: McpServer) -> str:
+    """A digest of a server's exact definition: what the user allowed, without keeping its secrets."""
+    canonical = json.dumps(spec.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def is_mcp_trusted(loaded: LoadedSettings, name: str) -> bool:
+    """The user's own servers always run; a project file's only once allowed for this project."""
+    if name not in loaded.project_mcp_servers:
+        return True
+    entry = TrustedMcpServer(str(project_dir(loaded)), name, mcp_digest(loaded.settings.mcp_servers[name]))
+    return entry in load_trusted_mcp(loaded.paths.user_settings.parent)
+
+
+def trust_mcp(loaded: LoadedSettings, name: str) -> TrustedMcpServer:
+    config_dir = loaded.paths.user_settings.parent
+    entry = TrustedMcpServer(str(project_dir(loaded)), name, mcp_digest(loaded.settings.mcp_servers[name]))
+    entries, mcp = load_trusted(config_dir), load_trusted_mcp(config_dir)
+    mcp = [e for e in mcp if (e.project, e.server) != (entry.project, entry.server)]  # an older definition
+    save_trusted(config_dir, entries, [*mcp, entry])
+    return entry
+
+
+def _describe_spec(spec: McpServer) -> str:
+    if spec.url:
+        return f"connect to {mask_url_credentials(spec.url)}"
+    return "run " + " ".join([spec.command, *spec.args])
+
+
+def confirm_project_mcp_servers(loaded: LoadedSettings, ask: Callable[[str], str] | None) -> dict[str, str]:
+    """Which of the project file's MCP servers may not start, each with the one line that says why.
+
+    The user's own servers always start. A project's server starts once allowed for this project; ``ask``
+    (None: nobody to ask, as in ``-p`` and pipes) asks about the others, one by one."""
+    refused: dict[str, str] = {}
+    for name in loaded.project_mcp_servers:
+        spec = loaded.settings.mcp_servers[name]
+        if not spec.enabled or is_mcp_trusted(loaded, name):
+            continue
+        project = printable(str(project_dir(loaded)))
+        if ask is None:
+            refused[name] = (
+                f"MCP server {name} from {printable(str(loaded.paths.project_settings))} not started: not allowed "
+                f"for this project; run `{ALLOW_MCP_COMMAND.format(name=name)}` in {project} to allow it"
+            )
+            continue
+        answer = ask(
+            f"{printable(str(loaded.paths.project_settings))} asks co to {printable(_describe_spec(spec))} as MCP "
+            f"server {name!r}; its tools could then be offered to the model.\n"
+            f"Allow this MCP server for {project}? (remembered; undo with `co config trust revoke`) [y/N] "
+        )
+        if answer.strip().lower() in ("y", "yes"):
+            trust_mcp(loaded, name)
+        else:
+            refused[name] = f"MCP server {name} not started: not allowed for this project"
+    return refused
 
 
 def confirm_project_server(loaded: LoadedSettings, ask: Callable[[str], str] | None) -> None:

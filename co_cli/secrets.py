@@ -91,6 +91,49 @@ def _assignment(text: str) -> bool:
     return False
 
 
+_SPOKEN = re.compile(
+    r"\b(?P<word>pass(?:word|wd|phrase|code)|pin(?:\s+(?:code|number))?|(?:api|access|secret|private)\s+key|token)"
+    r"(?:\s+(?:for|of|on|to|at)\s+[\w.@\-]+(?:\s+[\w.@\-]+){0,2})?"
+    r"\s*(?P<sep>\bis\b|\bwas\b|=|:)\s*(?P<quote>[\"'“‘`]?)(?P<value>[^\s\"'”’`,;]+)(?P<rest>\s*\S?)",
+    re.IGNORECASE,
+)
+_SET_TO = re.compile(
+    r"\b(?:set|changed?|reset|updated?)\s+(?:\w+\s+){0,2}(?P<word>pass(?:word|wd|phrase|code)|pin)"
+    r"\s+to\s+(?P<quote>[\"'“‘`]?)(?P<value>[^\s\"'”’`,;]+)",
+    re.IGNORECASE,
+)
+_NOT_A_VALUE_TEXT = """
+    a an the my your our their his her its this that these those what which where how and or but so for from
+    to of with by in on at as is was be been being not never no now still also just only always usually same
+    different required optional needed set stored saved kept managed handled rotated changed reset updated expired
+    wrong correct missing empty unknown long short strong weak secure safe valid invalid secret private hidden
+    encrypted hashed generated shared given sent used available unset none null redacted here there too very
+    somewhere elsewhere inside written typed listed mentioned provided supplied configured ok okay fine"""
+_NOT_A_VALUE = frozenset(_NOT_A_VALUE_TEXT.split())
+"""Words that end a sentence about a password without being one ("the password is stored ...")."""
+
+
+def _spoken(text: str) -> bool:
+    """A password, PIN or token given in words: "my password is tulip", "the Jenkins password is hunter2",
+    "the token for the staging API is abc123", "pin: 4821", "changed my password to tulip". Unless quoted, the
+    value must not be an ordinary word of a sentence ("the password is stored in the vault"); after a bare ``:``
+    (a label: "The password: field ...") it must end the sentence or hold a digit; a PIN needs three digits."""
+    found = [(m.group("word"), m.group("value"), m.group("sep"), m.group("rest"), m.group("quote"))
+             for m in _SPOKEN.finditer(text)]  # fmt: skip
+    found += [(m.group("word"), m.group("value"), "to", "", m.group("quote")) for m in _SET_TO.finditer(text)]
+    for word, raw, sep, rest, quote in found:
+        value = raw.rstrip(".!?)")
+        if len(value) < 3 or (not quote and value.lower() in _NOT_A_VALUE) or _PLACEHOLDER.search(value):
+            continue
+        digits = sum(c.isdigit() for c in value)
+        if word.lower().startswith("pin") and digits < 3:
+            continue
+        if sep == ":" and not digits and rest.strip() not in ("", ".", ";", ","):
+            continue
+        return True
+    return False
+
+
 _HEX_OR_UUID = re.compile(
     r"(?<![A-Za-z0-9])(?:[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
     r"|[0-9a-fA-F]{32,})(?![A-Za-z0-9])"
@@ -144,6 +187,8 @@ def find_secret(text: str) -> str | None:
             return kind
     if _assignment(text):
         return "a password, token or key assignment"
+    if _spoken(text):
+        return "a password, PIN or token given in words"
     if _hex_key(text):
         return "a hexadecimal key or UUID"
     for match in _TOKEN.finditer(text):

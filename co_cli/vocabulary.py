@@ -27,3 +27,6 @@ COMPACTING = "compacting the conversation"
 """What a live view says while the governor summarises the context before a request."""
 MEMORY_EXTRACTION = "finishing the memory extraction of the last turn"
 """What a live view says while co, leaving, waits for the memory extraction of the last turn."""
+MCP_TOOL_PREFIX = "mcp__"
+"""How the name of a tool offered from an MCP server starts (``mcp__<server>__<tool>``), wherever it is read:
+the toolset that offers it, and the ``/context`` breakdown of a history whose server may be long gone."""

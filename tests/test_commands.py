@@ -116,6 +116,7 @@ def test_each_command_lives_in_the_module_of_its_concern() -> None:
         "sessions": ["sessions", "resume", "fork", "rename", "delete", "rewind"],
         "memory": ["memory", "remember", "forget"],
         "tasks": ["tasks"],
+        "mcp": ["mcp"],
     }
 
 

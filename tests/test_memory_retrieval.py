@@ -139,3 +139,29 @@ def test_instructions_files_capped_farthest_cut_first(tmp_path: Path) -> None:
     assert "[cut:" in found.section and "instructions_files_max_tokens" in found.section
     assert found.tokens < 400
     assert load_instructions_files(sub, tmp_path / "noconfig", 0, OwnFiles(())).section == ""
+
+
+# ----- recall beyond keywords: the topic's own words -----
+
+
+def test_a_question_about_a_topic_finds_a_memory_that_names_only_the_thing(store: Memories) -> None:
+    fish = store.add("The user writes abbr definitions in config.fish", actor="user")
+    store.add("The user's editor is Helix", actor="user")
+    store.add("The user deploys on Fridays", actor="user")
+    chosen = relevant_memories(store, "which shell do I use at work?", "", 800, time.time())
+    assert [c.id for c in chosen] == [fish.id]
+
+
+def test_a_question_naming_the_thing_finds_the_topic(store: Memories) -> None:
+    shell = store.add("The user's shell is zsh with oh-my-zsh", actor="user")
+    chosen = relevant_memories(store, "how do I set an alias in fish?", "", 800, time.time())
+    assert [c.id for c in chosen] == [shell.id]
+
+
+def test_direct_matches_rank_before_expanded_ones(store: Memories) -> None:
+    bash = store.add("The user's CI scripts are bash", actor="user")
+    direct = store.add("The user's login shell is nushell", actor="user")
+    _age(store, direct.id, 300)  # even an old direct match goes first
+    chosen = relevant_memories(store, "what is my shell?", "", 800, time.time())
+    assert [c.id for c in chosen] == [direct.id, bash.id]
+    assert chosen[0].score > chosen[1].score

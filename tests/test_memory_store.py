@@ -175,6 +175,27 @@ def test_secrets_are_refused_and_nothing_reaches_the_database(store: Memories, t
     assert secret_part not in dump
 
 
+SPOKEN_SECRETS = [  # (text, the secret in it): said in words, short ones included
+    ("my password is tulip", "tulip"),
+    ("The Jenkins password is hunter2", "hunter2"),
+    ("The user's wifi password: tulip", "tulip"),
+    ("the token for the staging API is abc123", "abc123"),
+    ("pin: 4821", "4821"),
+    ("The user's bank PIN is 0000.", "0000"),
+    ("I changed my password to Summer2024 yesterday", "Summer2024"),
+    ('The user\'s password is "correct horse battery"', "correct horse"),
+    ("the passphrase for the backup disk was orange", "orange"),
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), SPOKEN_SECRETS)
+def test_secrets_said_in_words_are_refused(store: Memories, tmp_path: Path, text: str, secret: str) -> None:
+    with pytest.raises(MemoryRefused, match="given in words") as exc:
+        store.add(text, actor="user")
+    assert secret not in exc.value.message
+    assert store.list(statuses=("active", "proposed", "deleted")) == [] and store.log() == []
+
+
 @pytest.mark.parametrize(
     "text",
     [
@@ -195,6 +216,15 @@ def test_secrets_are_refused_and_nothing_reaches_the_database(store: Memories, t
         "The user prefers Bearer tokens over basic authentication",
         "Deploys use the Slack channel #deploys",
         "bypass=always is set for the cache",
+        "The password is stored in the vault",
+        "The password is required for login",
+        "the token is expired, ask for a new one",
+        "Each token is a word piece",
+        "The token budget is 800",
+        "The user's PIN is four digits long",
+        "Pin: the versions in requirements.txt",
+        "The access key is in the team's vault",
+        "The user prefers passwords of 20 characters",
     ],
 )
 def test_ordinary_text_is_not_taken_for_a_secret(text: str) -> None:
@@ -257,6 +287,9 @@ def test_queue_claims_once_and_retries_a_failure_once(store: Memories) -> None:
     item = queue.claim()
     assert item is not None and queue.claim() is None  # claimed: not handed out twice
     queue.failed(item)
+    assert queue.claim() is None  # never retried at once
+    with store.db.transaction() as tx:  # RETRY_AFTER seconds later
+        tx.execute("UPDATE memory_queue SET claimed_at = claimed_at - ?", (ExtractionQueue.RETRY_AFTER + 1,))
     again = queue.claim()
     assert again is not None and again.attempts == 2
     queue.failed(again)  # the second failure drops it
@@ -265,6 +298,16 @@ def test_queue_claims_once_and_retries_a_failure_once(store: Memories) -> None:
     stale = queue.claim()
     assert stale is not None
     assert queue.claim(stale_after=-1) is not None  # a claim of a dead co is taken over
+
+
+def test_interrupted_work_is_handed_back_untried(store: Memories) -> None:
+    queue = ExtractionQueue(store.db)
+    queue.put("s1", 0, "I moved to Oslo last year", PROJECT)
+    item = queue.claim()
+    assert item is not None
+    queue.release(item)
+    again = queue.claim()
+    assert again is not None and again.attempts == 1
 
 
 def test_sessions_recover_keeps_memories_and_their_history(tmp_path: Path) -> None:

@@ -97,3 +97,14 @@ def test_an_approved_remember_still_refuses_credentials(core: Core, secret: str)
     assert run(conv, "hello", view).status == "ok"
     assert "not remembered: not stored: the text looks like a credential" in str(view.results)
     assert core.store.memories.list() == []
+
+
+def test_recall_finds_a_memory_through_its_topic_after_direct_matches(core: Core) -> None:
+    direct = core.store.memories.add("The user's login shell is configured by the team", actor="user")
+    fish = core.store.memories.add("The user writes abbr definitions in config.fish", actor="user")
+    core.store.memories.add("The user's editor is Helix", actor="user")
+    view = RecordingView()
+    run(core.conversation(calling("recall", {"query": "shell"})), "hello", view)
+    results = str(view.results)
+    assert f"[{direct.ref}]" in results and f"[{fish.ref}]" in results and "Helix" not in results
+    assert results.index(f"[{direct.ref}]") < results.index(f"[{fish.ref}]")

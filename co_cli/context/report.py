@@ -14,6 +14,7 @@ from co_cli.context.user_words import USER_WORDS_HEADING, carried_words
 from co_cli.message_view import PartView, view_part
 from co_cli.synthetic import is_summary
 from co_cli.text_tokens import estimate_text_tokens
+from co_cli.vocabulary import MCP_TOOL_PREFIX
 
 KINDS = (
     "instructions+tools",
@@ -24,6 +25,8 @@ KINDS = (
     "assistant",
     "tool returns",
     "summaries",
+    "mcp schemas",
+    "mcp outputs",
 )
 LABEL_CHARS = 48
 
@@ -98,6 +101,8 @@ def _classify(view: PartView, in_summary: bool) -> tuple[str, str] | None:
     if in_summary and view.kind == "user":
         return "summaries", _label(view.text.split("\n", 1)[0])
     if view.kind == "tool-return":
+        if (view.tool_name or "").startswith(MCP_TOOL_PREFIX):
+            return "mcp outputs", f"{view.tool_name} ({view.tool_call_id})"
         return kind, f"{view.tool_name} ({view.tool_call_id})"
     if view.kind == "retry":
         return kind, f"retry {view.tool_name or 'output'}"
@@ -119,15 +124,18 @@ def context_report(
     instructions_files_tokens: int = 0,
     memory_tokens: int = 0,
     tasks_tokens: int = 0,
+    mcp_schema_tokens: int = 0,
 ) -> ContextReport:
     """A snapshot of the working context ``messages`` (as it would be sent).
 
-    ``overhead_tokens`` includes the instructions files and the task list (``tasks_tokens``); the memory section
-    (``memory_tokens``, the last request's) comes on top of it."""
+    ``overhead_tokens`` includes the instructions files, the task list (``tasks_tokens``) and the MCP servers'
+    tool schemas (``mcp_schema_tokens``); the memory section (``memory_tokens``, the last request's) comes on top
+    of it."""
     estimate = estimate_history(messages, overhead_tokens=overhead_tokens + memory_tokens)
     breakdown = dict.fromkeys(KINDS, 0)
-    breakdown["instructions+tools"] = overhead_tokens - instructions_files_tokens - tasks_tokens
+    breakdown["instructions+tools"] = overhead_tokens - instructions_files_tokens - tasks_tokens - mcp_schema_tokens
     breakdown["tasks"] = tasks_tokens
+    breakdown["mcp schemas"] = mcp_schema_tokens
     breakdown["instructions files"] = instructions_files_tokens
     breakdown["memory"] = memory_tokens
     items: list[ReportItem] = []

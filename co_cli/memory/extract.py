@@ -6,16 +6,21 @@ neighbours) in one structured-output call that returns a decision per memory: AD
 refined), DELETE (contradicted) or NONE. With ``memory_extract = review`` the decisions become proposals;
 with ``auto`` they are applied at once (logged and undoable).
 
-Small models write junk: at most ``MAX_PROPOSALS`` changes per turn, and a fact that is not a standalone
-statement (a question, a fragment, first person, a pronoun with nothing to refer to) is dropped. An invalid
-or failing answer changes nothing. The work runs in a background task fed by a durable queue
-(``ExtractionQueue``): it never delays the next prompt and is finished, or resumed by the next co, at exit.
+Small models write junk: at most ``MAX_PROPOSALS`` changes per turn; a first-person fact ("Bob reviews my
+pull requests") is rewritten in the third person; a fact that is not a standalone statement (a question, a
+fragment, a pronoun with nothing to refer to) or only a passing state (a mood, "today") is dropped. The
+decisions are checked: a new fact the model leaves out (or calls NONE) with no near-duplicate is an ADD; an
+UPDATE that glues an unrelated statement onto a memory is refused; a DELETE stands only beside a kept fact
+on the same topic (the one replacing it). An invalid or failing answer changes nothing. The work runs in a
+background task fed by a durable queue (``ExtractionQueue``): it never delays the next prompt and is finished,
+or resumed by the next co, at exit.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
@@ -23,7 +28,9 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, Field
 
 from co_cli.errors import CoError
-from co_cli.memory.retrieval import near_duplicate, query_terms, words
+from co_cli.memory.expansion import expand
+from co_cli.memory.retrieval import GENERIC_WORDS, STOPWORDS, near_duplicate, shares_topic, topic_terms, words
+from co_cli.memory.structured_answer import ProseAnswer, ask
 from co_cli.secrets import find_secret
 from co_cli.store.memories import Memories, Memory, parse_ref
 from co_cli.store.queue import ExtractionQueue, QueuedTurn
@@ -44,14 +51,16 @@ FACTS_PROMPT = """You extract durable facts about the user from ONE message the 
 Return 0 to 3 short, atomic, standalone statements in the third person ("The user ..."), each true on its own
 without the conversation: preferences, facts about the user, their projects, tools and standing rules.
 Ignore questions, requests for one-off tasks, greetings, and anything temporary. Never include passwords,
-keys or tokens. Most messages contain no durable fact: then return an empty list.
+keys or tokens, and never moods or passing states ("is tired today"). One statement per topic: never join
+two topics in one statement. Most messages contain no durable fact: then return an empty list.
 Example: "My wife is Anne and I use vim" -> ["The user's wife is named Anne", "The user uses vim"]."""
 
 RECONCILE_PROMPT = """You keep a user's long-term memory consistent. You get EXISTING memories (with ids) and
 NEW facts. Return one decision per existing memory and per new fact:
 - ADD: a new fact not covered by any existing memory (give its text; no id).
-- UPDATE: a new fact that refines an existing memory on the same topic (give the existing id and the merged text).
-- DELETE: an existing memory that a new fact contradicts (give its id).
+- UPDATE: a new fact that replaces or refines an existing memory on the SAME topic (give the existing id and
+  the new text). Never join two different topics in one text.
+- DELETE: an existing memory that a new fact contradicts and that no UPDATE replaces (give its id).
 - NONE: an existing memory that stays as it is, or a new fact that is a duplicate (give the id if existing).
 Each text is one standalone statement."""
 
@@ -84,6 +93,74 @@ _DANGLING = frozenset({"it", "this", "that", "these", "those", "they", "he", "sh
 _NON_FACTS = ("no fact", "none", "n/a", "nothing", "the assistant", "as an ai", "the message", "user message")
 
 
+_TEMPORARY = re.compile(
+    r"\b(?:today|tonight|right now|at the moment|this (?:morning|afternoon|evening)|in an? \w+ mood|mood (?:is|was)"
+    r"|(?:feel|feels|feeling|felt)\b|is (?:tired|sleepy|exhausted|stressed|hungry|sick|bored|angry|upset|sad|happy"
+    r"|busy|annoyed|frustrated|excited|nervous|anxious|grumpy|in a hurry)\b)",
+    re.IGNORECASE,
+)
+_ADVERB = r"(?:always|usually|often|never|also|now|still|mostly|only|really)"
+_I_VERB = re.compile(rf"\b(I|we)\s+(?:({_ADVERB})\s+)?([A-Za-z]+)\b", re.IGNORECASE)
+_PRONOUNS = (
+    (re.compile(r"\bI(?:'m|’m|\s+am)\b", re.IGNORECASE), "the user is"),
+    (re.compile(r"\bI(?:'ve|’ve)\b", re.IGNORECASE), "the user has"),
+    (re.compile(r"\bI(?:'d|’d)\b", re.IGNORECASE), "the user would"),
+    (re.compile(r"\bI(?:'ll|’ll)\b", re.IGNORECASE), "the user will"),
+    (re.compile(r"\bwe(?:'re|’re|\s+are)\b", re.IGNORECASE), "the user's team is"),
+    (re.compile(r"\b(?:my|mine)\b", re.IGNORECASE), "the user's"),
+    (re.compile(r"\b(?:our|ours)\b", re.IGNORECASE), "the user's"),
+    (re.compile(r"\b(?:me|myself)\b", re.IGNORECASE), "the user"),
+)
+_NOT_CONJUGATED = frozenset(
+    {"was", "will", "would", "can", "could", "should", "must", "might", "may", "did", "had", "shall", "need"}
+)
+
+
+_ONE_OFF = re.compile(
+    r"^the user (?:wants|needs|would like|is asking|asks|asked|requested|is looking) (?:to|a|an|help|some|for)\b"
+    r"|^the user wants \S+(?: \S+)? (?:translated|explained|written|fixed|shown)(?: (?:into|for|to) \S+)?$",
+    re.IGNORECASE,
+)
+
+
+def is_temporary(text: str) -> bool:
+    """Whether ``text`` is about a passing state (a mood, "right now", "today") or a one-off request ("The user
+    wants to profile a Go program"): nothing to remember."""
+    return _TEMPORARY.search(text) is not None or _ONE_OFF.search(text.strip()) is not None
+
+
+def _third_person_verb(verb: str) -> str:
+    lower = verb.lower()
+    if lower in _NOT_CONJUGATED or lower.endswith(("ed", "s")) or not lower.isalpha():
+        return verb
+    irregular = {"am": "is", "have": "has", "do": "does", "go": "goes"}
+    if lower in irregular:
+        return irregular[lower]
+    if lower.endswith(("sh", "ch", "x", "z", "o")):
+        return verb + "es"
+    if lower.endswith("y") and len(lower) > 1 and lower[-2] not in "aeiou":
+        return verb[:-1] + "ies"
+    return verb + "s"
+
+
+def third_person(text: str) -> str:
+    """A first-person statement about the user in the third person ("Bob reviews my pull requests" -> "Bob
+    reviews the user's pull requests", "I always use tabs" -> "The user always uses tabs", "We deploy on
+    Fridays" -> "The user's team deploys on Fridays")."""
+    line = text.strip()
+    for pattern, replacement in _PRONOUNS:
+        line = pattern.sub(replacement, line)
+
+    def subject(match: re.Match[str]) -> str:
+        who, adverb, verb = match.group(1), match.group(2), match.group(3)
+        person = "the user" if who.lower() == "i" else "the user's team"
+        return f"{person} " + (f"{adverb} " if adverb else "") + _third_person_verb(verb)
+
+    line = _I_VERB.sub(subject, line)
+    line = re.sub(r"\bI\b", "the user", line)
+    return line[:1].upper() + line[1:]
+
+
 def is_standalone(text: str) -> bool:
     """Whether ``text`` reads as one durable statement on its own (the filter against small models' junk)."""
     line = text.strip()
@@ -95,7 +172,7 @@ def is_standalone(text: str) -> bool:
     lower = line.lower()
     if any(lower.startswith(p) or lower == p for p in _NON_FACTS):
         return False
-    if found[0] in _DANGLING or _FIRST_PERSON & set(found):
+    if found[0] in _DANGLING or _FIRST_PERSON & set(found) or is_temporary(line):
         return False
     return find_secret(line) is None
 
@@ -106,43 +183,73 @@ def worth_extracting(prompt: str) -> bool:
 
 
 def plan(facts: Sequence[str], neighbours: Sequence[Memory], decisions: Sequence[Decision] | None) -> list[Change]:
-    """The validated changes: decisions about unknown ids, junk texts, duplicates and secrets are dropped;
-    at most MAX_PROPOSALS. Without neighbours (``decisions`` None) every fact is an ADD."""
+    """The validated changes: decisions about unknown ids, junk texts, duplicates, secrets, UPDATEs that join
+    unrelated statements and DELETEs with no kept fact on their topic are dropped; a fact no decision covers and
+    no neighbour duplicates is added; at most MAX_PROPOSALS. Without neighbours (``decisions`` None) every fact
+    is an ADD."""
     known = {m.id: m for m in neighbours}
     raw: list[Change] = []
-    if decisions is None:
-        raw = [Change("add", f) for f in facts]
-    else:
-        for decision in decisions:
-            target = _target(decision.id, known)
-            if decision.event == "ADD":
-                raw.append(Change("add", decision.text))
-            elif decision.event == "UPDATE" and target is not None:
-                raw.append(Change("update", decision.text, target))
-            elif decision.event == "DELETE" and target is not None:
-                raw.append(Change("delete", known[target].text, target))
+    for decision in decisions or ():
+        target = _target(decision.id, known)
+        if decision.event == "ADD":
+            raw.append(Change("add", decision.text))
+        elif decision.event == "UPDATE" and target is not None:
+            raw.append(Change("update", decision.text, target))
+        elif decision.event == "DELETE" and target is not None:
+            raw.append(Change("delete", known[target].text, target))
+    decided = len(raw)
+    raw += [Change("add", f) for f in facts]  # kept below only if nothing covers the fact
     changes: list[Change] = []
     touched: set[int] = set()
-    for change in raw:
-        text = " ".join(change.text.split())
+    for index, change in enumerate(raw):
+        text = third_person(" ".join(change.text.split())) if change.op != "delete" else change.text
+        if index >= decided and any(c.op == "update" and _restates(c.text, text) for c in changes):
+            continue  # the model's update says this fact in other words
         if change.op != "delete":
             if not is_standalone(text):
                 continue
-            same = [m for m in neighbours if near_duplicate(text, m.text)]
-            if change.op == "add" and same:
+            if change.op == "add" and any(near_duplicate(text, m.text) for m in neighbours):
                 continue  # already remembered
-            if change.op == "update" and change.target is not None and near_duplicate(text, known[change.target].text):
-                continue  # no real change
-            if any(near_duplicate(text, c.text) for c in changes if c.op != "delete"):
+            if change.op == "update" and change.target is not None:
+                old = known[change.target].text
+                if near_duplicate(text, old) or joins_unrelated(text, old):
+                    continue  # no real change, or two topics glued together
+            if any(_covers(c.text, text) for c in changes if c.op != "delete"):
                 continue
         if change.target is not None:
             if change.target in touched:
                 continue
             touched.add(change.target)
         changes.append(Change(change.op, text, change.target))
-        if len(changes) >= MAX_PROPOSALS:
-            break
-    return changes
+    kept = [c for c in changes if c.op != "delete"]
+    changes = [c for c in changes if c.op != "delete" or any(shares_topic(c.text, k.text) for k in kept)]
+    return changes[:MAX_PROPOSALS]
+
+
+_CLAUSE = re.compile(r"\s*(?:;|,?\s+(?:and|but|while|whereas)\s+|\.\s+)\s*", re.IGNORECASE)
+
+
+def joins_unrelated(text: str, old: str) -> bool:
+    """Whether ``text`` glues onto ``old`` a statement on another topic ("The user's name is Sam and the user
+    is worried about the release"): a clause of two or more topic words, most of them not in ``old``."""
+    old_topic = set(topic_terms(old))
+    clauses = [c for c in _CLAUSE.split(text) if c]
+    if len(clauses) < 2:
+        return False
+    return any(len(t := set(topic_terms(c))) >= 2 and len(t & old_topic) * 2 < len(t) for c in clauses)
+
+
+def _restates(update: str, fact: str) -> bool:
+    """Whether an update's text says ``fact`` in other words: half of the fact's topic words or more are in it
+    ("The user lives in Lyon" for "The user moved to Lyon")."""
+    topic = set(topic_terms(fact))
+    return bool(topic) and len(topic & set(topic_terms(update))) * 2 >= len(topic)
+
+
+def _covers(stated: str, fact: str) -> bool:
+    """Whether ``stated`` already says ``fact``: every content word of the fact is in it."""
+    content = set(words(fact)) - STOPWORDS - GENERIC_WORDS
+    return content <= set(words(stated)) if content else near_duplicate(stated, fact)
 
 
 def _target(ref: str | None, known: dict[int, Memory]) -> int | None:
@@ -155,40 +262,43 @@ def _target(ref: str | None, known: dict[int, Memory]) -> int | None:
     return memory_id if memory_id in known else None
 
 
-async def extract_facts(model: Model, message: str) -> list[str]:
-    from pydantic_ai import Agent
-
-    agent = Agent(model, output_type=Facts, instructions=FACTS_PROMPT, retries=1)
-    result = await agent.run(f"The user's message:\n<message>\n{message}\n</message>")
-    return [f for f in result.output.facts if f.strip()][:MAX_FACTS]
+async def extract_facts(model: Model, message: str, *, prompted: bool = False) -> list[str]:
+    prompt = f"The user's message:\n<message>\n{message}\n</message>"
+    answer = await ask(model, Facts, FACTS_PROMPT, prompt, prompted=prompted)
+    return [f for f in answer.facts if f.strip()][:MAX_FACTS]
 
 
-async def reconcile(model: Model, facts: Sequence[str], neighbours: Sequence[Memory]) -> list[Decision]:
-    from pydantic_ai import Agent
-
-    agent = Agent(model, output_type=Decisions, instructions=RECONCILE_PROMPT, retries=1)
+async def reconcile(
+    model: Model, facts: Sequence[str], neighbours: Sequence[Memory], *, prompted: bool = False
+) -> list[Decision]:
     existing = "\n".join(f"- {m.ref}: {m.text}" for m in neighbours)
     new = "\n".join(f"- {f}" for f in facts)
-    result = await agent.run(f"EXISTING memories:\n{existing}\n\nNEW facts:\n{new}")
-    return result.output.memory
+    prompt = f"EXISTING memories:\n{existing}\n\nNEW facts:\n{new}"
+    return (await ask(model, Decisions, RECONCILE_PROMPT, prompt, prompted=prompted)).memory
 
 
 def nearest(store: Memories, facts: Sequence[str], project: str) -> list[Memory]:
-    """The existing active memories closest to the facts (FTS neighbours), best first."""
+    """The existing active memories closest to the facts (FTS neighbours on their topic words and the words of
+    the same topic: "moved" finds "lives"), best first."""
     terms: list[str] = []
     for fact in facts:
-        terms += [t for t in query_terms(fact) if t not in terms]
+        terms += [t for t in topic_terms(fact) if t not in terms]
+    terms += [t for t in expand(terms) if t not in terms]
     return [c.memory for c in store.search(terms, project=project, limit=NEIGHBOURS)] if terms else []
 
 
-async def extract_changes(model: Model, store: Memories, message: str, project: str) -> list[Change]:
-    """Steps (1) and (2) for one message; raises whatever the model raises."""
-    facts = [f for f in await extract_facts(model, message) if find_secret(f) is None]
+async def extract_changes(
+    model: Model, store: Memories, message: str, project: str, *, prompted: bool = False
+) -> list[Change]:
+    """Steps (1) and (2) for one message, at most two requests; raises whatever the model raises
+    (``ProseAnswer`` when it answered in prose: ask again with ``prompted``)."""
+    found = await extract_facts(model, message, prompted=prompted)
+    facts = [third_person(f) for f in found if find_secret(f) is None]
     facts = [f for f in facts if is_standalone(f)]
     if not facts:
         return []
     neighbours = nearest(store, facts, project)
-    decisions = await reconcile(model, facts, neighbours) if neighbours else None
+    decisions = await reconcile(model, facts, neighbours, prompted=prompted) if neighbours else None
     return plan(facts, neighbours, decisions)
 
 
@@ -234,6 +344,8 @@ class ExtractionWorker:
         self.on_change = on_change
         self.last_error: str | None = None
         self.stored = 0
+        self.prompted = False
+        """Set once the model answered in prose: its server ignores forced tool calls, so ask for JSON text."""
         self._task: asyncio.Task[None] | None = None
 
     def submit(self, prompt: str, session_id: str, seq: int) -> None:
@@ -256,9 +368,9 @@ class ExtractionWorker:
     async def _run(self) -> None:
         while (item := self.queue.claim()) is not None:
             try:
-                changes = await extract_changes(self.model(), self.store, item.text, item.project)
+                changes = await self._changes(item)
             except asyncio.CancelledError:
-                self.queue.failed(item)
+                self.queue.release(item)
                 raise
             except Exception as exc:  # a failing or invalid model answer changes nothing
                 self.last_error = _describe(exc)
@@ -269,6 +381,17 @@ class ExtractionWorker:
             self.last_error = None
             if changes and self.on_change is not None:
                 self.on_change()
+
+    async def _changes(self, item: QueuedTurn) -> list[Change]:
+        """The item's changes; the first prose answer switches to prompted JSON and asks again at once (once per
+        worker: that message costs one request more, every later one at most two)."""
+        try:
+            return await extract_changes(self.model(), self.store, item.text, item.project, prompted=self.prompted)
+        except ProseAnswer:
+            if self.prompted:
+                raise
+            self.prompted = True
+            return await extract_changes(self.model(), self.store, item.text, item.project, prompted=True)
 
     async def drain(self, notice: Callable[[str], None] | None = None, after: float = 0.5) -> None:
         """Finish the queued work (at exit); ``notice`` is told if that takes longer than ``after`` seconds.

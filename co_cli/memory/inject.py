@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from co_cli.memory.expansion import EXPANDED_WEIGHT, search_with_topics
 from co_cli.memory.retrieval import Scored, query_terms, rank, select
 
 if TYPE_CHECKING:
@@ -31,9 +33,11 @@ def relevant_memories(store: Memories, prompt: str, project: str, budget_tokens:
     if budget_tokens <= 0:
         return []
     instructions = [Scored(m.id, m.text, m.kind, 1.0) for m in store.instructions(project)]
-    terms = query_terms(prompt)
-    candidates = store.search(terms, project=project, limit=CANDIDATES) if terms else []
+    candidates, more = search_with_topics(store, query_terms(prompt), project, CANDIDATES)
     ranked = rank(((c.memory.id, c.memory.text, c.memory.kind, c.bm25, c.memory.updated_at) for c in candidates), now)
+    # what only the topic's other words find: ranked apart, below every direct match
+    weaker = rank(((c.memory.id, c.memory.text, c.memory.kind, c.bm25, c.memory.updated_at) for c in more), now)
+    ranked += [dataclasses.replace(s, score=s.score * EXPANDED_WEIGHT) for s in weaker]
     return select(instructions, ranked, budget_tokens)
 
 

@@ -33,6 +33,12 @@ what when where which while who whom why will with would you your yours yourself
 want need like get got make use using used ok okay yes hi hello thanks thank
 """
 STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+_GENERIC_TEXT = """
+user user's users person people always usually often never also now still currently really just named called
+"""
+GENERIC_WORDS = frozenset(_GENERIC_TEXT.split())
+"""Words nearly every memory has ("The user always ..."): they say nothing about what a memory is about, so
+they never make two memories neighbours."""
 
 
 def words(text: str) -> list[str]:
@@ -48,6 +54,16 @@ def query_terms(prompt: str) -> list[str]:
         if len(seen) >= MAX_QUERY_TERMS:
             break
     return list(seen)
+
+
+def topic_terms(text: str) -> list[str]:
+    """The words that say what ``text`` is about: its query terms without the generic ones."""
+    return [t for t in query_terms(text) if t not in GENERIC_WORDS]
+
+
+def shares_topic(a: str, b: str) -> bool:
+    """Whether two statements have a topic word in common."""
+    return bool(set(topic_terms(a)) & set(topic_terms(b)))
 
 
 def recency(age_days: float) -> float:

@@ -15,8 +15,12 @@ if TYPE_CHECKING:
     from pydantic_ai import Agent
     from pydantic_ai.models import Model
 
+    from co_cli.tools.mcp.servers import McpServers
 
-def build_agent(model: Model, *, capabilities: list[Any], request_timeout: float = 120.0) -> Agent[CoDeps, str]:
+
+def build_agent(
+    model: Model, *, capabilities: list[Any], request_timeout: float = 120.0, mcp: McpServers | None = None
+) -> Agent[CoDeps, str]:
     from pydantic_ai import Agent, RunContext
 
     from co_cli.tools import build_toolset
@@ -28,12 +32,17 @@ def build_agent(model: Model, *, capabilities: list[Any], request_timeout: float
         memory = memory_section(ctx.deps, ctx.prompt)
         return instructions_text(ctx.deps) + (f"\n\n{memory}" if memory else "")
 
+    toolsets: list[Any] = [build_toolset(), build_history_toolset(), build_memory_toolset(), build_tasks_toolset()]
+    if mcp is not None and len(mcp):
+        from co_cli.tools.mcp.toolset import McpToolset
+
+        toolsets.append(McpToolset(mcp))
     return Agent(
         model,
         deps_type=CoDeps,
         output_type=str,
         instructions=instructions,
-        toolsets=[build_toolset(), build_history_toolset(), build_memory_toolset(), build_tasks_toolset()],
+        toolsets=toolsets,
         capabilities=capabilities,
         model_settings=request_time_limits(model, request_timeout),
     )
@@ -75,6 +84,17 @@ def build_agent_tool_defs() -> list[Any]:
     return defs
 
 
-def overhead_tokens(deps: CoDeps) -> int:
-    """Tokens every request carries besides the history: the instructions and the tool schemas."""
-    return estimate_overhead(instructions_text(deps), []) + tool_defs_tokens()
+def overhead_tokens(deps: CoDeps, mcp: McpServers | None = None) -> int:
+    """Tokens every request carries besides the history: the instructions and the tool schemas (the MCP
+    servers' as they are sent now)."""
+    return estimate_overhead(instructions_text(deps), []) + tool_defs_tokens() + mcp_schema_tokens(deps, mcp)
+
+
+def mcp_schema_tokens(deps: CoDeps, mcp: McpServers | None) -> int:
+    """Tokens the running MCP servers' tools add to every request, as sent (whole, or past the schema budget
+    their names and one-line descriptions)."""
+    if mcp is None or not len(mcp):
+        return 0
+    from co_cli.tools.mcp.toolset import sent_schema_tokens
+
+    return sent_schema_tokens(mcp, deps.settings.mcp_schema_budget_tokens)

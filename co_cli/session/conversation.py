@@ -28,6 +28,7 @@ from co_cli.session.tasks import Tasks, from_stored
 from co_cli.session.turn import TurnOutcome, Turns, TurnView
 from co_cli.session.window import ContextWindow
 from co_cli.tools.approval import ApprovalPrompt
+from co_cli.tools.mcp.servers import McpServers
 
 if TYPE_CHECKING:
     from co_cli.memory.instructions_files import InstructionsFiles
@@ -43,6 +44,7 @@ class Conversation:
         deps: CoDeps,
         ask_approval: ApprovalPrompt | None = None,
         approve_all: bool = False,
+        mcp: McpServers | None = None,
     ) -> None:
         store = deps.store
         self.deps = deps
@@ -55,6 +57,7 @@ class Conversation:
             ask_approval=ask_approval,
             approve_all=approve_all,
             on_governor_event=lambda event: self.turns.on_governor_event(event),
+            mcp=mcp,
         )
         self.pins = Pins(
             self.state,
@@ -106,6 +109,11 @@ class Conversation:
         return self.store.memories if self.deps.memory_on else None
 
     @property
+    def mcp(self) -> McpServers | None:
+        """The MCP servers whose tools the model is offered (None when none are configured)."""
+        return self.engine.mcp
+
+    @property
     def cwd(self) -> Path:
         """The working directory the conversation's tools work in."""
         return self.deps.cwd
@@ -138,6 +146,7 @@ class Conversation:
         self.state.context = context
         self.state.last_usage = None  # /usage speaks of this conversation's last turn
         self.state.approved_commands.clear()  # "always" was said for the other session
+        self.state.approved_tools.clear()
         self.pins.set(pins, notify=False)  # the engine is rebuilt next, counting them
         self.tasks.set(tasks, notify=False)
         self.engine.build()

@@ -21,6 +21,7 @@ from co_cli.session.metering import UsageMeter
 from co_cli.session.tool_stats import tool_timer
 from co_cli.store.usage import TurnUsage
 from co_cli.tools.approval import ApprovalPrompt, make_approval_handler
+from co_cli.tools.mcp.servers import McpServers
 
 
 class Engine:
@@ -32,8 +33,11 @@ class Engine:
         ask_approval: ApprovalPrompt | None,
         approve_all: bool,
         on_governor_event: Callable[[GovernorEvent], None],
+        mcp: McpServers | None = None,
     ) -> None:
         self.resolved = resolved
+        self.mcp = mcp
+        """The MCP servers whose tools the agent offers (None: none configured)."""
         self.deps = deps
         self.ask_approval = ask_approval
         self.approve_all = approve_all
@@ -41,6 +45,8 @@ class Engine:
         self._meter: UsageMeter | None = None
         self._memory_meter: UsageMeter | None = None
         self.build()
+        if mcp is not None:
+            mcp.listeners.append(self.recount)  # a server started or stopped: its schemas count or not
 
     def build(self) -> None:
         settings = self.deps.settings
@@ -49,7 +55,7 @@ class Engine:
             GovernorConfig.from_settings(settings, self.resolved.context_window),
             summarizer=self.summary_model,
             offload_dir=lambda: self.deps.tool_output_dir,
-            overhead_tokens=overhead_tokens(self.deps),
+            overhead_tokens=overhead_tokens(self.deps, self.mcp),
             on_event=self.on_governor_event,
         )
         handler = make_approval_handler(self.ask_approval, approve_all=self.approve_all, deps_getter=lambda: self.deps)
@@ -57,6 +63,7 @@ class Engine:
             self.resolved.model,
             capabilities=[self.governor, HandleDeferredToolCalls(handler=handler), tool_timer()],
             request_timeout=settings.request_timeout,
+            mcp=self.mcp,
         )
 
     def switch(self, resolved: ResolvedModel) -> None:
@@ -69,8 +76,8 @@ class Engine:
         self.governor.summarizer = self.summary_model
 
     def recount(self) -> None:
-        """The instructions changed (pins, tasks): count what every request carries again."""
-        self.governor.pipeline.overhead_tokens = overhead_tokens(self.deps)
+        """The instructions (pins, tasks) or the MCP tools changed: count what every request carries again."""
+        self.governor.pipeline.overhead_tokens = overhead_tokens(self.deps, self.mcp)
 
     @property
     def summary_model(self) -> Model:

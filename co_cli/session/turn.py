@@ -217,6 +217,8 @@ class Turns:
             self._notices.append(event.message)
 
     def _flush_notices(self, view: TurnView) -> None:
+        if self.engine.mcp is not None:
+            self._notices.extend(self.engine.mcp.take_notices())  # an MCP server failed or died
         for message in self._notices:
             view.notice(message)
         self._notices.clear()

@@ -8,6 +8,7 @@ from pydantic_ai.messages import ModelMessage
 from co_cli.context.report import ContextReport, context_report
 from co_cli.context.tokens import TokenEstimate
 from co_cli.deps import SessionState
+from co_cli.session.agent import mcp_schema_tokens
 from co_cli.session.engine import Engine
 from co_cli.session.instructions import memory_report_tokens
 from co_cli.store import Store
@@ -52,5 +53,6 @@ class ContextWindow:
             transcript_count=transcript or len(self.state.context),
             compactions=compactions,
             offload_dir=deps.tool_output_dir,
+            mcp_schema_tokens=mcp_schema_tokens(deps, self.engine.mcp),
             **memory_report_tokens(deps),
         )

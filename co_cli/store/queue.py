@@ -1,7 +1,9 @@
 """The memory-extraction queue: turns whose facts are still to be extracted (by the memory extractor).
 
 Kept in the database so that none is lost at exit or in a crash: an item is claimed while it is worked on
-and removed when done; a claim older than ``stale_after`` seconds (its co died) is taken over by the next co.
+and removed when done; a claim older than ``STALE_AFTER`` seconds (its co died) is taken over by the next co.
+A failed item is tried once more, ``RETRY_AFTER`` seconds later at the earliest (by this co's next turn or the
+next co), never at once; failing again, it is dropped.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ class ExtractionQueue:
     """The queue, worked through one item at a time."""
 
     MAX_ATTEMPTS = 2
+    STALE_AFTER = 300.0
+    RETRY_AFTER = 60.0
 
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -42,13 +46,13 @@ class ExtractionQueue:
         with self.db.transaction() as tx:
             put(tx, session_id, seq, text, project)
 
-    def claim(self, stale_after: float = 300.0) -> QueuedTurn | None:
+    def claim(self, stale_after: float | None = None) -> QueuedTurn | None:
         now = time.time()
         with self.db.transaction() as tx:
             row = tx.read_one(
                 "SELECT id, session_id, seq, text, project, attempts FROM memory_queue "
                 "WHERE claimed_at IS NULL OR claimed_at < ? ORDER BY id LIMIT 1",
-                (now - stale_after,),
+                (now - (self.STALE_AFTER if stale_after is None else stale_after),),
             )
             if row is None:
                 return None
@@ -67,12 +71,19 @@ class ExtractionQueue:
             tx.execute("DELETE FROM memory_queue WHERE id = ?", (item.id,))
 
     def failed(self, item: QueuedTurn) -> None:
-        """Try again later (next start), unless it has failed too often."""
+        """Try again RETRY_AFTER seconds later at the earliest, unless it has failed too often. (The item stays
+        claimed, its claim dated so that it turns stale RETRY_AFTER seconds from now.)"""
         if item.attempts >= self.MAX_ATTEMPTS:
             self.done(item)
             return
+        claimed = time.time() - self.STALE_AFTER + self.RETRY_AFTER
         with self.db.transaction() as tx:
-            tx.execute("UPDATE memory_queue SET claimed_at = NULL WHERE id = ?", (item.id,))
+            tx.execute("UPDATE memory_queue SET claimed_at = ? WHERE id = ?", (claimed, item.id))
+
+    def release(self, item: QueuedTurn) -> None:
+        """Hand the item back untried (the work on it was interrupted): the next co takes it at once."""
+        with self.db.transaction() as tx:
+            tx.execute("UPDATE memory_queue SET claimed_at = NULL, attempts = attempts - 1 WHERE id = ?", (item.id,))
 
     def __len__(self) -> int:
         row = self.db.read_one("SELECT count(*) AS n FROM memory_queue")

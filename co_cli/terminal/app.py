@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from co_cli.session import Conversation, TurnOutcome, TurnView
     from co_cli.store import SessionInfo, Store
     from co_cli.terminal.approval_prompt import TerminalApprover
+    from co_cli.tools.mcp.servers import McpServers
 
 T = TypeVar("T")
 
@@ -82,6 +83,7 @@ class ChatApp:
             approver.before_asking = self.keys.before_question
             approver.after_asking = self.keys.after_question
             approver.cancel_turn = self.cancel_turn
+        self._in_turn = False
 
     @property
     def conv(self) -> Conversation:
@@ -101,6 +103,8 @@ class ChatApp:
         if not self._background_started:
             self._background_started = True
             self._conv.background.start_extraction()  # what an earlier co left queued
+            if self._conv.mcp is not None:
+                start_mcp_servers(self, self._conv.mcp)
         return self._conv
 
     async def finish_background(self) -> None:
@@ -176,8 +180,12 @@ class ChatApp:
 
         token = self._token = CancellationToken()
         self.view.working(WAITING_FOR_MODEL)
-        with self._stoppable(token.cancel):
-            outcome = await self.conv.run_turn(prompt, self.view, token)
+        self._in_turn = True
+        try:
+            with self._stoppable(token.cancel):
+                outcome = await self.conv.run_turn(prompt, self.view, token)
+        finally:
+            self._in_turn = False
         if outcome.status == "failed" and outcome.error:
             self.error(outcome.error)
             if self.interactive:
@@ -320,6 +328,8 @@ class ChatApp:
         watchers: list[asyncio.Task[None]] = []
 
         def start_build() -> None:
+            if self._conv is not None and not self._background_started:
+                asyncio.ensure_future(self.ready())  # a resumed conversation: its MCP servers start now
             if self._conv is None and not watchers:
                 self._start_build()
                 watchers.append(asyncio.ensure_future(self._exit_if_build_fails(session)))
@@ -444,3 +454,26 @@ def preview_lines(text: str) -> list[str]:
     if len(shown) > PREVIEW_LINES:
         shown = [*shown[: PREVIEW_LINES - 1], shown[PREVIEW_LINES - 1] + " …"]
     return shown or [text.strip()]
+
+
+def start_mcp_servers(app: ChatApp, servers: McpServers) -> None:
+    """Start the MCP servers in the background. A server that fails to start or dies is one line: in the turn's
+    view while a turn runs, else above the prompt (or on stderr, without a terminal)."""
+
+    def notice(message: str) -> None:
+        if app._in_turn:
+            servers.notices.append(message)  # the turn shows it in its place
+            return
+        if app.interactive:
+            from prompt_toolkit.application import get_app_or_none, run_in_terminal
+
+            prompt = get_app_or_none()
+            if prompt is not None and prompt.is_running:
+                run_in_terminal(lambda: app.note(message))
+                return
+        app.note(message)
+
+    for message in servers.take_notices():
+        app.note(message)
+    servers.on_notice = notice
+    servers.start()

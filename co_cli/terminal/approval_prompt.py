@@ -49,6 +49,8 @@ def key_hints(request: ApprovalRequest) -> list[tuple[str, str]]:
     hints = [("y", "yes, once"), ("n", "no (Esc)")]
     if request.command is not None:
         hints.append(("a", "yes, and allow this exact command for the rest of the session"))
+    elif request.always is not None:
+        hints.append(("a", f"yes, and allow {request.always_label} for the rest of the session"))
     return hints
 
 
@@ -56,6 +58,8 @@ def answer_line(answer: str, request: ApprovalRequest) -> str:
     """What the user's key did, printed in place of the question."""
     if answer == "a" and request.command is not None:
         return "  ✓ approved; this exact command runs without asking for the rest of the session"
+    if answer == "a" and request.always is not None:
+        return f"  ✓ approved; {request.always_label} runs without asking for the rest of the session"
     return "  ✓ approved" if answer in ("y", "a") else "  ✗ denied"
 
 
@@ -80,7 +84,8 @@ class TerminalApprover:
         self.console.print(Text(f"Approve {describe_call(request.tool_name, request.args)}", style="bold yellow"))
         if request.reason:
             self.console.print(Text(f"  ({request.reason})", style="yellow"))
-        answer, cancelled = await read_answer(key_hints(request), allow_always=request.command is not None)
+        allow_always = request.command is not None or request.always is not None
+        answer, cancelled = await read_answer(key_hints(request), allow_always=allow_always)
         if cancelled and self.cancel_turn is not None:
             self.cancel_turn()
         self.console.print(Text(answer_line(answer, request), style="green" if answer in ("y", "a") else "yellow"))

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from co_cli.config import LoadedSettings, Settings, load_settings
+from co_cli.config import LoadedSettings, Paths, Settings, load_settings
 from co_cli.terminal_text import printable
 
 if TYPE_CHECKING:
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from co_cli.session import Conversation
     from co_cli.store import SessionInfo, Store
     from co_cli.terminal.approval_prompt import TerminalApprover
+    from co_cli.tools.mcp.servers import McpServers
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,14 @@ def run_chat(options: ChatOptions) -> int:
         print(printable(f"warning: {warning}"), file=sys.stderr)
     can_ask = options.prompt is None and sys.stdin.isatty() and sys.stdout.isatty()
     confirm_project_server(loaded, _ask_on_terminal if can_ask else None)
-    return asyncio.run(_chat(options, loaded))
+    refused: dict[str, str] = {}
+    if loaded.project_mcp_servers:
+        from co_cli.project_trust import confirm_project_mcp_servers
+
+        refused = confirm_project_mcp_servers(loaded, _ask_on_terminal if can_ask else None)
+        for line in refused.values():
+            print(printable(f"warning: {line}"), file=sys.stderr)
+    return asyncio.run(_chat(options, loaded, refused))
 
 
 def _ask_on_terminal(question: str) -> str:
@@ -55,7 +63,7 @@ def _ask_on_terminal(question: str) -> str:
         return ""
 
 
-async def _chat(options: ChatOptions, loaded: LoadedSettings) -> int:
+async def _chat(options: ChatOptions, loaded: LoadedSettings, refused_mcp: dict[str, str] | None = None) -> int:
     from rich.console import Console
 
     from co_cli.models import choose_model
@@ -78,6 +86,17 @@ async def _chat(options: ChatOptions, loaded: LoadedSettings) -> int:
     store = Store.open(paths.db)
     if options.save:
         store.sessions.purge_expired(settings.trash_retention_days, paths.tool_outputs)
+    made: list[McpServers] = []
+
+    def mcp_servers() -> McpServers | None:
+        """The configured MCP servers (made once; interactive, in the thread that builds the conversation, so
+        the prompt never waits for their imports; ChatApp starts them)."""
+        if not made and settings.mcp_servers:
+            made.append(_mcp_servers(settings, paths, refused_mcp or {}))
+        return made[0] if made else None
+
+    if not interactive and (servers := mcp_servers()) is not None:
+        servers.start()
     try:
         if options.pick:
             options = await _picked(store, options, interactive)
@@ -93,7 +112,9 @@ async def _chat(options: ChatOptions, loaded: LoadedSettings) -> int:
         approver = TerminalApprover(console) if interactive else None
 
         def build() -> Conversation:
-            return _build_conversation(settings, loaded, choice, store, session, options, approver, console)
+            return _build_conversation(
+                settings, loaded, choice, store, session, options, approver, console, mcp_servers()
+            )
 
         if interactive and session is None:
             # Draw the prompt at once; pydantic-ai and the provider SDK load while the user types.
@@ -132,7 +153,15 @@ async def _chat(options: ChatOptions, loaded: LoadedSettings) -> int:
         finally:
             conv.release()
     finally:
+        for started in made:
+            await started.stop()
         store.close()
+
+
+def _mcp_servers(settings: Settings, paths: Paths, refused: dict[str, str]) -> McpServers:
+    from co_cli.tools.mcp.servers import McpServers
+
+    return McpServers(settings.mcp_servers, paths, Path.cwd(), refused)
 
 
 async def _picked(store: Store, options: ChatOptions, interactive: bool) -> ChatOptions:
@@ -168,6 +197,7 @@ def _build_conversation(
     options: ChatOptions,
     approver: TerminalApprover | None,
     console: Console,
+    mcp: McpServers | None = None,
 ) -> Conversation:
     from co_cli.deps import CoDeps
     from co_cli.models import resolve_choice
@@ -187,6 +217,7 @@ def _build_conversation(
         deps=deps,
         ask_approval=None if options.approve_all else approver,
         approve_all=options.approve_all,
+        mcp=mcp,
     )
     conv.background.attach_extraction(on_change=_redraw_prompt)
     if session is not None:

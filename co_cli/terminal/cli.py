@@ -40,6 +40,9 @@ def _mount_sessions() -> None:
     from co_cli.terminal.usage_cli import usage
 
     app.command("usage")(usage)
+    from co_cli.terminal.mcp_cli import app as mcp_app
+
+    app.add_typer(mcp_app, name="mcp", help="List the MCP servers, their tools and what their schemas cost.")
 
 
 def _version(value: bool) -> None:
@@ -154,6 +157,8 @@ def config_show(
             value = "********" if value.get_secret_value() else ""
         elif name == "base_url":
             value = mask_url_credentials(value)
+        elif name == "mcp_servers":
+            value = json.dumps({server: spec.masked() for server, spec in value.items()})
         rows.append({"name": name, "value": str(value), "source": loaded.sources[name], "env": env_var(name)})
     if as_json:
         print(json.dumps(rows, indent=2))

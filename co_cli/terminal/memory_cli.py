@@ -99,12 +99,14 @@ def list_memories(
 
 @app.command("search")
 def search(query: Annotated[str, typer.Argument(help="Words to find (any of them).")]) -> None:
-    """Search the memories of the user and of this project, best match first."""
+    """Search the memories of the user and of this project, best match first (then what only the topic's
+    words find: "shell" finds "fish")."""
+    from co_cli.memory.expansion import search_with_topics
     from co_cli.memory.retrieval import query_terms
 
     store, project = _open(reads_only=True)
-    terms = query_terms(query) or query.split()
-    hits = store.search(terms, project=project)
+    direct, by_topic = search_with_topics(store, query_terms(query) or query.split(), project, 50)
+    hits = [*direct, *by_topic]
     if not hits:
         _out(f"No memories match {query!r}.")
         return

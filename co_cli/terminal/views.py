@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from co_cli.store import CompactionRecord, SearchHit, SessionInfo, Store, StoredMessage
     from co_cli.store.tool_calls import ToolStats
     from co_cli.store.usage import UsageTotals
+    from co_cli.tools.mcp.toolset import ServerSummary
 
 TOOL_OUTPUT_SHOWN_CHARS = 1500
 BAR_WIDTH = 40
@@ -303,3 +304,22 @@ def render_context(report: ContextReport, plain: bool = False) -> RenderableType
     if report.user_words:
         table.add_row("your words", report.user_words)
     return Group(usage_bar(report.percent, report.threshold), table)
+
+
+MCP_DESCRIPTION_CHARS = 60
+
+
+def mcp_table(servers: Sequence[ServerSummary]) -> Table:
+    """The MCP servers: transport, status (and why, when not running), each tool and what its schema costs in
+    tokens on every request (``/mcp``, ``co mcp list``)."""
+    table = Table("server / tool", "transport", "status", "tokens", "", box=None, pad_edge=False)
+    for server in servers:
+        tokens = f"{server.tokens:,}" if server.tools else ""
+        detail = Text(printable(server.detail), style="yellow")
+        table.add_row(Text(printable(server.name), style="bold"), server.transport, server.status, tokens, detail)
+        for tool in server.tools:
+            description = printable(tool.description)
+            if len(description) > MCP_DESCRIPTION_CHARS:
+                description = description[: MCP_DESCRIPTION_CHARS - 1] + "…"
+            table.add_row(Text("  " + printable(tool.name)), "", "", f"{tool.tokens:,}", Text(description, style="dim"))
+    return table

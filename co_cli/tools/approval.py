@@ -30,6 +30,10 @@ class ApprovalRequest:
     args: dict[str, Any] = field(default_factory=dict)
     reason: str = DEFAULT_REASON
     command: str | None = None
+    always: str | None = None
+    """What "a" allows for the rest of the session besides a shell command (e.g. one tool of an MCP server)."""
+    always_label: str = "this command"
+    """How the question names what "a" allows."""
 
 
 ApprovalPrompt = Callable[[ApprovalRequest], Awaitable[str]]
@@ -69,11 +73,14 @@ def build_request(tool_name: str, args: dict[str, Any], metadata: Mapping[str, A
     if metadata.get("path"):
         reason = f"{reason}: {_shown(metadata['path'])}"
     command = args.get("command") if tool_name == "run_shell" else None
+    always = metadata.get("always")
     return ApprovalRequest(
         tool_name=tool_name,
         args=args,
         reason=reason,
         command=command if isinstance(command, str) else None,
+        always=str(always) if always else None,
+        always_label=str(metadata.get("always_label") or "this command"),
     )
 
 
@@ -87,7 +94,8 @@ def make_approval_handler(
 
     ``approve_all`` approves everything; ``ask=None`` (non-interactive) denies with a message the model
     sees; otherwise each call is put to ``ask``: "y" approves once, "a" approves and, for run_shell,
-    allows that exact command for the rest of the session, anything else denies. ``deps_getter``
+    allows that exact command for the rest of the session (for an MCP tool, that tool of that server),
+    anything else denies. ``deps_getter``
     gives the deps that hold the session's allowed commands (default: the run's deps).
     """
 
@@ -106,6 +114,9 @@ def make_approval_handler(
             if request.command is not None and request.command in deps.state.approved_commands:
                 approvals[call_id], answered_by[call_id] = ToolApproved(), "session-allowed"
                 continue
+            if request.always is not None and request.always in deps.state.approved_tools:
+                approvals[call_id], answered_by[call_id] = ToolApproved(), "session-allowed"
+                continue
             if ask is None:
                 approvals[call_id] = ToolDenied(NON_INTERACTIVE_DENIED_MESSAGE)
                 answered_by[call_id] = "non-interactive"
@@ -115,6 +126,8 @@ def make_approval_handler(
             if answer == "a":
                 if request.command is not None:
                     deps.state.approved_commands.add(request.command)
+                elif request.always is not None:
+                    deps.state.approved_tools.add(request.always)
                 approvals[call_id] = ToolApproved()
             elif answer == "y":
                 approvals[call_id] = ToolApproved()

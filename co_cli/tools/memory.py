@@ -17,6 +17,7 @@ from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
 
 from co_cli.deps import CoDeps
 from co_cli.errors import CoError
+from co_cli.memory.expansion import search_with_topics
 from co_cli.memory.retrieval import query_terms
 
 MEMORY_TOOL_NAMES = ("remember", "recall", "forget")
@@ -76,7 +77,8 @@ def recall(ctx: RunContext[CoDeps], query: str) -> str:
         query: words to look for.
     """
     terms = query_terms(query) or query.split()
-    hits = ctx.deps.store.memories.search(terms, project=ctx.deps.project, limit=RECALL_LIMIT)
+    direct, by_topic = search_with_topics(ctx.deps.store.memories, terms, ctx.deps.project, RECALL_LIMIT)
+    hits = [*direct, *by_topic][:RECALL_LIMIT]
     if not hits:
         return f"No memories match {query!r}."
     return "\n".join(f"[{h.memory.ref}] ({h.memory.kind}, {h.memory.scope}) {h.memory.text}" for h in hits)

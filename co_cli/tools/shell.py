@@ -151,6 +151,17 @@ def _kill_marked(marks: set[str]) -> int:
     return killed
 
 
+def track_process_group(pgid: int) -> None:
+    """Kill this process group too when co exits, however it exits (e.g. an MCP server, which runs in a session
+    of its own and may outlive its stdin)."""
+    _live_groups.add(pgid)
+    install_exit_handlers()
+
+
+def forget_process_group(pgid: int) -> None:
+    _live_groups.discard(pgid)
+
+
 def _signal_group(pid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, sig)

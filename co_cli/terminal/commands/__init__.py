@@ -1,10 +1,11 @@
 """Slash commands, one module per concern; importing this package registers them all.
 
 ``registry`` holds the table, ``@command``, ``parse``, ``dispatch`` and ``CommandHost``; ``conversation``,
-``compaction``, ``sessions``, ``memory`` and ``tasks`` hold the commands, each registering itself when imported.
+``compaction``, ``sessions``, ``memory``, ``tasks`` and ``mcp`` hold the commands, each registering itself when
+imported.
 """
 
-from co_cli.terminal.commands import compaction, conversation, memory, sessions, tasks
+from co_cli.terminal.commands import compaction, conversation, mcp, memory, sessions, tasks
 from co_cli.terminal.commands.registry import (
     HELP_ORDER,
     REGISTRY,
@@ -27,6 +28,7 @@ __all__ = [
     "compaction",
     "conversation",
     "dispatch",
+    "mcp",
     "memory",
     "names",
     "parse",

@@ -1,0 +1,330 @@
+"""The MCP servers of a co process: started in the background, watched, and stopped at exit.
+
+Each server runs in a task of its own on the chat's event loop, which enters the pydantic-ai ``MCPToolset``
+(a stdio process or a streamable-HTTP session) and holds it until ``stop()``; the agent's runs only use the
+session it holds, so a turn never starts or stops a server. A server that fails to start, or dies, is one line
+for the user (``notices``) and the chat goes on without it. A stdio server's stderr goes to
+``<data dir>/mcp-logs/<name>.log`` (0600); its process group is killed when co exits, however it exits.
+
+Nothing here imports pydantic-ai or the MCP client at module level: they load in a worker thread once the
+prompt is drawn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from co_cli.config import McpServer, Paths
+from co_cli.tools.shell import forget_process_group, track_process_group
+
+if TYPE_CHECKING:
+    from pydantic_ai.mcp import MCPToolset
+    from pydantic_ai.tools import ToolDefinition
+
+    from co_cli.deps import CoDeps
+
+ServerStatus = Literal["starting", "running", "failed", "stopped", "not allowed", "disabled"]
+
+STARTUP_TIMEOUT = 30.0
+"""Seconds a server may take to start and list its tools."""
+STOP_TIMEOUT = 5.0
+"""Seconds the servers get to stop at exit before their processes are killed."""
+LOG_DIR = "mcp-logs"
+
+# `sh -c` writes its pid (the server's, after exec) to a file: the server runs in a session of its own (the MCP
+# client starts it so), and co must know that group to kill it when co itself is killed.
+_PID_WRAPPER = 'echo $$ > "$0" && exec "$@"'
+
+
+@dataclass
+class ServerState:
+    """One configured server, as the user sees it in ``/mcp`` and ``co mcp list``."""
+
+    name: str
+    spec: McpServer
+    status: ServerStatus = "starting"
+    detail: str = ""
+    """Why it failed, was not allowed, or stopped (one line)."""
+    tool_defs: list[ToolDefinition] = field(default_factory=list)
+    """Its tools as the server describes them (its own names)."""
+    toolset: MCPToolset[CoDeps] | None = None
+    pid: int | None = None
+    log: Path | None = None
+    log_start: int = 0
+    """The log's size when this run of the server started (what it wrote since is its stderr now)."""
+    ready: asyncio.Event = field(default_factory=asyncio.Event)
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+    task: asyncio.Task[None] | None = None
+
+    @property
+    def transport(self) -> str:
+        return self.spec.transport
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception as one short line (exception groups by their first leaf)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= 200 else text[:199] + "…"
+
+
+class McpServers:
+    """The configured MCP servers of this process and their state."""
+
+    def __init__(
+        self, servers: dict[str, McpServer], paths: Paths, cwd: Path, refused: dict[str, str] | None = None
+    ) -> None:
+        refused = refused or {}
+        self.paths = paths
+        self.cwd = cwd
+        self.states: dict[str, ServerState] = {}
+        for name, spec in servers.items():
+            state = ServerState(name, spec)
+            if not spec.enabled:
+                state.status, state.detail = "disabled", "enabled is false in the settings"
+            elif name in refused:
+                state.status, state.detail = "not allowed", refused[name]
+            if state.status != "starting":
+                state.ready.set()
+            self.states[name] = state
+        self.notices: list[str] = []
+        """Lines for the user not yet shown (``on_notice`` None)."""
+        self.on_notice: Callable[[str], None] | None = None
+        self.listeners: list[Callable[[], None]] = []
+        """Called when the servers' tools change (a server started, failed or stopped)."""
+
+    # ----- lifecycle ---------------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Start every allowed server in the background (call on the chat's event loop)."""
+        for state in self.states.values():
+            if state.status == "starting" and state.task is None:
+                state.task = asyncio.ensure_future(self._serve(state))
+
+    async def wait_started(self, timeout: float = STARTUP_TIMEOUT) -> None:
+        """Wait until every server has started or failed (at most ``timeout`` seconds); start them if nobody has."""
+        self.start()
+        waits = [state.ready.wait() for state in self.states.values() if not state.ready.is_set()]
+        if waits:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.gather(*waits), timeout)
+
+    async def stop(self) -> None:
+        """Stop every server: the sessions close, the processes end (killed if they do not in time)."""
+        tasks = []
+        for state in self.states.values():
+            state.stop.set()
+            if state.task is not None and not state.task.done():
+                tasks.append(state.task)
+        if tasks:
+            _, pending = await asyncio.wait(tasks, timeout=STOP_TIMEOUT)
+            for task in pending:
+                task.cancel()
+            if pending:
+                await asyncio.wait(pending, timeout=1.0)
+        for state in self.states.values():
+            self._kill(state)
+
+    def kill_all(self) -> None:
+        """Kill every server process at once (co is ending without a chance to stop them gently)."""
+        for state in self.states.values():
+            self._kill(state)
+
+    def _kill(self, state: ServerState) -> None:
+        if state.pid is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(state.pid, signal.SIGKILL)
+            forget_process_group(state.pid)
+            state.pid = None
+
+    async def _serve(self, state: ServerState) -> None:
+        watch: asyncio.Task[None] | None = None
+        try:
+            toolset = await asyncio.to_thread(self._build, state)
+            watch = asyncio.ensure_future(self._track_when_spawned(state))
+            async with asyncio.timeout(STARTUP_TIMEOUT):
+                await toolset.__aenter__()
+        except Exception as exc:
+            said = self._last_log_line(state)
+            self._failed(state, f"failed to start: {said or one_line(exc)}")
+            self._kill(state)
+            state.ready.set()
+            return
+        finally:
+            if watch is not None:
+                watch.cancel()
+        try:
+            state.toolset = toolset
+            if state.pid is None:
+                state.pid = self._read_pid(state)
+            try:
+                async with asyncio.timeout(STARTUP_TIMEOUT):
+                    state.tool_defs = await self._list(toolset)
+            except Exception as exc:
+                self._failed(state, f"failed to list its tools: {one_line(exc)}")
+                return
+            state.status, state.detail = "running", ""
+            if state.log is not None:  # what it writes from now on may say why it stops
+                with contextlib.suppress(OSError):
+                    state.log_start = state.log.stat().st_size
+            state.ready.set()
+            self._changed()
+            await state.stop.wait()
+            if state.status == "running":
+                state.status, state.detail = "stopped", ""
+        finally:
+            state.ready.set()
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await toolset.__aexit__(None, None, None)
+            state.toolset = None
+
+    def _build(self, state: ServerState) -> MCPToolset[CoDeps]:
+        """The pydantic-ai toolset for one server (imports the MCP client: run in a thread)."""
+        from pydantic_ai.mcp import MCPToolset
+
+        spec = state.spec
+        read_timeout = spec.timeout + 5  # co's own timeout answers the model first
+        if spec.url:
+            return MCPToolset(
+                spec.url,
+                id=state.name,
+                headers=spec.headers or None,
+                tool_error_behavior="failed",
+                init_timeout=STARTUP_TIMEOUT,
+                read_timeout=read_timeout,
+            )
+        from fastmcp.client.transports import StdioTransport
+
+        if shutil.which(spec.command, path=spec.env.get("PATH") or os.environ.get("PATH")) is None:
+            raise FileNotFoundError(f"command not found: {spec.command}")
+        state.log = self._log_file(state.name)
+        state.log_start = state.log.stat().st_size
+        command, args = spec.command, list(spec.args)
+        if os.name == "posix":
+            command, args = "/bin/sh", ["-c", _PID_WRAPPER, str(self._pid_file(state.name)), command, *args]
+        transport = StdioTransport(
+            command,
+            args,
+            env=dict(spec.env) or None,
+            cwd=spec.cwd or str(self.cwd),
+            keep_alive=False,
+            log_file=state.log,
+        )
+        return MCPToolset(
+            transport, id=state.name, tool_error_behavior="failed", init_timeout=STARTUP_TIMEOUT,
+            read_timeout=read_timeout,
+        )  # fmt: skip
+
+    async def _list(self, toolset: MCPToolset[CoDeps]) -> list[ToolDefinition]:
+        from pydantic_ai import RunContext
+        from pydantic_ai.usage import RunUsage
+
+        # Listing needs no run: the context only gives the tools their retry budget.
+        ctx: RunContext[Any] = RunContext(deps=None, model=None, usage=RunUsage())  # type: ignore[arg-type]
+        return [tool.tool_def for tool in (await toolset.get_tools(ctx)).values()]
+
+    # ----- files -------------------------------------------------------------------------------------------
+    def _log_dir(self) -> Path:
+        directory = self.paths.data_dir / LOG_DIR
+        if not directory.is_dir():
+            directory.mkdir(parents=True, mode=0o700, exist_ok=True)
+            os.chmod(directory, 0o700)
+        return directory
+
+    def _log_file(self, name: str) -> Path:
+        path = self._log_dir() / f"{name}.log"
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
+        return path
+
+    def _last_log_line(self, state: ServerState) -> str:
+        """The last line the server wrote to stderr in this run (often why it stopped), or ''."""
+        if state.log is None:
+            return ""
+        try:
+            with state.log.open("rb") as f:
+                f.seek(state.log_start)
+                text = f.read()[-4000:].decode("utf-8", "replace")
+        except OSError:
+            return ""
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        return one_line(Exception(lines[-1])) if lines else ""
+
+    def _pid_file(self, name: str) -> Path:
+        path = self._log_dir() / f".{name}.pid"
+        path.unlink(missing_ok=True)
+        return path
+
+    def _read_pid(self, state: ServerState) -> int | None:
+        if state.spec.url or os.name != "posix":
+            return None
+        path = self._pid_file_path(state.name)
+        try:
+            pid = int(path.read_text().strip())
+        except (OSError, ValueError):
+            return None
+        finally:
+            path.unlink(missing_ok=True)
+        track_process_group(pid)
+        return pid
+
+    async def _track_when_spawned(self, state: ServerState) -> None:
+        """Know the server's process group as soon as it exists, so co killed while the server is still
+        starting kills it too."""
+        if state.spec.url or os.name != "posix":
+            return
+        path = self._pid_file_path(state.name)
+        while state.pid is None:
+            with contextlib.suppress(OSError):
+                if path.read_text().endswith("\n"):  # written whole
+                    state.pid = self._read_pid(state)
+                    return
+            await asyncio.sleep(0.02)
+
+    def _pid_file_path(self, name: str) -> Path:
+        return self.paths.data_dir / LOG_DIR / f".{name}.pid"
+
+    # ----- state changes -----------------------------------------------------------------------------------
+    def _failed(self, state: ServerState, detail: str) -> None:
+        was_running = state.status == "running"
+        state.status, state.detail = "failed", detail
+        log = f" (log: {state.log})" if state.log is not None else ""
+        self.notice(f"MCP server {state.name} {detail}{log}")
+        if was_running:
+            self._changed()
+
+    def died(self, name: str, exc: BaseException) -> None:
+        """A call found the server gone: one line, and its tools are no longer offered."""
+        state = self.states[name]
+        if state.status == "running":
+            self._failed(state, f"stopped: {self._last_log_line(state) or one_line(exc)}")
+            self._kill(state)
+            state.stop.set()
+
+    def notice(self, message: str) -> None:
+        if self.on_notice is not None:
+            self.on_notice(message)
+        else:
+            self.notices.append(message)
+
+    def take_notices(self) -> list[str]:
+        taken, self.notices = self.notices, []
+        return taken
+
+    def _changed(self) -> None:
+        for listener in list(self.listeners):
+            listener()
+
+    # ----- what the rest of co reads -----------------------------------------------------------------------
+    def running(self) -> list[ServerState]:
+        return [state for state in self.states.values() if state.status == "running" and state.toolset is not None]
+
+    def __len__(self) -> int:
+        return len(self.states)

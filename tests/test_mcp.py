@@ -1,0 +1,400 @@
+"""MCP servers' tools through whole turns, in process: a real stdio MCP server (and a streamable-HTTP one) written
+with the ``mcp`` package, the real ``Conversation`` and store, a FunctionModel in place of the provider.
+
+Each test runs in one event loop: the servers live in tasks of the loop that started them, as in ``co chat``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic_ai import CancellationToken
+from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart
+from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
+
+from co_cli.config import McpServer
+from co_cli.deps import CoDeps
+from co_cli.models import ModelChoice, ResolvedModel
+from co_cli.session import Conversation
+from co_cli.tools.approval import NON_INTERACTIVE_DENIED_MESSAGE, USER_DENIED_MESSAGE, ApprovalRequest
+from co_cli.tools.mcp.servers import McpServers
+from co_cli.tools.mcp.toolset import offered_name, server_of
+from tests.test_turn_core import Core, RecordingView, core
+
+__all__ = ["core"]
+
+pytestmark = pytest.mark.allow_model_requests
+
+SERVER = str(Path(__file__).parent / "support" / "mcp_server.py")
+
+
+def stdio(*extra: str, **spec: Any) -> McpServer:
+    return McpServer(command=sys.executable, args=[SERVER, "stdio", *extra], **spec)
+
+
+@dataclass
+class Script:
+    """The model: each request answered by the next step (a tool call, or text); what each request offered."""
+
+    steps: list[tuple[str, dict[str, Any]] | str]
+    offered: list[list[str]] = field(default_factory=list)
+    seen: list[list[ModelMessage]] = field(default_factory=list)
+
+    def model(self) -> FunctionModel:
+        async def stream(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str | DeltaToolCalls]:
+            self.offered.append([tool.name for tool in info.function_tools])
+            self.seen.append(list(messages))
+            step = self.steps.pop(0) if self.steps else "done"
+            if isinstance(step, tuple):
+                name, args = step
+                yield {0: DeltaToolCall(name=name, json_args=json.dumps(args), tool_call_id=f"c{len(messages)}")}
+                return
+            yield step
+
+        return PlainToolsModel(stream_function=stream, model_name="scripted")
+
+
+class PlainToolsModel(FunctionModel):
+    """A model with no provider-side tools (as a chat-completions server or the embedded model): tool search
+    runs in co, through the search_tools function."""
+
+    @classmethod
+    def supported_native_tools(cls) -> frozenset[Any]:
+        return frozenset()
+
+
+class Asker:
+    """The user at the approval question: answers in order, and remembers what was asked."""
+
+    def __init__(self, *answers: str) -> None:
+        self.answers = list(answers)
+        self.asked: list[ApprovalRequest] = []
+
+    async def __call__(self, request: ApprovalRequest) -> str:
+        self.asked.append(request)
+        return self.answers.pop(0)
+
+
+def returns(messages: list[ModelMessage]) -> list[ToolReturnPart]:
+    return [p for m in messages if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, ToolReturnPart)]
+
+
+Scenario = Callable[[Conversation, McpServers], Awaitable[Any]]
+
+
+def run_with_servers(
+    core: Core, servers: dict[str, McpServer], script: Script, scenario: Scenario, ask: Any = None, **settings: Any
+) -> Any:
+    async def main() -> Any:
+        loaded = core.loaded
+        hub = McpServers(servers, loaded.paths, core.cwd)
+        hub.start()
+        try:
+            resolved = ResolvedModel(
+                model=script.model(), choice=ModelChoice("scripted", "test"), context_window=100_000, window_source="t"
+            )
+            deps = CoDeps(
+                settings=loaded.settings.model_copy(update=settings), paths=loaded.paths, cwd=core.cwd, store=core.store
+            )
+            conv = Conversation(resolved=resolved, deps=deps, ask_approval=ask, mcp=hub)
+            return await scenario(conv, hub)
+        finally:
+            await hub.stop()
+
+    return asyncio.run(main())
+
+
+async def turn(conv: Conversation, prompt: str, view: RecordingView | None = None) -> Any:
+    return await conv.run_turn(prompt, view or RecordingView(), CancellationToken())
+
+
+def test_tools_are_offered_under_a_name_that_says_their_server(core: Core) -> None:
+    script = Script(["hello"])
+
+    async def scenario(conv: Conversation, hub: McpServers) -> None:
+        await turn(conv, "hi")
+
+    run_with_servers(core, {"tracker": stdio()}, script, scenario)
+    offered = script.offered[0]
+    assert {"mcp__tracker__echo", "mcp__tracker__add", "mcp__tracker__big"} <= set(offered)
+    assert "read_file" in offered  # co's own tools stay
+    assert server_of("mcp__tracker__echo") == "tracker" and server_of("read_file") is None
+
+
+def test_a_call_is_asked_and_runs_once_approved(core: Core) -> None:
+    script = Script([("mcp__t__echo", {"text": "ping"}), "ok"])
+    asker = Asker("y")
+
+    async def scenario(conv: Conversation, hub: McpServers) -> None:
+        assert (await turn(conv, "use the tool")).status == "ok"
+
+    run_with_servers(core, {"t": stdio()}, script, scenario, ask=asker)
+    assert [r.tool_name for r in asker.asked] == ["mcp__t__echo"]
+    assert "MCP server t" in asker.asked[0].reason and asker.asked[0].always_label == "this tool of t"
+    assert [r.content for r in returns(script.seen[1])] == ["echo: ping"]
+
+
+def test_a_denied_call_never_reaches_the_server(core: Core) -> None:
+    script = Script([("mcp__t__env_value", {"name": "PATH"}), "ok"])
+    asker = Asker("n")
+
+    async def scenario(conv: Conversation, hub: McpServers) -> None:
+        await turn(conv, "use the tool")
+
+    run_with_servers(core, {"t": stdio()}, script, scenario, ask=asker)
+    assert [r.content for r in returns(script.seen[1])] == [USER_DENIED_MESSAGE]
+
+
+def test_a_read_only_hint_never_skips_the_question_and_always_covers_that_tool_only(core: Core) -> None:
+    script = Script(
+        [("mcp__t__add", {"a": 1, "b": 2}), ("mcp__t__add", {"a": 3, "b": 4}), ("mcp__t__echo", {"text": "x"}), "ok"]
+    )
+    asker = Asker("a", "n")
+
+    async def scenario(conv: Conversation, hub: McpServers) -> None:
+        await turn(conv, "add")
+
+    run_with_servers(core, {"t": stdio()}, script, scenario, ask=asker)
+    # add is annotated read-only by its server: asked anyway; "a" covers add for the session, not echo.
+    assert [r.tool_name for r in asker.asked] == ["mcp__t__add", "mcp__t__echo"]
+    assert [r.content for r in returns(script.seen[3])] == ["3", "7", USER_DENIED_MESSAGE]
+
+
+def test_the_users_own_trust_skips_the_question_per_server_or_tool(core: Core) -> None:
+    script = Script(
+        [("mcp__a__echo", {"text": "1"}), ("mcp__b__echo", {"text": "2"}), ("mcp__b__add", {"a": 1, "b": 1})]
+    )
+    asker = Asker("n")
+
+    async def scenario(conv: Conversation, hub: McpServers) -> None:
+        await turn(conv, "go")
+
+    servers = {"a": stdio(trust=True), "b": stdio(trusted_tools=["echo"])}
+    run_with_servers(core, servers, script, scenario, ask=asker)
+    assert [r.tool_name for r in asker.asked] == ["mcp__b__add"]
+    assert [r.content for r in returns(script.seen[3])] == ["echo: 1", "echo: 2", USER_DENIED_MESSAGE]
+
+
+def test_without_anyone_to_ask_a_call_is_denied(core: Core) -> None:
+    script = Script([("mcp__t__echo", {"text": "x"}), "ok"])
+
+    async def scenario(conv: Conversation, hub: McpServers) -> None:
+        await turn(conv, "go")
+
+    run_with_servers(core, {"t": stdio()}, script, scenario, ask=None)
+    assert [r.content for r in returns(script.seen[1])] == [NON_INTERACTIVE_DENIED_MESSAGE]
+
+
+def test_a_huge_output_is_offloaded_to_a_file_with_a_preview(core: Core) -> None:
+    script = Script([("mcp__t__big", {"chars": 120_000}), "ok"])
+
+    async def scenario(conv: Conversation, hub: McpServers) -> Any:
+        await turn(conv, "big")
+        return conv.deps.tool_output_dir
+
+    out_dir = run_with_servers(core, {"t": stdio(trust=True)}, script, scenario)
+    [sent] = returns(script.seen[1])
+    assert len(sent.content) < 5_000 and "saved as ref=" in sent.content
+    [saved] = list(out_dir.glob("*.txt"))
+    assert len(saved.read_text()) == 120_000 and (saved.stat().st_mode & 0o777) == 0o600
+
+
+def test_a_server_that_dies_mid_call_is_one_line_and_the_chat_goes_on(core: Core) -> None:
+    script = Script([("mcp__t__crash", {}), "it failed", "second answer"])
+    view = RecordingView()
+
+    async def scenario(conv: Conversation, hub: McpServers) -> Any:
+        first = await turn(conv, "crash it", view)
+        second = await turn(conv, "go on", view)
+        return first.status, second.status, hub.states["t"].status
+
+    statuses = run_with_servers(core, {"t": stdio(trust=True)}, script, scenario)
+    assert statuses == ("ok", "ok", "failed")
+    [failed] = returns(script.seen[1])
+    assert "MCP server t is not available" in str(failed.content)
+    assert [n for n in view.notices if "MCP server t" in n] == [view.notices[0]] and "stopped" in view.notices[0]
+    assert not any(server_of(name) for name in script.offered[2])  # its tools are no longer offered
+
+
+def test_a_server_that_fails_to_start_is_one_line_with_its_own_words(core: Core) -> None:
+    script = Script(["fine"])
+    view = RecordingView()
+
+    async def scenario(conv: Conversation, hub: McpServers) -> Any:
+        outcome = await turn(conv, "hi", view)
+        return outcome.status, hub.states["bad"].status
+
+    assert run_with_servers(core, {"bad": stdio("--fail-start")}, script, scenario) == ("ok", "failed")
+    assert len(view.notices) == 1 and "MCP server bad failed to start" in view.notices[0]
+    assert "cannot start: missing configuration" in view.notices[0]  # the server's stderr, from its log
+    log = core.loaded.paths.data_dir / "mcp-logs" / "bad.log"
+    assert "co-test-server starting" in log.read_text() and (log.stat().st_mode & 0o777) == 0o600
+
+
+def test_a_hung_call_is_bounded_by_the_servers_timeout(core: Core) -> None:
+    script = Script([("mcp__t__slow", {"seconds": 30}), "ok"])
+
+    async def scenario(conv: Conversation, hub: McpServers) -> Any:
+        started = time.monotonic()
+        await turn(conv, "slow")
+        return time.monotonic() - started
+
+    elapsed = run_with_servers(core, {"t": stdio(trust=True, timeout=1)}, script, scenario)
+    [answer] = returns(script.seen[1])
+    assert "did not answer within 1 s" in str(answer.content) and elapsed < 15
+
+
+def test_ctrl_c_cancels_a_hung_call(core: Core) -> None:
+    script = Script([("mcp__t__slow", {"seconds": 30}), "ok"])
+
+    async def scenario(conv: Conversation, hub: McpServers) -> Any:
+        token = CancellationToken()
+        asyncio.get_running_loop().call_later(1.5, token.cancel)
+        started = time.monotonic()
+        outcome = await conv.run_turn("slow", RecordingView(), token)
+        return outcome.status, time.monotonic() - started
+
+    status, elapsed = run_with_servers(core, {"t": stdio(trust=True)}, script, scenario)
+    assert status == "cancelled" and elapsed < 10
+
+
+def test_stopping_leaves_no_server_process(core: Core) -> None:
+    async def scenario(conv: Conversation, hub: McpServers) -> Any:
+        await hub.wait_started()
+        return hub.states["t"].pid
+
+    pid = run_with_servers(core, {"t": stdio()}, Script([]), scenario)
+    assert pid is not None
+    assert not _alive(pid)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def http_server() -> Iterator[str]:
+    """The test MCP server over streamable HTTP on 127.0.0.1; its URL."""
+    port = _free_port()
+    process = subprocess.Popen([sys.executable, SERVER, "http", str(port)], stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            with socket.socket() as sock:
+                if sock.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def test_a_streamable_http_server_serves_its_tools(core: Core, http_server: str) -> None:
+    script = Script([("mcp__web__echo", {"text": "over http"}), "ok"])
+    asker = Asker("y")
+
+    async def scenario(conv: Conversation, hub: McpServers) -> None:
+        await turn(conv, "go")
+
+    run_with_servers(core, {"web": McpServer(url=http_server, headers={"X-Token": "t0k"})}, script, scenario, ask=asker)
+    assert "mcp__web__echo" in script.offered[0]
+    assert [r.content for r in returns(script.seen[1])] == ["echo: over http"]
+
+
+def test_a_long_or_odd_tool_name_stays_a_valid_unique_name() -> None:
+    long_a, long_b = offered_name("srv", "x" * 80 + "a"), offered_name("srv", "x" * 80 + "b")
+    assert len(long_a) == 64 and long_a != long_b
+    assert offered_name("srv", "get.file/contents") == "mcp__srv__get_file_contents"
+
+
+def test_mcp_outputs_are_trimmed_when_old_and_counted_apart_in_context(core: Core) -> None:
+    script = Script([("mcp__t__big", {"chars": 3_000}), "ok", "next"])
+
+    async def scenario(conv: Conversation, hub: McpServers) -> Any:
+        await hub.wait_started()
+        before = conv.window.report()
+        await turn(conv, "big")
+        after = conv.window.report()
+        await turn(conv, "and now?")
+        return before, after
+
+    before, after = run_with_servers(core, {"t": stdio(trust=True)}, script, scenario)
+    # An old MCP output is trimmed like any tool's once its turn is over.
+    [old] = returns(script.seen[2])
+    assert len(old.content) < 2_200 and "truncated, 3000 chars total" in old.content
+    assert before.breakdown["mcp schemas"] > 200 and before.breakdown["mcp outputs"] == 0
+    assert after.breakdown["mcp outputs"] > 600 and after.breakdown["tool returns"] == 0
+    assert after.breakdown["mcp schemas"] == before.breakdown["mcp schemas"]
+    assert any("mcp schemas" in line for line in after.lines())
+
+
+def test_past_the_schema_budget_names_are_sent_and_a_schema_loads_on_demand(core: Core) -> None:
+    script = Script(
+        [("search_tools", {"queries": ["collection 7"]}), ("mcp__big__search_collection_7", {"query": "bug"}), "ok"]
+    )
+    asker = Asker("y")
+
+    async def scenario(conv: Conversation, hub: McpServers) -> Any:
+        await turn(conv, "find the bug")
+        return conv.window.report().breakdown["mcp schemas"]
+
+    sent = run_with_servers(core, {"big": stdio("--tools", "50")}, script, scenario, ask=asker)
+    first, after_search, _ = script.offered
+    assert "search_tools" in first and not any(server_of(name) for name in first)
+    assert "mcp__big__search_collection_7" in after_search
+    instructions = script.seen[0][0].instructions or ""
+    assert "- mcp__big__search_collection_49: Search the issue tracker's collection number 49" in instructions
+    assert [r.content for r in returns(script.seen[2])][-1] == "tool 7: bug"
+    assert 0 < sent < 4_000  # the listing, not the ~56 schemas
+
+
+def test_under_the_schema_budget_schemas_are_sent_whole(core: Core) -> None:
+    script = Script(["ok"])
+
+    async def scenario(conv: Conversation, hub: McpServers) -> Any:
+        await turn(conv, "hi")
+
+    run_with_servers(core, {"big": stdio("--tools", "50")}, script, scenario, mcp_schema_budget_tokens=0)
+    assert "mcp__big__search_collection_7" in script.offered[0] and "search_tools" not in script.offered[0]
+
+
+def test_slash_mcp_without_servers_says_how_to_add_them(core: Core) -> None:
+    from tests.support.chat_app import ChatRun
+    from tests.test_turn_core import echo, streaming_model
+
+    run = ChatRun(core, streaming_model(echo))
+    printed = run.send("/mcp")
+    assert printed.code == 0 and "No MCP servers configured (the mcp_servers setting" in printed.out
+
+
+def test_a_stdio_server_gets_its_own_env_and_not_the_users_keys(core: Core, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-for-servers")
+    script = Script([("mcp__t__env_value", {"name": "OPENAI_API_KEY"}), ("mcp__t__env_value", {"name": "NOTES"}), "ok"])
+
+    async def scenario(conv: Conversation, hub: McpServers) -> None:
+        await turn(conv, "env")
+
+    run_with_servers(core, {"t": stdio(trust=True, env={"NOTES": "from settings"})}, script, scenario)
+    assert [r.content for r in returns(script.seen[2])] == ["<unset>", "from settings"]
