@@ -10,7 +10,6 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -350,5 +349,3 @@ def test_on_load_hook_wraps_the_first_load(monkeypatch: pytest.MonkeyPatch, tmp_
     assert model.ensure_loaded() is loaded and model.ensure_loaded() is loaded
     assert seen == ["tiny"] and model.loaded
     assert model.context_window == 2048 and model.model_name == "local:tiny"
-
-
