@@ -150,8 +150,11 @@ async def run_in_process(spec: str, n_ctx: int, max_tokens: int, n_threads: int 
 # --- new processes -------------------------------------------------------------------------------------------
 
 
-def timed_child(command: list[str] | str, env: dict[str, str], cwd: Path, shell: bool = False) -> tuple[float, float]:
-    """Run a command to completion: its wall time and its peak RSS in MB (of the process itself)."""
+def timed_child(
+    command: list[str] | str, env: dict[str, str], cwd: Path, shell: bool = False
+) -> tuple[float, float, float]:
+    """Run a command to completion: its wall time, its CPU time (user + system, all its threads) and its peak
+    RSS in MB (of the process itself)."""
     start = time.perf_counter()
     process = subprocess.Popen(command, env=env, cwd=cwd, shell=shell, stdout=subprocess.DEVNULL)
     _, status, usage = os.wait4(process.pid, 0)
@@ -159,7 +162,7 @@ def timed_child(command: list[str] | str, env: dict[str, str], cwd: Path, shell:
     wall = time.perf_counter() - start
     if process.returncode != 0:
         raise SystemExit(f"failed ({process.returncode}): {command}")
-    return wall, usage.ru_maxrss / 1024
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
 def run_processes(count: int, n_ctx: int) -> None:
@@ -168,11 +171,11 @@ def run_processes(count: int, n_ctx: int) -> None:
         env.update({"CO_CLI_MODEL": "local", "CO_CLI_LOCAL_N_CTX": str(n_ctx), "CO_CLI_MEMORY_EXTRACT": "off"})
         env.update({"CO_CLI_AUTO_TITLE": "false", "PYTHONPATH": os.environ.get("PYTHONPATH", str(REPO_ROOT))})
         print(f"`co chat -p '{PROCESS_PROMPT}'`, n_ctx {n_ctx}, fresh data dir, load average {load_average()}\n")
-        print(f"{'run':<28} {'wall s':>7} {'peak RSS MB':>12}")
+        print(f"{'run':<28} {'wall s':>7} {'CPU s':>6} {'peak RSS MB':>12}")
         for index in range(count):
-            wall, rss = timed_child([sys.executable, "-m", "co_cli", "chat", "-p", PROCESS_PROMPT], env, REPO_ROOT)
+            wall, cpu, rss = timed_child([sys.executable, "-m", "co_cli", "chat", "-p", PROCESS_PROMPT], env, Path(tmp))
             label = "first ever (state saved)" if index == 0 else f"later #{index} (state restored)"
-            print(f"{label:<28} {wall:>7.2f} {rss:>12.0f}")
+            print(f"{label:<28} {wall:>7.2f} {cpu:>6.2f} {rss:>12.0f}")
         print(f"\nload average after: {load_average()}")
 
 
@@ -191,7 +194,7 @@ def run_from_scratch() -> None:
         print(f"fresh clone of {REPO_ROOT.name}, empty pip cache, load average {load_average()}\n")
         total = 0.0
         for label, command in SETUP_STEPS:
-            wall, _ = timed_child(command, env, clone, shell=True)
+            wall, _, _ = timed_child(command, env, clone, shell=True)
             total += wall
             print(f"{label:<34} {wall:>7.1f} s")
         print(f"{'in all':<34} {total:>7.1f} s   (load average after: {load_average()})")
