@@ -71,11 +71,10 @@ class Engine:
 
     # --- over the private socket --------------------------------------------------------------------------
 
-    def request(self, method: str, path: str, body: dict[str, Any] | None = None, *, key: str | None = "") -> Any:
-        """One HTTP request to the engine's listener; the JSON answer. EngineError on any failure.
-
-        ``key`` defaults to the engine's own; None sends no key (what any other process could try)."""
-        status, data = self.raw_request(method, path, body, key=self.key if key == "" else key)
+    def request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        """One request to the engine's listener, with the engine's key; the JSON answer. EngineError on any
+        failure."""
+        status, data = self.raw_request(method, path, body, key=self.key)
         try:
             answer = json.loads(data) if data else {}
         except ValueError:
@@ -87,6 +86,7 @@ class Engine:
         return answer
 
     def raw_request(self, method: str, path: str, body: dict[str, Any] | None, *, key: str | None) -> tuple[int, bytes]:
+        """The status and body of one HTTP request over the socket, sent with ``key`` (None: no key)."""
         headers = {"Content-Type": "application/json"}
         if key is not None:
             headers["Authorization"] = f"Bearer {key}"
