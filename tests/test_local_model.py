@@ -349,3 +349,40 @@ def test_on_load_hook_wraps_the_first_load(monkeypatch: pytest.MonkeyPatch, tmp_
     assert model.ensure_loaded() is loaded and model.ensure_loaded() is loaded
     assert seen == ["tiny"] and model.loaded
     assert model.context_window == 2048 and model.model_name == "local:tiny"
+
+
+# --- what a killed co leaves behind --------------------------------------------------------------------------
+
+
+def test_directories_left_by_killed_engines_are_removed(tmp_path: Path) -> None:
+    import os
+    import socket
+
+    from co_cli.local.engine import SOCKET_NAME, remove_stale_runtime_dirs
+
+    def make(name: str, *, age_s: float) -> Path:
+        path = tmp_path / name
+        path.mkdir(mode=0o700)
+        stamp = time.time() - age_s
+        os.utime(path, (stamp, stamp))
+        return path
+
+    no_socket = make("co-engine-gone", age_s=3600)
+    dead = make("co-engine-dead", age_s=3600)
+    with socket.socket(socket.AF_UNIX) as sock:  # bound, then closed: the file stays, nobody listens
+        sock.bind(str(dead / SOCKET_NAME))
+    os.utime(dead, (time.time() - 3600, time.time() - 3600))
+    live = make("co-engine-live", age_s=0)
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(live / SOCKET_NAME))
+    server.listen(1)
+    os.utime(live, (time.time() - 3600, time.time() - 3600))
+    young = make("co-engine-young", age_s=5)  # may be an engine still loading
+    other = make("something-else", age_s=3600)
+    try:
+        removed = remove_stale_runtime_dirs(tmp_path)
+    finally:
+        server.close()
+    assert sorted(removed) == sorted([no_socket, dead])
+    assert live.exists() and young.exists() and other.exists()
+    assert not no_socket.exists() and not dead.exists()

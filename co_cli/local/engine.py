@@ -4,7 +4,8 @@ Answers are generated in process (``Server.handle_chat_completions`` with a call
 them). What the binding reaches only over HTTP (the chat template, tokenizing, the slot save/restore
 that keeps the state after co's instructions between runs) goes over a unix socket in a private
 directory (0700, made by ``tempfile.mkdtemp``) with a random key: the engine's listener is never a TCP
-port, and another user cannot connect to it. The directory is removed when the engine is closed.
+port, and another user cannot connect to it. The directory is removed when the engine is closed; one left
+by a co that was killed is removed by the next engine started (once nothing serves its socket).
 
 A trap of the engine: destroying it before its HTTP listener has started serving hangs the process (the
 listener's stop is lost and its thread is joined forever). ``start_engine`` therefore returns only once
@@ -29,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 SOCKET_NAME = "engine.sock"
+RUNTIME_PREFIX = "co-engine-"
+STALE_AFTER_S = 600.0
 READY_TIMEOUT_S = 60.0
 REQUEST_TIMEOUT_S = 120.0
 _MAX_SOCKET_PATH = 100  # sun_path holds 108 bytes on Linux
@@ -173,12 +176,35 @@ def _error_text(error: Any) -> str:
     return " ".join(str(error).split())[:300]
 
 
+def remove_stale_runtime_dirs(parent: Path, min_age_s: float = STALE_AFTER_S) -> list[Path]:
+    """Remove what engines of co processes that were killed left in ``parent``: this user's directories
+    older than ``min_age_s`` whose socket is gone or refuses connections (nobody serves it). The ones removed."""
+    removed: list[Path] = []
+    now = time.time()
+    for path in parent.glob(f"{RUNTIME_PREFIX}*"):
+        try:
+            info = path.lstat()
+            if not path.is_dir() or info.st_uid != os.getuid() or now - info.st_mtime < min_age_s:
+                continue
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+                probe.settimeout(1)
+                probe.connect(str(path / SOCKET_NAME))
+        except (FileNotFoundError, ConnectionRefusedError):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+        except OSError:
+            continue
+    return removed
+
+
 def _runtime_dir() -> Path:
     """A new private directory (0700) for the socket, short enough for a unix socket path."""
-    path = Path(tempfile.mkdtemp(prefix="co-engine-"))
+    with contextlib.suppress(OSError):
+        remove_stale_runtime_dirs(Path(tempfile.gettempdir()))
+    path = Path(tempfile.mkdtemp(prefix=RUNTIME_PREFIX))
     if len(str(path / SOCKET_NAME)) > _MAX_SOCKET_PATH:
         path.rmdir()
-        path = Path(tempfile.mkdtemp(prefix="co-engine-", dir="/tmp"))
+        path = Path(tempfile.mkdtemp(prefix=RUNTIME_PREFIX, dir="/tmp"))
     os.chmod(path, 0o700)
     return path
 
