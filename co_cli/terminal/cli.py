@@ -241,7 +241,8 @@ def main(argv: list[str] | None = None) -> None:
 
     os.environ.setdefault("PYDANTIC_AI_NO_BANNER", "1")
     args = _normalize_argv(list(sys.argv[1:] if argv is None else argv))
-    _mount_sessions()
+    if args[0] != "chat":  # a chat needs none of the other commands: building them is time before the prompt
+        _mount_sessions()
     command = typer.main.get_command(app)
     try:
         code = command.main(args=args, prog_name="co", standalone_mode=False)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -24,6 +23,8 @@ def mcp_list(
     """Start each configured server, list its tools and the tokens their schemas cost per request, stop it.
 
     A project file's server that is not allowed for this directory is listed, not started."""
+    import asyncio
+
     from co_cli.config import load_settings
     from co_cli.project_trust import confirm_project_mcp_servers
 
