@@ -8,7 +8,6 @@ than ``tasks_keep_done_hours`` leave the list (``in_force``); the saved history 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
@@ -17,7 +16,7 @@ from pydantic_ai.toolsets import FunctionToolset
 
 from co_cli.deps import CoDeps, Task
 from co_cli.errors import CoError
-from co_cli.terminal_text import printable
+from co_cli.terminal_text import without_control_sequences
 from co_cli.text_tokens import estimate_text_tokens
 from co_cli.vocabulary import TaskStatus
 
@@ -30,14 +29,12 @@ SET_TASKS_RETRIES = 3
 _MARKS: dict[str, str] = {"pending": "[ ]", "in_progress": "[~]", "done": "[x]"}
 _WORDS: dict[str, str] = {"pending": "pending", "in_progress": "in progress", "done": "done"}
 SECTION_HEADING = "## Task list"
-_ESCAPES = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|.)", re.DOTALL)
-"""Terminal escape sequences (CSI, OSC, and two-character ones): dropped whole, not just their ESC."""
 
 
 def clean_task_text(text: str) -> str:
     """Task text as it is kept and shown: one line of plain text (control characters removed, whitespace
     collapsed)."""
-    return " ".join(printable(_ESCAPES.sub("", text)).split())
+    return " ".join(without_control_sequences(text).split())
 
 
 def status_word(status: str) -> str:
