@@ -93,7 +93,7 @@ def _assignment(text: str) -> bool:
 
 _SPOKEN = re.compile(
     r"\b(?P<word>pass(?:word|wd|phrase|code)|pin(?:\s+(?:code|number))?|(?:api|access|secret|private)\s+key|token)"
-    r"(?:\s+(?:for|of|on|to|at)\s+[\w.@\-]+(?:\s+[\w.@\-]+){0,2})?"
+    r"(?:\s+(?:for|of|on|to|at|used|needed|required|that|which)\s+[\w.@\-]+(?:\s+[\w.@\-]+){0,4})?"
     r"\s*(?P<sep>\bis\b|\bwas\b|=|:)\s*(?P<quote>[\"'“‘`]?)(?P<value>[^\s\"'”’`,;]+)(?P<rest>\s*\S?)",
     re.IGNORECASE,
 )

@@ -183,7 +183,8 @@ def test_secrets_from_the_model_are_dropped(store: Memories) -> None:
     ],
 )
 def test_common_credential_spellings_are_dropped(store: Memories, mode: str, secret: str) -> None:
-    run_worker(store, structured(facts=[secret, "The user deploys on Fridays"]), f"note: {secret}", mode)
+    message = f"note: {secret}. And I deploy on Fridays"
+    run_worker(store, structured(facts=[secret, "The user deploys on Fridays"]), message, mode)
     kept = [m.text for m in store.list(statuses=("active", "proposed", "deleted"))]
     assert kept == ["The user deploys on Fridays"]
 
@@ -206,7 +207,7 @@ def test_junk_is_not_a_standalone_statement(text: str) -> None:
 def test_a_tiny_model_cannot_flood_the_inbox(store: Memories) -> None:
     facts = [f"The user mentioned topic number {i} at work" for i in range(10)]
     model = structured(facts=facts + ["?", "it", "I do"])
-    run_worker(store, model, "a long rambling message that mentions many different topics at once")
+    run_worker(store, model, "at work I mentioned topic number 0, 1, 2, 3, 4, 5, 6, 7, 8 and 9")
     assert len(store.proposals(None)) == 3
 
 

@@ -185,6 +185,8 @@ SPOKEN_SECRETS = [  # (text, the secret in it): said in words, short ones includ
     ("I changed my password to Summer2024 yesterday", "Summer2024"),
     ('The user\'s password is "correct horse battery"', "correct horse"),
     ("the passphrase for the backup disk was orange", "orange"),
+    ("The password to access the staging database is tulip42", "tulip42"),
+    ("The password used to log into staging is tulip42", "tulip42"),
 ]
 
 
@@ -207,6 +209,8 @@ def test_secrets_said_in_words_are_refused(store: Memories, tmp_path: Path, text
         "TOKENIZERS_PARALLELISM=false silences the warning",
         "The auth: flow uses SSO through Okta",
         "The password: field must not be logged",
+        "The token limit is 4096 for the summariser",
+        "The password to the vault is stored in 1Password",
         "GITHUB_TOKEN=${{ secrets.GITHUB_TOKEN }} in the workflow",
         "OPENAI_API_KEY=$OPENAI_API_KEY is passed through",
         "set api_key: <your key> in settings.json",

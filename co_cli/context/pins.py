@@ -199,7 +199,8 @@ _NOT_STANDING_RE = re.compile(
 """Not a standing rule: a figure of speech ("never mind"), a reminder, or something for now only."""
 
 
-def _is_standing(sentence: str) -> bool:
+def is_standing(sentence: str) -> bool:
+    """Whether one sentence of the user's states a rule or preference ("Never run migrations on prod.")."""
     if len(sentence) > MAX_PIN_CHARS or len(_words(sentence)) < 3 or _is_question(sentence):
         return False
     if _NOT_STANDING_RE.search(sentence):
@@ -219,7 +220,7 @@ def detect_standing_instructions(messages: Sequence[ModelMessage]) -> list[str]:
             continue
         for sentence in sentences(text):
             key = _normalise(sentence)
-            if key not in seen and _is_standing(sentence):
+            if key not in seen and is_standing(sentence):
                 seen.add(key)
                 found.append(sentence)
     return found

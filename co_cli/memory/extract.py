@@ -27,8 +27,10 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
 
+from co_cli.context.pins import is_standing, sentences
 from co_cli.errors import CoError
-from co_cli.memory.expansion import expand
+from co_cli.memory.expansion import TOPICS, expand
+from co_cli.memory.grounding import from_a_secret, grounded, misattributed, only_asks, says_change
 from co_cli.memory.retrieval import GENERIC_WORDS, STOPWORDS, near_duplicate, shares_topic, topic_terms, words
 from co_cli.memory.structured_answer import ProseAnswer, ask
 from co_cli.secrets import find_secret
@@ -51,9 +53,15 @@ FACTS_PROMPT = """You extract durable facts about the user from ONE message the 
 Return 0 to 3 short, atomic, standalone statements in the third person ("The user ..."), each true on its own
 without the conversation: preferences, facts about the user, their projects, tools and standing rules.
 Ignore questions, requests for one-off tasks, greetings, and anything temporary. Never include passwords,
-keys or tokens, and never moods or passing states ("is tired today"). One statement per topic: never join
-two topics in one statement. Most messages contain no durable fact: then return an empty list.
-Example: "My wife is Anne and I use vim" -> ["The user's wife is named Anne", "The user uses vim"]."""
+keys or tokens, and never moods or passing states ("is tired today"). Never add what you know yourself: only
+what the message says. One statement per topic: never join two topics in one statement. A colleague's habit is
+the colleague's, not the user's. Most messages contain no durable fact: then return an empty list.
+Examples:
+"I'm exhausted today, the tests failed again" -> []
+"My colleague Dana swears by Rust" -> ["The user's colleague Dana swears by Rust"]
+"Our launch moved to June 9" -> ["The user's launch date is June 9"]
+"I'm Anne, I live in Oslo and I use nano" -> ["The user's name is Anne", "The user lives in Oslo",
+"The user uses nano"]"""
 
 RECONCILE_PROMPT = """You keep a user's long-term memory consistent. You get EXISTING memories (with ids) and
 NEW facts. Return one decision per existing memory and per new fact:
@@ -62,7 +70,10 @@ NEW facts. Return one decision per existing memory and per new fact:
   the new text). Never join two different topics in one text.
 - DELETE: an existing memory that a new fact contradicts and that no UPDATE replaces (give its id).
 - NONE: an existing memory that stays as it is, or a new fact that is a duplicate (give the id if existing).
-Each text is one standalone statement."""
+Each text is one standalone statement.
+Example: EXISTING memories: m1: The user works at Acme; m2: The user's cat is named Tom. NEW facts: The user now
+works at Globex; The user's team has five people. Decisions: UPDATE m1 "The user works at Globex", NONE m2,
+ADD "The user's team has five people"."""
 
 
 class Facts(BaseModel):
@@ -95,6 +106,7 @@ _NON_FACTS = ("no fact", "none", "n/a", "nothing", "the assistant", "as an ai", 
 
 _TEMPORARY = re.compile(
     r"\b(?:today|tonight|right now|at the moment|this (?:morning|afternoon|evening)|in an? \w+ mood|mood (?:is|was)"
+    r"|(?:negative|positive|bad|good|terrible|great|low|foul|grumpy|awful) mood|experienc(?:es|ing|ed) (?:a|an|some)\b"
     r"|(?:feel|feels|feeling|felt)\b|is (?:tired|sleepy|exhausted|stressed|hungry|sick|bored|angry|upset|sad|happy"
     r"|busy|annoyed|frustrated|excited|nervous|anxious|grumpy|in a hurry)\b)",
     re.IGNORECASE,
@@ -118,7 +130,8 @@ _NOT_CONJUGATED = frozenset(
 
 _ONE_OFF = re.compile(
     r"^the user (?:wants|needs|would like|is asking|asks|asked|requested|is looking) (?:to|a|an|help|some|for)\b"
-    r"|^the user wants \S+(?: \S+)? (?:translated|explained|written|fixed|shown)(?: (?:into|for|to) \S+)?$",
+    r"|^the user wants \S+(?: \S+)? (?:translated|explained|written|fixed|shown)(?: (?:into|for|to) \S+)?$"
+    r"|^the user (?:thanks|thanked|greets|greeted|says (?:hi|hello|thanks))\b",
     re.IGNORECASE,
 )
 
@@ -172,21 +185,28 @@ def is_standalone(text: str) -> bool:
     lower = line.lower()
     if any(lower.startswith(p) or lower == p for p in _NON_FACTS):
         return False
-    if found[0] in _DANGLING or _FIRST_PERSON & set(found) or is_temporary(line):
+    if found[0] in _DANGLING or found[-1] in _DANGLING or _FIRST_PERSON & set(found) or is_temporary(line):
         return False
     return find_secret(line) is None
 
 
 def worth_extracting(prompt: str) -> bool:
-    """A message of a few words ("thanks", "go on") holds no fact worth a model call."""
-    return len(words(prompt)) >= MIN_PROMPT_WORDS and not prompt.lstrip().startswith("/")
+    """A message of a few words ("thanks", "go on") or one that only asks ("How do I profile a Go program?")
+    holds no fact worth a model call."""
+    return len(words(prompt)) >= MIN_PROMPT_WORDS and not prompt.lstrip().startswith("/") and not only_asks(prompt)
 
 
-def plan(facts: Sequence[str], neighbours: Sequence[Memory], decisions: Sequence[Decision] | None) -> list[Change]:
+def plan(
+    facts: Sequence[str],
+    neighbours: Sequence[Memory],
+    decisions: Sequence[Decision] | None,
+    message: str | None = None,
+) -> list[Change]:
     """The validated changes: decisions about unknown ids, junk texts, duplicates, secrets, UPDATEs that join
     unrelated statements and DELETEs with no kept fact on their topic are dropped; a fact no decision covers and
     no neighbour duplicates is added; at most MAX_PROPOSALS. Without neighbours (``decisions`` None) every fact
-    is an ADD."""
+    is an ADD. Given the user's ``message``, a text must be grounded in it (``grounding.grounded``), and when the
+    message says something changed, a new fact replaces the memory on its topic that no decision changed."""
     known = {m.id: m for m in neighbours}
     raw: list[Change] = []
     for decision in decisions or ():
@@ -208,6 +228,10 @@ def plan(facts: Sequence[str], neighbours: Sequence[Memory], decisions: Sequence
         if change.op != "delete":
             if not is_standalone(text):
                 continue
+            if message is not None:
+                source = message if change.target is None else f"{message}\n{known[change.target].text}"
+                if not grounded(text, source) or misattributed(text, message):
+                    continue
             if change.op == "add" and any(near_duplicate(text, m.text) for m in neighbours):
                 continue  # already remembered
             if change.op == "update" and change.target is not None:
@@ -221,9 +245,46 @@ def plan(facts: Sequence[str], neighbours: Sequence[Memory], decisions: Sequence
                 continue
             touched.add(change.target)
         changes.append(Change(change.op, text, change.target))
+    if message is not None and says_change(message):
+        changes = as_replacements(changes, [m for m in neighbours if m.id not in touched])
     kept = [c for c in changes if c.op != "delete"]
     changes = [c for c in changes if c.op != "delete" or any(shares_topic(c.text, k.text) for k in kept)]
     return changes[:MAX_PROPOSALS]
+
+
+_TOPIC_MEMBERS = frozenset(word for members in TOPICS.values() for word in members) | frozenset(TOPICS)
+
+
+def _attributes(text: str) -> set[str]:
+    """The topic words of ``text`` that say which attribute it is about, not whose: a name the text capitalises
+    ("Kestrel", "Alice") is left out unless it is a value of a known topic ("Vim" is an editor)."""
+    names = {w.lower() for w in re.findall(r"\b[A-Z]\w+", text)} - _TOPIC_MEMBERS
+    return set(topic_terms(text)) - names
+
+
+def _overlap(own: set[str], related: set[str], text: str) -> int:
+    theirs = _attributes(text)
+    return 2 * len(own & theirs) + len(related & theirs)
+
+
+def as_replacements(changes: list[Change], free: Sequence[Memory]) -> list[Change]:
+    """The user said something changed: each new fact replaces the untouched memory that shares the most
+    attribute words with it (a word of the fact counts twice, a word of its topic once: "moved" meets "lives"),
+    when one memory shares more than any other. The fact most like a memory takes it first."""
+    scored: list[tuple[int, int, int]] = []  # (overlap, index of the change, memory id)
+    for index, change in enumerate(changes):
+        if change.op != "add":
+            continue
+        own = _attributes(change.text)
+        related = set(expand(sorted(own))) - own
+        overlaps = sorted(((_overlap(own, related, m.text), m.id) for m in free), reverse=True)
+        if overlaps and overlaps[0][0] > 0 and (len(overlaps) == 1 or overlaps[1][0] < overlaps[0][0]):
+            scored.append((overlaps[0][0], index, overlaps[0][1]))
+    replaced: dict[int, int] = {}
+    for _, index, memory_id in sorted(scored, reverse=True):
+        if memory_id not in replaced.values() and index not in replaced:
+            replaced[index] = memory_id
+    return [Change("update", c.text, replaced[i]) if i in replaced else c for i, c in enumerate(changes)]
 
 
 _CLAUSE = re.compile(r"\s*(?:;|,?\s+(?:and|but|while|whereas)\s+|\.\s+)\s*", re.IGNORECASE)
@@ -294,12 +355,24 @@ async def extract_changes(
     (``ProseAnswer`` when it answered in prose: ask again with ``prompted``)."""
     found = await extract_facts(model, message, prompted=prompted)
     facts = [third_person(f) for f in found if find_secret(f) is None]
-    facts = [f for f in facts if is_standalone(f)]
+    facts = [f for f in facts if is_standalone(f) and not from_a_secret(f, message)]
+    facts += standing_rules(message, facts)
     if not facts:
         return []
     neighbours = nearest(store, facts, project)
     decisions = await reconcile(model, facts, neighbours, prompted=prompted) if neighbours else None
-    return plan(facts, neighbours, decisions)
+    return plan(facts, neighbours, decisions, message)
+
+
+def standing_rules(message: str, facts: Sequence[str] = ()) -> list[str]:
+    """The rules the user stated in ``message`` ("Always write commit messages in the imperative mood") that
+    none of ``facts`` says, as facts: found by their wording, whatever the model extracted."""
+    rules = [third_person(s.rstrip(".!")) for s in sentences(message) if is_standing(s) and find_secret(s) is None]
+    return [
+        f"The user's standing rule: {rule[:1].lower()}{rule[1:]}"
+        for rule in rules
+        if not any(_restates(fact, rule) for fact in facts)
+    ]
 
 
 def apply(store: Memories, changes: Sequence[Change], item: QueuedTurn, mode: ExtractMode) -> int:

@@ -50,11 +50,15 @@ async def ask(model: Model, output: type[T], instructions: str, prompt: str, *, 
     from pydantic_ai import Agent, PromptedOutput, capture_run_messages
     from pydantic_ai.exceptions import UnexpectedModelBehavior
     from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+    from pydantic_ai.settings import ModelSettings
 
+    settings = ModelSettings(temperature=0.0)  # one right answer, not a creative one; dropped where unsupported
     if prompted:
-        prompted_agent = Agent(model, output_type=PromptedOutput(output), instructions=instructions, retries=0)
+        prompted_agent = Agent(
+            model, output_type=PromptedOutput(output), instructions=instructions, retries=0, model_settings=settings
+        )
         return (await prompted_agent.run(prompt)).output
-    agent = Agent(model, output_type=output, instructions=instructions, retries=0)
+    agent = Agent(model, output_type=output, instructions=instructions, retries=0, model_settings=settings)
     with capture_run_messages() as messages:
         try:
             return (await agent.run(prompt)).output
