@@ -91,13 +91,16 @@ def text_of(messages: list[ModelMessage]) -> str:
 
 async def ask(model: Model, context: list[ModelMessage], instructions: str, outcome: Outcome) -> None:
     """Facts the model states when asked one question per fact with ``context`` as the history."""
-    agent: Agent[None, str] = Agent(model, instructions=instructions or None)
+    # Temperature 0: the same context gives the same answer, so co and the baseline are compared, not samples.
+    agent: Agent[None, str] = Agent(model, instructions=instructions or None, model_settings={"temperature": 0.0})
 
     async def answers(facts: tuple[PlantedFact, ...]) -> list[tuple[PlantedFact, str]]:
         out = []
         for fact in facts:
             result = await agent.run(f"{fact.question} Answer in a few words.", message_history=context)
             out.append((fact, result.output))
+            if fact.key not in result.output:
+                print(f"    missed {fact.kind} ({fact.key}): {' '.join(result.output.split())[:160]}", flush=True)
         return out
 
     outcome.answered = sum(fact.key in answer for fact, answer in await answers(FACTS))

@@ -166,6 +166,9 @@ def test_digest_of_a_digest_keeps_the_ledger() -> None:
     assert [fact.key for fact in FACTS if fact.key not in third] == []
     keys = {ident.text for ident in extract_identifiers([summary_request(100, third)])}
     assert {fact.key for fact in FACTS} <= keys
+    # carried by its content: headings do not nest once per compaction
+    assert third.count(DIGEST_HEADING) == 1 and third.count("Earlier summary:") == 1
+    assert third.count("Tool calls:") <= 1
 
 
 def test_many_user_messages_share_the_budget() -> None:

@@ -26,6 +26,8 @@ from co_cli.synthetic import LATEST_REQUEST_HEADING, SUMMARY_PREFIX, carried_inf
 __all__ = ["DIGEST_HEADING", "ToolCallLine", "cut_middle", "extractive_digest", "tool_call_lines"]
 
 DIGEST_HEADING = "Digest of the earlier conversation (extracted verbatim, not summarised):"
+EARLIER_LABEL = "Earlier summary:"
+TOOLS_LABEL = "Tool calls:"
 USER_SECTION_HEADING = "User messages, oldest first:"
 MIN_USER_CHARS = 80
 """Per-message floor when many user messages must share the budget."""
@@ -203,6 +205,10 @@ def _summary_prose(message: ModelMessage) -> str:
     prose = prose.split(f"\n{USER_WORDS_HEADING}\n", 1)[0]
     if carried_info(message, CARRIED_KEY) is not None:
         prose = _USER_SECTION_RE.sub("", prose)  # an earlier digest's user messages: carried beside it
+    prose = prose.strip()
+    if prose.startswith(DIGEST_HEADING):  # carried by its content: its headings would nest once per compaction
+        prose = prose.removeprefix(DIGEST_HEADING).lstrip().removeprefix(EARLIER_LABEL)
+        prose = "\n".join(line for line in prose.split("\n") if line.strip() and line != TOOLS_LABEL)
     return prose.strip()
 
 
@@ -240,7 +246,7 @@ def extractive_digest(messages: Sequence[ModelMessage], *, max_user_chars: int =
     if summaries:
         share = max(summary_budget // len(summaries), 200)
         carried = "\n\n".join(cut_lines(prose, share) for prose in summaries)
-        sections.append(f"Earlier summary:\n{carried}")
+        sections.append(f"{EARLIER_LABEL}\n{carried}")
     used = sum(len(section) + 2 for section in sections)
     tool_lines = _tool_section(calls, tool_budget) if calls else []
     tools_used = sum(len(line) + 1 for line in tool_lines) + 20 if tool_lines else 0
@@ -248,7 +254,7 @@ def extractive_digest(messages: Sequence[ModelMessage], *, max_user_chars: int =
     if user_texts:
         sections.append(f"{USER_SECTION_HEADING}\n" + "\n".join(_user_section(user_texts, user_budget, max_user_chars)))
     if tool_lines:
-        sections.append("Tool calls:\n" + "\n".join(tool_lines))
+        sections.append(f"{TOOLS_LABEL}\n" + "\n".join(tool_lines))
     body = "\n\n".join(sections)
     room = max(max_chars - len(body) - 2, 0)
     return append_missing(body, check_summary(body, identifiers), max_items=60, max_chars=min(room, ledger_budget * 2))
