@@ -145,6 +145,7 @@ def test_a_change_the_user_states_replaces_the_memory_on_its_topic(store: Memori
     deadline = store.add("The deadline for the project Kestrel is March 3", actor="user")
     kestrel = store.add("The user's project Kestrel is a billing service in Go", actor="user")
     alice = store.add("Alice reviews the user's pull requests", actor="user")
+    moved = store.add("The user moved to Lyon last month", actor="user")
     neighbours = [home, vim, bob, deadline, kestrel, alice]
 
     def replaced(fact: str, message: str) -> int | None:
@@ -154,6 +155,9 @@ def test_a_change_the_user_states_replaces_the_memory_on_its_topic(store: Memori
     assert says_change("I moved to Lyon last month")
     assert replaced("The user moved to Lyon last month", "I moved to Lyon last month") == home.id
     assert replaced("The user switched from vim to helix", "I switched from vim to helix last week") == vim.id
+    # "last week" and "last month" say when, not what
+    [change] = plan(["The user switched from vim to helix last week"], [vim, moved, bob], [], "I switched last week")
+    assert (change.op, change.target) == ("update", vim.id)
     assert replaced("The user's Kestrel deadline is April 14", "The Kestrel deadline slipped to April 14") == (
         deadline.id
     )

@@ -35,10 +35,11 @@ want need like get got make use using used ok okay yes hi hello thanks thank
 STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 _GENERIC_TEXT = """
 user user's users person people always usually often never also now still currently really just named called
+last next week weeks month months year years ago yesterday tomorrow recently lately finally
 """
 GENERIC_WORDS = frozenset(_GENERIC_TEXT.split())
-"""Words nearly every memory has ("The user always ..."): they say nothing about what a memory is about, so
-they never make two memories neighbours."""
+"""Words nearly every memory has ("The user always ...", "... last month"): they say nothing about what a memory
+is about, so they never make two memories neighbours."""
 
 
 def words(text: str) -> list[str]:
