@@ -29,6 +29,7 @@ from co_cli.session.turn import TurnOutcome, Turns, TurnView
 from co_cli.session.window import ContextWindow
 from co_cli.tools.approval import ApprovalPrompt
 from co_cli.tools.mcp.servers import McpServers
+from co_cli.vocabulary import SessionOrigin
 
 if TYPE_CHECKING:
     from co_cli.memory.instructions_files import InstructionsFiles
@@ -45,12 +46,15 @@ class Conversation:
         ask_approval: ApprovalPrompt | None = None,
         approve_all: bool = False,
         mcp: McpServers | None = None,
+        origin: SessionOrigin = "terminal",
     ) -> None:
         store = deps.store
         self.deps = deps
         self.store = store
         self.state: SessionState = deps.state
-        self.recorder = Recorder(store, self.state, deps.cwd, model_label=lambda: self.engine.resolved.label)
+        self.recorder = Recorder(
+            store, self.state, deps.cwd, model_label=lambda: self.engine.resolved.label, origin=origin
+        )
         self.engine = Engine(
             resolved,
             deps,

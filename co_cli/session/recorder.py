@@ -35,7 +35,7 @@ from co_cli.store.codec import is_prompt_request
 from co_cli.store.tasks import StoredTask
 from co_cli.store.tool_calls import ToolCallRow
 from co_cli.store.usage import TurnUsage
-from co_cli.vocabulary import MessageStatus
+from co_cli.vocabulary import MessageStatus, SessionOrigin
 
 
 @dataclass
@@ -72,8 +72,17 @@ class Written:
 
 
 class Recorder:
-    def __init__(self, store: Store, state: SessionState, cwd: Path, model_label: Callable[[], str]) -> None:
+    def __init__(
+        self,
+        store: Store,
+        state: SessionState,
+        cwd: Path,
+        model_label: Callable[[], str],
+        origin: SessionOrigin = "terminal",
+    ) -> None:
         self.store = store
+        self.origin: SessionOrigin = origin
+        """Where the sessions this recorder creates were started."""
         self.state = state
         self.cwd = cwd
         self.model_label = model_label
@@ -107,7 +116,9 @@ class Recorder:
         """The session's id, creating it first if nothing has been saved yet (an empty title is set by the
         first prompt)."""
         if self.state.info is None:
-            self.state.info = self.store.sessions.create(model=self.model_label(), cwd=str(self.cwd), title=title)
+            self.state.info = self.store.sessions.create(
+                model=self.model_label(), cwd=str(self.cwd), title=title, origin=self.origin
+            )
             self.store.locks.acquire(self.state.info.id)
         return self.state.info.id
 

@@ -22,6 +22,7 @@ from co_cli.store.codec import valid_utf8
 from co_cli.store.db import Database, Reader, Transaction
 from co_cli.store.locks import OpenSessions
 from co_cli.terminal_text import printable
+from co_cli.vocabulary import SessionOrigin
 
 TITLE_MAX_CHARS = 100
 _AMBIGUOUS_SHOWN = 5
@@ -43,6 +44,8 @@ class SessionInfo:
     output_tokens: int
     cost_usd: float
     compaction_count: int
+    origin: SessionOrigin = "terminal"
+    """Where the session was started (`co sessions list` shows it)."""
 
 
 _FIELDS = tuple(field.name for field in fields(SessionInfo))
@@ -160,6 +163,7 @@ class Sessions:
         title: str,
         parent_id: str | None = None,
         fork_seq: int | None = None,
+        origin: SessionOrigin = "terminal",
     ) -> SessionInfo:
         now = time.time()
         info = SessionInfo(
@@ -176,6 +180,7 @@ class Sessions:
             output_tokens=0,
             cost_usd=0.0,
             compaction_count=0,
+            origin=origin,
         )
         with self.db.transaction() as tx:
             insert(tx, info)
