@@ -52,6 +52,8 @@ class TurnRequest:
     """A session id or unique prefix (the ``X-Co-Session`` header); None: matched by ``history``, else new."""
     model: str | None = None
     """A model name (None: the configured one)."""
+    instructions: str = ""
+    """Added to co's instructions for this turn only (an API client's system messages); not saved."""
 
 
 @dataclass(frozen=True)
@@ -113,10 +115,13 @@ class _QueueView:
 class RunningTurn:
     """A turn that has its session and model; ``events()`` runs it."""
 
-    def __init__(self, chats: Chats, conv: Conversation, prompt: str, lock: asyncio.Lock, created: bool) -> None:
+    def __init__(
+        self, chats: Chats, conv: Conversation, request: TurnRequest, lock: asyncio.Lock, created: bool
+    ) -> None:
         self.chats = chats
         self.conv = conv
-        self.prompt = prompt
+        self.prompt = request.prompt
+        self.instructions = request.instructions
         self.created = created
         """Whether the request started a new session."""
         self._lock = lock
@@ -156,7 +161,7 @@ class RunningTurn:
     async def _run(self) -> None:
         outcome = TurnOutcome("failed", error="the turn did not run")
         try:
-            outcome = await self.conv.run_turn(self.prompt, self._view, self._token)
+            outcome = await self.conv.run_turn(self.prompt, self._view, self._token, self.instructions)
         except Exception as exc:  # a bug or a store failure: the client gets one line, the server goes on
             outcome = TurnOutcome("failed", error=f"{type(exc).__name__}: {exc}")
         finally:
@@ -194,7 +199,7 @@ class Chats:
         except BaseException:
             lock.release()
             raise
-        return RunningTurn(self, conv, request.prompt, lock, created=False)
+        return RunningTurn(self, conv, request, lock, created=False)
 
     def _chosen(self, request: TurnRequest) -> SessionInfo | None:
         if request.session:
@@ -220,7 +225,7 @@ class Chats:
             conv.release()
             lock.release()
             raise
-        return RunningTurn(self, conv, request.prompt, lock, created=True)
+        return RunningTurn(self, conv, request, lock, created=True)
 
     def _open(self, session_id: str, resolved: ResolvedModel) -> Conversation:
         """The session's conversation, held for this process: the one kept from its last turn when nothing

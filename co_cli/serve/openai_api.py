@@ -52,6 +52,7 @@ def routes(ctx: ServeContext) -> list[BaseRoute]:
                 history=asked.history,
                 session=request.headers.get(SESSION_HEADER) or None,
                 model=parsed.model,
+                instructions=asked.instructions,
             )
         )
         include_usage = bool(parsed.stream_options and parsed.stream_options.include_usage)

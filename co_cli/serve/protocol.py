@@ -15,14 +15,14 @@ from co_cli.store.usage import TurnUsage
 
 
 class ContentPart(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", strict=True)
 
     type: str
     text: str | None = None
 
 
 class RequestMessage(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", strict=True)
 
     role: Literal["system", "developer", "user", "assistant", "tool", "function"]
     content: str | list[ContentPart] | None = None
@@ -30,7 +30,7 @@ class RequestMessage(BaseModel):
 
 
 class StreamOptions(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", strict=True)
 
     include_usage: bool = False
 
@@ -38,7 +38,7 @@ class StreamOptions(BaseModel):
 class ChatCompletionRequest(BaseModel):
     """What co reads of a request; sampling parameters and the like are accepted and left to co's settings."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", strict=True)
 
     model: str | None = None
     messages: list[RequestMessage] = Field(min_length=1)

@@ -170,8 +170,10 @@ class Conversation:
         return self.recorder.rename(title)
 
     # ----- turns ------------------------------------------------------------------------------------------
-    async def run_turn(self, prompt: str, view: TurnView, token: CancellationToken) -> TurnOutcome:
-        return await self.turns.run(prompt, view, token)
+    async def run_turn(
+        self, prompt: str, view: TurnView, token: CancellationToken, instructions: str = ""
+    ) -> TurnOutcome:
+        return await self.turns.run(prompt, view, token, instructions)
 
     async def finish_background(self, timeout: float = 15.0) -> None:
         await self.background.finish(timeout)
