@@ -30,7 +30,10 @@ ROUTE_MODULES: tuple[RouteModule, ...] = (openai_api.routes,)
 """Every route module of the server. The browser view registers its routes here."""
 
 
-def build_app(ctx: ServeContext, extra: Sequence[RouteModule] = ()) -> Starlette:
+def build_app(
+    ctx: ServeContext, extra: Sequence[RouteModule] = (), on_ready: Callable[[], None] | None = None
+) -> Starlette:
+    """The application; ``on_ready`` is called once it serves (the server prints where it listens then)."""
     routes: list[BaseRoute] = []
     for module in (*ROUTE_MODULES, *extra):
         routes.extend(module(ctx))
@@ -44,11 +47,14 @@ def build_app(ctx: ServeContext, extra: Sequence[RouteModule] = ()) -> Starlette
         lifespan=_lifespan,
     )
     app.state.ctx = ctx
+    app.state.on_ready = on_ready
     return app
 
 
 @contextlib.asynccontextmanager
 async def _lifespan(app: Starlette) -> AsyncIterator[None]:
+    if app.state.on_ready is not None:
+        app.state.on_ready()
     yield
     await app.state.ctx.chats.close()  # running turns and background work are saved before the process ends
 

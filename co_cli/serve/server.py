@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
+from collections.abc import Callable
 from pathlib import Path
 
 from co_cli.config import LoadedSettings
@@ -64,18 +65,20 @@ def url_of(sock: socket.socket, host: str) -> str:
     return f"http://{shown}:{port}"
 
 
-def serve(ctx: ServeContext, sock: socket.socket) -> None:
+def serve(ctx: ServeContext, sock: socket.socket, on_ready: Callable[[], None] | None = None) -> None:
     """Serve on ``sock`` until interrupted (Ctrl-C, SIGTERM); running turns and background work are given time
     to be saved before the process ends."""
     import uvicorn
 
     from co_cli.serve.app import build_app
 
-    app = build_app(ctx)
+    app = build_app(ctx, on_ready=on_ready)
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=20)
     server = uvicorn.Server(config)
     try:
         asyncio.run(server.serve(sockets=[sock]))
+    except KeyboardInterrupt:  # uvicorn stops on Ctrl-C, then raises it again: the normal end of a server
+        pass
     finally:
         sock.close()
         ctx.store.close()

@@ -83,6 +83,9 @@ class Recorder:
         self.store = store
         self.origin: SessionOrigin = origin
         """Where the sessions this recorder creates were started."""
+        self.records_owner = origin == "terminal"
+        """Whether holding a session says so in the store (``owner_pid``). The server holds a session only
+        while it writes a turn, and its lock file alone refuses other processes meanwhile."""
         self.state = state
         self.cwd = cwd
         self.model_label = model_label
@@ -96,7 +99,7 @@ class Recorder:
     # ----- which session is written ---------------------------------------------------------------------
     def open(self, session: SessionInfo) -> None:
         """Hold ``session`` for this process (SessionBusy if another co has it open) and write to it from now."""
-        self.store.locks.acquire(session.id)
+        self.store.locks.acquire(session.id, record_owner=self.records_owner)
         if self.state.info is not None and self.state.info.id != session.id:
             self.release()
         self.state.info = session
@@ -119,7 +122,7 @@ class Recorder:
             self.state.info = self.store.sessions.create(
                 model=self.model_label(), cwd=str(self.cwd), title=title, origin=self.origin
             )
-            self.store.locks.acquire(self.state.info.id)
+            self.store.locks.acquire(self.state.info.id, record_owner=self.records_owner)
         return self.state.info.id
 
     # ----- turns ------------------------------------------------------------------------------------------

@@ -29,17 +29,20 @@ def serve(
     ctx, token_source = make_context(loaded, Path.cwd())
     sock = bind(host, port)
     url = url_of(sock, host)
-    if not is_loopback(host):
-        print(
-            printable(
-                f"warning: listening on {host}: anyone who can reach this address and has the token can read your "
-                "sessions and memories and run co's tools in this directory"
-            ),
-            file=sys.stderr,
-        )
-    print(printable(f"co serve: {url}  (model {ctx.models.default_name}, sessions in {loaded.paths.db})"))
-    print(printable(f"  OpenAI API:  {url}/v1   (Authorization: Bearer <token>)"))
-    print(printable(f"  browser:     {url}/?token={ctx.token}"))
-    print(printable(f"  token:       {ctx.token}   (from {token_source})"))
-    print("Ctrl-C stops the server.", flush=True)
-    run_server(ctx, sock)
+
+    def listening() -> None:
+        if not is_loopback(host):
+            print(
+                printable(
+                    f"warning: listening on {host}: anyone who can reach this address and has the token can read "
+                    "your sessions and memories and run co's tools in this directory"
+                ),
+                file=sys.stderr,
+            )
+        print(printable(f"co serve: {url}  (model {ctx.models.default_name}, sessions in {loaded.paths.db})"))
+        print(printable(f"  OpenAI API:  {url}/v1   (Authorization: Bearer <token>)"))
+        print(printable(f"  browser:     {url}/?token={ctx.token}"))
+        print(printable(f"  token:       {ctx.token}   (from {token_source})"))
+        print("Ctrl-C stops the server.", flush=True)
+
+    run_server(ctx, sock, on_ready=listening)

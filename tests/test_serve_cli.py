@@ -1,0 +1,78 @@
+"""`co serve` as a command: what it prints, its token file, a host that is not loopback, a port in use, Ctrl-C."""
+
+from __future__ import annotations
+
+import os
+import socket
+import stat
+from pathlib import Path
+
+import httpx
+import pytest
+
+from co_cli.serve.auth import TOKEN_FILE, server_token
+from co_cli.serve.server import is_loopback
+from tests.support.scripted_server import ScriptedServer
+from tests.support.serve_process import ServeProcess, serve_env
+
+pytestmark = pytest.mark.e2e
+
+
+def _env(tmp_path: Path, scripted_server: ScriptedServer) -> dict[str, str]:
+    return serve_env(dict(os.environ), tmp_path / "data", tmp_path / "config", scripted_server.base_url)
+
+
+def test_the_token_is_made_once_and_kept_private(tmp_path: Path, scripted_server: ScriptedServer) -> None:
+    env = _env(tmp_path, scripted_server)
+    first = ServeProcess(env, tmp_path, token="")
+    env_without = {k: v for k, v in env.items() if k != "CO_CLI_SERVE_TOKEN"}
+    first.env = env_without
+    first.start()
+    try:
+        printed = "".join(first.banner)
+        path = tmp_path / "data" / TOKEN_FILE
+        token = path.read_text().strip()
+        assert len(token) >= 40 and stat.S_IMODE(path.stat().st_mode) == 0o600
+        assert f"/?token={token}" in printed and str(path) in printed
+        assert httpx.get(f"{first.url}/v1/models", headers={"Authorization": f"Bearer {token}"}).status_code == 200
+    finally:
+        err = first.stop()
+    assert err == "", err
+    assert server_token(tmp_path / "data") == (token, str(path))  # the same token next time
+
+
+def test_the_environment_token_wins_and_must_not_be_short(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CO_CLI_SERVE_TOKEN", "a-token-from-the-environment")
+    assert server_token(tmp_path) == ("a-token-from-the-environment", "CO_CLI_SERVE_TOKEN")
+    assert not (tmp_path / TOKEN_FILE).exists()
+    monkeypatch.setenv("CO_CLI_SERVE_TOKEN", "short")
+    with pytest.raises(Exception, match="too short"):
+        server_token(tmp_path)
+
+
+def test_a_host_other_than_loopback_is_warned_about(tmp_path: Path, scripted_server: ScriptedServer) -> None:
+    with ServeProcess(_env(tmp_path, scripted_server), tmp_path) as served:
+        assert served.url.startswith("http://127.0.0.1:")
+    assert served.process is not None and served.process.returncode == 0
+    process = ServeProcess(_env(tmp_path, scripted_server), tmp_path).start("--host", "0.0.0.0")
+    try:
+        assert process.process is not None and process.process.stderr is not None
+    finally:
+        err = process.stop()
+    assert err.startswith("warning: listening on 0.0.0.0: anyone who can reach this address"), err
+    assert is_loopback("::1") and is_loopback("localhost") and not is_loopback("192.168.1.2")
+
+
+def test_a_port_in_use_is_one_line(tmp_path: Path, scripted_server: ScriptedServer) -> None:
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen(1)
+    try:
+        port = str(taken.getsockname()[1])
+        served = ServeProcess(_env(tmp_path, scripted_server), tmp_path)
+        result = served.co("serve", "--port", port)
+    finally:
+        taken.close()
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"error: cannot listen on 127.0.0.1:{port}:"), result.stderr
+    assert result.stderr.count("\n") == 1
