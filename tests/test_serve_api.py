@@ -13,7 +13,7 @@ import openai
 import pytest
 
 from co_cli.store import Store
-from tests.support.scripted_server import ScriptedServer, Text
+from tests.support.scripted_server import ScriptedServer, Text, ToolCalls
 from tests.support.serve_process import ServeProcess, serve_env
 
 pytestmark = pytest.mark.e2e
@@ -299,3 +299,19 @@ def test_a_client_gone_mid_stream_leaves_the_turn_saved_cut_off(served: ServePro
         extra_headers={"X-Co-Session": session_id},
     )
     assert after.choices[0].message.content == "echo: still there?"
+
+
+def test_tools_that_change_nothing_run_and_the_others_are_refused(served: ServeProcess, model: ScriptedServer) -> None:
+    (served.cwd / "notes.txt").write_text("the grebe nests on water\n")
+    model.script(
+        ToolCalls([("read_file", {"path": "notes.txt"}), ("run_shell", {"command": "touch made-by-the-model"})]),
+        Text("read it; the command was not run"),
+    )
+    answer = served.client().chat.completions.create(
+        model="scripted", messages=[{"role": "user", "content": "read my notes and touch a file"}]
+    )
+    assert answer.choices[0].message.content == "read it; the command was not run"
+    after_tools = _request_with(model, "read my notes and touch a file")
+    assert any("the grebe nests on water" in text for text in after_tools)
+    assert any("co serve cannot ask for it" in text for text in after_tools)
+    assert not (served.cwd / "made-by-the-model").exists()

@@ -36,6 +36,13 @@ from co_cli.session import Conversation, TurnOutcome
 from co_cli.store import SessionInfo, Store
 from co_cli.store.usage import TurnUsage
 
+SERVER_DENIED = (
+    "Not run: this needs the user's approval, and co serve cannot ask for it. Through the server only tools "
+    "that change nothing run (reading files, searching past conversations and memories); say what the user "
+    "could run instead."
+)
+"""What the model is told of a shell command, file write, remember or forget asked for through the server."""
+
 CACHED_CONVERSATIONS = 64
 """Conversations kept built between requests (their agent and governor), most recently used first."""
 
@@ -249,7 +256,9 @@ class Chats:
 
     def _build(self, resolved: ResolvedModel) -> Conversation:
         deps = CoDeps(settings=self.loaded.settings, paths=self.loaded.paths, cwd=self.cwd, store=self.store)
-        conv = Conversation(resolved=resolved, deps=deps, ask_approval=None, approve_all=False, origin="serve")
+        conv = Conversation(
+            resolved=resolved, deps=deps, ask_approval=None, approve_all=False, origin="serve", denied=SERVER_DENIED
+        )
         conv.background.attach_extraction()
         return conv
 

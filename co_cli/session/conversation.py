@@ -27,7 +27,7 @@ from co_cli.session.recorder import Recorder
 from co_cli.session.tasks import Tasks, from_stored
 from co_cli.session.turn import TurnOutcome, Turns, TurnView
 from co_cli.session.window import ContextWindow
-from co_cli.tools.approval import ApprovalPrompt
+from co_cli.tools.approval import NON_INTERACTIVE_DENIED_MESSAGE, ApprovalPrompt
 from co_cli.tools.mcp.servers import McpServers
 from co_cli.vocabulary import SessionOrigin
 
@@ -47,6 +47,7 @@ class Conversation:
         approve_all: bool = False,
         mcp: McpServers | None = None,
         origin: SessionOrigin = "terminal",
+        denied: str = NON_INTERACTIVE_DENIED_MESSAGE,
     ) -> None:
         store = deps.store
         self.deps = deps
@@ -62,6 +63,7 @@ class Conversation:
             approve_all=approve_all,
             on_governor_event=lambda event: self.turns.on_governor_event(event),
             mcp=mcp,
+            denied=denied,
         )
         self.pins = Pins(
             self.state,
