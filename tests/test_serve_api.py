@@ -13,7 +13,7 @@ import openai
 import pytest
 
 from co_cli.store import Store
-from tests.support.scripted_server import ScriptedServer, Text, ToolCalls
+from tests.support.scripted_server import Error, ScriptedServer, Text, ToolCalls
 from tests.support.serve_process import ServeProcess, serve_env
 
 pytestmark = pytest.mark.e2e
@@ -315,3 +315,20 @@ def test_tools_that_change_nothing_run_and_the_others_are_refused(served: ServeP
     assert any("the grebe nests on water" in text for text in after_tools)
     assert any("co serve cannot ask for it" in text for text in after_tools)
     assert not (served.cwd / "made-by-the-model").exists()
+
+
+def test_a_failing_model_is_a_502_and_a_failed_turn(served: ServeProcess, model: ScriptedServer) -> None:
+    client = served.client(max_retries=0)
+    model.script(Error(500, "the upstream broke", should_retry=False))
+    with pytest.raises(openai.APIStatusError) as failed:
+        client.chat.completions.create(model="co", messages=[{"role": "user", "content": "will this fail"}])
+    assert failed.value.status_code == 502 and failed.value.body["code"] == "upstream_error"
+    model.script(Error(500, "the upstream broke again", should_retry=False))
+    stream = client.chat.completions.create(
+        model="co", messages=[{"role": "user", "content": "will this fail, streamed"}], stream=True
+    )
+    with pytest.raises(openai.APIError, match="the upstream broke again"):
+        list(stream)
+    session_id = failed.value.response.headers["x-co-session"]
+    with Store.open(_db(served), reads_only=True) as store:
+        assert [m.status for m in store.messages.transcript(session_id)] == ["failed"]
