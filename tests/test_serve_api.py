@@ -332,3 +332,25 @@ def test_a_failing_model_is_a_502_and_a_failed_turn(served: ServeProcess, model:
     session_id = failed.value.response.headers["x-co-session"]
     with Store.open(_db(served), reads_only=True) as store:
         assert [m.status for m in store.messages.transcript(session_id)] == ["failed"]
+
+
+def test_a_conversation_begun_elsewhere_becomes_a_new_session_whole(
+    served: ServeProcess, model: ScriptedServer
+) -> None:
+    history = [
+        {"role": "user", "content": "begun elsewhere: what eats krill?"},
+        {"role": "assistant", "content": "Whales and penguins, mostly."},
+        {"role": "user", "content": "and which penguins?"},
+    ]
+    client = served.client()
+    raw = client.chat.completions.with_raw_response.create(model="scripted", messages=history)
+    session_id = raw.headers["x-co-session"]
+    sent = _request_with(model, "and which penguins?")
+    assert "begun elsewhere: what eats krill?" in sent and "Whales and penguins, mostly." in sent
+    with Store.open(_db(served), reads_only=True) as store:
+        info = store.sessions.get(session_id)
+        assert info.message_count == 4 and info.title == "begun elsewhere: what eats krill?"
+    history += [{"role": "assistant", "content": raw.parse().choices[0].message.content}]
+    history += [{"role": "user", "content": "and where?"}]
+    again = client.chat.completions.with_raw_response.create(model="scripted", messages=history)
+    assert again.headers["x-co-session"] == session_id

@@ -135,6 +135,7 @@ class RunningTurn:
         self._view = _QueueView()
         self._token = CancellationToken()
         self._task: asyncio.Task[None] | None = None
+        self._abandoned = False
 
     @property
     def session_id(self) -> str:
@@ -149,6 +150,8 @@ class RunningTurn:
     async def events(self) -> AsyncIterator[TurnEvent]:
         """Run the turn, yielding what happens; ends with ``Finished``. If the consumer stops early (the client
         went away), the turn is cancelled and still saved."""
+        if self._abandoned or self._task is not None:
+            raise RuntimeError("a turn runs once")
         self._task = asyncio.get_running_loop().create_task(self._run())
         self.chats.running.add(self._task)
         self._task.add_done_callback(self.chats.running.discard)
@@ -165,6 +168,14 @@ class RunningTurn:
     def cancel(self) -> None:
         self._token.cancel()
 
+    def abandon(self) -> None:
+        """Let go of a turn that has not started (its client went away first): the session is released and
+        nothing is written. Nothing happens once ``events()`` has started it."""
+        if self._task is None and not self._abandoned:
+            self._abandoned = True
+            self.chats.done_with(self.conv)
+            self._lock.release()
+
     async def _run(self) -> None:
         outcome = TurnOutcome("failed", error="the turn did not run")
         try:
@@ -174,7 +185,8 @@ class RunningTurn:
         finally:
             self.chats.done_with(self.conv)
             self._lock.release()
-            self._view.queue.put_nowait(Finished(outcome, self.conv.last_usage))
+            usage = self.conv.last_usage if outcome.status != "failed" else None  # a failed turn saves none
+            self._view.queue.put_nowait(Finished(outcome, usage))
 
 
 class Chats:
@@ -220,7 +232,8 @@ class Chats:
 
     async def _new(self, request: TurnRequest, resolved: ResolvedModel) -> RunningTurn:
         conv = self._build(resolved)
-        info = self.store.sessions.create(model=resolved.label, cwd=str(self.cwd), title=request.prompt, origin="serve")
+        first = next((m.text for m in request.history if m.role == "user"), request.prompt)
+        info = self.store.sessions.create(model=resolved.label, cwd=str(self.cwd), title=first, origin="serve")
         lock = self._locks.setdefault(info.id, asyncio.Lock())
         await lock.acquire()
         try:

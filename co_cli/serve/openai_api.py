@@ -68,17 +68,20 @@ def routes(ctx: ServeContext) -> list[BaseRoute]:
 
 async def _answer(turn: RunningTurn, request: Request) -> Response:
     """The whole answer in one completion; a client that goes away meanwhile cancels the turn (saved cut off)."""
-    watcher = asyncio.get_running_loop().create_task(_disconnected(request.receive, turn))
     text: list[str] = []
     finished: Finished | None = None
     try:
-        async for event in turn.events():
-            if isinstance(event, TextDelta):
-                text.append(event.text)
-            elif isinstance(event, Finished):
-                finished = event
+        watcher = asyncio.get_running_loop().create_task(_disconnected(request.receive, turn))
+        try:
+            async for event in turn.events():
+                if isinstance(event, TextDelta):
+                    text.append(event.text)
+                elif isinstance(event, Finished):
+                    finished = event
+        finally:
+            watcher.cancel()
     finally:
-        watcher.cancel()
+        turn.abandon()  # only if it never started
     headers = {SESSION_HEADER: turn.session_id}
     assert finished is not None
     outcome = finished.outcome
@@ -117,9 +120,15 @@ class EventStream(Response):
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await self._stream(receive, send)
+        finally:
+            self.turn.abandon()  # the client went away before the turn started: the session is let go
+
+    async def _stream(self, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
         watcher = asyncio.get_running_loop().create_task(_disconnected(receive, self.turn))
         gone = False
-        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
         try:
             async for data in self._chunks():
                 if gone:
