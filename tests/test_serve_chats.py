@@ -98,3 +98,14 @@ def test_unknown_models_and_sessions_are_404(ctx: ServeContext) -> None:
     with pytest.raises(ApiError) as session:
         asyncio.run(ctx.chats.start(TurnRequest("x", session="0123456789")))
     assert session.value.status == 404 and session.value.code == "session_not_found"
+
+
+def test_a_session_changed_in_the_terminal_between_requests_is_rebuilt(
+    ctx: ServeContext, scripted_server: ScriptedServer
+) -> None:
+    session_id, _, _ = asyncio.run(_answer(ctx, TurnRequest("before the pin")))
+    with Store.open(ctx.paths.db) as terminal:  # `/pin` in a terminal that resumed the session meanwhile
+        terminal.pins.add(session_id, "Always answer in French.", "user")
+    asyncio.run(_answer(ctx, TurnRequest("after the pin", session=session_id)))
+    sent = scripted_server.chat_requests[-1].all_text
+    assert "Always answer in French." in sent and "before the pin" in sent

@@ -201,8 +201,8 @@ class Chats:
         self._background: set[asyncio.Task[None]] = set()
         """Background work of conversations no longer kept (their titles and memory extraction)."""
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
-        self._idle: OrderedDict[str, tuple[Conversation, int]] = OrderedDict()
-        """Built conversations not in a turn, by session id, with the session's message count they expect."""
+        self._idle: OrderedDict[str, tuple[Conversation, tuple[object, ...]]] = OrderedDict()
+        """Built conversations not in a turn, by session id, with the session's revision they were left at."""
 
     async def start(self, request: TurnRequest) -> RunningTurn:
         """Choose the session and the model and take the session's lock; ApiError (404 unknown session or
@@ -253,7 +253,7 @@ class Chats:
         info = self.store.sessions.get(session_id)
         kept = self._idle.pop(session_id, None)
         try:
-            if kept is not None and kept[1] == info.message_count:
+            if kept is not None and kept[1] == self.store.sessions.revision(session_id):
                 conv = kept[0]
                 conv.recorder.open(info)
             else:
@@ -276,17 +276,17 @@ class Chats:
         return conv
 
     def done_with(self, conv: Conversation) -> None:
-        """A turn ended: release the session's lock and keep the conversation for its next turn."""
-        conv.release()
+        """A turn ended: keep the conversation for the session's next turn, with the session's revision read
+        while the lock is still held (a change made elsewhere later makes the next turn rebuild it), and
+        release the lock."""
         session_id = conv.session_id
-        if session_id is None:
-            return
-        with contextlib.suppress(SessionNotFound):
-            count = self.store.sessions.get(session_id).message_count
-            self._idle[session_id] = (conv, count)
-            self._idle.move_to_end(session_id)
+        if session_id is not None:
+            with contextlib.suppress(SessionNotFound):
+                self._idle[session_id] = (conv, self.store.sessions.revision(session_id))
+                self._idle.move_to_end(session_id)
+        conv.release()
         while len(self._idle) > CACHED_CONVERSATIONS:
-            _, (old, _count) = self._idle.popitem(last=False)
+            _, (old, _revision) = self._idle.popitem(last=False)
             task = asyncio.get_running_loop().create_task(old.finish_background())
             self._background.add(task)
             task.add_done_callback(self._background.discard)

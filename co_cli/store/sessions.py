@@ -264,6 +264,24 @@ class Sessions:
         )
         return [_info(row) for row in rows]
 
+    def revision(self, session_id: str) -> tuple[object, ...]:
+        """What changes whenever anything a live session rebuilds from changes (messages, compactions made or
+        undone, pins added or removed, task lists saved): equal revisions mean a context built at the first is
+        still the session's. SessionNotFound if there is no such session."""
+        row = self.db.read_one(
+            "SELECT s.updated_at, s.message_count, s.compaction_count, "
+            "(SELECT count(*) || ':' || coalesce(max(id), 0) || ':' || count(undone_at) FROM compactions "
+            "WHERE session_id = s.id) AS compactions, "
+            "(SELECT count(*) || ':' || coalesce(max(id), 0) || ':' || count(removed_at) FROM pins "
+            "WHERE session_id = s.id) AS pins, "
+            "(SELECT coalesce(max(id), 0) FROM task_lists WHERE session_id = s.id) AS tasks "
+            "FROM sessions s WHERE s.id = ?",
+            (session_id,),
+        )
+        if row is None:
+            raise SessionNotFound.no_such(session_id)
+        return tuple(row)
+
     def count(self) -> int:
         row = self.db.read_one("SELECT count(*) AS n FROM sessions WHERE message_count > 0 AND deleted_at IS NULL")
         return int(row["n"]) if row else 0
