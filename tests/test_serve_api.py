@@ -230,6 +230,8 @@ def test_a_session_open_in_a_terminal_is_not_written(served: ServeProcess) -> No
     ("body", "status", "code"),
     [
         (b"{not json", 400, "invalid_json"),
+        (b"[" * 100_000 + b"]" * 100_000, 400, "invalid_json"),
+        (b"\xff\xfe", 400, "invalid_json"),
         (b"[1, 2]", 400, "invalid_request"),
         (json.dumps({"messages": "hello"}).encode(), 400, "invalid_value"),
         (json.dumps({"messages": [{"role": "user", "content": 5}]}).encode(), 400, "invalid_value"),

@@ -42,7 +42,7 @@ def routes(ctx: ServeContext) -> list[BaseRoute]:
         body = await request.body()
         try:
             data = json.loads(body)
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: nested past Python's limit
             raise ApiError(400, "the request body is not valid JSON", "invalid_json") from None
         parsed = parse_request(data)
         asked = read_conversation(parsed)
@@ -89,12 +89,12 @@ async def _answer(turn: RunningTurn, request: Request) -> Response:
         body = completion(completion_id(), turn.model, "".join(text), "stop", finished.usage)
         return JSONResponse(body, headers=headers)
     if outcome.status == "cut-off":
-        raise_error = ApiError(502, f"the model's answer was cut off: {outcome.error}", "upstream_cut_off")
-    elif outcome.status == "cancelled":
-        raise_error = ApiError(499, "the request was cancelled", "cancelled")
+        error = ApiError(502, f"the model's answer was cut off: {outcome.error}", "upstream_cut_off")
+    elif outcome.status == "cancelled":  # the client went away: nobody reads this
+        error = ApiError(499, "the request was cancelled", "cancelled")
     else:
-        raise_error = ApiError(502, f"the model failed: {outcome.error}", "upstream_error")
-    return raise_error.response(headers=headers)
+        error = ApiError(502, f"the model failed: {outcome.error}", "upstream_error")
+    return error.response(headers=headers)
 
 
 async def _disconnected(receive: Receive, turn: RunningTurn) -> None:
