@@ -356,3 +356,28 @@ def test_a_conversation_begun_elsewhere_becomes_a_new_session_whole(
     history += [{"role": "user", "content": "and where?"}]
     again = client.chat.completions.with_raw_response.create(model="scripted", messages=history)
     assert again.headers["x-co-session"] == session_id
+
+
+def test_context_governance_trims_what_is_sent_upstream(served: ServeProcess, model: ScriptedServer) -> None:
+    (served.cwd / "big.txt").write_text("".join(f"line {i} of the heron census\n" for i in range(400)))
+    model.script(ToolCalls([("read_file", {"path": "big.txt"})]), Text("read the census"))
+    client = served.client()
+    raw = client.chat.completions.with_raw_response.create(
+        model="scripted", messages=[{"role": "user", "content": "read the census file"}]
+    )
+    session_id = raw.headers["x-co-session"]
+    client.chat.completions.create(
+        model="scripted",
+        messages=[{"role": "user", "content": "and now a later question"}],
+        extra_headers={"X-Co-Session": session_id},
+    )
+
+    def census(prompt: str) -> str:
+        """The tool output as the last request answering ``prompt`` carried it."""
+        request = next(r for r in reversed(model.chat_requests) if r.texts("user")[-1:] == [prompt])
+        return next(text for text in request.texts("tool") if "of the heron census" in text)
+
+    in_its_turn = census("read the census file")
+    later = census("and now a later question")
+    assert "line 399 of the heron census" in in_its_turn
+    assert len(later) < len(in_its_turn) and len(later) <= 2200  # tool_output_trim_chars (2000) and its note
