@@ -76,3 +76,14 @@ def test_a_port_in_use_is_one_line(tmp_path: Path, scripted_server: ScriptedServ
     assert result.returncode == 2
     assert result.stderr.startswith(f"error: cannot listen on 127.0.0.1:{port}:"), result.stderr
     assert result.stderr.count("\n") == 1
+
+
+def test_a_model_co_cannot_use_is_said_at_start(tmp_path: Path, scripted_server: ScriptedServer) -> None:
+    env = {**_env(tmp_path, scripted_server), "CO_CLI_MODEL": "anthropic:claude-sonnet-4-5"}
+    env.pop("ANTHROPIC_API_KEY", None)
+    result = ServeProcess(env, tmp_path).co("serve", "--port", "0")
+    assert result.returncode == 2, result.stderr
+    assert (
+        result.stderr
+        == "error: cannot use model 'anthropic:claude-sonnet-4-5': set ANTHROPIC_API_KEY in the environment\n"
+    )

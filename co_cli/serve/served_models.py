@@ -26,7 +26,8 @@ class ServedModels:
 
     def resolve(self, name: str | None) -> ResolvedModel:
         """The model a request asked for (None or "co": the configured one); ApiError 404 when co cannot
-        resolve the name."""
+        resolve the name. The configured one is resolved when the server starts: its ModelConfigError is the
+        user's to fix there."""
         key = self.default_name if name in (None, "", "co", self.default_name) else str(name)
         found = self._resolved.get(key)
         if found is not None:
@@ -39,6 +40,8 @@ class ServedModels:
                 choice = choose_model(settings.model_copy(update={"model": key}), "request")
             resolved = resolve_choice(choice, settings, self.loaded.paths)
         except ModelConfigError as exc:
+            if key == self.default_name:
+                raise
             raise ApiError(
                 404, f"the model {key!r} does not exist or co cannot use it: {exc.message}", "model_not_found"
             ) from None
