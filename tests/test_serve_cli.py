@@ -87,3 +87,15 @@ def test_a_model_co_cannot_use_is_said_at_start(tmp_path: Path, scripted_server:
         result.stderr
         == "error: cannot use model 'anthropic:claude-sonnet-4-5': set ANTHROPIC_API_KEY in the environment\n"
     )
+
+
+def test_a_server_chosen_by_a_project_file_needs_to_be_allowed(tmp_path: Path, scripted_server: ScriptedServer) -> None:
+    env = _env(tmp_path, scripted_server)
+    env.pop("CO_CLI_BASE_URL")
+    project = tmp_path / "project"
+    (project / ".co-cli").mkdir(parents=True)
+    (project / ".co-cli" / "settings.json").write_text(f'{{"base_url": "{scripted_server.base_url}"}}')
+    result = ServeProcess(env, project).co("serve", "--port", "0")
+    assert result.returncode == 2, result.stderr
+    assert "which you have not allowed for this project" in result.stderr
+    assert scripted_server.chat_requests == []

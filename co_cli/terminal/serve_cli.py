@@ -20,12 +20,16 @@ def serve(
     """Serve co to OpenAI-compatible clients and the browser on this machine: same sessions, memory and context
     governance as the terminal."""
     from co_cli.config import load_settings
+    from co_cli.project_trust import confirm_project_server
     from co_cli.serve.server import bind, is_loopback, make_context, url_of
     from co_cli.serve.server import serve as run_server
+    from co_cli.terminal.chat import ask_on_terminal
 
     loaded = load_settings()
     for warning in loaded.warnings:
         print(printable(f"warning: {warning}"), file=sys.stderr)
+    # A server a project file chose gets every request's prompts and files: only once allowed, as for `co chat`.
+    confirm_project_server(loaded, ask_on_terminal if sys.stdin.isatty() and sys.stdout.isatty() else None)
     ctx, token_source = make_context(loaded, Path.cwd())
     sock = bind(host, port)
     url = url_of(sock, host)
