@@ -15,7 +15,7 @@ from co_cli.serve.context import ServeContext
 from co_cli.serve.errors import ApiError
 from co_cli.serve.server import make_context
 from co_cli.store import Store
-from tests.support.scripted_server import ScriptedServer, Text
+from tests.support.scripted_server import ScriptedServer, Text, ToolCalls
 
 pytestmark = pytest.mark.allow_model_requests
 
@@ -109,3 +109,31 @@ def test_a_session_changed_in_the_terminal_between_requests_is_rebuilt(
     asyncio.run(_answer(ctx, TurnRequest("after the pin", session=session_id)))
     sent = scripted_server.chat_requests[-1].all_text
     assert "Always answer in French." in sent and "before the pin" in sent
+
+
+def test_facts_are_extracted_after_a_served_turn(
+    scripted_server: ScriptedServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    for name, value in {
+        "CO_CLI_BASE_URL": scripted_server.base_url,
+        "CO_CLI_MODEL": "scripted",
+        "CO_CLI_API_KEY": "test-key",
+        "CO_CLI_MEMORY_EXTRACT": "review",
+    }.items():
+        monkeypatch.setenv(name, value)
+    context, _ = make_context(load_settings(cwd=tmp_path), tmp_path)
+    scripted_server.script(
+        Text("Noted, Go it is."),
+        ToolCalls([("final_result", {"facts": ["The user writes Go at work every day"]})]),
+    )
+
+    async def run() -> None:
+        await _answer(context, TurnRequest("I write Go at work every day, keep that in mind"))
+        await context.chats.close()  # as the server does when it stops: background work finishes
+
+    try:
+        asyncio.run(run())
+        proposed = [(m.text, m.status) for m in context.store.memories.list(statuses=("proposed",))]
+    finally:
+        context.store.close()
+    assert proposed == [("The user writes Go at work every day", "proposed")]

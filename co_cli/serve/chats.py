@@ -287,7 +287,7 @@ class Chats:
         conv.release()
         while len(self._idle) > CACHED_CONVERSATIONS:
             _, (old, _revision) = self._idle.popitem(last=False)
-            task = asyncio.get_running_loop().create_task(old.finish_background())
+            task = asyncio.get_running_loop().create_task(_finish_background(old))
             self._background.add(task)
             task.add_done_callback(self._background.discard)
 
@@ -298,5 +298,18 @@ class Chats:
         if self._background:
             await asyncio.wait(set(self._background), timeout=timeout)
         for conv, _ in list(self._idle.values()):
-            await conv.finish_background(timeout)
+            await _finish_background(conv, timeout)
         self._idle.clear()
+
+
+async def _finish_background(conv: Conversation, timeout: float = 15.0) -> None:
+    """A conversation's title and memory extraction finished (at most ``timeout`` seconds each; extraction
+    interrupted stays queued for the next co)."""
+    await conv.finish_background(timeout)
+    worker = conv.background.memory_worker
+    if worker is None:
+        return
+    try:
+        await asyncio.wait_for(worker.drain(), timeout)
+    except TimeoutError:
+        await worker.stop()
