@@ -182,6 +182,7 @@ def test_served_sessions_are_listed_with_their_origin_and_resume_in_the_terminal
     assert origins[session_id] == "serve"
     table = served.co("sessions", "list")
     assert any(session_id in line and "via serve" in line for line in table.stdout.splitlines()), table.stdout
+    assert "started via serve" in served.co("sessions", "show", session_id).stdout
     resumed = served.co("chat", "--resume", session_id[:10], "-p", "and one more flamingo fact")
     assert resumed.returncode == 0, resumed.stderr
     assert "echo: and one more flamingo fact" in resumed.stdout
