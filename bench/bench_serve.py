@@ -176,6 +176,9 @@ def main() -> int:
         args.clients = 5
     clock = ModelClock()
     clock.install()
+    # The scripted server's threads share this process with the clients: a short GIL switch interval keeps
+    # one from waiting 5 ms for the other, which would be counted as co's.
+    sys.setswitchinterval(0.0005)
     with ScriptedServer() as model, tempfile.TemporaryDirectory(prefix="co-bench-serve-") as tmp:
         model.responder = reply_for
         work = Path(tmp) / "work"

@@ -55,7 +55,6 @@ def bind(host: str, port: int) -> socket.socket:
         sock.close()
         raise CoError(f"cannot listen on {host}:{port}: not a host name", exit_code=2) from None
     sock.listen(2048)
-    sock.set_inheritable(True)
     return sock
 
 

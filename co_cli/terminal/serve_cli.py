@@ -30,8 +30,12 @@ def serve(
         print(printable(f"warning: {warning}"), file=sys.stderr)
     # A server a project file chose gets every request's prompts and files: only once allowed, as for `co chat`.
     confirm_project_server(loaded, ask_on_terminal if sys.stdin.isatty() and sys.stdout.isatty() else None)
-    ctx, token_source = make_context(loaded, Path.cwd())
     sock = bind(host, port)
+    try:
+        ctx, token_source = make_context(loaded, Path.cwd())
+    except BaseException:
+        sock.close()
+        raise
     url = url_of(sock, host)
 
     def listening() -> None:
@@ -39,7 +43,7 @@ def serve(
             print(
                 printable(
                     f"warning: listening on {host}: anyone who can reach this address and has the token can read "
-                    "your sessions and memories and run co's tools in this directory"
+                    "your sessions and memories, and files here through co's tools"
                 ),
                 file=sys.stderr,
             )
