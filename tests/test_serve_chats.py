@@ -34,7 +34,9 @@ def ctx(scripted_server: ScriptedServer, monkeypatch: pytest.MonkeyPatch, tmp_pa
     context.store.close()
 
 
-async def _answer(ctx: ServeContext, request: TurnRequest) -> tuple[str, str, str]:
+async def _answer(
+    ctx: ServeContext, request: TurnRequest, finished: list[Finished] | None = None
+) -> tuple[str, str, str]:
     turn = await ctx.chats.start(request)
     text, status = [], ""
     async for event in turn.events():
@@ -42,6 +44,8 @@ async def _answer(ctx: ServeContext, request: TurnRequest) -> tuple[str, str, st
             text.append(event.text)
         elif isinstance(event, Finished):
             status = event.outcome.status
+            if finished is not None:
+                finished.append(event)
     return turn.session_id, "".join(text), status
 
 
@@ -137,3 +141,11 @@ def test_facts_are_extracted_after_a_served_turn(
     finally:
         context.store.close()
     assert proposed == [("The user writes Go at work every day", "proposed")]
+
+
+def test_the_memories_a_turn_used_are_told(ctx: ServeContext) -> None:
+    ctx.store.memories.add("The user's kayak is orange", scope="user", kind="fact", actor="user")
+    finished: list[Finished] = []
+    asyncio.run(_answer(ctx, TurnRequest("what colour is my kayak?"), finished))
+    assert [m.text for m in finished[0].memories] == ["The user's kayak is orange"]
+    assert finished[0].usage is not None and finished[0].usage.input_tokens > 0

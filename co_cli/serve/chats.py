@@ -28,6 +28,7 @@ from pydantic_ai import CancellationToken
 from co_cli.config import LoadedSettings
 from co_cli.deps import CoDeps
 from co_cli.errors import SessionBusy, SessionNotFound
+from co_cli.memory.retrieval import Scored
 from co_cli.models import ResolvedModel
 from co_cli.serve.errors import ApiError
 from co_cli.serve.history import ChatMessage, seed_history, session_matching
@@ -88,6 +89,8 @@ class ToolUse:
 class Finished:
     outcome: TurnOutcome
     usage: TurnUsage | None
+    memories: list[Scored] = field(default_factory=list)
+    """The memories the turn's last request was sent (id, text, kind, score); not saved."""
 
 
 TurnEvent = TextDelta | Notice | ToolUse | Finished
@@ -186,7 +189,7 @@ class RunningTurn:
             self.chats.done_with(self.conv)
             self._lock.release()
             usage = self.conv.last_usage if outcome.status != "failed" else None  # a failed turn saves none
-            self._view.queue.put_nowait(Finished(outcome, usage))
+            self._view.queue.put_nowait(Finished(outcome, usage, list(self.conv.state.memory_used)))
 
 
 class Chats:
