@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from pydantic_ai.messages import ModelResponse, TextPart
 
 from co_cli.config import load_settings
 from co_cli.serve.chats import Finished, TextDelta, TurnRequest
@@ -149,3 +150,28 @@ def test_the_memories_a_turn_used_are_told(ctx: ServeContext) -> None:
     asyncio.run(_answer(ctx, TurnRequest("what colour is my kayak?"), finished))
     assert [m.text for m in finished[0].memories] == ["The user's kayak is orange"]
     assert finished[0].usage is not None and finished[0].usage.input_tokens > 0
+
+
+def test_a_resent_history_finds_its_session_among_many_with_the_same_last_prompt(ctx: ServeContext) -> None:
+    """More conversations ending in "yes" than are compared: the one resent is found by its own, longer, prompt."""
+    from co_cli.serve.history import ChatMessage
+
+    async def run() -> tuple[str, str]:
+        wanted, _, _ = await _answer(ctx, TurnRequest("plan the migration of the billing database"))
+        await _answer(ctx, TurnRequest("yes", session=wanted))
+        for n in range(25):  # saved more recently than the one resent, each ending in "yes" too
+            other = ctx.store.sessions.create(model="scripted", cwd="/", title="other", origin="serve").id
+            for prompt in (f"another topic number {n}", "yes"):
+                seq = ctx.store.messages.begin_turn(other, prompt)
+                ctx.store.messages.finish_turn(other, seq, [ModelResponse(parts=[TextPart(f"echo: {prompt}")])])
+        history = [
+            ChatMessage("user", "plan the migration of the billing database"),
+            ChatMessage("assistant", "echo: plan the migration of the billing database"),
+            ChatMessage("user", "yes"),
+            ChatMessage("assistant", "echo: yes"),
+        ]
+        found, _, _ = await _answer(ctx, TurnRequest("go on", history=history))
+        return wanted, found
+
+    wanted, found = asyncio.run(run())
+    assert found == wanted

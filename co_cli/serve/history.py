@@ -49,7 +49,8 @@ def same_conversation(a: Sequence[ChatMessage], b: Sequence[ChatMessage]) -> boo
 
 
 CANDIDATES = 20
-"""Sessions compared at most: those holding the history's last prompt, most recently updated first."""
+"""Sessions compared at most: those holding the history's longest prompt (the likeliest to be its alone), most
+recently updated first."""
 
 
 def session_matching(store: Store, history: Sequence[ChatMessage]) -> SessionInfo | None:
@@ -58,7 +59,8 @@ def session_matching(store: Store, history: Sequence[ChatMessage]) -> SessionInf
     prompts = [message.text for message in history if message.role == "user"]
     if not prompts:
         return None
-    for session_id in store.search.sessions_with_prompt(prompts[-1], limit=CANDIDATES):
+    needle = max(prompts, key=len)
+    for session_id in store.search.sessions_with_prompt(needle, limit=CANDIDATES):
         info = store.sessions.get(session_id)
         if info.message_count < len(history):
             continue
