@@ -382,3 +382,17 @@ def test_context_governance_trims_what_is_sent_upstream(served: ServeProcess, mo
     later = census("and now a later question")
     assert "line 399 of the heron census" in in_its_turn
     assert len(later) < len(in_its_turn) and len(later) <= 2200  # tool_output_trim_chars (2000) and its note
+
+
+def test_an_answer_at_the_output_limit_says_length_and_its_conversation_continues(
+    served: ServeProcess, model: ScriptedServer
+) -> None:
+    model.script(Text("an answer that stops at the lim", finish_reason="length"))
+    client = served.client()
+    history = [{"role": "user", "content": "a long answer about albatrosses"}]
+    raw = client.chat.completions.with_raw_response.create(model="scripted", messages=history)
+    answer = raw.parse().choices[0]
+    assert (answer.message.content, answer.finish_reason) == ("an answer that stops at the lim", "length")
+    history += [{"role": "assistant", "content": answer.message.content}, {"role": "user", "content": "go on"}]
+    again = client.chat.completions.with_raw_response.create(model="scripted", messages=history)
+    assert again.headers["x-co-session"] == raw.headers["x-co-session"]

@@ -21,9 +21,10 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic_ai import CancellationToken
+from pydantic_ai.messages import ModelResponse
 
 from co_cli.config import LoadedSettings
 from co_cli.deps import CoDeps
@@ -91,6 +92,8 @@ class Finished:
     usage: TurnUsage | None
     memories: list[Scored] = field(default_factory=list)
     """The memories the turn's last request was sent (id, text, kind, score); not saved."""
+    finish_reason: Literal["stop", "length"] = "stop"
+    """"length": the answer stopped at the model's output limit."""
 
 
 TurnEvent = TextDelta | Notice | ToolUse | Finished
@@ -189,7 +192,14 @@ class RunningTurn:
             self.chats.done_with(self.conv)
             self._lock.release()
             usage = self.conv.last_usage if outcome.status != "failed" else None  # a failed turn saves none
-            self._view.queue.put_nowait(Finished(outcome, usage, list(self.conv.state.memory_used)))
+            memories = list(self.conv.state.memory_used)
+            self._view.queue.put_nowait(Finished(outcome, usage, memories, _finish_reason(self.conv)))
+
+
+def _finish_reason(conv: Conversation) -> Literal["stop", "length"]:
+    """Why the turn's answer ended, as the provider said it."""
+    last = conv.context.messages[-1] if conv.context.messages else None
+    return "length" if isinstance(last, ModelResponse) and last.finish_reason == "length" else "stop"
 
 
 class Chats:

@@ -8,7 +8,7 @@ a transcript is compared as that: each user prompt, then the text of the respons
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
@@ -16,6 +16,7 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Text
 from co_cli.message_view import answer_text, user_text
 from co_cli.session.recorder import Recorder, TurnRecord
 from co_cli.store import SessionInfo, Store
+from co_cli.synthetic import is_interrupted
 
 Role = Literal["user", "assistant"]
 
@@ -34,7 +35,9 @@ def visible(messages: Sequence[ModelMessage]) -> list[ChatMessage]:
         if prompt is not None:
             seen.append(ChatMessage("user", prompt))
         elif isinstance(message, ModelResponse):
-            text = answer_text(message)
+            # An answer cut off is saved with co's note after it (its last part), which the client never got.
+            shown = replace(message, parts=message.parts[:-1]) if is_interrupted(message) else message
+            text = answer_text(shown)
             if seen and seen[-1].role == "assistant":
                 seen[-1] = ChatMessage("assistant", seen[-1].text + text)
             elif text:

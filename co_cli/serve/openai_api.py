@@ -86,7 +86,7 @@ async def _answer(turn: RunningTurn, request: Request) -> Response:
     assert finished is not None
     outcome = finished.outcome
     if outcome.status == "ok":
-        body = completion(completion_id(), turn.model, "".join(text), "stop", finished.usage)
+        body = completion(completion_id(), turn.model, "".join(text), finished.finish_reason, finished.usage)
         return JSONResponse(body, headers=headers)
     if outcome.status == "cut-off":
         error = ApiError(502, f"the model's answer was cut off: {outcome.error}", "upstream_cut_off")
@@ -152,7 +152,7 @@ class EventStream(Response):
             elif isinstance(event, Finished):
                 outcome = event.outcome
                 if outcome.status == "ok":
-                    yield _event(chunk(cid, turn.model, {}, "stop"))
+                    yield _event(chunk(cid, turn.model, {}, event.finish_reason))
                     if self.include_usage:
                         yield _event(usage_chunk(cid, turn.model, event.usage))
                     yield b"data: [DONE]\n\n"
