@@ -99,3 +99,16 @@ def test_a_server_chosen_by_a_project_file_needs_to_be_allowed(tmp_path: Path, s
     assert result.returncode == 2, result.stderr
     assert "which you have not allowed for this project" in result.stderr
     assert scripted_server.chat_requests == []
+
+
+def test_connections_are_not_delayed_by_nagle() -> None:
+    """asyncio sets TCP_NODELAY only on sockets that name IPPROTO_TCP; without it each answer on a kept-alive
+    connection waited 40 ms for the client's delayed ACK."""
+    from co_cli.serve.server import bind
+
+    sock = bind("127.0.0.1", 0)
+    try:
+        assert sock.proto == socket.IPPROTO_TCP
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+    finally:
+        sock.close()
