@@ -19,6 +19,7 @@ import json
 import os
 import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -166,24 +167,39 @@ def check_store(db: Path, clients: list[Client]) -> list[str]:
     return problems
 
 
+def model_server() -> int:
+    """The scripted model server in a process of its own (so it never waits for the clients' share of a GIL):
+    prints its URL, serves until stdin closes, then prints its own time per prompt as JSON."""
+    clock = ModelClock()
+    clock.install()
+    with ScriptedServer() as model:
+        model.responder = reply_for
+        print(model.base_url, flush=True)
+        sys.stdin.read()
+    print(json.dumps(clock.seconds), flush=True)
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--turns", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="5 clients, 3 turns: a check that runs in seconds")
+    parser.add_argument("--model-server", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.model_server:
+        return model_server()
     if args.quick:
         args.clients = 5
-    clock = ModelClock()
-    clock.install()
-    # The scripted server's threads share this process with the clients: a short GIL switch interval keeps
-    # one from waiting 5 ms for the other, which would be counted as co's.
-    sys.setswitchinterval(0.0005)
-    with ScriptedServer() as model, tempfile.TemporaryDirectory(prefix="co-bench-serve-") as tmp:
-        model.responder = reply_for
+    model = subprocess.Popen(
+        [sys.executable, __file__, "--model-server"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert model.stdin is not None and model.stdout is not None
+    base_url = model.stdout.readline().strip()
+    with tempfile.TemporaryDirectory(prefix="co-bench-serve-") as tmp:
         work = Path(tmp) / "work"
         work.mkdir()
-        env = serve_env(dict(os.environ), Path(tmp) / "data", Path(tmp) / "config", model.base_url)
+        env = serve_env(dict(os.environ), Path(tmp) / "data", Path(tmp) / "config", base_url)
         with ServeProcess(env, work) as served:
             warm = [Client(-1, 1)]
             asyncio.run(drive(served.url, served.token, warm))  # first request: imports and the agent built
@@ -191,9 +207,10 @@ def main() -> int:
             wall = asyncio.run(drive(served.url, served.token, clients))
             db = Path(env["CO_CLI_DATA_DIR"]) / "co-cli.db"
         problems = [f"client {c.number}: {e}" for c in clients for e in c.errors] + check_store(db, clients)
+    model_seconds: dict[str, float] = json.loads(model.communicate("", timeout=30)[0])
     turns = [(prompt, seconds) for client in clients for prompt, seconds in client.seconds]
-    overhead = [(seconds - clock.seconds.get(prompt, 0.0)) * 1000 for prompt, seconds in turns]
-    model_ms = [clock.seconds.get(prompt, 0.0) * 1000 for prompt, _ in turns]
+    overhead = [(seconds - model_seconds.get(prompt, 0.0)) * 1000 for prompt, seconds in turns]
+    model_ms = [model_seconds.get(prompt, 0.0) * 1000 for prompt, _ in turns]
     total_ms = [seconds * 1000 for _, seconds in turns]
     print(f"{args.clients} concurrent streaming clients x {args.turns} turns: {len(turns)} turns in {wall:.2f} s")
     print(f"throughput: {len(turns) / wall:.1f} turns/s")
