@@ -23,11 +23,7 @@ def _env(tmp_path: Path, scripted_server: ScriptedServer) -> dict[str, str]:
 
 
 def test_the_token_is_made_once_and_kept_private(tmp_path: Path, scripted_server: ScriptedServer) -> None:
-    env = _env(tmp_path, scripted_server)
-    first = ServeProcess(env, tmp_path, token="")
-    env_without = {k: v for k, v in env.items() if k != "CO_CLI_SERVE_TOKEN"}
-    first.env = env_without
-    first.start()
+    first = ServeProcess(_env(tmp_path, scripted_server), tmp_path, token="").start()
     try:
         printed = "".join(first.banner)
         path = tmp_path / "data" / TOKEN_FILE
