@@ -246,6 +246,11 @@ class Settings(BaseSettings):
         description="Sessions in the trash longer than this many days are purged for good when co starts; "
         "0 keeps them until `co sessions purge`. Nothing outside the trash is ever removed by age.",
     )
+    serve_max_request_bytes: Int = Field(
+        8_000_000,
+        ge=1024,
+        description="`co serve` refuses a request body larger than this many bytes (413), before reading the rest.",
+    )
     auto_title: bool = Field(
         True,
         description="After the first exchange, title the session in the background with the summarisation "

@@ -21,6 +21,10 @@ ToolOutcome = Literal["ok", "failed", "denied"]
 (or a non-interactive run) denied it."""
 TOOL_OUTCOMES: tuple[str, ...] = get_args(ToolOutcome)
 
+SessionOrigin = Literal["terminal", "serve"]
+"""Where a session was started: in the terminal (`co chat`), or through `co serve` (an API client, the browser)."""
+SESSION_ORIGINS: tuple[str, ...] = get_args(SessionOrigin)
+
 WAITING_FOR_MODEL = "waiting for the model"
 """What a live view says while a request to the model is out."""
 COMPACTING = "compacting the conversation"

@@ -1,8 +1,9 @@
 """The house rules, read from the code with ``ast``: which room may import which, where SQL and terminal
 libraries live, no import cycles, a small package root and no class that takes every feature.
 
-The direction (docs/architecture.md): terminal -> session -> tools -> deps -> context / memory / models ->
-store / local -> the package root. A module may import its own room, a room on its floor, or any room below.
+The direction (docs/architecture.md): the front ends (terminal, serve) -> session -> tools -> deps -> context /
+memory / models -> store / local -> the package root. A module may import its own room, a room on its floor, or any
+room below.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "co_cli"
 
 FLOORS = {
     "terminal": 7,
+    "serve": 7,
     "__main__": 7,
     "session": 6,
     "tools": 5,
@@ -29,6 +31,8 @@ FLOORS = {
 MAX_ROOT_MODULES = 14
 MAX_METHODS = 25
 TERMINAL_LIBRARIES = ("rich", "prompt_toolkit", "typer")
+SERVER_LIBRARIES = ("starlette", "uvicorn")
+FRONT_ENDS = ("terminal", "serve")
 
 
 def module_name(path: Path) -> str:
@@ -137,6 +141,34 @@ def test_only_the_terminal_draws() -> None:
         if target.split(".")[0] in TERMINAL_LIBRARIES
     )
     assert drawing == []
+
+
+def test_only_the_server_serves() -> None:
+    """The web framework and server are imported in ``serve/`` alone (so nothing else pays for them)."""
+    serving = sorted(
+        f"{name} imports {target}"
+        for name, tree in sources().items()
+        if room(name) != "serve"
+        for target in imported_modules(tree)
+        if target.split(".")[0] in SERVER_LIBRARIES
+    )
+    assert serving == []
+
+
+def test_front_ends_stand_apart() -> None:
+    """The terminal starts the server (`co serve`) but uses none of its parts; the server uses nothing of the
+    terminal's."""
+    edges = co_edges()
+    crossing = sorted(
+        f"{source} -> {target}"
+        for source, targets in edges.items()
+        for target in targets
+        if room(source) in FRONT_ENDS
+        and room(target) in FRONT_ENDS
+        and room(source) != room(target)
+        and not (source == "co_cli.terminal.serve_cli" and target.startswith("co_cli.serve.server"))
+    )
+    assert crossing == []
 
 
 def test_the_package_root_stays_small() -> None:

@@ -23,16 +23,11 @@ def build_agent(
 ) -> Agent[CoDeps, str]:
     from pydantic_ai import Agent, RunContext
 
-    from co_cli.tools import build_toolset
-    from co_cli.tools.history import build_history_toolset
-    from co_cli.tools.memory import build_memory_toolset
-    from co_cli.tools.tasks import build_tasks_toolset
-
     def instructions(ctx: RunContext[CoDeps]) -> str:
         memory = memory_section(ctx.deps, ctx.prompt)
         return instructions_text(ctx.deps) + (f"\n\n{memory}" if memory else "")
 
-    toolsets: list[Any] = [build_toolset(), build_history_toolset(), build_memory_toolset(), build_tasks_toolset()]
+    toolsets: list[Any] = list(co_toolsets())
     if mcp is not None and len(mcp):
         from co_cli.tools.mcp.toolset import McpToolset
 
@@ -46,6 +41,18 @@ def build_agent(
         capabilities=capabilities,
         model_settings=request_time_limits(model, request_timeout),
     )
+
+
+@functools.cache
+def co_toolsets() -> tuple[Any, ...]:
+    """co's own tools, built once per process: their schemas are made from the functions' signatures and
+    docstrings (about 20 ms), and the toolsets keep no state of a run, so every agent shares them."""
+    from co_cli.tools import build_toolset
+    from co_cli.tools.history import build_history_toolset
+    from co_cli.tools.memory import build_memory_toolset
+    from co_cli.tools.tasks import build_tasks_toolset
+
+    return (build_toolset(), build_history_toolset(), build_memory_toolset(), build_tasks_toolset())
 
 
 def summarizer_model(settings: Settings, paths: Paths | None = None) -> Model | None:

@@ -27,8 +27,9 @@ from co_cli.session.recorder import Recorder
 from co_cli.session.tasks import Tasks, from_stored
 from co_cli.session.turn import TurnOutcome, Turns, TurnView
 from co_cli.session.window import ContextWindow
-from co_cli.tools.approval import ApprovalPrompt
+from co_cli.tools.approval import NON_INTERACTIVE_DENIED_MESSAGE, ApprovalPrompt
 from co_cli.tools.mcp.servers import McpServers
+from co_cli.vocabulary import SessionOrigin
 
 if TYPE_CHECKING:
     from co_cli.memory.instructions_files import InstructionsFiles
@@ -45,12 +46,16 @@ class Conversation:
         ask_approval: ApprovalPrompt | None = None,
         approve_all: bool = False,
         mcp: McpServers | None = None,
+        origin: SessionOrigin = "terminal",
+        denied: str = NON_INTERACTIVE_DENIED_MESSAGE,
     ) -> None:
         store = deps.store
         self.deps = deps
         self.store = store
         self.state: SessionState = deps.state
-        self.recorder = Recorder(store, self.state, deps.cwd, model_label=lambda: self.engine.resolved.label)
+        self.recorder = Recorder(
+            store, self.state, deps.cwd, model_label=lambda: self.engine.resolved.label, origin=origin
+        )
         self.engine = Engine(
             resolved,
             deps,
@@ -58,6 +63,7 @@ class Conversation:
             approve_all=approve_all,
             on_governor_event=lambda event: self.turns.on_governor_event(event),
             mcp=mcp,
+            denied=denied,
         )
         self.pins = Pins(
             self.state,
@@ -166,8 +172,10 @@ class Conversation:
         return self.recorder.rename(title)
 
     # ----- turns ------------------------------------------------------------------------------------------
-    async def run_turn(self, prompt: str, view: TurnView, token: CancellationToken) -> TurnOutcome:
-        return await self.turns.run(prompt, view, token)
+    async def run_turn(
+        self, prompt: str, view: TurnView, token: CancellationToken, instructions: str = ""
+    ) -> TurnOutcome:
+        return await self.turns.run(prompt, view, token, instructions)
 
     async def finish_background(self, timeout: float = 15.0) -> None:
         await self.background.finish(timeout)

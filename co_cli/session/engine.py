@@ -20,7 +20,7 @@ from co_cli.session.agent import build_agent, overhead_tokens, summarizer_model
 from co_cli.session.metering import UsageMeter
 from co_cli.session.tool_stats import tool_timer
 from co_cli.store.usage import TurnUsage
-from co_cli.tools.approval import ApprovalPrompt, make_approval_handler
+from co_cli.tools.approval import NON_INTERACTIVE_DENIED_MESSAGE, ApprovalPrompt, make_approval_handler
 from co_cli.tools.mcp.servers import McpServers
 
 
@@ -34,8 +34,11 @@ class Engine:
         approve_all: bool,
         on_governor_event: Callable[[GovernorEvent], None],
         mcp: McpServers | None = None,
+        denied: str = NON_INTERACTIVE_DENIED_MESSAGE,
     ) -> None:
         self.resolved = resolved
+        self.denied = denied
+        """What the model is told of a call that needs approval when nobody can be asked."""
         self.mcp = mcp
         """The MCP servers whose tools the agent offers (None: none configured)."""
         self.deps = deps
@@ -58,7 +61,9 @@ class Engine:
             overhead_tokens=overhead_tokens(self.deps, self.mcp),
             on_event=self.on_governor_event,
         )
-        handler = make_approval_handler(self.ask_approval, approve_all=self.approve_all, deps_getter=lambda: self.deps)
+        handler = make_approval_handler(
+            self.ask_approval, approve_all=self.approve_all, deps_getter=lambda: self.deps, denied=self.denied
+        )
         self.agent: Agent[CoDeps, str] = build_agent(
             self.resolved.model,
             capabilities=[self.governor, HandleDeferredToolCalls(handler=handler), tool_timer()],

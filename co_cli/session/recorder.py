@@ -35,7 +35,7 @@ from co_cli.store.codec import is_prompt_request
 from co_cli.store.tasks import StoredTask
 from co_cli.store.tool_calls import ToolCallRow
 from co_cli.store.usage import TurnUsage
-from co_cli.vocabulary import MessageStatus
+from co_cli.vocabulary import MessageStatus, SessionOrigin
 
 
 @dataclass
@@ -72,8 +72,20 @@ class Written:
 
 
 class Recorder:
-    def __init__(self, store: Store, state: SessionState, cwd: Path, model_label: Callable[[], str]) -> None:
+    def __init__(
+        self,
+        store: Store,
+        state: SessionState,
+        cwd: Path,
+        model_label: Callable[[], str],
+        origin: SessionOrigin = "terminal",
+    ) -> None:
         self.store = store
+        self.origin: SessionOrigin = origin
+        """Where the sessions this recorder creates were started."""
+        self.records_owner = origin == "terminal"
+        """Whether holding a session says so in the store (``owner_pid``). The server holds a session only
+        while it writes a turn, and its lock file alone refuses other processes meanwhile."""
         self.state = state
         self.cwd = cwd
         self.model_label = model_label
@@ -87,7 +99,7 @@ class Recorder:
     # ----- which session is written ---------------------------------------------------------------------
     def open(self, session: SessionInfo) -> None:
         """Hold ``session`` for this process (SessionBusy if another co has it open) and write to it from now."""
-        self.store.locks.acquire(session.id)
+        self.store.locks.acquire(session.id, record_owner=self.records_owner)
         if self.state.info is not None and self.state.info.id != session.id:
             self.release()
         self.state.info = session
@@ -107,8 +119,10 @@ class Recorder:
         """The session's id, creating it first if nothing has been saved yet (an empty title is set by the
         first prompt)."""
         if self.state.info is None:
-            self.state.info = self.store.sessions.create(model=self.model_label(), cwd=str(self.cwd), title=title)
-            self.store.locks.acquire(self.state.info.id)
+            self.state.info = self.store.sessions.create(
+                model=self.model_label(), cwd=str(self.cwd), title=title, origin=self.origin
+            )
+            self.store.locks.acquire(self.state.info.id, record_owner=self.records_owner)
         return self.state.info.id
 
     # ----- turns ------------------------------------------------------------------------------------------

@@ -106,13 +106,15 @@ class Turns:
         self._tasks_before: list[Task] = []
         """The task list when the running turn started."""
 
-    async def run(self, prompt: str, view: TurnView, token: CancellationToken) -> TurnOutcome:
+    async def run(self, prompt: str, view: TurnView, token: CancellationToken, instructions: str = "") -> TurnOutcome:
+        """Run one turn. ``instructions`` are added to co's own for this turn only (an API client's system
+        message); they are not saved."""
         # Text that is not valid UTF-8 (e.g. stray bytes from a pipe) is sent and saved with U+FFFD instead.
         prompt = prompt.encode("utf-8", "replace").decode("utf-8")
         self.state.last_prompt = prompt
         prompt_seq = self.recorder.begin(prompt)
         self.state.turn_seq = prompt_seq
-        outcome = await self._turn(prompt, view, token, prompt_seq, retry_on_overflow=True)
+        outcome = await self._turn(prompt, view, token, prompt_seq, retry_on_overflow=True, instructions=instructions)
         if outcome.status == "ok":
             if self.background.extraction(prompt) is not None:
                 self.background.start_extraction()  # the turn queued its prompt
@@ -121,7 +123,14 @@ class Turns:
         return outcome
 
     async def _turn(
-        self, prompt: str, view: TurnView, token: CancellationToken, prompt_seq: int, *, retry_on_overflow: bool
+        self,
+        prompt: str,
+        view: TurnView,
+        token: CancellationToken,
+        prompt_seq: int,
+        *,
+        retry_on_overflow: bool,
+        instructions: str = "",
     ) -> TurnOutcome:
         base = list(self.state.context.messages)
         self._view = view
@@ -129,7 +138,7 @@ class Turns:
         self._made.clear()
         self._tasks_before = list(self.state.tasks)
         self.state.tool_seconds.clear()
-        run = await self._run_agent(prompt, base, view, token)
+        run = await self._run_agent(prompt, base, view, token, instructions)
         self._flush_notices(view)
         cut_off = _cut_off(run.result.new_messages(), self.engine.resolved.model) if run.result is not None else None
         view.end(interrupted=run.cancelled is not None or cut_off == "connection")
@@ -160,7 +169,9 @@ class Turns:
         if retry_on_overflow and is_context_overflow(failure) and not tools_ran:
             view.notice("The provider says the context is too long: compacting harder and retrying once.")
             if await self.compactions.compact_harder(view.notice):
-                return await self._turn(prompt, view, token, prompt_seq, retry_on_overflow=False)
+                return await self._turn(
+                    prompt, view, token, prompt_seq, retry_on_overflow=False, instructions=instructions
+                )
         # Keep what the failed run did (tool calls that ran, their results) in the transcript; the working
         # context stays as it was, so /retry sends the prompt again.
         partial = repair_orphans(run.partial)
@@ -175,12 +186,18 @@ class Turns:
         )
         return TurnOutcome("failed", error=describe_provider_error(failure))
 
-    async def _run_agent(self, prompt: str, base: list[ModelMessage], view: TurnView, token: CancellationToken) -> _Run:
+    async def _run_agent(
+        self, prompt: str, base: list[ModelMessage], view: TurnView, token: CancellationToken, instructions: str = ""
+    ) -> _Run:
         run = _Run()
         with capture_run_messages() as captured:
             try:
                 async with self.engine.agent.run_stream_events(
-                    prompt, message_history=base, deps=self.engine.deps, cancellation_token=token
+                    prompt,
+                    message_history=base,
+                    deps=self.engine.deps,
+                    cancellation_token=token,
+                    instructions=instructions or None,
                 ) as events:
                     run.result = await self._show_events(events, view)
             except RunCancelled as exc:

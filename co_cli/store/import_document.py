@@ -19,7 +19,7 @@ from co_cli.store.messages import StoredMessage
 from co_cli.store.schema import MESSAGE_KINDS, MESSAGE_STATUSES
 from co_cli.store.sessions import SessionInfo, is_session_id
 from co_cli.store.tasks import StoredTask, TaskSnapshot
-from co_cli.vocabulary import TASK_STATUSES
+from co_cli.vocabulary import SESSION_ORIGINS, TASK_STATUSES
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
@@ -81,6 +81,11 @@ def _parse_session(data: dict[str, Any]) -> SessionInfo:
             values[name] = cost
         elif name in ("message_count", "input_tokens", "output_tokens", "compaction_count"):
             values[name] = _count(data, name, where)
+        elif name == "origin":  # documents exported before sessions had an origin are the terminal's
+            origin = data.get(name, "terminal")
+            if origin not in SESSION_ORIGINS:
+                raise invalid(f"session.origin is not one of {', '.join(SESSION_ORIGINS)}")
+            values[name] = origin
         else:
             values[name] = _text(data, name, where)
     return SessionInfo(**values)

@@ -73,8 +73,9 @@ class SessionLocks:
                 self._drop(fd, path)  # an earlier holder, taken over, still runs
                 return False
             with contextlib.suppress(OSError):
-                os.ftruncate(fd, 0)
-                os.write(fd, f"{os.getpid()}\n".encode())
+                # The holder's pid, for people and other tools, written over whatever a previous holder left
+                # (padded: no truncation, which would make ext4 flush the file when it is closed, ~3 ms).
+                os.pwrite(fd, f"{os.getpid():<10}\n".encode(), 0)
             self._held[session_id] = fd
             return True
         return False

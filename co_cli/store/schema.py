@@ -268,6 +268,12 @@ def _migrate_tasks_and_tool_calls(conn: sqlite3.Connection) -> None:
     )
 
 
+def _migrate_session_origin(conn: sqlite3.Connection) -> None:
+    """Where each session was started: the terminal, or `co serve` (sessions made before were all the
+    terminal's)."""
+    run_script(conn, "ALTER TABLE sessions ADD COLUMN origin TEXT NOT NULL DEFAULT 'terminal';")
+
+
 # MIGRATIONS[i] brings a database from version i to version i + 1.
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migrate_to_v1,
@@ -276,5 +282,6 @@ MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migrate_memories,
     _migrate_trash_and_usage,
     _migrate_tasks_and_tool_calls,
+    _migrate_session_origin,
 )
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -124,6 +124,21 @@ class Search:
             for row in rows
         ]
 
+    def sessions_with_prompt(self, prompt: str, limit: int = 20) -> builtins.list[str]:
+        """Ids of the live sessions holding a user prompt that is exactly ``prompt``, most recently updated
+        first (the full-text index finds the candidates)."""
+        match = fts_query(prompt)
+        if not match:
+            return []
+        rows = self.db.read(
+            "SELECT m.session_id FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid "
+            "JOIN sessions s ON s.id = m.session_id "
+            "WHERE messages_fts MATCH ? AND m.kind = 'user' AND m.text = ? AND s.deleted_at IS NULL "
+            "GROUP BY m.session_id ORDER BY max(s.updated_at) DESC LIMIT ?",
+            (match, valid_utf8(prompt), limit),
+        )
+        return [str(row["session_id"]) for row in rows]
+
     def sessions(self) -> builtins.list[ListedSession]:
         """Every live session with messages, most recently updated first."""
         rows = self.db.read(

@@ -22,6 +22,7 @@ from co_cli.store.codec import valid_utf8
 from co_cli.store.db import Database, Reader, Transaction
 from co_cli.store.locks import OpenSessions
 from co_cli.terminal_text import printable
+from co_cli.vocabulary import SessionOrigin
 
 TITLE_MAX_CHARS = 100
 _AMBIGUOUS_SHOWN = 5
@@ -43,6 +44,8 @@ class SessionInfo:
     output_tokens: int
     cost_usd: float
     compaction_count: int
+    origin: SessionOrigin = "terminal"
+    """Where the session was started (`co sessions list` shows it)."""
 
 
 _FIELDS = tuple(field.name for field in fields(SessionInfo))
@@ -160,6 +163,7 @@ class Sessions:
         title: str,
         parent_id: str | None = None,
         fork_seq: int | None = None,
+        origin: SessionOrigin = "terminal",
     ) -> SessionInfo:
         now = time.time()
         info = SessionInfo(
@@ -176,6 +180,7 @@ class Sessions:
             output_tokens=0,
             cost_usd=0.0,
             compaction_count=0,
+            origin=origin,
         )
         with self.db.transaction() as tx:
             insert(tx, info)
@@ -258,6 +263,24 @@ class Sessions:
             (limit, offset),
         )
         return [_info(row) for row in rows]
+
+    def revision(self, session_id: str) -> tuple[object, ...]:
+        """What changes whenever anything a live session rebuilds from changes (messages, compactions made or
+        undone, pins added or removed, task lists saved): equal revisions mean a context built at the first is
+        still the session's. SessionNotFound if there is no such session."""
+        row = self.db.read_one(
+            "SELECT s.updated_at, s.message_count, s.compaction_count, "
+            "(SELECT count(*) || ':' || coalesce(max(id), 0) || ':' || count(undone_at) FROM compactions "
+            "WHERE session_id = s.id) AS compactions, "
+            "(SELECT count(*) || ':' || coalesce(max(id), 0) || ':' || count(removed_at) FROM pins "
+            "WHERE session_id = s.id) AS pins, "
+            "(SELECT coalesce(max(id), 0) FROM task_lists WHERE session_id = s.id) AS tasks "
+            "FROM sessions s WHERE s.id = ?",
+            (session_id,),
+        )
+        if row is None:
+            raise SessionNotFound.no_such(session_id)
+        return tuple(row)
 
     def count(self) -> int:
         row = self.db.read_one("SELECT count(*) AS n FROM sessions WHERE message_count > 0 AND deleted_at IS NULL")

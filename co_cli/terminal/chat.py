@@ -44,18 +44,18 @@ def run_chat(options: ChatOptions) -> int:
     for warning in loaded.warnings:
         print(printable(f"warning: {warning}"), file=sys.stderr)
     can_ask = options.prompt is None and sys.stdin.isatty() and sys.stdout.isatty()
-    confirm_project_server(loaded, _ask_on_terminal if can_ask else None)
+    confirm_project_server(loaded, ask_on_terminal if can_ask else None)
     refused: dict[str, str] = {}
     if loaded.project_mcp_servers:
         from co_cli.project_trust import confirm_project_mcp_servers
 
-        refused = confirm_project_mcp_servers(loaded, _ask_on_terminal if can_ask else None)
+        refused = confirm_project_mcp_servers(loaded, ask_on_terminal if can_ask else None)
         for line in refused.values():
             print(printable(f"warning: {line}"), file=sys.stderr)
     return asyncio.run(_chat(options, loaded, refused))
 
 
-def _ask_on_terminal(question: str) -> str:
+def ask_on_terminal(question: str) -> str:
     try:
         return input(question)
     except (EOFError, KeyboardInterrupt):

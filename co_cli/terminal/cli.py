@@ -43,6 +43,9 @@ def _mount_sessions() -> None:
     from co_cli.terminal.mcp_cli import app as mcp_app
 
     app.add_typer(mcp_app, name="mcp", help="List the MCP servers, their tools and what their schemas cost.")
+    from co_cli.terminal.serve_cli import serve
+
+    app.command("serve")(serve)
 
 
 def _version(value: bool) -> None:

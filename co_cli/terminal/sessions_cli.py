@@ -202,6 +202,8 @@ def show(
         details.append(f"forked from {info.parent_id} at #{info.fork_seq}")
     if info.compaction_count:
         details.append(counted(info.compaction_count, "compaction"))
+    if info.origin != "terminal":
+        details.append(f"started via {info.origin}")
     # Metadata lines are not wrapped: a pipe or a narrow terminal gets each on one line, items never split.
     console.print(printable(" · ".join(details)), style="dim", markup=False, highlight=False, soft_wrap=True)
     console.print(printable(f"cwd {info.cwd}"), style="dim", markup=False, highlight=False)

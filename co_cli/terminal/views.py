@@ -62,7 +62,8 @@ def sessions_table(
 ) -> Text:
     """One line per session, most recently updated first (as given), in aligned columns; with ``usage``, tokens
     and cost columns (a session without usage rows was saved before co recorded them: its cost is unknown);
-    with ``deleted``, when each went to the trash. A fork names its parent by ``short_ids`` (``parent_short_ids``).
+    with ``deleted``, when each went to the trash. A fork names its parent by ``short_ids`` (``parent_short_ids``);
+    a session started elsewhere than the terminal says where ("via serve").
 
     Lines, not a rich ``Table``: a table measures and wraps every cell, 2 ms a row (20 s for 10,000 sessions);
     these lines are never wrapped or padded by co (a narrow terminal wraps them itself)."""
@@ -88,6 +89,8 @@ def sessions_table(
         title = printable(info.title) or "untitled"
         if info.parent_id:
             title += f"  ⑂ {printable((short_ids or {}).get(info.parent_id, info.parent_id))}"
+        if info.origin != "terminal":
+            title += f"  via {info.origin}"
         cells += [printable(info.model), title]
         rows.append(cells)
     widths = [max(len(cell) for cell in column) for column in zip(header, *rows, strict=False)]

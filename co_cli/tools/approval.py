@@ -89,13 +89,14 @@ def make_approval_handler(
     *,
     approve_all: bool,
     deps_getter: Callable[[], CoDeps] | None = None,
+    denied: str = NON_INTERACTIVE_DENIED_MESSAGE,
 ) -> ApprovalHandler:
     """Build a ``HandleDeferredToolCalls`` handler.
 
     ``approve_all`` approves everything; ``ask=None`` (non-interactive) denies with a message the model
     sees; otherwise each call is put to ``ask``: "y" approves once, "a" approves and, for run_shell,
     allows that exact command for the rest of the session (for an MCP tool, that tool of that server),
-    anything else denies. ``deps_getter``
+    anything else denies; ``denied`` is what the model is told when nobody can be asked. ``deps_getter``
     gives the deps that hold the session's allowed commands (default: the run's deps).
     """
 
@@ -118,7 +119,7 @@ def make_approval_handler(
                 approvals[call_id], answered_by[call_id] = ToolApproved(), "session-allowed"
                 continue
             if ask is None:
-                approvals[call_id] = ToolDenied(NON_INTERACTIVE_DENIED_MESSAGE)
+                approvals[call_id] = ToolDenied(denied)
                 answered_by[call_id] = "non-interactive"
                 continue
             answer = (await ask(request)).strip().lower()[:1]

@@ -1,0 +1,338 @@
+"""Turns run for the server's clients through co's own session machinery, as the REPL runs them.
+
+Each request is a turn of a saved session (``session_for`` chooses which): the prompt is saved before the model
+is called, the agent runs with co's instructions, memories, instructions files and context governance, the
+turn is saved whole with its usage, and memory extraction follows per ``memory_extract``. A session is written
+only while its lock is held (the same lock file the terminal takes): one open in a terminal is refused
+(``SessionBusy`` -> 409), and two requests for one session here run one after the other.
+
+``Chats.start`` does everything that can fail with a clear status before any byte is sent (which session,
+which model, the lock); ``RunningTurn.events()`` then yields what happens. A client that goes away
+mid-answer does not stop the saving: the turn is cancelled and saved as cut off (status ``cancelled``, the
+partial answer marked interrupted), exactly as Ctrl-C leaves it in the terminal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import weakref
+from collections import OrderedDict
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic_ai import CancellationToken
+from pydantic_ai.messages import ModelResponse
+
+from co_cli.config import LoadedSettings
+from co_cli.deps import CoDeps
+from co_cli.errors import SessionBusy, SessionNotFound
+from co_cli.memory.retrieval import Scored
+from co_cli.models import ResolvedModel
+from co_cli.serve.errors import ApiError
+from co_cli.serve.history import ChatMessage, seed_history, session_matching
+from co_cli.serve.served_models import ServedModels
+from co_cli.session import Conversation, TurnOutcome
+from co_cli.store import SessionInfo, Store
+from co_cli.store.usage import TurnUsage
+
+SERVER_DENIED = (
+    "Not run: this needs the user's approval, and co serve cannot ask for it. Through the server only tools "
+    "that change nothing run (reading files, searching past conversations and memories); say what the user "
+    "could run instead."
+)
+"""What the model is told of a shell command, file write, remember or forget asked for through the server."""
+
+CACHED_CONVERSATIONS = 64
+"""Conversations kept built between requests (their agent and governor), most recently used first."""
+
+
+@dataclass
+class TurnRequest:
+    """One turn a client asks for."""
+
+    prompt: str
+    history: list[ChatMessage] = field(default_factory=list)
+    """The earlier user and assistant messages the client sent (they choose the session when no id is given,
+    and start a new session's transcript)."""
+    session: str | None = None
+    """A session id or unique prefix (the ``X-Co-Session`` header); None: matched by ``history``, else new."""
+    model: str | None = None
+    """A model name (None: the configured one)."""
+    instructions: str = ""
+    """Added to co's instructions for this turn only (an API client's system messages); not saved."""
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class Notice:
+    """Something co says about the turn (a compaction, a cut-off answer)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolUse:
+    """One of co's own tools called (``result`` None) or answered."""
+
+    name: str
+    args: Any = None
+    result: Any = None
+
+
+@dataclass(frozen=True)
+class Finished:
+    outcome: TurnOutcome
+    usage: TurnUsage | None
+    memories: list[Scored] = field(default_factory=list)
+    """The memories the turn's last request was sent (id, text, kind, score); not saved."""
+    finish_reason: Literal["stop", "length"] = "stop"
+    """"length": the answer stopped at the model's output limit."""
+
+
+TurnEvent = TextDelta | Notice | ToolUse | Finished
+
+
+class _QueueView:
+    """A TurnView that hands what happens to the consumer of ``events()``."""
+
+    def __init__(self) -> None:
+        self.queue: asyncio.Queue[TurnEvent] = asyncio.Queue()
+
+    def working(self, what: str) -> None:
+        pass
+
+    def text(self, delta: str) -> None:
+        if delta:
+            self.queue.put_nowait(TextDelta(delta))
+
+    def tool_call(self, name: str, args: Any) -> None:
+        self.queue.put_nowait(ToolUse(name, args=args))
+
+    def tool_result(self, name: str, content: Any) -> None:
+        self.queue.put_nowait(ToolUse(name, result=content))
+
+    def notice(self, message: str) -> None:
+        self.queue.put_nowait(Notice(message))
+
+    def end(self, interrupted: bool = False) -> None:
+        pass
+
+
+class RunningTurn:
+    """A turn that has its session and model; ``events()`` runs it."""
+
+    def __init__(
+        self, chats: Chats, conv: Conversation, request: TurnRequest, lock: asyncio.Lock, created: bool
+    ) -> None:
+        self.chats = chats
+        self.conv = conv
+        self.prompt = request.prompt
+        self.instructions = request.instructions
+        self.created = created
+        """Whether the request started a new session."""
+        self._lock = lock
+        self._view = _QueueView()
+        self._token = CancellationToken()
+        self._task: asyncio.Task[None] | None = None
+        self._abandoned = False
+
+    @property
+    def session_id(self) -> str:
+        session_id = self.conv.session_id
+        assert session_id is not None
+        return session_id
+
+    @property
+    def model(self) -> str:
+        return self.conv.resolved.label
+
+    async def events(self) -> AsyncIterator[TurnEvent]:
+        """Run the turn, yielding what happens; ends with ``Finished``. If the consumer stops early (the client
+        went away), the turn is cancelled and still saved."""
+        async for batch in self.batches():
+            for event in batch:
+                yield event
+
+    async def batches(self) -> AsyncIterator[list[TurnEvent]]:
+        """``events()`` as lists: what has happened since the consumer last looked (one write for several
+        pieces of an answer that arrived together)."""
+        if self._abandoned or self._task is not None:
+            raise RuntimeError("a turn runs once")
+        self._task = asyncio.get_running_loop().create_task(self._run())
+        self.chats.running.add(self._task)
+        self._task.add_done_callback(self.chats.running.discard)
+        queue = self._view.queue
+        try:
+            while True:
+                batch = [await queue.get()]
+                while not queue.empty():
+                    batch.append(queue.get_nowait())
+                yield batch
+                if isinstance(batch[-1], Finished):
+                    return
+        finally:
+            if not self._task.done():
+                self._token.cancel()
+
+    def cancel(self) -> None:
+        self._token.cancel()
+
+    def abandon(self) -> None:
+        """Let go of a turn that has not started (its client went away first): the session is released and
+        nothing is written. Nothing happens once ``events()`` has started it."""
+        if self._task is None and not self._abandoned:
+            self._abandoned = True
+            self.chats.done_with(self.conv)
+            self._lock.release()
+
+    async def _run(self) -> None:
+        outcome = TurnOutcome("failed", error="the turn did not run")
+        try:
+            outcome = await self.conv.run_turn(self.prompt, self._view, self._token, self.instructions)
+        except Exception as exc:  # a bug or a store failure: the client gets one line, the server goes on
+            outcome = TurnOutcome("failed", error=f"{type(exc).__name__}: {exc}")
+        finally:
+            self.chats.done_with(self.conv)
+            self._lock.release()
+            usage = self.conv.last_usage if outcome.status != "failed" else None  # a failed turn saves none
+            memories = list(self.conv.state.memory_used)
+            self._view.queue.put_nowait(Finished(outcome, usage, memories, _finish_reason(self.conv)))
+
+
+def _finish_reason(conv: Conversation) -> Literal["stop", "length"]:
+    """Why the turn's answer ended, as the provider said it."""
+    last = conv.context.messages[-1] if conv.context.messages else None
+    return "length" if isinstance(last, ModelResponse) and last.finish_reason == "length" else "stop"
+
+
+class Chats:
+    """Every turn the server runs, and the conversations kept built between them."""
+
+    def __init__(self, loaded: LoadedSettings, store: Store, cwd: Path, models: ServedModels) -> None:
+        self.loaded = loaded
+        self.store = store
+        self.cwd = cwd
+        self.models = models
+        self.running: set[asyncio.Task[None]] = set()
+        self._background: set[asyncio.Task[None]] = set()
+        """Background work of conversations no longer kept (their titles and memory extraction)."""
+        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+        self._idle: OrderedDict[str, tuple[Conversation, tuple[object, ...]]] = OrderedDict()
+        """Built conversations not in a turn, by session id, with the session's revision they were left at."""
+
+    async def start(self, request: TurnRequest) -> RunningTurn:
+        """Choose the session and the model and take the session's lock; ApiError (404 unknown session or
+        model, 409 open in a terminal) before anything is written."""
+        resolved = self.models.resolve(request.model)
+        info = self._chosen(request)
+        if info is None:
+            return await self._new(request, resolved)
+        lock = self._locks.setdefault(info.id, asyncio.Lock())
+        await lock.acquire()
+        try:
+            conv = self._open(info.id, resolved)
+        except BaseException:
+            lock.release()
+            raise
+        return RunningTurn(self, conv, request, lock, created=False)
+
+    def _chosen(self, request: TurnRequest) -> SessionInfo | None:
+        if request.session:
+            try:
+                return self.store.sessions.get(request.session)
+            except SessionNotFound as exc:
+                raise ApiError(404, exc.message, "session_not_found") from None
+        if request.history:
+            return session_matching(self.store, request.history)
+        return None
+
+    async def _new(self, request: TurnRequest, resolved: ResolvedModel) -> RunningTurn:
+        conv = self._build(resolved)
+        first = next((m.text for m in request.history if m.role == "user"), request.prompt)
+        info = self.store.sessions.create(model=resolved.label, cwd=str(self.cwd), title=first, origin="serve")
+        lock = self._locks.setdefault(info.id, asyncio.Lock())
+        await lock.acquire()
+        try:
+            conv.recorder.open(info)
+            if request.history:
+                seed_history(conv.recorder, request.history)
+                conv.load(self.store.sessions.get(info.id))
+        except BaseException:
+            conv.release()
+            lock.release()
+            raise
+        return RunningTurn(self, conv, request, lock, created=True)
+
+    def _open(self, session_id: str, resolved: ResolvedModel) -> Conversation:
+        """The session's conversation, held for this process: the one kept from its last turn when nothing
+        else has written to the session since, else built and loaded from the store."""
+        info = self.store.sessions.get(session_id)
+        kept = self._idle.pop(session_id, None)
+        try:
+            if kept is not None and kept[1] == self.store.sessions.revision(session_id):
+                conv = kept[0]
+                conv.recorder.open(info)
+            else:
+                conv = self._build(resolved)
+                conv.load(info)
+        except SessionBusy as exc:
+            raise ApiError(
+                409, f"{exc.message.split(';')[0]}; the server does not write to it meanwhile", "session_busy"
+            ) from None
+        if conv.resolved.label != resolved.label:
+            conv.switch_model(resolved)
+        return conv
+
+    def _build(self, resolved: ResolvedModel) -> Conversation:
+        deps = CoDeps(settings=self.loaded.settings, paths=self.loaded.paths, cwd=self.cwd, store=self.store)
+        conv = Conversation(
+            resolved=resolved, deps=deps, ask_approval=None, approve_all=False, origin="serve", denied=SERVER_DENIED
+        )
+        conv.background.attach_extraction()
+        return conv
+
+    def done_with(self, conv: Conversation) -> None:
+        """A turn ended: keep the conversation for the session's next turn, with the session's revision read
+        while the lock is still held (a change made elsewhere later makes the next turn rebuild it), and
+        release the lock."""
+        session_id = conv.session_id
+        if session_id is not None:
+            with contextlib.suppress(SessionNotFound):
+                self._idle[session_id] = (conv, self.store.sessions.revision(session_id))
+                self._idle.move_to_end(session_id)
+        conv.release()
+        while len(self._idle) > CACHED_CONVERSATIONS:
+            _, (old, _revision) = self._idle.popitem(last=False)
+            task = asyncio.get_running_loop().create_task(_finish_background(old))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+
+    async def close(self, timeout: float = 15.0) -> None:
+        """Let running turns and background work (titles, memory extraction) finish."""
+        if self.running:
+            await asyncio.wait(set(self.running), timeout=timeout)
+        if self._background:
+            await asyncio.wait(set(self._background), timeout=timeout)
+        for conv, _ in list(self._idle.values()):
+            await _finish_background(conv, timeout)
+        self._idle.clear()
+
+
+async def _finish_background(conv: Conversation, timeout: float = 15.0) -> None:
+    """A conversation's title and memory extraction finished (at most ``timeout`` seconds each; extraction
+    interrupted stays queued for the next co)."""
+    await conv.finish_background(timeout)
+    worker = conv.background.memory_worker
+    if worker is None:
+        return
+    try:
+        await asyncio.wait_for(worker.drain(), timeout)
+    except TimeoutError:
+        await worker.stop()

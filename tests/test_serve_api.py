@@ -1,0 +1,398 @@
+"""`co serve` through the official `openai` client: a real server subprocess, co's model the scripted server."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import openai
+import pytest
+
+from co_cli.store import Store
+from tests.support.scripted_server import Error, ScriptedServer, Text, ToolCalls
+from tests.support.serve_process import ServeProcess, serve_env
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def model() -> Iterator[ScriptedServer]:
+    with ScriptedServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory, model: ScriptedServer) -> Iterator[ServeProcess]:
+    root = tmp_path_factory.mktemp("serve")
+    work = root / "work"
+    work.mkdir()
+    (work / "AGENTS.md").write_text("Project rule: answers about birds name the pelican first.\n")
+    env = serve_env(dict(os.environ), root / "data", root / "config", model.base_url)
+    with ServeProcess(env, work) as process:
+        yield process
+
+
+def _db(served: ServeProcess) -> Path:
+    return Path(served.env["CO_CLI_DATA_DIR"]) / "co-cli.db"
+
+
+def _request_with(model: ScriptedServer, text: str) -> list[str]:
+    """The texts of the last chat request the model server got whose user messages hold ``text``."""
+    for request in reversed(model.chat_requests):
+        if any(text in t for t in request.texts("user")):
+            return request.texts()
+    raise AssertionError(f"no request held {text!r}")
+
+
+def test_models_lists_the_configured_model(served: ServeProcess) -> None:
+    models = served.client().models.list()
+    assert [m.id for m in models.data] == ["scripted"]
+
+
+def test_plain_answer_runs_a_turn_of_a_new_saved_session(served: ServeProcess, model: ScriptedServer) -> None:
+    raw = served.client().chat.completions.with_raw_response.create(
+        model="scripted", messages=[{"role": "user", "content": "plain question about herons"}]
+    )
+    answer = raw.parse()
+    assert answer.choices[0].message.content == "echo: plain question about herons"
+    assert answer.choices[0].finish_reason == "stop"
+    assert answer.usage is not None and answer.usage.prompt_tokens > 0
+    session_id = raw.headers["x-co-session"]
+    sent = _request_with(model, "plain question about herons")
+    assert any("name the pelican first" in text for text in sent), "the instructions file of the server's cwd"
+    with Store.open(_db(served), reads_only=True) as store:
+        info = store.sessions.get(session_id)
+        assert info.origin == "serve" and info.message_count == 2
+        assert store.usage.totals([session_id])[session_id].tokens > 0
+
+
+def test_streamed_answer_arrives_in_chunks(served: ServeProcess, model: ScriptedServer) -> None:
+    model.script(Text("a streamed answer in several small pieces", chunk_size=5))
+    stream = served.client().chat.completions.create(
+        model="scripted",
+        messages=[{"role": "user", "content": "stream please"}],
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    chunks = list(stream)
+    deltas = [c.choices[0].delta.content for c in chunks if c.choices and c.choices[0].delta.content]
+    assert "".join(deltas) == "a streamed answer in several small pieces"
+    assert len(deltas) > 3
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "stop"
+    assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens > 0
+
+
+def test_wrong_or_missing_token_is_401(served: ServeProcess) -> None:
+    with pytest.raises(openai.AuthenticationError) as wrong:
+        served.client(api_key="not-the-token").models.list()
+    assert wrong.value.status_code == 401
+    assert wrong.value.body == {"message": "wrong token", "type": "authentication_error", "code": "invalid_api_key"}
+    missing = httpx.post(f"{served.url}/v1/chat/completions", json={"messages": []})
+    assert missing.status_code == 401 and missing.json()["error"]["code"] == "invalid_api_key"
+
+
+def test_the_browser_gets_the_token_once_as_a_cookie(served: ServeProcess) -> None:
+    with httpx.Client(base_url=served.url) as browser:
+        assert browser.get("/v1/models", params={"token": "wrong-token-here"}).status_code == 401
+        first = browser.get("/v1/models", params={"token": served.token, "x": "1"})
+        assert first.status_code == 303 and first.headers["location"] == "/v1/models?x=1"
+        cookie = first.headers["set-cookie"].lower()
+        assert (
+            "httponly" in cookie
+            and "samesite=strict" in cookie
+            and served.token.lower() not in first.headers["location"].lower()
+        )
+        assert browser.get("/v1/models").status_code == 200  # the cookie is enough now
+
+
+def test_a_client_resending_its_history_continues_one_session(served: ServeProcess) -> None:
+    client = served.client()
+    history = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "first words about egrets"}]
+    first = client.chat.completions.with_raw_response.create(model="scripted", messages=history)
+    reply = first.parse().choices[0].message.content
+    history += [{"role": "assistant", "content": reply}, {"role": "user", "content": "second words about egrets"}]
+    second = client.chat.completions.with_raw_response.create(model="scripted", messages=history)
+    session_id = first.headers["x-co-session"]
+    assert second.headers["x-co-session"] == session_id
+    history += [{"role": "assistant", "content": second.parse().choices[0].message.content}]
+    history += [{"role": "user", "content": "third, streamed"}]
+    with client.chat.completions.with_streaming_response.create(
+        model="scripted", messages=history, stream=True
+    ) as third:
+        assert third.headers["x-co-session"] == session_id
+        list(third.parse())
+    with Store.open(_db(served), reads_only=True) as store:
+        assert store.sessions.get(session_id).message_count == 6
+
+
+def test_the_session_header_pins_a_session_by_prefix(served: ServeProcess, model: ScriptedServer) -> None:
+    client = served.client()
+    first = client.chat.completions.with_raw_response.create(
+        model="scripted", messages=[{"role": "user", "content": "remember the word ibis"}]
+    )
+    session_id = first.headers["x-co-session"]
+    again = client.chat.completions.with_raw_response.create(
+        model="scripted",
+        messages=[{"role": "user", "content": "which word?"}],
+        extra_headers={"X-Co-Session": session_id[:12]},
+    )
+    assert again.headers["x-co-session"] == session_id
+    sent = _request_with(model, "which word?")
+    assert "remember the word ibis" in sent, "the session's history went to the model"
+    with pytest.raises(openai.NotFoundError) as unknown:
+        client.chat.completions.create(
+            model="scripted", messages=[{"role": "user", "content": "x"}], extra_headers={"X-Co-Session": "ffffffff00"}
+        )
+    assert unknown.value.body["code"] == "session_not_found"
+
+
+def test_the_system_message_is_added_to_co_s_instructions(served: ServeProcess, model: ScriptedServer) -> None:
+    served.client().chat.completions.create(
+        model="scripted",
+        messages=[{"role": "system", "content": "Answer in haiku."}, {"role": "user", "content": "about storks"}],
+    )
+    sent = _request_with(model, "about storks")
+    assert any("Answer in haiku." in text for text in sent)
+    assert any("name the pelican first" in text for text in sent), "co's instructions and the client's, together"
+
+
+def test_memories_are_retrieved_into_the_request(served: ServeProcess, model: ScriptedServer) -> None:
+    added = served.co("memory", "add", "The user's heron sanctuary is in Camargue")
+    assert added.returncode == 0, added.stderr
+    served.client().chat.completions.create(
+        model="scripted", messages=[{"role": "user", "content": "where is my heron sanctuary?"}]
+    )
+    sent = _request_with(model, "where is my heron sanctuary?")
+    assert any("Camargue" in text for text in sent if "where is my heron" not in text)
+
+
+def test_served_sessions_are_listed_with_their_origin_and_resume_in_the_terminal(
+    served: ServeProcess, model: ScriptedServer
+) -> None:
+    raw = served.client().chat.completions.with_raw_response.create(
+        model="scripted", messages=[{"role": "user", "content": "a flamingo fact"}]
+    )
+    session_id = raw.headers["x-co-session"]
+    listed = served.co("sessions", "list", "--json")
+    origins = {row["id"]: row["origin"] for row in json.loads(listed.stdout)}
+    assert origins[session_id] == "serve"
+    table = served.co("sessions", "list")
+    assert any(session_id in line and "via serve" in line for line in table.stdout.splitlines()), table.stdout
+    assert "started via serve" in served.co("sessions", "show", session_id).stdout
+    resumed = served.co("chat", "--resume", session_id[:10], "-p", "and one more flamingo fact")
+    assert resumed.returncode == 0, resumed.stderr
+    assert "echo: and one more flamingo fact" in resumed.stdout
+    assert "a flamingo fact" in _request_with(model, "and one more flamingo fact")
+
+
+def test_a_session_open_in_a_terminal_is_not_written(served: ServeProcess) -> None:
+    client = served.client()
+    raw = client.chat.completions.with_raw_response.create(
+        model="scripted", messages=[{"role": "user", "content": "a crane question"}]
+    )
+    session_id = raw.headers["x-co-session"]
+    holder = served.co(
+        "chat", "--resume", session_id, "-p", "hold", timeout=5
+    )  # ends at once: the lock is free again after
+    assert holder.returncode == 0
+    script = (
+        "import sys, time\nfrom co_cli.store import Store\n"
+        f"s = Store.open({str(_db(served))!r})\ns.locks.acquire({session_id!r})\nprint('held', flush=True)\n"
+        "sys.stdin.readline()\n"
+    )
+    import subprocess
+    import sys
+
+    lock = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert lock.stdout is not None and lock.stdout.readline().strip() == "held"
+        with pytest.raises(openai.ConflictError) as busy:
+            client.chat.completions.create(
+                model="scripted",
+                messages=[{"role": "user", "content": "write now"}],
+                extra_headers={"X-Co-Session": session_id},
+            )
+        assert busy.value.body["code"] == "session_busy"
+    finally:
+        lock.communicate("\n", timeout=10)
+    with Store.open(_db(served), reads_only=True) as store:
+        assert store.sessions.get(session_id).message_count == 4  # nothing of the refused request
+    after = client.chat.completions.create(
+        model="scripted", messages=[{"role": "user", "content": "now?"}], extra_headers={"X-Co-Session": session_id}
+    )
+    assert after.choices[0].message.content == "echo: now?"
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "code"),
+    [
+        (b"{not json", 400, "invalid_json"),
+        (b"[" * 100_000 + b"]" * 100_000, 400, "invalid_json"),
+        (b"\xff\xfe", 400, "invalid_json"),
+        (b"[1, 2]", 400, "invalid_request"),
+        (json.dumps({"messages": "hello"}).encode(), 400, "invalid_value"),
+        (json.dumps({"messages": [{"role": "user", "content": 5}]}).encode(), 400, "invalid_value"),
+        (json.dumps({"messages": []}).encode(), 400, "invalid_value"),
+        (json.dumps({"messages": [{"role": "assistant", "content": "hi"}]}).encode(), 400, "invalid_value"),
+        (json.dumps({"messages": [{"role": "user", "content": "x"}], "stream": "yes"}).encode(), 400, "invalid_value"),
+        (
+            json.dumps({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function"}]}).encode(),
+            400,
+            "unsupported_parameter",
+        ),
+        (
+            json.dumps({"model": "anthropic:claude-nope", "messages": [{"role": "user", "content": "x"}]}).encode(),
+            404,
+            "model_not_found",
+        ),
+    ],
+)
+def test_bad_requests_get_openai_errors(served: ServeProcess, body: bytes, status: int, code: str) -> None:
+    answer = httpx.post(
+        f"{served.url}/v1/chat/completions",
+        content=body,
+        headers={"Authorization": f"Bearer {served.token}", "Content-Type": "application/json"},
+    )
+    assert answer.status_code == status, answer.text
+    error = answer.json()["error"]
+    assert error["code"] == code and error["message"] and error["type"]
+    assert "Traceback" not in answer.text
+
+
+def test_unknown_routes_methods_and_oversized_bodies(served: ServeProcess) -> None:
+    headers = {"Authorization": f"Bearer {served.token}"}
+    assert httpx.get(f"{served.url}/v1/nothing", headers=headers).json()["error"]["code"] == "not_found"
+    wrong_method = httpx.get(f"{served.url}/v1/chat/completions", headers=headers)
+    assert wrong_method.status_code == 405 and wrong_method.json()["error"]["code"] == "method_not_allowed"
+    huge = b'{"messages": [{"role": "user", "content": "' + b"x" * 9_000_000 + b'"}]}'
+    too_big = httpx.post(f"{served.url}/v1/chat/completions", content=huge, headers=headers)
+    assert too_big.status_code == 413 and too_big.json()["error"]["code"] == "request_too_large"
+
+
+def test_a_client_gone_mid_stream_leaves_the_turn_saved_cut_off(served: ServeProcess, model: ScriptedServer) -> None:
+    model.script(Text("slow words " * 40, chunk_size=6, delay=0.05))
+    body = {"model": "scripted", "stream": True, "messages": [{"role": "user", "content": "a slow answer please"}]}
+    with httpx.stream(
+        "POST",
+        f"{served.url}/v1/chat/completions",
+        json=body,
+        headers={"Authorization": f"Bearer {served.token}"},
+    ) as response:
+        session_id = response.headers["x-co-session"]
+        for line in response.iter_lines():
+            if "slow" in line:
+                break  # one piece of the answer, then the client goes away
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        with Store.open(_db(served), reads_only=True) as store:
+            saved = store.messages.transcript(session_id)
+        if len(saved) == 2:
+            break
+        time.sleep(0.1)
+    assert [m.kind for m in saved] == ["user", "assistant"]
+    assert saved[1].status == "cancelled" and "slow" in saved[1].text
+    assert len(saved[1].text) < len("slow words " * 40)
+    after = served.client().chat.completions.create(
+        model="scripted",
+        messages=[{"role": "user", "content": "still there?"}],
+        extra_headers={"X-Co-Session": session_id},
+    )
+    assert after.choices[0].message.content == "echo: still there?"
+
+
+def test_tools_that_change_nothing_run_and_the_others_are_refused(served: ServeProcess, model: ScriptedServer) -> None:
+    (served.cwd / "notes.txt").write_text("the grebe nests on water\n")
+    model.script(
+        ToolCalls([("read_file", {"path": "notes.txt"}), ("run_shell", {"command": "touch made-by-the-model"})]),
+        Text("read it; the command was not run"),
+    )
+    answer = served.client().chat.completions.create(
+        model="scripted", messages=[{"role": "user", "content": "read my notes and touch a file"}]
+    )
+    assert answer.choices[0].message.content == "read it; the command was not run"
+    after_tools = _request_with(model, "read my notes and touch a file")
+    assert any("the grebe nests on water" in text for text in after_tools)
+    assert any("co serve cannot ask for it" in text for text in after_tools)
+    assert not (served.cwd / "made-by-the-model").exists()
+
+
+def test_a_failing_model_is_a_502_and_a_failed_turn(served: ServeProcess, model: ScriptedServer) -> None:
+    client = served.client(max_retries=0)
+    model.script(Error(500, "the upstream broke", should_retry=False))
+    with pytest.raises(openai.APIStatusError) as failed:
+        client.chat.completions.create(model="co", messages=[{"role": "user", "content": "will this fail"}])
+    assert failed.value.status_code == 502 and failed.value.body["code"] == "upstream_error"
+    model.script(Error(500, "the upstream broke again", should_retry=False))
+    stream = client.chat.completions.create(
+        model="co", messages=[{"role": "user", "content": "will this fail, streamed"}], stream=True
+    )
+    with pytest.raises(openai.APIError, match="the upstream broke again"):
+        list(stream)
+    session_id = failed.value.response.headers["x-co-session"]
+    with Store.open(_db(served), reads_only=True) as store:
+        assert [m.status for m in store.messages.transcript(session_id)] == ["failed"]
+
+
+def test_a_conversation_begun_elsewhere_becomes_a_new_session_whole(
+    served: ServeProcess, model: ScriptedServer
+) -> None:
+    history = [
+        {"role": "user", "content": "begun elsewhere: what eats krill?"},
+        {"role": "assistant", "content": "Whales and penguins, mostly."},
+        {"role": "user", "content": "and which penguins?"},
+    ]
+    client = served.client()
+    raw = client.chat.completions.with_raw_response.create(model="scripted", messages=history)
+    session_id = raw.headers["x-co-session"]
+    sent = _request_with(model, "and which penguins?")
+    assert "begun elsewhere: what eats krill?" in sent and "Whales and penguins, mostly." in sent
+    with Store.open(_db(served), reads_only=True) as store:
+        info = store.sessions.get(session_id)
+        assert info.message_count == 4 and info.title == "begun elsewhere: what eats krill?"
+    history += [{"role": "assistant", "content": raw.parse().choices[0].message.content}]
+    history += [{"role": "user", "content": "and where?"}]
+    again = client.chat.completions.with_raw_response.create(model="scripted", messages=history)
+    assert again.headers["x-co-session"] == session_id
+
+
+def test_context_governance_trims_what_is_sent_upstream(served: ServeProcess, model: ScriptedServer) -> None:
+    (served.cwd / "big.txt").write_text("".join(f"line {i} of the heron census\n" for i in range(400)))
+    model.script(ToolCalls([("read_file", {"path": "big.txt"})]), Text("read the census"))
+    client = served.client()
+    raw = client.chat.completions.with_raw_response.create(
+        model="scripted", messages=[{"role": "user", "content": "read the census file"}]
+    )
+    session_id = raw.headers["x-co-session"]
+    client.chat.completions.create(
+        model="scripted",
+        messages=[{"role": "user", "content": "and now a later question"}],
+        extra_headers={"X-Co-Session": session_id},
+    )
+
+    def census(prompt: str) -> str:
+        """The tool output as the last request answering ``prompt`` carried it."""
+        request = next(r for r in reversed(model.chat_requests) if r.texts("user")[-1:] == [prompt])
+        return next(text for text in request.texts("tool") if "of the heron census" in text)
+
+    in_its_turn = census("read the census file")
+    later = census("and now a later question")
+    assert "line 399 of the heron census" in in_its_turn
+    assert len(later) < len(in_its_turn) and len(later) <= 2200  # tool_output_trim_chars (2000) and its note
+
+
+def test_an_answer_at_the_output_limit_says_length_and_its_conversation_continues(
+    served: ServeProcess, model: ScriptedServer
+) -> None:
+    model.script(Text("an answer that stops at the lim", finish_reason="length"))
+    client = served.client()
+    history = [{"role": "user", "content": "a long answer about albatrosses"}]
+    raw = client.chat.completions.with_raw_response.create(model="scripted", messages=history)
+    answer = raw.parse().choices[0]
+    assert (answer.message.content, answer.finish_reason) == ("an answer that stops at the lim", "length")
+    history += [{"role": "assistant", "content": answer.message.content}, {"role": "user", "content": "go on"}]
+    again = client.chat.completions.with_raw_response.create(model="scripted", messages=history)
+    assert again.headers["x-co-session"] == raw.headers["x-co-session"]
