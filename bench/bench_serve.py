@@ -17,7 +17,6 @@ import argparse
 import asyncio
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -53,14 +52,7 @@ class ModelClock:
     def install(self) -> None:
         handler = scripted_server._Handler
         original = handler._handle_post
-        original_setup = handler.setup
         clock = self
-
-        def setup(self: Any) -> None:
-            # As a real model server does: without it, each streamed answer waits 40 ms for a delayed ACK
-            # (Nagle), which would be counted as co's.
-            self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            original_setup(self)
 
         def timed(self: Any, path: str) -> None:
             start = time.perf_counter()
@@ -73,7 +65,6 @@ class ModelClock:
                         break
 
         handler._handle_post = timed  # type: ignore[method-assign]
-        handler.setup = setup  # type: ignore[method-assign]
 
 
 def reply_for(request: dict[str, Any]) -> Text:

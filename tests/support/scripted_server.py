@@ -281,6 +281,9 @@ class _QuietHTTPServer(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     scripted: ScriptedServer
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+    """As a real model server does: without TCP_NODELAY each answer on a kept-alive connection waits 40 ms for
+    the client's delayed ACK."""
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
