@@ -14,6 +14,8 @@ REPO_ROOT = str(Path(__file__).resolve().parent.parent)
 if REPO_ROOT not in sys.path:
     sys.path.insert(0, REPO_ROOT)
 
+from co_cli.store.db import Database  # noqa: E402
+from co_cli.store.memories import Memories  # noqa: E402
 from tests.support.scripted_server import ScriptedServer  # noqa: E402
 
 PROVIDER_ENV_VARS = (
@@ -95,6 +97,14 @@ def co_server_env(co_env: dict[str, str], scripted_server: ScriptedServer) -> di
         "CO_CLI_MODEL": "scripted",
         "CO_CLI_API_KEY": "test-key",
     }
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Memories]:
+    """Long-term memory on a database of its own (a test module may name its own ``store``)."""
+    db = Database.open(tmp_path / "co.db")
+    yield Memories(db)
+    db.close()
 
 
 @pytest.fixture

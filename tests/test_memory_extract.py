@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,20 +21,12 @@ from co_cli.memory.extract import (
     plan,
     third_person,
 )
-from co_cli.store.db import Database
 from co_cli.store.memories import Memories
 from co_cli.store.queue import ExtractionQueue
 from tests.support.scripted_server import ScriptedServer, Text
 
 pytestmark = pytest.mark.allow_model_requests
 PROJECT = "/repo/one"
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Memories]:
-    db = Database.open(tmp_path / "co.db")
-    yield Memories(db)
-    db.close()
 
 
 def _prompt_of(messages: list[ModelMessage]) -> str:

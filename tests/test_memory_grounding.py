@@ -5,8 +5,6 @@ FunctionModel that makes it."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,18 +14,10 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from co_cli.memory.extract import ExtractionWorker, Facts, plan, standing_rules
 from co_cli.memory.grounding import from_a_secret, grounded, misattributed, only_asks, says_change
 from co_cli.memory.structured_answer import ask
-from co_cli.store.db import Database
 from co_cli.store.memories import Memories
 
 pytestmark = pytest.mark.allow_model_requests
 PROJECT = "/repo/one"
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Memories]:
-    db = Database.open(tmp_path / "co.db")
-    yield Memories(db)
-    db.close()
 
 
 def model_saying(facts: list[str], calls: list[str] | None = None) -> FunctionModel:

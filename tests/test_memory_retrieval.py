@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,18 +11,10 @@ from co_cli.config import OwnFiles
 from co_cli.memory.inject import relevant_memories, render_memory_section
 from co_cli.memory.instructions_files import load_instructions_files, project_root
 from co_cli.memory.retrieval import Scored, near_duplicate, query_terms, rank, score, select
-from co_cli.store.db import Database
 from co_cli.store.memories import Memories
 
 DAY = 86400.0
 PROJECT = "/repo/one"
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Memories]:
-    db = Database.open(tmp_path / "co.db")
-    yield Memories(db)
-    db.close()
 
 
 def _age(store: Memories, memory_id: int, days: float) -> None:

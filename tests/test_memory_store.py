@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import secrets
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,13 +17,6 @@ from co_cli.store.queue import ExtractionQueue
 from co_cli.store.schema import SCHEMA_VERSION
 
 PROJECT = "/repo/one"
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Memories]:
-    db = Database.open(tmp_path / "co.db")
-    yield Memories(db)
-    db.close()
 
 
 def test_migration_creates_the_memory_tables(tmp_path: Path) -> None:
