@@ -42,6 +42,7 @@ CHROMIUM_FLAGS = [
 ]
 HOSTILE = '<img src=x onerror="document.body.dataset.owned=1"><script>document.body.dataset.owned=2</script>'
 """A prompt that would run if the page put transcript text into HTML."""
+ANSWER = "They winter in east Africa, some near Zanzibar.\n```\nroute = south\n```"
 
 sync_api = pytest.importorskip("playwright.sync_api")
 if not Path(CHROMIUM).exists():
@@ -60,7 +61,7 @@ def _seed(db: Path) -> tuple[str, str]:
                 ModelRequest(parts=[UserPromptPart("where do pelicans winter? mention zanzibar")]),
                 ModelResponse(parts=[ToolCallPart("read_file", {"path": "notes/pelicans.md"}, "c1")]),
                 ModelRequest(parts=[ToolReturnPart("read_file", "winter: east Africa", "c1")]),
-                ModelResponse(parts=[TextPart("They winter in east Africa, some near Zanzibar.\n```\nroute = south\n```")]),
+                ModelResponse(parts=[TextPart(ANSWER)]),
             ],
             usage=TurnUsage(model="scripted", requests=2, input_tokens=1234, output_tokens=56, cost_usd=0.0021),
         )
@@ -87,7 +88,12 @@ def _seed(db: Path) -> tuple[str, str]:
         herons = store.sessions.create(model="scripted", cwd="/proj", title="Heron nesting").id
         seq = store.messages.begin_turn(herons, "when do herons nest?")
         store.messages.finish_turn(
-            herons, seq, [ModelRequest(parts=[UserPromptPart("when do herons nest?")]), ModelResponse(parts=[TextPart("In spring.")])]
+            herons,
+            seq,
+            [
+                ModelRequest(parts=[UserPromptPart("when do herons nest?")]),
+                ModelResponse(parts=[TextPart("In spring.")]),
+            ],
         )
     return birds, herons
 
@@ -158,8 +164,10 @@ def test_the_page_lists_searches_opens_and_continues_a_session(
     assert {hits.nth(i).get_attribute("data-session") for i in range(hits.count())} == {birds}
     assert page.locator("#session-list mark").first.inner_text().lower() == "zanzibar"
 
+    hit_seq = (hits.first.locator("a").get_attribute("href") or "").rsplit("/", 1)[1]
     hits.first.click()
     page.wait_for_selector("#transcript article.msg")
+    assert page.locator("#transcript article.found").get_attribute("data-seq") == hit_seq, "the match is shown"
     assert page.locator("#session-title").inner_text() == "Pelican migration notes"
     messages = page.locator("#transcript article.msg")
     assert messages.count() == 6
@@ -178,6 +186,8 @@ def test_the_page_lists_searches_opens_and_continues_a_session(
     assert usage.count() == 2
     assert "1,234 in" in usage.nth(0).inner_text() and "$0.0021" in usage.nth(0).inner_text()
     assert "cost unknown" in usage.nth(1).inner_text()
+    facts = page.locator("#facts").inner_text()
+    assert f"co chat --resume {birds[:8]}" in facts and "/proj/birds" in facts and "$0.0021 + 1 unpriced" in facts
     # The hostile prompt is shown as the text it is, and nothing of it ran or became an element.
     assert messages.nth(4).locator(".text").inner_text() == HOSTILE
     assert page.locator("#transcript img, #transcript script").count() == 0
@@ -212,9 +222,7 @@ def test_the_page_lists_searches_opens_and_continues_a_session(
         assert store.sessions.get(herons).message_count == 2
 
 
-def test_a_new_conversation_from_the_page_is_a_new_session(
-    served: tuple[ServeProcess, str, str], browser: Any
-) -> None:
+def test_a_new_conversation_from_the_page_is_a_new_session(served: tuple[ServeProcess, str, str], browser: Any) -> None:
     server, birds, herons = served
     context = browser.new_context(viewport={"width": 1280, "height": 800})
     page = context.new_page()
@@ -256,12 +264,19 @@ def test_the_json_routes(served: tuple[ServeProcess, str, str]) -> None:
     assert birds in [s["id"] for s in listed["sessions"]]
     record = client.get(f"/api/sessions/{birds[:10]}").json()
     assert record["session"]["id"] == birds
-    assert [i["type"] for i in record["items"][:6]] == ["message", "message", "message", "message", "compaction", "usage"]
+    assert [i["type"] for i in record["items"][:6]] == [
+        "message",
+        "message",
+        "message",
+        "message",
+        "usage",
+        "compaction",
+    ]
     missing = client.get("/api/sessions/ffffffffff")
     assert missing.status_code == 404 and "no session matches" in missing.json()["error"]["message"]
     assert client.get("/static/../serve/app.py").status_code == 404
     assert client.get("/static/index.html").status_code == 404
     assert client.get("/api/search", params={"q": "x" * 1001}).status_code == 400
-    assert client.get("/api/search", params={"q": "*)(\"NEAR zzqx"}).json()["hits"] == [], "FTS5 syntax is text"
+    assert client.get("/api/search", params={"q": '*)("NEAR zzqx'}).json()["hits"] == [], "FTS5 syntax is text"
     js = client.get("/static/app.js")
     assert js.headers["content-type"].startswith("text/javascript") and "innerHTML" not in js.text

@@ -103,16 +103,16 @@ def session_record(store: Store, id_or_prefix: str) -> dict[str, Any]:
 def transcript_items(
     transcript: list[StoredMessage], compactions: list[CompactionRecord], usage: list[tuple[float, TurnUsage]]
 ) -> list[dict[str, Any]]:
-    """Messages in order; after each, the compactions that end at it and the usage rows saved with it (a usage
-    row belongs to the last message saved at or before it: a turn's chat row is saved with its answer)."""
+    """Messages in order; after each, the usage rows saved with it (a usage row belongs to the last message saved
+    at or before it: a turn's chat row is saved with its answer), then the compactions that end at it."""
     after: dict[int, list[dict[str, Any]]] = {}
-    for record in compactions:
-        after.setdefault(record.upto_seq, []).append(_compaction(record))
     saved_at = [stored.created_at for stored in transcript]
     for created_at, row in usage:
         at = bisect.bisect_right(saved_at, created_at) - 1
         seq = transcript[at].seq if at >= 0 else (transcript[0].seq if transcript else -1)
         after.setdefault(seq, []).append({"type": "usage", **asdict(row)})
+    for record in compactions:
+        after.setdefault(record.upto_seq, []).append(_compaction(record))
     items: list[dict[str, Any]] = []
     for stored in transcript:
         items.append(_message(stored))

@@ -40,7 +40,10 @@ function age(seconds) {
 }
 
 function when(seconds) {
-  return new Date(seconds * 1000).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
+  const date = new Date(seconds * 1000);
+  const options = { month: "short", day: "numeric", hour: "numeric", minute: "2-digit" };
+  if (date.getFullYear() !== new Date().getFullYear()) options.year = "numeric";
+  return date.toLocaleString(undefined, options);
 }
 
 function counted(n, word) {
@@ -63,12 +66,12 @@ function originBadge(origin) {
 
 // --- the session list and search --------------------------------------------------------------------------
 
-function listItem(id, title, metaParts, snippet, marks) {
+function listItem(id, title, metaParts, snippet, marks, seq) {
   const li = el("li");
   li.dataset.session = id;
   if (id === state.current) li.classList.add("current");
   const link = el("a");
-  link.href = `#/s/${encodeURIComponent(id)}`;
+  link.href = `#/s/${encodeURIComponent(id)}${seq === undefined ? "" : `/${seq}`}`;
   link.appendChild(el("div", "item-title", title || "untitled"));
   const meta = el("div", "item-meta");
   for (const part of metaParts) meta.appendChild(typeof part === "string" ? el("span", null, part) : part);
@@ -124,7 +127,7 @@ async function runSearch(query) {
   for (const hit of data.hits) {
     list.appendChild(listItem(hit.session_id, hit.title, [
       el("span", "id", hit.short_id), `#${hit.seq} ${hit.kind}`, age(hit.created_at),
-    ], hit.snippet, data));
+    ], hit.snippet, data, hit.seq));
   }
 }
 
@@ -179,7 +182,7 @@ function partNode(part) {
 
 function messageNode(item) {
   const role = item.kind === "user" ? "user" : (item.kind === "tool-return" ? "tool" : "assistant");
-  const node = el("article", `msg ${role} ${item.status}`);
+  const node = el("article", `msg ${role} kind-${item.kind} ${item.status}`);
   node.dataset.seq = item.seq;
   const head = el("div", "msg-head");
   head.appendChild(el("span", "role", ROLE_NAMES[item.kind] || item.kind));
@@ -210,6 +213,17 @@ function usageNode(item) {
   return node;
 }
 
+function usageTotals(items) {
+  const total = { input: 0, output: 0, cost: 0, unpriced: 0 };
+  for (const item of items) {
+    if (item.type !== "usage") continue;
+    total.input += item.input_tokens;
+    total.output += item.output_tokens;
+    if (item.cost_usd === null) total.unpriced += 1; else total.cost += item.cost_usd;
+  }
+  return total;
+}
+
 function renderHead(session) {
   $("session-head").hidden = false;
   $("session-title").textContent = session.title || "untitled";
@@ -217,22 +231,37 @@ function renderHead(session) {
   clear(meta);
   meta.appendChild(el("span", "id", session.short_id));
   meta.appendChild(originBadge(session.origin));
-  for (const text of [
-    session.model || "model unknown",
-    counted(session.message_count, "message"),
-    `updated ${age(session.updated_at)}`,
-    `${tokens(session.input_tokens)} in · ${tokens(session.output_tokens)} out · ${cost(session.cost_usd)}`,
-  ]) meta.appendChild(el("span", null, text));
-  if (session.compaction_count) meta.appendChild(el("span", null, counted(session.compaction_count, "compaction")));
-  if (session.cwd) meta.appendChild(el("span", "id", session.cwd));
+  meta.appendChild(el("span", null, session.model || "model unknown"));
+  meta.appendChild(el("span", null, counted(session.message_count, "message")));
+  meta.appendChild(el("span", null, `updated ${age(session.updated_at)}`));
 }
 
-function renderPanels(record) {
+function renderRail(record) {
+  const session = record.session;
+  const facts = $("facts");
+  clear(facts);
+  const total = usageTotals(record.items);
+  const spent = total.unpriced ? `${cost(total.cost)} + ${total.unpriced} unpriced` : cost(total.cost);
+  const rows = [
+    ["Resume", `co chat --resume ${session.short_id}`, "mono"],
+    ["Started", when(session.created_at)],
+    ["Updated", when(session.updated_at)],
+    ["Model", session.model || "unknown"],
+    ["Directory", session.cwd || "unknown", "mono"],
+    ["Tokens", `${tokens(total.input)} in · ${tokens(total.output)} out`],
+    ["Cost", spent],
+    ["Compactions", String(session.compaction_count)],
+  ];
+  if (session.parent_id) rows.push(["Forked from", `${session.parent_id.slice(0, 8)} at #${session.fork_seq}`, "mono"]);
+  for (const [name, value, cls] of rows) {
+    facts.appendChild(el("dt", null, name));
+    facts.appendChild(el("dd", cls, value));
+  }
   const pins = $("pins");
   clear(pins);
   for (const pin of record.pins) {
     const li = el("li", "pin", pin.text);
-    if (pin.source !== "user") li.appendChild(el("span", "source", `from the ${pin.source}`));
+    if (pin.source !== "user") li.appendChild(el("span", "source", `found by a ${pin.source}`));
     pins.appendChild(li);
   }
   $("pins-panel").hidden = !record.pins.length;
@@ -247,7 +276,7 @@ function renderPanels(record) {
     tasks.appendChild(li);
   }
   $("tasks-panel").hidden = !items.length;
-  $("panels").hidden = !record.pins.length && !items.length;
+  $("rail").hidden = false;
 }
 
 function renderTranscript(record) {
@@ -259,14 +288,19 @@ function renderTranscript(record) {
   box.scrollTop = box.scrollHeight;
 }
 
-async function openSession(id) {
+async function openSession(id, seq) {
   const record = await getJSON(`/api/sessions/${encodeURIComponent(id)}`);
   state.current = record.session.id;
   state.record = record;
   document.title = `${record.session.title || "untitled"} · co`;
   renderHead(record.session);
-  renderPanels(record);
+  renderRail(record);
   renderTranscript(record);
+  const found = seq === undefined ? null : $("transcript").querySelector(`article[data-seq="${Number(seq)}"]`);
+  if (found) {
+    found.scrollIntoView({ block: "center" });
+    found.classList.add("found");
+  }
   $("prompt").placeholder = "Continue this conversation…";
   markCurrent();
 }
@@ -276,7 +310,7 @@ function showHome() {
   state.record = null;
   document.title = "co";
   $("session-head").hidden = true;
-  $("panels").hidden = true;
+  $("rail").hidden = true;
   const box = $("transcript");
   clear(box);
   const empty = el("div", "empty");
@@ -288,9 +322,9 @@ function showHome() {
 }
 
 function route() {
-  const match = location.hash.match(/^#\/s\/(.+)$/);
+  const match = location.hash.match(/^#\/s\/([^/]+)(?:\/(\d+))?$/);
   if (!match) { showHome(); return; }
-  openSession(decodeURIComponent(match[1])).catch((error) => {
+  openSession(decodeURIComponent(match[1]), match[2]).catch((error) => {
     showHome();
     $("transcript").prepend(el("div", "error-line", error.message));
   });
