@@ -24,7 +24,7 @@ from pydantic_ai.messages import (
 from co_cli.store import CompactionRecord, Store
 from co_cli.store.tasks import StoredTask
 from co_cli.store.usage import TurnUsage
-from tests.support.scripted_server import ScriptedServer, Text
+from tests.support.scripted_server import Error, ScriptedServer, Text
 from tests.support.serve_process import ServeProcess, serve_env
 
 pytestmark = pytest.mark.e2e
@@ -239,6 +239,51 @@ def test_a_new_conversation_from_the_page_is_a_new_session(served: tuple[ServePr
     assert new_id not in (birds, herons)
     page.locator("#session-list li[data-session]").nth(before).wait_for()
     assert "serve" in page.locator(f"#session-list li[data-session='{new_id}']").inner_text()
+    context.close()
+
+
+def test_a_session_open_in_a_terminal_is_refused_in_one_line_and_loses_nothing(
+    served: tuple[ServeProcess, str, str], browser: Any
+) -> None:
+    server, _, herons = served
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    page.goto(f"{server.url}/?token={server.token}#/s/{herons}")
+    page.wait_for_selector("#transcript article.msg")
+    with Store.open(Path(server.env["CO_CLI_DATA_DIR"]) / "co-cli.db") as store:
+        store.locks.acquire(herons)  # as `co chat --resume` holds it
+        try:
+            page.fill("#prompt", "are you there?")
+            page.press("#prompt", "Enter")
+            error = page.locator("#transcript .error-line")
+            error.wait_for()
+            assert "is open in another co process" in error.inner_text() and "\n" not in error.inner_text()
+            assert page.locator("#send").is_enabled()
+            assert page.input_value("#prompt") == "are you there?", "the message is kept to send again"
+            assert page.locator("#transcript article.msg").count() == 2, "nothing shown that was not saved"
+        finally:
+            store.locks.release(herons)
+        assert store.sessions.get(herons).message_count == 2
+    context.close()
+
+
+def test_a_model_failing_mid_answer_shows_the_saved_failed_turn_and_the_error(
+    served: tuple[ServeProcess, str, str], model: ScriptedServer, browser: Any
+) -> None:
+    server, _, herons = served
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    page.goto(f"{server.url}/?token={server.token}#/s/{herons}")
+    page.wait_for_selector("#transcript article.msg")
+    model.script(Error(500, "the model is overloaded"))
+    page.fill("#prompt", "will this work?")
+    page.press("#prompt", "Enter")
+    error = page.locator("#transcript .error-line")
+    error.wait_for()
+    assert "the model is overloaded" in error.inner_text()
+    prompt = page.locator("#transcript article.msg").nth(2)
+    assert "will this work?" in prompt.inner_text() and "failed" in prompt.inner_text(), "saved, marked failed"
+    assert page.input_value("#prompt") == ""
     context.close()
 
 

@@ -372,8 +372,13 @@ async function send(text) {
     body: JSON.stringify({ model: "co", stream: true, messages: [{ role: "user", content: text }] }),
   });
   if (!response.ok) {
+    // Refused before anything was saved (the session is open in a terminal, say): what was shown goes.
+    mine.remove();
+    answer.remove();
     const error = await response.json().catch(() => null);
-    throw new Error(error && error.error ? error.error.message : `${response.status} ${response.statusText}`);
+    const refused = new Error(error && error.error ? error.error.message : `${response.status} ${response.statusText}`);
+    refused.refused = true;
+    throw refused;
   }
   const sessionId = response.headers.get("X-Co-Session");
   let failure = null;
@@ -403,20 +408,26 @@ async function onSubmit(event) {
   input.value = "";
   autosize();
   let sessionId = state.current;
+  let failure = null;
   try {
     sessionId = await send(text) || sessionId;
   } catch (error) {
-    $("transcript").appendChild(el("div", "error-line", error.message));
+    failure = error;
   } finally {
     state.sending = false;
     $("send").disabled = false;
     input.focus();
   }
-  // The saved turn (its numbers, usage and any compaction) replaces what was streamed.
-  if (sessionId) {
-    if (location.hash !== `#/s/${sessionId}`) location.hash = `#/s/${sessionId}`;
-    else await openSession(sessionId).catch(() => {});
+  if (failure && failure.refused) {
+    input.value = text; // nothing was saved: the message is kept to send again
+    autosize();
+  } else if (sessionId) {
+    // The saved turn (its numbers, usage and any compaction, or how it failed) replaces what was streamed.
+    if (location.hash !== `#/s/${sessionId}`) history.pushState(null, "", `#/s/${sessionId}`);
+    await openSession(sessionId).catch(() => {});
   }
+  if (failure) $("transcript").appendChild(el("div", "error-line", failure.message));
+  $("transcript").scrollTop = $("transcript").scrollHeight;
   if (!$("search").value.trim()) await loadSessions().catch(showListError);
 }
 
@@ -441,7 +452,11 @@ function start() {
     if (location.hash) location.hash = ""; else showHome();
     $("prompt").focus();
   });
-  window.addEventListener("hashchange", route);
+  window.addEventListener("popstate", route); // links to #/s/…, Back and Forward (not pushState)
+  // Sessions saved meanwhile (in a terminal, by another client) appear when the page is looked at again.
+  window.addEventListener("focus", () => {
+    if (!$("search").value.trim()) loadSessions().catch(showListError);
+  });
   loadSessions().catch(showListError);
   route();
 }
