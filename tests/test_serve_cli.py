@@ -12,7 +12,8 @@ import pytest
 
 from co_cli.serve.auth import TOKEN_FILE, server_token
 from co_cli.serve.server import is_loopback
-from tests.support.scripted_server import ScriptedServer
+from co_cli.store import Store
+from tests.support.scripted_server import ScriptedServer, Text
 from tests.support.serve_process import ServeProcess, serve_env
 
 pytestmark = pytest.mark.e2e
@@ -23,11 +24,7 @@ def _env(tmp_path: Path, scripted_server: ScriptedServer) -> dict[str, str]:
 
 
 def test_the_token_is_made_once_and_kept_private(tmp_path: Path, scripted_server: ScriptedServer) -> None:
-    env = _env(tmp_path, scripted_server)
-    first = ServeProcess(env, tmp_path, token="")
-    env_without = {k: v for k, v in env.items() if k != "CO_CLI_SERVE_TOKEN"}
-    first.env = env_without
-    first.start()
+    first = ServeProcess(_env(tmp_path, scripted_server), tmp_path, token="").start()
     try:
         printed = "".join(first.banner)
         path = tmp_path / "data" / TOKEN_FILE
@@ -112,3 +109,33 @@ def test_connections_are_not_delayed_by_nagle() -> None:
         assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
     finally:
         sock.close()
+
+
+def test_ctrl_c_lets_a_running_answer_finish_and_be_saved(tmp_path: Path, scripted_server: ScriptedServer) -> None:
+    scripted_server.script(Text("a slow answer in many small pieces", chunk_size=3, delay=0.05))
+    served = ServeProcess(_env(tmp_path, scripted_server), tmp_path).start()
+    body = {"stream": True, "messages": [{"role": "user", "content": "answer slowly"}]}
+    received: list[str] = []
+    try:
+        with httpx.stream(
+            "POST",
+            f"{served.url}/v1/chat/completions",
+            json=body,
+            headers={"Authorization": f"Bearer {served.token}"},
+            timeout=30,
+        ) as response:
+            session_id = response.headers["x-co-session"]
+            for line in response.iter_lines():
+                received.append(line)
+                if len(received) == 3 and served.process is not None:
+                    served.process.send_signal(2)  # Ctrl-C while the answer streams
+    finally:
+        err = served.stop()
+    assert "data: [DONE]" in received, received[-3:]
+    assert served.process is not None and served.process.returncode == 0, err
+    with Store.open(tmp_path / "data" / "co-cli.db", reads_only=True) as store:
+        saved = store.messages.transcript(session_id)
+    assert [(m.kind, m.status, m.text) for m in saved] == [
+        ("user", "ok", "answer slowly"),
+        ("assistant", "ok", "a slow answer in many small pieces"),
+    ]

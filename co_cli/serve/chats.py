@@ -156,16 +156,26 @@ class RunningTurn:
     async def events(self) -> AsyncIterator[TurnEvent]:
         """Run the turn, yielding what happens; ends with ``Finished``. If the consumer stops early (the client
         went away), the turn is cancelled and still saved."""
+        async for batch in self.batches():
+            for event in batch:
+                yield event
+
+    async def batches(self) -> AsyncIterator[list[TurnEvent]]:
+        """``events()`` as lists: what has happened since the consumer last looked (one write for several
+        pieces of an answer that arrived together)."""
         if self._abandoned or self._task is not None:
             raise RuntimeError("a turn runs once")
         self._task = asyncio.get_running_loop().create_task(self._run())
         self.chats.running.add(self._task)
         self._task.add_done_callback(self.chats.running.discard)
+        queue = self._view.queue
         try:
             while True:
-                event = await self._view.queue.get()
-                yield event
-                if isinstance(event, Finished):
+                batch = [await queue.get()]
+                while not queue.empty():
+                    batch.append(queue.get_nowait())
+                yield batch
+                if isinstance(batch[-1], Finished):
                     return
         finally:
             if not self._task.done():

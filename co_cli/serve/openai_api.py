@@ -18,7 +18,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
-from co_cli.serve.chats import Finished, RunningTurn, TextDelta, TurnRequest
+from co_cli.serve.chats import Finished, RunningTurn, TextDelta, TurnEvent, TurnRequest
 from co_cli.serve.context import ServeContext
 from co_cli.serve.errors import ApiError
 from co_cli.serve.protocol import (
@@ -144,22 +144,27 @@ class EventStream(Response):
             watcher.cancel()
 
     async def _chunks(self) -> AsyncIterator[bytes]:
+        """The events, each piece of the answer its own ``data:`` event; the pieces that arrived together are
+        written at once."""
         turn, cid = self.turn, completion_id()
         yield _event(chunk(cid, turn.model, {"role": "assistant", "content": ""}))
-        async for event in turn.events():
-            if isinstance(event, TextDelta):
-                yield _event(chunk(cid, turn.model, {"content": event.text}))
-            elif isinstance(event, Finished):
-                outcome = event.outcome
-                if outcome.status == "ok":
-                    yield _event(chunk(cid, turn.model, {}, event.finish_reason))
-                    if self.include_usage:
-                        yield _event(usage_chunk(cid, turn.model, event.usage))
-                    yield b"data: [DONE]\n\n"
-                else:
-                    code = "upstream_cut_off" if outcome.status == "cut-off" else "upstream_error"
-                    error = ApiError(502, outcome.error or "the turn did not finish", code)
-                    yield _event(error.body())
+        async for batch in turn.batches():
+            yield b"".join(self._event_bytes(cid, event) for event in batch)
+
+    def _event_bytes(self, cid: str, event: TurnEvent) -> bytes:
+        turn = self.turn
+        if isinstance(event, TextDelta):
+            return _event(chunk(cid, turn.model, {"content": event.text}))
+        if not isinstance(event, Finished):
+            return b""
+        outcome = event.outcome
+        if outcome.status != "ok":
+            code = "upstream_cut_off" if outcome.status == "cut-off" else "upstream_error"
+            return _event(ApiError(502, outcome.error or "the turn did not finish", code).body())
+        data = _event(chunk(cid, turn.model, {}, event.finish_reason))
+        if self.include_usage:
+            data += _event(usage_chunk(cid, turn.model, event.usage))
+        return data + b"data: [DONE]\n\n"
 
 
 def _event(payload: dict[str, Any]) -> bytes:

@@ -26,12 +26,15 @@ class ServeProcess:
     env: dict[str, str]
     cwd: Path
     token: str = TOKEN
+    """CO_CLI_SERVE_TOKEN for the server; empty: none, the server makes its own (read it from its banner)."""
     url: str = ""
     process: subprocess.Popen[str] | None = None
     banner: list[str] = field(default_factory=list)
 
     def start(self, *args: str, timeout: float = 60.0) -> ServeProcess:
-        env = {**self.env, "CO_CLI_SERVE_TOKEN": self.token, "PYTHONUNBUFFERED": "1"}
+        env = {**self.env, "PYTHONUNBUFFERED": "1"}
+        if self.token:
+            env["CO_CLI_SERVE_TOKEN"] = self.token
         env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
         self.process = subprocess.Popen(
             co_command("serve", "--port", "0", *args),
