@@ -49,27 +49,31 @@ if not Path(CHROMIUM).exists():
     pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)", allow_module_level=True)
 
 
+def _save(store: Store, session_id: str, prompt: str, *rest: ModelRequest | ModelResponse, usage: Any = None) -> None:
+    """One saved turn: the prompt, then ``rest``."""
+    seq = store.messages.begin_turn(session_id, prompt)
+    turn = [ModelRequest(parts=[UserPromptPart(prompt)]), *rest]
+    store.messages.finish_turn(session_id, seq, turn, usage=usage)
+
+
 def _seed(db: Path) -> tuple[str, str]:
     """Two saved sessions: one with a tool call, a compaction, pins, tasks and usage; one short."""
     with Store.open(db) as store:
         birds = store.sessions.create(model="scripted", cwd="/proj/birds", title="Pelican migration notes").id
-        seq = store.messages.begin_turn(birds, "where do pelicans winter? mention zanzibar")
-        store.messages.finish_turn(
+        _save(
+            store,
             birds,
-            seq,
-            [
-                ModelRequest(parts=[UserPromptPart("where do pelicans winter? mention zanzibar")]),
-                ModelResponse(parts=[ToolCallPart("read_file", {"path": "notes/pelicans.md"}, "c1")]),
-                ModelRequest(parts=[ToolReturnPart("read_file", "winter: east Africa", "c1")]),
-                ModelResponse(parts=[TextPart(ANSWER)]),
-            ],
+            "where do pelicans winter? mention zanzibar",
+            ModelResponse(parts=[ToolCallPart("read_file", {"path": "notes/pelicans.md"}, "c1")]),
+            ModelRequest(parts=[ToolReturnPart("read_file", "winter: east Africa", "c1")]),
+            ModelResponse(parts=[TextPart(ANSWER)]),
             usage=TurnUsage(model="scripted", requests=2, input_tokens=1234, output_tokens=56, cost_usd=0.0021),
         )
-        seq = store.messages.begin_turn(birds, HOSTILE)
-        store.messages.finish_turn(
+        _save(
+            store,
             birds,
-            seq,
-            [ModelRequest(parts=[UserPromptPart(HOSTILE)]), ModelResponse(parts=[TextPart("That is markup.")])],
+            HOSTILE,
+            ModelResponse(parts=[TextPart("That is markup.")]),
             usage=TurnUsage(model="scripted", requests=1, input_tokens=300, output_tokens=4, cost_usd=None),
         )
         summary = [ModelRequest(parts=[UserPromptPart("Summary: pelicans winter in east Africa.")])]
@@ -86,15 +90,7 @@ def _seed(db: Path) -> tuple[str, str]:
             "model",
         )
         herons = store.sessions.create(model="scripted", cwd="/proj", title="Heron nesting").id
-        seq = store.messages.begin_turn(herons, "when do herons nest?")
-        store.messages.finish_turn(
-            herons,
-            seq,
-            [
-                ModelRequest(parts=[UserPromptPart("when do herons nest?")]),
-                ModelResponse(parts=[TextPart("In spring.")]),
-            ],
-        )
+        _save(store, herons, "when do herons nest?", ModelResponse(parts=[TextPart("In spring.")]))
     return birds, herons
 
 
