@@ -168,8 +168,7 @@ class UsageLog:
 
     def rows(self, session_id: str) -> list[TurnUsage]:
         """Every usage row of a session, oldest first."""
-        rows = self.db.read(f"SELECT {_COLUMNS} FROM turn_usage WHERE session_id = ? ORDER BY id", (session_id,))
-        return [_usage(row) for row in rows]
+        return [usage for _, usage in self.timed_rows(session_id)]
 
     def timed_rows(self, session_id: str) -> list[tuple[float, TurnUsage]]:
         """Every usage row of a session with when it was saved, oldest first (a turn's chat row is saved with the
