@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -319,5 +320,13 @@ def test_the_json_routes(served: tuple[ServeProcess, str, str]) -> None:
     assert client.get("/static/index.html").status_code == 404
     assert client.get("/api/search", params={"q": "x" * 1001}).status_code == 400
     assert client.get("/api/search", params={"q": '*)("NEAR zzqx'}).json()["hits"] == [], "FTS5 syntax is text"
+    with Store.open(Path(server.env["CO_CLI_DATA_DIR"]) / "co-cli.db") as store:
+        damaged = store.sessions.create(model="scripted", cwd="/proj", title="damaged").id
+        _save(store, damaged, "a prompt", ModelResponse(parts=[TextPart("an answer")]))
+    with sqlite3.connect(Path(server.env["CO_CLI_DATA_DIR"]) / "co-cli.db") as db:
+        db.execute("UPDATE messages SET json = '[{\"kind\": 1}]' WHERE session_id = ?", (damaged,))
+    broken = client.get(f"/api/sessions/{damaged}")
+    assert broken.status_code == 500 and broken.json()["error"]["code"] == "store_error"
+    assert damaged in broken.json()["error"]["message"]
     js = client.get("/static/app.js")
     assert js.headers["content-type"].startswith("text/javascript") and "innerHTML" not in js.text

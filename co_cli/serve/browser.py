@@ -9,6 +9,7 @@ its DOM from text, so a transcript can never run as markup.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from importlib import resources
 from typing import Any
 
@@ -17,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from co_cli.errors import SessionNotFound
+from co_cli.errors import SessionNotFound, StoreError
 from co_cli.serve import session_json
 from co_cli.serve.context import ServeContext
 from co_cli.serve.errors import ApiError
@@ -60,20 +61,16 @@ def routes(ctx: ServeContext) -> list[BaseRoute]:
         return Response(_static(name), media_type=STATIC_FILES[name], headers=PAGE_HEADERS)
 
     async def sessions(request: Request) -> Response:
-        return _json(await run_in_threadpool(session_json.session_list, ctx.store))
+        return await _read(session_json.session_list, ctx.store)
 
     async def session(request: Request) -> Response:
-        try:
-            record = await run_in_threadpool(session_json.session_record, ctx.store, request.path_params["id"])
-        except SessionNotFound as exc:
-            raise ApiError(404, exc.message, "session_not_found") from None
-        return _json(record)
+        return await _read(session_json.session_record, ctx.store, request.path_params["id"])
 
     async def search(request: Request) -> Response:
         query = request.query_params.get("q", "")
         if len(query) > MAX_QUERY_CHARS:
             raise ApiError(400, f"q: a search is at most {MAX_QUERY_CHARS:,} characters", "invalid_value")
-        return _json(await run_in_threadpool(session_json.search_hits, ctx.store, query))
+        return await _read(session_json.search_hits, ctx.store, query)
 
     return [
         Route("/", page, methods=["GET"]),
@@ -84,5 +81,12 @@ def routes(ctx: ServeContext) -> list[BaseRoute]:
     ]
 
 
-def _json(body: dict[str, Any]) -> JSONResponse:
+async def _read(reader: Callable[..., dict[str, Any]], *args: Any) -> Response:
+    """What ``reader`` reads of the store, as JSON (read in a worker thread: the server goes on meanwhile)."""
+    try:
+        body = await run_in_threadpool(reader, *args)
+    except SessionNotFound as exc:
+        raise ApiError(404, exc.message, "session_not_found") from None
+    except StoreError as exc:  # a damaged database or session: said in one line, as the terminal says it
+        raise ApiError(500, exc.message, "store_error") from None
     return JSONResponse(body, headers=PAGE_HEADERS)
