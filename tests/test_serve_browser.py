@@ -206,6 +206,7 @@ def test_the_page_lists_searches_opens_and_continues_a_session(
     assert any("how far do they fly each day?" in t for t in sent)
     assert any("kilometres" in t for t in sent), "the session's pin went with the request"
 
+    # CO_TEST_SCREENSHOT=<path> keeps the screenshot, to look at the page.
     shot = Path(os.environ.get("CO_TEST_SCREENSHOT", tmp_path / "browser.png"))
     page.screenshot(path=str(shot))
     data = shot.read_bytes()
