@@ -3,7 +3,7 @@
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const state = { current: null, record: null, sending: false, searchTimer: null, listToken: 0 };
+const state = { current: null, sending: false, searchTimer: null, listToken: 0, welcome: null };
 
 function el(tag, className, text) {
   const node = document.createElement(tag);
@@ -291,7 +291,6 @@ function renderTranscript(record) {
 async function openSession(id, seq) {
   const record = await getJSON(`/api/sessions/${encodeURIComponent(id)}`);
   state.current = record.session.id;
-  state.record = record;
   document.title = `${record.session.title || "untitled"} · co`;
   renderHead(record.session);
   renderRail(record);
@@ -307,16 +306,12 @@ async function openSession(id, seq) {
 
 function showHome() {
   state.current = null;
-  state.record = null;
   document.title = "co";
   $("session-head").hidden = true;
   $("rail").hidden = true;
   const box = $("transcript");
   clear(box);
-  const empty = el("div", "empty");
-  empty.appendChild(el("p", "empty-title", "Your conversations, on this machine."));
-  empty.appendChild(el("p", null, "Pick a session on the left, search every transcript above, or start a new conversation below."));
-  box.appendChild(empty);
+  box.appendChild(state.welcome.cloneNode(true));
   $("prompt").placeholder = "Start a new conversation…";
   markCurrent();
 }
@@ -438,6 +433,7 @@ function autosize() {
 }
 
 function start() {
+  state.welcome = $("transcript").firstElementChild.cloneNode(true); // the page's own welcome, shown again at home
   $("search").addEventListener("input", onSearchInput);
   $("search-form").addEventListener("submit", (event) => { event.preventDefault(); onSearchInput(); });
   $("composer").addEventListener("submit", onSubmit);
