@@ -19,14 +19,14 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from co_cli.serve import openai_api
+from co_cli.serve import browser, openai_api
 from co_cli.serve.auth import TokenAuth
 from co_cli.serve.context import ServeContext
 from co_cli.serve.errors import ApiError
 
 RouteModule = Callable[[ServeContext], list[BaseRoute]]
 
-ROUTE_MODULES: tuple[RouteModule, ...] = (openai_api.routes,)
+ROUTE_MODULES: tuple[RouteModule, ...] = (openai_api.routes, browser.routes)
 """Every route module of the server. The browser view registers its routes here."""
 
 

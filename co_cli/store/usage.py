@@ -168,8 +168,15 @@ class UsageLog:
 
     def rows(self, session_id: str) -> list[TurnUsage]:
         """Every usage row of a session, oldest first."""
-        rows = self.db.read(f"SELECT {_COLUMNS} FROM turn_usage WHERE session_id = ? ORDER BY id", (session_id,))
-        return [_usage(row) for row in rows]
+        return [usage for _, usage in self.timed_rows(session_id)]
+
+    def timed_rows(self, session_id: str) -> list[tuple[float, TurnUsage]]:
+        """Every usage row of a session with when it was saved, oldest first (a turn's chat row is saved with the
+        turn's messages, at the same time)."""
+        rows = self.db.read(
+            f"SELECT created_at, {_COLUMNS} FROM turn_usage WHERE session_id = ? ORDER BY id", (session_id,)
+        )
+        return [(float(row["created_at"]), _usage(row)) for row in rows]
 
     def totals(self, session_ids: Sequence[str]) -> dict[str, UsageTotals]:
         """Totals per session for the given ids (sessions without usage rows are left out)."""

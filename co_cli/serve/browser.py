@@ -1,0 +1,92 @@
+"""The browser view at ``/``: the saved sessions listed, searched and read, and a box to continue one.
+
+The page is three files shipped in the package (``static/``), served by co itself: no CDN, no build step. It
+reads the JSON routes below and continues a conversation through the server's own ``/v1/chat/completions``
+(streamed, the session named by ``X-Co-Session``). The token check in front of the app covers every route
+here; the page's Content-Security-Policy lets it load and call nothing but this server, and the page builds
+its DOM from text, so a transcript can never run as markup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from importlib import resources
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from co_cli.errors import SessionNotFound, StoreError
+from co_cli.serve import session_json
+from co_cli.serve.context import ServeContext
+from co_cli.serve.errors import ApiError
+
+STATIC_FILES = {
+    "app.js": "text/javascript; charset=utf-8",
+    "app.css": "text/css; charset=utf-8",
+}
+"""The page's files besides ``index.html``, and their types: nothing else under ``/static/`` is served."""
+
+CONTENT_SECURITY_POLICY = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+
+PAGE_HEADERS = {
+    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",
+    "Cache-Control": "no-store",
+}
+"""On every response of the browser view: its files and its JSON alike."""
+
+MAX_QUERY_CHARS = 1_000
+
+
+def _static(name: str) -> bytes:
+    return resources.files("co_cli.serve").joinpath("static", name).read_bytes()
+
+
+def routes(ctx: ServeContext) -> list[BaseRoute]:
+    async def page(request: Request) -> Response:
+        return Response(_static("index.html"), media_type="text/html; charset=utf-8", headers=PAGE_HEADERS)
+
+    async def static(request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in STATIC_FILES:
+            raise ApiError(404, f"no route {request.url.path}", "not_found")
+        return Response(_static(name), media_type=STATIC_FILES[name], headers=PAGE_HEADERS)
+
+    async def sessions(request: Request) -> Response:
+        return await _read(session_json.session_list, ctx.store)
+
+    async def session(request: Request) -> Response:
+        return await _read(session_json.session_record, ctx.store, request.path_params["id"])
+
+    async def search(request: Request) -> Response:
+        query = request.query_params.get("q", "")
+        if len(query) > MAX_QUERY_CHARS:
+            raise ApiError(400, f"q: a search is at most {MAX_QUERY_CHARS:,} characters", "invalid_value")
+        return await _read(session_json.search_hits, ctx.store, query)
+
+    return [
+        Route("/", page, methods=["GET"]),
+        Route("/static/{name}", static, methods=["GET"]),
+        Route("/api/sessions", sessions, methods=["GET"]),
+        Route("/api/sessions/{id}", session, methods=["GET"]),
+        Route("/api/search", search, methods=["GET"]),
+    ]
+
+
+async def _read(reader: Callable[..., dict[str, Any]], *args: Any) -> Response:
+    """What ``reader`` reads of the store, as JSON (read in a worker thread: the server goes on meanwhile)."""
+    try:
+        body = await run_in_threadpool(reader, *args)
+    except SessionNotFound as exc:
+        raise ApiError(404, exc.message, "session_not_found") from None
+    except StoreError as exc:  # a damaged database or session: said in one line, as the terminal says it
+        raise ApiError(500, exc.message, "store_error") from None
+    return JSONResponse(body, headers=PAGE_HEADERS)

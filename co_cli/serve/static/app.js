@@ -1,0 +1,460 @@
+// co's browser view: sessions listed, searched and read, and a box to continue one (streamed).
+// Every text shown comes from transcripts and is set with textContent: nothing from the server is parsed as HTML.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const state = { current: null, sending: false, searchTimer: null, listToken: 0, welcome: null };
+
+function el(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined && text !== null) node.textContent = String(text);
+  return node;
+}
+
+function clear(node) {
+  while (node.firstChild) node.removeChild(node.firstChild);
+}
+
+async function getJSON(url) {
+  const response = await fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } });
+  const body = await response.json().catch(() => null);
+  if (!response.ok) {
+    const message = body && body.error ? body.error.message : `${response.status} ${response.statusText}`;
+    throw new Error(message);
+  }
+  return body;
+}
+
+// --- formatting ---------------------------------------------------------------------------------------------
+
+function age(seconds) {
+  const delta = Math.max(0, Date.now() / 1000 - seconds);
+  if (delta < 60) return "just now";
+  const steps = [[60, "min"], [3600, "h"], [86400, "d"], [86400 * 30, "mo"], [86400 * 365, "y"]];
+  let shown = `${Math.floor(delta / 60)} min`;
+  for (let i = 1; i < steps.length; i++) {
+    if (delta >= steps[i][0]) shown = `${Math.floor(delta / steps[i][0])} ${steps[i][1]}`;
+  }
+  return `${shown} ago`;
+}
+
+function when(seconds) {
+  const date = new Date(seconds * 1000);
+  const options = { month: "short", day: "numeric", hour: "numeric", minute: "2-digit" };
+  if (date.getFullYear() !== new Date().getFullYear()) options.year = "numeric";
+  return date.toLocaleString(undefined, options);
+}
+
+function counted(n, word) {
+  return `${n.toLocaleString()} ${word}${n === 1 ? "" : "s"}`;
+}
+
+function tokens(n) {
+  return n >= 10000 ? `${(n / 1000).toFixed(n >= 100000 ? 0 : 1)}k` : n.toLocaleString();
+}
+
+function cost(usd) {
+  if (usd === null || usd === undefined) return "cost unknown";
+  if (usd === 0) return "$0";
+  return usd < 0.01 ? `$${usd.toFixed(4)}` : `$${usd.toFixed(2)}`;
+}
+
+function originBadge(origin) {
+  return el("span", `badge ${origin === "serve" ? "serve" : "terminal"}`, origin === "serve" ? "serve" : "terminal");
+}
+
+// --- the session list and search --------------------------------------------------------------------------
+
+function listItem(id, title, metaParts, snippet, marks, seq) {
+  const li = el("li");
+  li.dataset.session = id;
+  if (id === state.current) li.classList.add("current");
+  const link = el("a");
+  link.href = `#/s/${encodeURIComponent(id)}${seq === undefined ? "" : `/${seq}`}`;
+  link.appendChild(el("div", "item-title", title || "untitled"));
+  const meta = el("div", "item-meta");
+  for (const part of metaParts) meta.appendChild(typeof part === "string" ? el("span", null, part) : part);
+  link.appendChild(meta);
+  if (snippet) link.appendChild(snippetNode(snippet, marks));
+  li.appendChild(link);
+  return li;
+}
+
+function snippetNode(snippet, marks) {
+  // The search marks matched words between two characters; each piece is set as text, the matches in <mark>.
+  const node = el("div", "item-snippet");
+  let rest = snippet;
+  while (rest.length) {
+    const open = rest.indexOf(marks.open);
+    if (open < 0) { node.appendChild(document.createTextNode(rest)); break; }
+    node.appendChild(document.createTextNode(rest.slice(0, open)));
+    const close = rest.indexOf(marks.close, open + marks.open.length);
+    const end = close < 0 ? rest.length : close;
+    node.appendChild(el("mark", null, rest.slice(open + marks.open.length, end)));
+    rest = close < 0 ? "" : rest.slice(close + marks.close.length);
+  }
+  return node;
+}
+
+async function loadSessions() {
+  const token = ++state.listToken;
+  const data = await getJSON("/api/sessions");
+  if (token !== state.listToken) return;
+  const list = $("session-list");
+  clear(list);
+  $("list-head").textContent = data.total > data.sessions.length
+    ? `Sessions · ${data.sessions.length} of ${data.total}` : `Sessions · ${data.total}`;
+  if (!data.sessions.length) {
+    list.appendChild(el("li", "list-note", "No saved sessions yet. Start one below, or with co chat."));
+  }
+  for (const s of data.sessions) {
+    list.appendChild(listItem(s.id, s.title, [
+      el("span", "id", s.short_id), age(s.updated_at), originBadge(s.origin), counted(s.message_count, "msg"),
+    ]));
+  }
+}
+
+async function runSearch(query) {
+  const token = ++state.listToken;
+  const data = await getJSON(`/api/search?q=${encodeURIComponent(query)}`);
+  if (token !== state.listToken) return;
+  const list = $("session-list");
+  clear(list);
+  const sessions = new Set(data.hits.map((h) => h.session_id));
+  $("list-head").textContent = `Search · ${counted(data.hits.length, "match")} in ${counted(sessions.size, "session")}`;
+  if (!data.hits.length) list.appendChild(el("li", "list-note", `Nothing matches “${query}”.`));
+  for (const hit of data.hits) {
+    list.appendChild(listItem(hit.session_id, hit.title, [
+      el("span", "id", hit.short_id), `#${hit.seq} ${hit.kind}`, age(hit.created_at),
+    ], hit.snippet, data, hit.seq));
+  }
+}
+
+function onSearchInput() {
+  clearTimeout(state.searchTimer);
+  state.searchTimer = setTimeout(() => {
+    const query = $("search").value.trim();
+    (query ? runSearch(query) : loadSessions()).catch(showListError);
+  }, 180);
+}
+
+function showListError(error) {
+  const list = $("session-list");
+  clear(list);
+  list.appendChild(el("li", "list-note", `Could not load: ${error.message}`));
+}
+
+function markCurrent() {
+  for (const li of $("session-list").children) li.classList.toggle("current", li.dataset.session === state.current);
+}
+
+// --- one session --------------------------------------------------------------------------------------------
+
+const ROLE_NAMES = { user: "You", assistant: "co", "tool-call": "co", "tool-return": "Tool result", summary: "Summary", system: "System" };
+
+function textBlocks(text) {
+  // Fenced code as <pre>, the rest as wrapped text; both as plain text.
+  const frag = document.createDocumentFragment();
+  const pieces = text.split(/^```[^\n]*\n?/m);
+  pieces.forEach((piece, i) => {
+    if (!piece) return;
+    if (i % 2 === 1) frag.appendChild(el("pre", null, piece.replace(/\n$/, "")));
+    else if (piece.trim()) frag.appendChild(el("div", "text", piece.replace(/^\n+|\n+$/g, "")));
+  });
+  return frag;
+}
+
+function partNode(part) {
+  if (part.kind === "user" || part.kind === "text") return textBlocks(part.text);
+  if (part.kind === "thinking") return el("div", "thinking", part.text);
+  const details = el("details", "tool");
+  const summary = el("summary");
+  const label = { "tool-call": "called", "tool-return": "result of", retry: "retry for", system: "system", compaction: "compaction" }[part.kind] || part.kind;
+  summary.appendChild(document.createTextNode(`${label} `));
+  if (part.tool_name) summary.appendChild(el("span", "name", part.tool_name));
+  if (part.outcome && part.outcome !== "success") summary.appendChild(el("span", "badge bad", part.outcome));
+  details.appendChild(summary);
+  details.appendChild(el("pre", null, part.text));
+  if (part.cut) details.appendChild(el("div", "cut", `shown ${part.text.length.toLocaleString()} of ${part.chars.toLocaleString()} characters`));
+  return details;
+}
+
+function messageNode(item) {
+  const role = item.kind === "user" ? "user" : (item.kind === "tool-return" ? "tool" : "assistant");
+  const node = el("article", `msg ${role} kind-${item.kind} ${item.status}`);
+  node.dataset.seq = item.seq;
+  const head = el("div", "msg-head");
+  head.appendChild(el("span", "role", ROLE_NAMES[item.kind] || item.kind));
+  head.appendChild(el("span", "seq", `#${item.seq}`));
+  head.appendChild(el("span", null, when(item.created_at)));
+  if (item.status !== "ok") head.appendChild(el("span", "badge bad", item.status === "cancelled" ? "cut off" : item.status));
+  node.appendChild(head);
+  const body = el("div", "msg-body");
+  for (const part of item.parts) body.appendChild(partNode(part));
+  node.appendChild(body);
+  return node;
+}
+
+function compactionNode(item) {
+  const node = el("details", `compaction${item.undone ? " undone" : ""}`);
+  node.appendChild(el("summary", null, `⟲ ${item.description}`));
+  node.appendChild(el("div", "summary-text", item.summary));
+  return node;
+}
+
+function usageNode(item) {
+  const node = el("div", "usage");
+  if (item.role !== "chat") node.appendChild(el("span", "role", `${item.role} · `));
+  const cache = item.cache_read_tokens ? ` (cache read ${tokens(item.cache_read_tokens)})` : "";
+  node.appendChild(document.createTextNode(
+    `${item.model} · ${counted(item.requests, "request")} · ${tokens(item.input_tokens)} in${cache} · ` +
+    `${tokens(item.output_tokens)} out · ${cost(item.cost_usd)}`));
+  return node;
+}
+
+function usageTotals(items) {
+  const total = { input: 0, output: 0, cost: 0, unpriced: 0 };
+  for (const item of items) {
+    if (item.type !== "usage") continue;
+    total.input += item.input_tokens;
+    total.output += item.output_tokens;
+    if (item.cost_usd === null) total.unpriced += 1; else total.cost += item.cost_usd;
+  }
+  return total;
+}
+
+function renderHead(session) {
+  $("session-head").hidden = false;
+  $("session-title").textContent = session.title || "untitled";
+  const meta = $("session-meta");
+  clear(meta);
+  meta.appendChild(el("span", "id", session.short_id));
+  meta.appendChild(originBadge(session.origin));
+  meta.appendChild(el("span", null, session.model || "model unknown"));
+  meta.appendChild(el("span", null, counted(session.message_count, "message")));
+  meta.appendChild(el("span", null, `updated ${age(session.updated_at)}`));
+}
+
+function renderRail(record) {
+  const session = record.session;
+  const facts = $("facts");
+  clear(facts);
+  const total = usageTotals(record.items);
+  const spent = total.unpriced ? `${cost(total.cost)} + ${total.unpriced} unpriced` : cost(total.cost);
+  const rows = [
+    ["Resume", `co chat --resume ${session.short_id}`, "mono"],
+    ["Started", when(session.created_at)],
+    ["Updated", when(session.updated_at)],
+    ["Model", session.model || "unknown"],
+    ["Directory", session.cwd || "unknown", "mono"],
+    ["Tokens", `${tokens(total.input)} in · ${tokens(total.output)} out`],
+    ["Cost", spent],
+    ["Compactions", String(session.compaction_count)],
+  ];
+  if (session.parent_id) rows.push(["Forked from", `${session.parent_id.slice(0, 8)} at #${session.fork_seq}`, "mono"]);
+  for (const [name, value, cls] of rows) {
+    facts.appendChild(el("dt", null, name));
+    facts.appendChild(el("dd", cls, value));
+  }
+  const pins = $("pins");
+  clear(pins);
+  for (const pin of record.pins) {
+    const li = el("li", "pin", pin.text);
+    if (pin.source !== "user") li.appendChild(el("span", "source", `found by a ${pin.source}`));
+    pins.appendChild(li);
+  }
+  $("pins-panel").hidden = !record.pins.length;
+  const tasks = $("tasks");
+  clear(tasks);
+  const items = record.tasks ? record.tasks.items : [];
+  const marks = { done: "[x]", in_progress: "[>]", pending: "[ ]" };
+  for (const task of items) {
+    const li = el("li", `task ${task.status}`);
+    li.appendChild(el("span", "mark", marks[task.status] || "[?]"));
+    li.appendChild(el("span", "text", task.text));
+    tasks.appendChild(li);
+  }
+  $("tasks-panel").hidden = !items.length;
+  $("rail").hidden = false;
+}
+
+function renderTranscript(record) {
+  const box = $("transcript");
+  clear(box);
+  const builders = { message: messageNode, compaction: compactionNode, usage: usageNode };
+  for (const item of record.items) box.appendChild(builders[item.type](item));
+  if (!record.items.length) box.appendChild(el("div", "empty", "No messages yet."));
+  box.scrollTop = box.scrollHeight;
+}
+
+async function openSession(id, seq) {
+  const record = await getJSON(`/api/sessions/${encodeURIComponent(id)}`);
+  state.current = record.session.id;
+  document.title = `${record.session.title || "untitled"} · co`;
+  renderHead(record.session);
+  renderRail(record);
+  renderTranscript(record);
+  const found = seq === undefined ? null : $("transcript").querySelector(`article[data-seq="${Number(seq)}"]`);
+  if (found) {
+    found.scrollIntoView({ block: "center" });
+    found.classList.add("found");
+  }
+  $("prompt").placeholder = "Continue this conversation…";
+  markCurrent();
+}
+
+function showHome() {
+  state.current = null;
+  document.title = "co";
+  $("session-head").hidden = true;
+  $("rail").hidden = true;
+  const box = $("transcript");
+  clear(box);
+  box.appendChild(state.welcome.cloneNode(true));
+  $("prompt").placeholder = "Start a new conversation…";
+  markCurrent();
+}
+
+function route() {
+  const match = location.hash.match(/^#\/s\/([^/]+)(?:\/(\d+))?$/);
+  if (!match) { showHome(); return; }
+  openSession(decodeURIComponent(match[1]), match[2]).catch((error) => {
+    showHome();
+    $("transcript").prepend(el("div", "error-line", error.message));
+  });
+}
+
+// --- continuing a conversation: the server's own chat-completions API, streamed -----------------------------
+
+async function* sseData(response) {
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += decoder.decode(value, { stream: true });
+    let cut;
+    while ((cut = buffer.indexOf("\n\n")) >= 0) {
+      const event = buffer.slice(0, cut);
+      buffer = buffer.slice(cut + 2);
+      const data = event.split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(5).trimStart()).join("\n");
+      if (data) yield data;
+    }
+  }
+}
+
+async function send(text) {
+  const box = $("transcript");
+  if (!state.current) clear(box);
+  const mine = messageNode({ kind: "user", seq: "…", created_at: Date.now() / 1000, status: "ok", parts: [{ kind: "user", text }] });
+  box.appendChild(mine);
+  const answer = messageNode({ kind: "assistant", seq: "…", created_at: Date.now() / 1000, status: "ok", parts: [] });
+  answer.classList.add("streaming");
+  const body = answer.querySelector(".msg-body");
+  const live = el("div", "text cursor");
+  body.appendChild(live);
+  box.appendChild(answer);
+  box.scrollTop = box.scrollHeight;
+
+  const headers = { "Content-Type": "application/json", Accept: "text/event-stream" };
+  if (state.current) headers["X-Co-Session"] = state.current;
+  const response = await fetch("/v1/chat/completions", {
+    method: "POST",
+    credentials: "same-origin",
+    headers,
+    body: JSON.stringify({ model: "co", stream: true, messages: [{ role: "user", content: text }] }),
+  });
+  if (!response.ok) {
+    // Refused before anything was saved (the session is open in a terminal, say): what was shown goes.
+    mine.remove();
+    answer.remove();
+    const error = await response.json().catch(() => null);
+    const refused = new Error(error && error.error ? error.error.message : `${response.status} ${response.statusText}`);
+    refused.refused = true;
+    throw refused;
+  }
+  const sessionId = response.headers.get("X-Co-Session");
+  let failure = null;
+  for await (const data of sseData(response)) {
+    if (data === "[DONE]") break;
+    const chunk = JSON.parse(data);
+    if (chunk.error) { failure = chunk.error.message; break; }
+    const delta = chunk.choices && chunk.choices[0] && chunk.choices[0].delta;
+    if (delta && delta.content) {
+      live.textContent += delta.content;
+      box.scrollTop = box.scrollHeight;
+    }
+  }
+  live.classList.remove("cursor");
+  answer.classList.remove("streaming");
+  if (failure) throw new Error(failure);
+  return sessionId;
+}
+
+async function onSubmit(event) {
+  event.preventDefault();
+  const input = $("prompt");
+  const text = input.value.trim();
+  if (!text || state.sending) return;
+  state.sending = true;
+  $("send").disabled = true;
+  input.value = "";
+  autosize();
+  let sessionId = state.current;
+  let failure = null;
+  try {
+    sessionId = await send(text) || sessionId;
+  } catch (error) {
+    failure = error;
+  } finally {
+    state.sending = false;
+    $("send").disabled = false;
+    input.focus();
+  }
+  if (failure && failure.refused) {
+    input.value = text; // nothing was saved: the message is kept to send again
+    autosize();
+  } else if (sessionId) {
+    // The saved turn (its numbers, usage and any compaction, or how it failed) replaces what was streamed.
+    if (location.hash !== `#/s/${sessionId}`) history.pushState(null, "", `#/s/${sessionId}`);
+    await openSession(sessionId).catch(() => {});
+  }
+  if (failure) $("transcript").appendChild(el("div", "error-line", failure.message));
+  $("transcript").scrollTop = $("transcript").scrollHeight;
+  if (!$("search").value.trim()) await loadSessions().catch(showListError);
+}
+
+function autosize() {
+  const input = $("prompt");
+  input.style.height = "auto";
+  input.style.height = `${Math.min(input.scrollHeight + 2, 200)}px`;
+}
+
+function start() {
+  state.welcome = $("transcript").firstElementChild.cloneNode(true); // the page's own welcome, shown again at home
+  $("search").addEventListener("input", onSearchInput);
+  $("search-form").addEventListener("submit", (event) => { event.preventDefault(); onSearchInput(); });
+  $("composer").addEventListener("submit", onSubmit);
+  $("prompt").addEventListener("input", autosize);
+  $("prompt").addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      $("composer").requestSubmit();
+    }
+  });
+  $("new-chat").addEventListener("click", () => {
+    if (location.hash) location.hash = ""; else showHome();
+    $("prompt").focus();
+  });
+  window.addEventListener("popstate", route); // links to #/s/…, Back and Forward (not pushState)
+  // Sessions saved meanwhile (in a terminal, by another client) appear when the page is looked at again.
+  window.addEventListener("focus", () => {
+    if (!$("search").value.trim()) loadSessions().catch(showListError);
+  });
+  loadSessions().catch(showListError);
+  route();
+}
+
+document.addEventListener("DOMContentLoaded", start);

@@ -1,0 +1,333 @@
+"""The browser view of `co serve`, driven in a real headless Chromium (Debian's ``chromium``) through playwright:
+a real server subprocess on 127.0.0.1, co's model the scripted server, sessions seeded in its database."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from pydantic_ai.messages import (
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+
+from co_cli.store import CompactionRecord, Store
+from co_cli.store.tasks import StoredTask
+from co_cli.store.usage import TurnUsage
+from tests.support.scripted_server import Error, ScriptedServer, Text
+from tests.support.serve_process import ServeProcess, serve_env
+
+pytestmark = pytest.mark.e2e
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+HOSTILE = '<img src=x onerror="document.body.dataset.owned=1"><script>document.body.dataset.owned=2</script>'
+"""A prompt that would run if the page put transcript text into HTML."""
+ANSWER = "They winter in east Africa, some near Zanzibar.\n```\nroute = south\n```"
+
+sync_api = pytest.importorskip("playwright.sync_api")
+if not Path(CHROMIUM).exists():
+    pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)", allow_module_level=True)
+
+
+def _save(store: Store, session_id: str, prompt: str, *rest: ModelRequest | ModelResponse, usage: Any = None) -> None:
+    """One saved turn: the prompt, then ``rest``."""
+    seq = store.messages.begin_turn(session_id, prompt)
+    turn = [ModelRequest(parts=[UserPromptPart(prompt)]), *rest]
+    store.messages.finish_turn(session_id, seq, turn, usage=usage)
+
+
+def _seed(db: Path) -> tuple[str, str]:
+    """Two saved sessions: one with a tool call, a compaction, pins, tasks and usage; one short."""
+    with Store.open(db) as store:
+        birds = store.sessions.create(model="scripted", cwd="/proj/birds", title="Pelican migration notes").id
+        _save(
+            store,
+            birds,
+            "where do pelicans winter? mention zanzibar",
+            ModelResponse(parts=[ToolCallPart("read_file", {"path": "notes/pelicans.md"}, "c1")]),
+            ModelRequest(parts=[ToolReturnPart("read_file", "winter: east Africa", "c1")]),
+            ModelResponse(parts=[TextPart(ANSWER)]),
+            usage=TurnUsage(model="scripted", requests=2, input_tokens=1234, output_tokens=56, cost_usd=0.0021),
+        )
+        _save(
+            store,
+            birds,
+            HOSTILE,
+            ModelResponse(parts=[TextPart("That is markup.")]),
+            usage=TurnUsage(model="scripted", requests=1, input_tokens=300, output_tokens=4, cost_usd=None),
+        )
+        summary = [ModelRequest(parts=[UserPromptPart("Summary: pelicans winter in east Africa.")])]
+        store.compactions.add(
+            birds,
+            CompactionRecord(0, 3, "Pelicans winter in east Africa.", None, "manual", 1500, 120, "scripted", summary),
+        )
+        store.pins.add(birds, "Always give distances in kilometres", "user")
+        now = time.time()
+        store.tasks.save(
+            birds,
+            5,
+            [StoredTask("Map the flyway", "done", now, now), StoredTask("Count the colony", "in_progress", now, now)],
+            "model",
+        )
+        herons = store.sessions.create(model="scripted", cwd="/proj", title="Heron nesting").id
+        _save(store, herons, "when do herons nest?", ModelResponse(parts=[TextPart("In spring.")]))
+    return birds, herons
+
+
+def _partial_answer(page: Any, timeout: float = 20.0) -> str:
+    """The text of the answer being streamed, as soon as some of it is on the page."""
+    live = page.locator(".streaming .text")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if live.count() and (text := live.first.text_content() or ""):
+            return text
+        time.sleep(0.01)
+    raise AssertionError("no streamed text appeared")
+
+
+@pytest.fixture(scope="module")
+def model() -> Iterator[ScriptedServer]:
+    with ScriptedServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory, model: ScriptedServer) -> Iterator[tuple[ServeProcess, str, str]]:
+    root = tmp_path_factory.mktemp("browser")
+    work = root / "work"
+    work.mkdir()
+    env = serve_env(dict(os.environ), root / "data", root / "config", model.base_url)
+    (root / "data").mkdir(mode=0o700)
+    birds, herons = _seed(root / "data" / "co-cli.db")
+    with ServeProcess(env, work) as process:
+        yield process, birds, herons
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with sync_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_FLAGS)
+        yield launched
+        launched.close()
+
+
+def test_the_page_lists_searches_opens_and_continues_a_session(
+    served: tuple[ServeProcess, str, str], model: ScriptedServer, browser: Any, tmp_path: Path
+) -> None:
+    server, birds, herons = served
+    # A fresh profile (its own --user-data-dir) per test: nothing carried over from another run.
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+
+    response = page.goto(f"{server.url}/?token={server.token}")
+    assert response is not None and response.ok
+    assert page.url == f"{server.url}/", "the token leaves the address bar"
+    assert "default-src 'none'" in (response.headers.get("content-security-policy") or "")
+    items = page.locator("#session-list li[data-session]")
+    items.first.wait_for()
+    assert items.count() == 2
+    assert page.locator("#session-list").inner_text().count("terminal") == 2
+    assert items.first.get_attribute("data-session") == herons, "most recently updated first"
+    listed = page.locator(f"#session-list li[data-session='{birds}']").inner_text()
+    assert "Pelican migration notes" in listed and birds[:8] in listed and "6 msgs" in listed and "just now" in listed
+
+    page.fill("#search", "zanzibar")
+    page.locator("#list-head", has_text="Search").wait_for()
+    hits = page.locator("#session-list li[data-session]")
+    assert {hits.nth(i).get_attribute("data-session") for i in range(hits.count())} == {birds}
+    assert page.locator("#session-list mark").first.inner_text().lower() == "zanzibar"
+
+    hit_seq = (hits.first.locator("a").get_attribute("href") or "").rsplit("/", 1)[1]
+    hits.first.click()
+    page.wait_for_selector("#transcript article.msg")
+    assert page.locator("#transcript article.found").get_attribute("data-seq") == hit_seq, "the match is shown"
+    assert page.locator("#session-title").inner_text() == "Pelican migration notes"
+    messages = page.locator("#transcript article.msg")
+    assert messages.count() == 6
+    assert "where do pelicans winter?" in messages.nth(0).inner_text()
+    assert "read_file" in messages.nth(1).inner_text()
+    assert page.locator("#transcript pre", has_text="route = south").count() == 1, "a fenced block as code"
+    compaction = page.locator("#transcript .compaction")
+    assert compaction.count() == 1
+    assert "messages #0–#3 replaced" in compaction.inner_text()
+    compaction.locator("summary").click()
+    assert "Pelicans winter in east Africa." in compaction.inner_text()
+    assert page.locator("#pins").inner_text() == "Always give distances in kilometres"
+    assert "Map the flyway" in page.locator("#tasks").inner_text()
+    assert page.locator("#tasks li.done").count() == 1
+    usage = page.locator("#transcript .usage")
+    assert usage.count() == 2
+    assert "1,234 in" in usage.nth(0).inner_text() and "$0.0021" in usage.nth(0).inner_text()
+    assert "cost unknown" in usage.nth(1).inner_text()
+    facts = page.locator("#facts").inner_text()
+    assert f"co chat --resume {birds[:8]}" in facts and "/proj/birds" in facts and "$0.0021 + 1 unpriced" in facts
+    # The hostile prompt is shown as the text it is, and nothing of it ran or became an element.
+    assert messages.nth(4).locator(".text").inner_text() == HOSTILE
+    assert page.locator("#transcript img, #transcript script").count() == 0
+    assert page.evaluate("document.body.dataset.owned") is None
+
+    model.script(Text("Pelicans fly about 300 kilometres a day on migration.", chunk_size=4, delay=0.04))
+    page.fill("#prompt", "how far do they fly each day?")
+    page.press("#prompt", "Enter")
+    # Part of the answer is on the page before the rest has arrived: it is streamed. (The page's own CSP
+    # forbids eval, so waits are locators and polls from here, not wait_for_function.)
+    assert "migration." not in _partial_answer(page)
+    page.locator("#transcript article.msg").nth(7).wait_for()
+    page.wait_for_selector(".streaming", state="detached")
+    last = page.locator("#transcript article.msg").last
+    assert last.locator(".text").inner_text() == "Pelicans fly about 300 kilometres a day on migration."
+    assert "#7" in last.inner_text(), "the saved turn replaces what was streamed"
+    assert "how far do they fly each day?" in page.locator("#transcript article.msg").nth(6).inner_text()
+    sent = model.chat_requests[-1].texts()
+    assert any("how far do they fly each day?" in t for t in sent)
+    assert any("kilometres" in t for t in sent), "the session's pin went with the request"
+
+    # CO_TEST_SCREENSHOT=<path> keeps the screenshot, to look at the page.
+    shot = Path(os.environ.get("CO_TEST_SCREENSHOT", tmp_path / "browser.png"))
+    page.screenshot(path=str(shot))
+    data = shot.read_bytes()
+    assert data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) > 10_000
+    assert errors == []
+    context.close()
+
+    with Store.open(Path(server.env["CO_CLI_DATA_DIR"]) / "co-cli.db", reads_only=True) as store:
+        texts = [m.text for m in store.messages.transcript(birds)]
+        assert texts[-2:] == ["how far do they fly each day?", "Pelicans fly about 300 kilometres a day on migration."]
+        assert store.sessions.get(herons).message_count == 2
+
+
+def test_a_new_conversation_from_the_page_is_a_new_session(served: tuple[ServeProcess, str, str], browser: Any) -> None:
+    server, birds, herons = served
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    page.goto(f"{server.url}/?token={server.token}")
+    page.locator("#session-list li[data-session]").first.wait_for()
+    before = page.locator("#session-list li[data-session]").count()
+    page.fill("#prompt", "a brand new question about storks")
+    page.click("#send")
+    page.wait_for_url("**/#/s/*")
+    page.locator("#transcript article.msg").nth(1).wait_for()
+    page.wait_for_selector(".streaming", state="detached")
+    assert page.locator("#transcript article.msg").last.inner_text().endswith("echo: a brand new question about storks")
+    new_id = page.url.split("#/s/")[1]
+    assert new_id not in (birds, herons)
+    page.locator("#session-list li[data-session]").nth(before).wait_for()
+    assert "serve" in page.locator(f"#session-list li[data-session='{new_id}']").inner_text()
+    context.close()
+
+
+def test_a_session_open_in_a_terminal_is_refused_in_one_line_and_loses_nothing(
+    served: tuple[ServeProcess, str, str], browser: Any
+) -> None:
+    server, _, herons = served
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    page.goto(f"{server.url}/?token={server.token}#/s/{herons}")
+    page.wait_for_selector("#transcript article.msg")
+    with Store.open(Path(server.env["CO_CLI_DATA_DIR"]) / "co-cli.db") as store:
+        store.locks.acquire(herons)  # as `co chat --resume` holds it
+        try:
+            page.fill("#prompt", "are you there?")
+            page.press("#prompt", "Enter")
+            error = page.locator("#transcript .error-line")
+            error.wait_for()
+            assert "is open in another co process" in error.inner_text() and "\n" not in error.inner_text()
+            assert page.locator("#send").is_enabled()
+            assert page.input_value("#prompt") == "are you there?", "the message is kept to send again"
+            assert page.locator("#transcript article.msg").count() == 2, "nothing shown that was not saved"
+        finally:
+            store.locks.release(herons)
+        assert store.sessions.get(herons).message_count == 2
+    context.close()
+
+
+def test_a_model_failing_mid_answer_shows_the_saved_failed_turn_and_the_error(
+    served: tuple[ServeProcess, str, str], model: ScriptedServer, browser: Any
+) -> None:
+    server, _, herons = served
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    page.goto(f"{server.url}/?token={server.token}#/s/{herons}")
+    page.wait_for_selector("#transcript article.msg")
+    model.script(Error(500, "the model is overloaded"))
+    page.fill("#prompt", "will this work?")
+    page.press("#prompt", "Enter")
+    error = page.locator("#transcript .error-line")
+    error.wait_for()
+    assert "the model is overloaded" in error.inner_text()
+    prompt = page.locator("#transcript article.msg").nth(2)
+    assert "will this work?" in prompt.inner_text() and "failed" in prompt.inner_text(), "saved, marked failed"
+    assert page.input_value("#prompt") == ""
+    context.close()
+
+
+def test_the_page_and_its_data_need_the_token(served: tuple[ServeProcess, str, str], browser: Any) -> None:
+    server, birds, _ = served
+    context = browser.new_context()
+    page = context.new_page()
+    response = page.goto(f"{server.url}/")
+    assert response is not None and response.status == 401
+    response = page.goto(f"{server.url}/?token=not-the-token-at-all")
+    assert response is not None and response.status == 401
+    context.close()
+    for path in ("/", "/static/app.js", "/api/sessions", f"/api/sessions/{birds}", "/api/search?q=pelican"):
+        assert httpx.get(f"{server.url}{path}").status_code == 401, path
+    bearer = {"Authorization": f"Bearer {server.token}"}
+    assert httpx.get(f"{server.url}/api/sessions", headers=bearer).status_code == 200
+
+
+def test_the_json_routes(served: tuple[ServeProcess, str, str]) -> None:
+    server, birds, _ = served
+    client = httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {server.token}"})
+    listed = client.get("/api/sessions").json()
+    assert birds in [s["id"] for s in listed["sessions"]]
+    record = client.get(f"/api/sessions/{birds[:10]}").json()
+    assert record["session"]["id"] == birds
+    assert [i["type"] for i in record["items"][:6]] == [
+        "message",
+        "message",
+        "message",
+        "message",
+        "usage",
+        "compaction",
+    ]
+    missing = client.get("/api/sessions/ffffffffff")
+    assert missing.status_code == 404 and "no session matches" in missing.json()["error"]["message"]
+    assert client.get("/static/../serve/app.py").status_code == 404
+    assert client.get("/static/index.html").status_code == 404
+    assert client.get("/api/search", params={"q": "x" * 1001}).status_code == 400
+    assert client.get("/api/search", params={"q": '*)("NEAR zzqx'}).json()["hits"] == [], "FTS5 syntax is text"
+    with Store.open(Path(server.env["CO_CLI_DATA_DIR"]) / "co-cli.db") as store:
+        damaged = store.sessions.create(model="scripted", cwd="/proj", title="damaged").id
+        _save(store, damaged, "a prompt", ModelResponse(parts=[TextPart("an answer")]))
+    with sqlite3.connect(Path(server.env["CO_CLI_DATA_DIR"]) / "co-cli.db") as db:
+        db.execute("UPDATE messages SET json = '[{\"kind\": 1}]' WHERE session_id = ?", (damaged,))
+    broken = client.get(f"/api/sessions/{damaged}")
+    assert broken.status_code == 500 and broken.json()["error"]["code"] == "store_error"
+    assert damaged in broken.json()["error"]["message"]
+    js = client.get("/static/app.js")
+    assert js.headers["content-type"].startswith("text/javascript") and "innerHTML" not in js.text
