@@ -68,6 +68,8 @@ class SessionState:
     """The usage of the last finished turn (for ``/usage``)."""
     memory_used: list[Scored] = field(default_factory=list)
     """The memories the last request was sent (for ``/memory`` and ``/context``)."""
+    memory_sent: dict[int, Scored] = field(default_factory=dict)
+    """Every memory the running turn's requests were sent, by id, in the order first sent (saved with the turn)."""
 
     @property
     def session_id(self) -> str | None:

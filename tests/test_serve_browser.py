@@ -22,8 +22,9 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
-from co_cli.store import CompactionRecord, Store
+from co_cli.store import CompactionRecord, Store, turn_memories
 from co_cli.store.tasks import StoredTask
+from co_cli.store.turn_memories import SentMemory
 from co_cli.store.usage import TurnUsage
 from tests.support.scripted_server import Error, ScriptedServer, Text
 from tests.support.serve_process import ServeProcess, serve_env
@@ -43,6 +44,8 @@ CHROMIUM_FLAGS = [
 ]
 HOSTILE = '<img src=x onerror="document.body.dataset.owned=1"><script>document.body.dataset.owned=2</script>'
 """A prompt that would run if the page put transcript text into HTML."""
+FLYWAY = "Name the flyway in every answer about birds"
+"""A standing memory: every request is sent it."""
 ANSWER = "They winter in east Africa, some near Zanzibar.\n```\nroute = south\n```"
 
 sync_api = pytest.importorskip("playwright.sync_api")
@@ -58,7 +61,8 @@ def _save(store: Store, session_id: str, prompt: str, *rest: ModelRequest | Mode
 
 
 def _seed(db: Path) -> tuple[str, str]:
-    """Two saved sessions: one with a tool call, a compaction, pins, tasks and usage; one short."""
+    """Two saved sessions: one with a tool call, a compaction, pins, tasks, usage and the memories its first turn
+    was sent; one short. And a memory every new request is sent."""
     with Store.open(db) as store:
         birds = store.sessions.create(model="scripted", cwd="/proj/birds", title="Pelican migration notes").id
         _save(
@@ -83,6 +87,10 @@ def _seed(db: Path) -> tuple[str, str]:
             CompactionRecord(0, 3, "Pelicans winter in east Africa.", None, "manual", 1500, 120, "scripted", summary),
         )
         store.pins.add(birds, "Always give distances in kilometres", "user")
+        with store.db.transaction() as tx:
+            sent = [SentMemory(1, "fact", "The user counts pelicans at the lagoon"), SentMemory(2, "fact", HOSTILE)]
+            turn_memories.insert(tx, birds, 0, sent)
+        store.memories.add(FLYWAY, actor="user", kind="instruction")
         now = time.time()
         store.tasks.save(
             birds,
@@ -183,6 +191,12 @@ def test_the_page_lists_searches_opens_and_continues_a_session(
     assert usage.count() == 2
     assert "1,234 in" in usage.nth(0).inner_text() and "$0.0021" in usage.nth(0).inner_text()
     assert "cost unknown" in usage.nth(1).inner_text()
+    # The memories the first turn was sent, folded under its prompt; their text is text too.
+    used = page.locator("#transcript details.memories")
+    assert used.count() == 1 and used.get_attribute("data-seq") == "0"
+    assert used.locator("summary").inner_text() == "memories used: 2"
+    used.locator("summary").click()
+    assert used.locator("li .text").all_inner_texts() == ["The user counts pelicans at the lagoon", HOSTILE]
     facts = page.locator("#facts").inner_text()
     assert f"co chat --resume {birds[:8]}" in facts and "/proj/birds" in facts and "$0.0021 + 1 unpriced" in facts
     # The hostile prompt is shown as the text it is, and nothing of it ran or became an element.
@@ -205,6 +219,12 @@ def test_the_page_lists_searches_opens_and_continues_a_session(
     sent = model.chat_requests[-1].texts()
     assert any("how far do they fly each day?" in t for t in sent)
     assert any("kilometres" in t for t in sent), "the session's pin went with the request"
+    assert any(FLYWAY in t for t in sent), "the memory went with the request"
+    # The memory the new turn was sent is saved with it and shown under its prompt.
+    used = page.locator("#transcript details.memories[data-seq='6']")
+    assert used.count() == 1 and used.locator("summary").inner_text() == "memories used: 1"
+    used.locator("summary").click()
+    assert used.locator("li .text").inner_text() == FLYWAY
 
     # CO_TEST_SCREENSHOT=<path> keeps the screenshot, to look at the page.
     shot = Path(os.environ.get("CO_TEST_SCREENSHOT", tmp_path / "browser.png"))
@@ -218,6 +238,7 @@ def test_the_page_lists_searches_opens_and_continues_a_session(
         texts = [m.text for m in store.messages.transcript(birds)]
         assert texts[-2:] == ["how far do they fly each day?", "Pelicans fly about 300 kilometres a day on migration."]
         assert store.sessions.get(herons).message_count == 2
+        assert [m.text for m in store.turn_memories.by_prompt(birds)[6]] == [FLYWAY]
 
 
 def test_a_new_conversation_from_the_page_is_a_new_session(served: tuple[ServeProcess, str, str], browser: Any) -> None:
@@ -307,14 +328,16 @@ def test_the_json_routes(served: tuple[ServeProcess, str, str]) -> None:
     assert birds in [s["id"] for s in listed["sessions"]]
     record = client.get(f"/api/sessions/{birds[:10]}").json()
     assert record["session"]["id"] == birds
-    assert [i["type"] for i in record["items"][:6]] == [
+    assert [i["type"] for i in record["items"][:7]] == [
         "message",
+        "memories",
         "message",
         "message",
         "message",
         "usage",
         "compaction",
     ]
+    assert [m["text"] for m in record["items"][1]["memories"]] == ["The user counts pelicans at the lagoon", HOSTILE]
     missing = client.get("/api/sessions/ffffffffff")
     assert missing.status_code == 404 and "no session matches" in missing.json()["error"]["message"]
     assert client.get("/static/../serve/app.py").status_code == 404

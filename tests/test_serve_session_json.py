@@ -13,7 +13,8 @@ from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserProm
 
 from co_cli.errors import SessionNotFound
 from co_cli.serve import browser, session_json
-from co_cli.store import CompactionRecord, Store
+from co_cli.store import CompactionRecord, Store, turn_memories
+from co_cli.store.turn_memories import SentMemory
 from co_cli.store.usage import TurnUsage
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -60,6 +61,26 @@ def test_each_usage_row_follows_the_answer_it_was_saved_with_and_compactions_fol
         {"kind": "text", "text": "one", "cut": False, "chars": 3, "tool_name": None, "outcome": None}
     ]
     assert items[3]["description"].startswith("Compaction (summary, manual): messages #0–#1 replaced")
+
+
+def test_the_memories_a_turn_was_sent_follow_its_prompt(store: Store) -> None:
+    sid = store.sessions.create(model="m", cwd="/w", title="kayak").id
+    _turn(store, sid, "what colour is my kayak?", "orange", TurnUsage(model="m", requests=1, input_tokens=10))
+    _turn(store, sid, "thanks", "you're welcome")
+    with store.db.transaction() as tx:
+        turn_memories.insert(tx, sid, 0, [SentMemory(3, "fact", "The user's kayak is orange")])
+
+    items = session_json.session_record(store, sid)["items"]
+
+    assert [(i["type"], i.get("seq")) for i in items] == [
+        ("message", 0),
+        ("memories", 0),
+        ("message", 1),
+        ("usage", None),
+        ("message", 2),
+        ("message", 3),
+    ]
+    assert items[1]["memories"] == [{"id": 3, "kind": "fact", "text": "The user's kayak is orange"}]
 
 
 def test_a_long_part_is_cut_and_says_how_long_it_was(store: Store) -> None:

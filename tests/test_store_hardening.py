@@ -699,6 +699,8 @@ def test_a_session_whose_first_prompt_was_not_saved_is_not_listed(db: Path) -> N
 
 
 def test_recover_keeps_the_trash_undone_compactions_pins_and_usage(db: Path, tmp_path: Path) -> None:
+    from co_cli.store import turn_memories
+    from co_cli.store.turn_memories import SentMemory
     from co_cli.store.usage import TurnUsage
 
     ids = [seeded(db, title=f"talk {n}") for n in range(2)]
@@ -707,6 +709,8 @@ def test_recover_keeps_the_trash_undone_compactions_pins_and_usage(db: Path, tmp
         store.compactions.undo(ids[0])
         store.pins.add(ids[0], "Never push to main.", "user")
         store.usage.record(ids[0], TurnUsage(role="chat", model="m", requests=1, input_tokens=10, output_tokens=2))
+        with store.db.transaction() as tx:
+            turn_memories.insert(tx, ids[0], 0, [SentMemory(4, "fact", "The user's kayak is orange")])
         store.sessions.trash(ids[1])
     target = tmp_path / "recovered.db"
     result = runner.invoke(app, ["recover", "-o", str(target)])
@@ -720,3 +724,4 @@ def test_recover_keeps_the_trash_undone_compactions_pins_and_usage(db: Path, tmp
         assert [pin.text for pin in store.pins.active(ids[0])] == ["Never push to main."]
     with Store.open(target) as store:
         assert store.usage.by_role(ids[0])["chat"].input_tokens == 10
+        assert store.turn_memories.by_prompt(ids[0]) == {0: [SentMemory(4, "fact", "The user's kayak is orange")]}

@@ -91,7 +91,7 @@ class Finished:
     outcome: TurnOutcome
     usage: TurnUsage | None
     memories: list[Scored] = field(default_factory=list)
-    """The memories the turn's last request was sent (id, text, kind, score); not saved."""
+    """The memories the turn's requests were sent (id, text, kind, score), as saved with the turn."""
     finish_reason: Literal["stop", "length"] = "stop"
     """"length": the answer stopped at the model's output limit."""
 
@@ -202,7 +202,7 @@ class RunningTurn:
             self.chats.done_with(self.conv)
             self._lock.release()
             usage = self.conv.last_usage if outcome.status != "failed" else None  # a failed turn saves none
-            memories = list(self.conv.state.memory_used)
+            memories = list(self.conv.state.memory_sent.values())
             self._view.queue.put_nowait(Finished(outcome, usage, memories, _finish_reason(self.conv)))
 
 

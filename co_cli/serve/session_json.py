@@ -17,6 +17,7 @@ from co_cli.store.compactions import CompactionRecord
 from co_cli.store.messages import StoredMessage
 from co_cli.store.search import SNIPPET_CLOSE, SNIPPET_OPEN
 from co_cli.store.sessions import SessionInfo
+from co_cli.store.turn_memories import SentMemory
 from co_cli.store.usage import TurnUsage
 
 PART_SHOWN_CHARS = 20_000
@@ -79,8 +80,8 @@ def search_hits(store: Store, query: str, limit: int = SEARCH_LIMIT) -> dict[str
 
 
 def session_record(store: Store, id_or_prefix: str) -> dict[str, Any]:
-    """One session: its summary, pins in force, task list, and its transcript with each compaction and each
-    usage row placed where it happened. SessionNotFound as the store raises it."""
+    """One session: its summary, pins in force, task list, and its transcript with each compaction, each usage
+    row and the memories each turn was sent placed where they happened. SessionNotFound as the store raises it."""
     info = store.sessions.get(id_or_prefix)
     transcript = store.messages.transcript(info.id)
     compactions = store.compactions.list(info.id)
@@ -96,16 +97,22 @@ def session_record(store: Store, id_or_prefix: str) -> dict[str, Any]:
             "created_at": tasks.created_at,
             "items": [{"text": item.text, "status": item.status} for item in tasks.items],
         },
-        "items": transcript_items(transcript, compactions, usage),
+        "items": transcript_items(transcript, compactions, usage, store.turn_memories.by_prompt(info.id)),
     }
 
 
 def transcript_items(
-    transcript: list[StoredMessage], compactions: list[CompactionRecord], usage: list[tuple[float, TurnUsage]]
+    transcript: list[StoredMessage],
+    compactions: list[CompactionRecord],
+    usage: list[tuple[float, TurnUsage]],
+    memories: dict[int, list[SentMemory]] | None = None,
 ) -> list[dict[str, Any]]:
-    """Messages in order; after each, the usage rows saved with it (a usage row belongs to the last message saved
-    at or before it: a turn's chat row is saved with its answer), then the compactions that end at it."""
+    """Messages in order; after a turn's prompt, the memories the turn's requests were sent; after each message,
+    the usage rows saved with it (a usage row belongs to the last message saved at or before it: a turn's chat
+    row is saved with its answer), then the compactions that end at it."""
     after: dict[int, list[dict[str, Any]]] = {}
+    for seq, sent in (memories or {}).items():
+        after.setdefault(seq, []).append(_memories(seq, sent))
     saved_at = [stored.created_at for stored in transcript]
     for created_at, row in usage:
         at = bisect.bisect_right(saved_at, created_at) - 1
@@ -143,6 +150,14 @@ def _message(stored: StoredMessage) -> dict[str, Any]:
         "kind": stored.kind,
         "status": stored.status,
         "parts": parts,
+    }
+
+
+def _memories(seq: int, sent: list[SentMemory]) -> dict[str, Any]:
+    return {
+        "type": "memories",
+        "seq": seq,
+        "memories": [{"id": m.memory_id, "kind": m.kind, "text": m.text} for m in sent],
     }
 
 

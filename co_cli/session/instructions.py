@@ -53,7 +53,7 @@ def pins_section(pins: list[str]) -> str:
 
 def memory_section(deps: CoDeps, prompt: str | Sequence[Any] | None) -> str:
     """The ``## Memory`` section for this request (empty when memory is off); what it holds is kept in the
-    session state for /memory and /context."""
+    session state for /memory and /context, and added to what the running turn was sent."""
     if not deps.memory_on:
         deps.state.memory_used = []
         return ""
@@ -65,6 +65,8 @@ def memory_section(deps: CoDeps, prompt: str | Sequence[Any] | None) -> str:
         time.time(),
     )
     deps.state.memory_used = chosen
+    for memory in chosen:
+        deps.state.memory_sent.setdefault(memory.id, memory)
     return render_memory_section(chosen)
 
 

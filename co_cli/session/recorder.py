@@ -2,8 +2,8 @@
 
 A turn is written in two transactions: its prompt before the model is called (a crash keeps what the user
 typed), and the rest when it ends — its messages and status, the usage rows (chat and summariser), the
-compactions made during it, the pins a summary found, the task list if the turn changed it, the tool calls and
-the memory-extraction queue item — in one.
+compactions made during it, the pins a summary found, the task list if the turn changed it, the tool calls, the
+memories its requests were sent and the memory-extraction queue item — in one.
 ``seqs_for`` tells the seqs a turn's messages will get before anything is written, so compaction spans are
 computed first.
 """
@@ -29,11 +29,13 @@ from co_cli.store import (
     sessions,
     tasks,
     tool_calls,
+    turn_memories,
     usage,
 )
 from co_cli.store.codec import is_prompt_request
 from co_cli.store.tasks import StoredTask
 from co_cli.store.tool_calls import ToolCallRow
+from co_cli.store.turn_memories import SentMemory
 from co_cli.store.usage import TurnUsage
 from co_cli.vocabulary import MessageStatus, SessionOrigin
 
@@ -60,6 +62,8 @@ class TurnRecord:
     tasks: list[Task] | None = None
     """The task list, when the turn changed it (the model's set_tasks)."""
     tool_calls: list[ToolCallRow] = field(default_factory=list)
+    memories: list[SentMemory] = field(default_factory=list)
+    """The memories the turn's requests were sent."""
     extraction: Extraction | None = None
 
 
@@ -165,6 +169,7 @@ class Recorder:
             if turn.tasks is not None:
                 tasks.insert(tx, session_id, max([turn.prompt_seq, *seqs]), stored_tasks(turn.tasks), "model", now)
             tool_calls.insert(tx, session_id, turn.prompt_seq, turn.tool_calls, now)
+            turn_memories.insert(tx, session_id, turn.prompt_seq, turn.memories, now)
             if turn.extraction is not None:
                 queue.put(tx, session_id, turn.prompt_seq, turn.extraction.text, turn.extraction.project)
         self._next_seq = max([self._next_seq - 1, *seqs]) + 1

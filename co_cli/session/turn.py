@@ -43,6 +43,7 @@ from co_cli.session.recorder import Recorder, TurnRecord
 from co_cli.session.tool_stats import tool_calls_of
 from co_cli.store import CompactionRecord
 from co_cli.store.redact import as_saved
+from co_cli.store.turn_memories import SentMemory
 from co_cli.synthetic import CUT_OFF_NOTE, LENGTH_NOTE, close_interrupted, interrupted_response
 from co_cli.vocabulary import COMPACTING, WAITING_FOR_MODEL, MessageStatus
 
@@ -138,6 +139,7 @@ class Turns:
         self._made.clear()
         self._tasks_before = list(self.state.tasks)
         self.state.tool_seconds.clear()
+        self.state.memory_sent.clear()
         run = await self._run_agent(prompt, base, view, token, instructions)
         self._flush_notices(view)
         cut_off = _cut_off(run.result.new_messages(), self.engine.resolved.model) if run.result is not None else None
@@ -182,6 +184,7 @@ class Turns:
                 "failed",
                 tasks=self._changed_tasks(),
                 tool_calls=tool_calls_of(partial, self.state.tool_seconds),
+                memories=self._memories_sent(),
             )
         )
         return TurnOutcome("failed", error=describe_provider_error(failure))
@@ -275,6 +278,7 @@ class Turns:
                 pins=found,
                 tasks=self._changed_tasks(),
                 tool_calls=tool_calls_of(new, self.state.tool_seconds),
+                memories=self._memories_sent(),
                 extraction=self.background.extraction(prompt) if status == "ok" else None,
             )
         )
@@ -289,6 +293,10 @@ class Turns:
         # one a resume rebuilds.
         context.messages = as_saved(context.messages)
         self.state.context = context
+
+    def _memories_sent(self) -> list[SentMemory]:
+        """The memories the running turn's requests were sent, as saved with it."""
+        return [SentMemory(m.id, m.kind, m.text) for m in self.state.memory_sent.values()]
 
     def _changed_tasks(self) -> list[Task] | None:
         """The task list when the turn changed it (the model's set_tasks), else None; the instructions every

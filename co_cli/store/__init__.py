@@ -2,8 +2,8 @@
 
 ``Store`` opens the file once (``db``, the only way to run SQL) and hands out one object per table:
 ``sessions``, ``messages``, ``compactions``, ``pins``, ``usage``, ``search``, ``memories``, ``queue``,
-``locks``, ``tasks`` and ``tool_calls``. Writes that must commit together (a whole turn) use the tables'
-statement-level functions inside one ``store.db.transaction()``.
+``locks``, ``tasks``, ``tool_calls`` and ``turn_memories``. Writes that must commit together (a whole turn) use
+the tables' statement-level functions inside one ``store.db.transaction()``.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from co_cli.store.search import Search, SearchHit
 from co_cli.store.sessions import SessionInfo, Sessions
 from co_cli.store.tasks import TaskLists, TaskSnapshot
 from co_cli.store.tool_calls import ToolCalls
+from co_cli.store.turn_memories import TurnMemories
 from co_cli.store.usage import UsageLog
 
 if TYPE_CHECKING:
@@ -46,6 +47,7 @@ class Store:
         self.locks = OpenSessions(db)
         self.tasks = TaskLists(db)
         self.tool_calls = ToolCalls(db)
+        self.turn_memories = TurnMemories(db)
 
     # The memory tables are opened on first use: listing or resuming a session never needs them, and their
     # module compiles the secret patterns.

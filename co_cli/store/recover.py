@@ -55,9 +55,10 @@ _SESSION_ROWS = {
     ),
     "task_lists": "session_id, seq, created_at, source, items",
     "tool_calls": "session_id, seq, created_at, tool, outcome, seconds",
+    "turn_memories": "session_id, seq, created_at, memory_id, kind, text",
 }
-"""Further per-session tables copied as they are (pinned instructions, usage, task lists, tool calls), when the
-database has them."""
+"""Further per-session tables copied as they are (pinned instructions, usage, task lists, tool calls, the
+memories turns were sent), when the database has them."""
 _MEMORY_ROWS = {
     "memories": (
         "text, scope, project, kind, status, source_session, source_seq, created_at, updated_at, replaced_by, "

@@ -274,6 +274,26 @@ def _migrate_session_origin(conn: sqlite3.Connection) -> None:
     run_script(conn, "ALTER TABLE sessions ADD COLUMN origin TEXT NOT NULL DEFAULT 'terminal';")
 
 
+def _migrate_turn_memories(conn: sqlite3.Connection) -> None:
+    """The memories each turn's requests were sent: one row per memory (its id, kind and text as sent), filed
+    under the seq of the turn's prompt."""
+    run_script(
+        conn,
+        """
+        CREATE TABLE turn_memories (
+            id INTEGER PRIMARY KEY,
+            session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+            seq INTEGER NOT NULL,
+            created_at REAL NOT NULL,
+            memory_id INTEGER NOT NULL,
+            kind TEXT NOT NULL,
+            text TEXT NOT NULL
+        );
+        CREATE INDEX turn_memories_by_session ON turn_memories (session_id, id);
+        """,
+    )
+
+
 # MIGRATIONS[i] brings a database from version i to version i + 1.
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migrate_to_v1,
@@ -283,5 +303,6 @@ MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migrate_trash_and_usage,
     _migrate_tasks_and_tool_calls,
     _migrate_session_origin,
+    _migrate_turn_memories,
 )
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -324,7 +324,7 @@ class Sessions:
         SessionBusy if another process has it open."""
         with self._open.holding(session_id), self.db.transaction() as tx:
             find(tx, session_id)
-            for table in ("messages", "compactions", "pins", "turn_usage", "task_lists", "tool_calls"):
+            for table in ("messages", "compactions", "pins", "turn_usage", "task_lists", "tool_calls", "turn_memories"):
                 tx.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
             tx.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
         if files_root is not None:

@@ -203,6 +203,23 @@ function compactionNode(item) {
   return node;
 }
 
+function memoriesNode(item) {
+  // The memories the turn's requests were sent, folded under its prompt.
+  const node = el("details", "memories");
+  node.dataset.seq = item.seq;
+  node.appendChild(el("summary", null, `memories used: ${item.memories.length}`));
+  const list = el("ul");
+  for (const memory of item.memories) {
+    const li = el("li", "memory");
+    li.appendChild(el("span", "kind", memory.kind));
+    li.appendChild(el("span", "text", memory.text));
+    li.appendChild(el("span", "id", `#${memory.id}`));
+    list.appendChild(li);
+  }
+  node.appendChild(list);
+  return node;
+}
+
 function usageNode(item) {
   const node = el("div", "usage");
   if (item.role !== "chat") node.appendChild(el("span", "role", `${item.role} · `));
@@ -282,7 +299,7 @@ function renderRail(record) {
 function renderTranscript(record) {
   const box = $("transcript");
   clear(box);
-  const builders = { message: messageNode, compaction: compactionNode, usage: usageNode };
+  const builders = { message: messageNode, compaction: compactionNode, usage: usageNode, memories: memoriesNode };
   for (const item of record.items) box.appendChild(builders[item.type](item));
   if (!record.items.length) box.appendChild(el("div", "empty", "No messages yet."));
   box.scrollTop = box.scrollHeight;
