@@ -12,6 +12,7 @@ from co_cli.context.ledger import (
     Identifier,
     append_missing,
     check_summary,
+    complete_paths,
     extract_identifiers,
     find_identifiers,
     kept_verbatim,
@@ -344,3 +345,23 @@ def test_names_the_user_wrote_are_kept_by_the_ledger() -> None:
     result = reconcile("The billing code needs an approval; an upgrade to 2.9.1 failed.", span)
     assert "- Maria Keller" in result.text
     assert "- pydantic" in result.text
+
+
+def test_a_bare_file_name_in_a_summary_is_written_as_the_one_path_it_stands_for() -> None:
+    identifiers = [
+        Identifier("deploy/ledger/settings.prod.toml", "path", "user"),
+        Identifier("src/a/util.py", "path", "tool"),
+        Identifier("src/b/util.py", "path", "tool"),
+        Identifier("/var/run/ledger.lock", "path", "user"),
+    ]
+    summary = (
+        "Settings live in `settings.prod.toml`; deploy/ledger/settings.prod.toml is read at start. "
+        "util.py differs between packages. Delete ledger.lock on E4471; see settings.prod.toml.bak and "
+        "old/settings.prod.toml."
+    )
+    assert complete_paths(summary, identifiers) == (
+        "Settings live in `deploy/ledger/settings.prod.toml`; deploy/ledger/settings.prod.toml is read at start. "
+        "util.py differs between packages. Delete /var/run/ledger.lock on E4471; see settings.prod.toml.bak and "
+        "old/settings.prod.toml."
+    )
+    assert complete_paths("Nothing to do.", identifiers) == "Nothing to do."

@@ -23,6 +23,7 @@ from co_cli.context.ledger import (
     Identifier,
     append_missing,
     check_summary,
+    complete_paths,
     extract_identifiers,
     find_identifiers,
     select_missing,
@@ -33,7 +34,14 @@ from co_cli.context.summarize import standing_instruction_quotes, summarize_mess
 from co_cli.context.tokens import estimate_messages_tokens
 from co_cli.context.trim import is_plain_tool_return
 from co_cli.context.user_content import reject_reason
-from co_cli.context.user_words import Entry, UserWords, keep_user_words, user_entries
+from co_cli.context.user_words import (
+    Entry,
+    UserWords,
+    keep_user_words,
+    stated_next_steps,
+    user_entries,
+    with_stated_next_steps,
+)
 from co_cli.errors import CoError
 from co_cli.message_view import content_text, part_text
 from co_cli.synthetic import ack_response, covers, is_ack, is_summary, summary_request
@@ -248,12 +256,16 @@ def _earlier_prose_identifiers(span: Sequence[ModelMessage]) -> list[Identifier]
     return list(found.values())
 
 
-def _with_user_words(body: str, words: UserWords, span: Sequence[ModelMessage]) -> tuple[str, str]:
-    """The summary's text: the summariser's ``body``, the user's own words and the identifiers both lack
-    ("Kept verbatim"); and the check line, which counts what the summariser itself kept."""
+def _with_user_words(
+    body: str, words: UserWords, span: Sequence[ModelMessage], next_steps: Sequence[str] = ()
+) -> tuple[str, str]:
+    """The summary's text: the summariser's ``body`` with bare file names completed to their paths and the
+    user's stated next steps quoted under its "Pending" heading, the user's own words, and the identifiers
+    both lack ("Kept verbatim"); and the check line, which counts what the summariser itself kept."""
     identifiers = extract_identifiers(span)
     own = check_summary(body, identifiers)
-    text = f"{body.rstrip()}\n\n{words.render()}" if words else body
+    text = with_stated_next_steps(complete_paths(body, identifiers), next_steps)
+    text = f"{text.rstrip()}\n\n{words.render()}" if words else text
     full = check_summary(text, identifiers)
     appended = len(select_missing(full))
     text = append_missing(text, full)
@@ -294,9 +306,10 @@ def _fit_user_words(
     within ``target`` tokens: the budget is what the bare summary leaves, shrunk by what the appended
     identifiers take, at last to nothing. ``size`` over ``target`` means even the bare summary is too big."""
     budget = max(0, min(budget_tokens, target - size_of(summary_request(n, body, latest))))
+    next_steps = stated_next_steps(entries)
     for attempt in range(3):
         words = keep_user_words(entries, budget, omitted=omitted)
-        text, check = _with_user_words(body, words, span)
+        text, check = _with_user_words(body, words, span, next_steps)
         summary = summary_request(n, text, latest, words.info() if words else None)
         size = size_of(summary)
         if size <= target or budget == 0:

@@ -36,6 +36,7 @@ __all__ = [
     "Source",
     "append_missing",
     "check_summary",
+    "complete_paths",
     "extract_identifiers",
     "find_identifiers",
     "kept_verbatim",
@@ -682,6 +683,30 @@ def check_summary(summary_text: str, identifiers: Sequence[Identifier]) -> Ledge
             present = _contains(summary_text, ident.text)
         (kept if present else missing).append(ident)
     return LedgerCheck(tuple(kept), tuple(missing))
+
+
+def _file_name(path: str) -> str | None:
+    """The last part of a path when it names a file ("settings.prod.toml"), else None."""
+    name = path.rstrip("/").rsplit("/", 1)[-1]
+    return name if len(name) >= 4 and "." in name.strip(".") else None
+
+
+def complete_paths(summary_text: str, identifiers: Sequence[Identifier]) -> str:
+    """``summary_text`` with each bare file name that stands for exactly one path of the stretch written as
+    that path ("settings.prod.toml" -> "deploy/ledger/settings.prod.toml"). A small summariser drops
+    directories, and a name alone leaves the assistant guessing which file was meant; a name that two paths
+    share is left as written."""
+    paths: dict[str, set[str]] = {}
+    for ident in identifiers:
+        name = _file_name(ident.text) if ident.kind == "path" and "/" in ident.text else None
+        if name is not None:
+            paths.setdefault(name, set()).add(ident.text)
+    for name, found in paths.items():
+        if len(found) == 1:
+            (path,) = found
+            bare = re.compile(rf"(?<![\w./~-]){re.escape(name)}(?![\w/-]|\.\w)")
+            summary_text = bare.sub(path.replace("\\", "\\\\"), summary_text)
+    return summary_text
 
 
 def _item_line(ident: Identifier) -> str:

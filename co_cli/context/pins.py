@@ -19,7 +19,15 @@ from pydantic_ai.messages import ModelMessage
 
 from co_cli.message_view import user_text
 
-__all__ = ["MAX_PIN_CHARS", "detect_standing_instructions", "is_instruction", "sentences", "verify_pins"]
+__all__ = [
+    "MAX_PIN_CHARS",
+    "detect_standing_instructions",
+    "is_instruction",
+    "is_question",
+    "is_standing",
+    "sentences",
+    "verify_pins",
+]
 
 MAX_PIN_CHARS = 400
 """A longer "sentence" (a paragraph without stops) is not a pin."""
@@ -86,7 +94,7 @@ def _words(text: str) -> list[str]:
     return [word.lower().replace("’", "'") for word in _WORD_RE.findall(text)]
 
 
-def _is_question(sentence: str) -> bool:
+def is_question(sentence: str) -> bool:
     if sentence.rstrip("\"')]").endswith("?"):
         return True
     words = _words(sentence)
@@ -102,7 +110,7 @@ def _has_rule_shape(sentence: str) -> bool:
     words = _words(sentence)
     if len(words) < 2:
         return False
-    if _is_question(sentence):
+    if is_question(sentence):
         return "please" in words and not sentence.rstrip().endswith("?")
     return words[0] in _IMPERATIVE_STARTS or bool(_RULE_RE.search(sentence)) or bool(_WANT_RE.search(sentence))
 
@@ -114,7 +122,7 @@ def is_instruction(sentence: str) -> bool:
 
 def _is_stated_constraint(sentence: str) -> bool:
     """A complete statement (not a question) of at least four words that ends a clause."""
-    if len(sentence) > MAX_PIN_CHARS or _is_question(sentence):
+    if len(sentence) > MAX_PIN_CHARS or is_question(sentence):
         return False
     return len(_words(sentence)) >= 4 and sentence.rstrip("\"')]").endswith((".", "!"))
 
@@ -201,7 +209,7 @@ _NOT_STANDING_RE = re.compile(
 
 def is_standing(sentence: str) -> bool:
     """Whether one sentence of the user's states a rule or preference ("Never run migrations on prod.")."""
-    if len(sentence) > MAX_PIN_CHARS or len(_words(sentence)) < 3 or _is_question(sentence):
+    if len(sentence) > MAX_PIN_CHARS or len(_words(sentence)) < 3 or is_question(sentence):
         return False
     if _NOT_STANDING_RE.search(sentence):
         return False

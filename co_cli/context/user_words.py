@@ -3,13 +3,15 @@
 A summary loses what the user said in plain words first: a rule about how to answer, the person who must
 approve a change, the library whose upgrade failed. So beside a summary co keeps the user's messages of the
 replaced stretch verbatim, the newest first within a budget; each older message keeps one shortened line
-(its first sentence and every identifier in it). The list is carried in the summary message's metadata, so
-a later compaction that summarises this summary carries it on (re-budgeted, newest first: a shortened line
-stays shortened). Pure functions over messages; the budget comes from the caller.
+(its sentences that carry an identifier or a rule, and every other identifier in it). The list is carried
+in the summary message's metadata, so a later compaction that summarises this summary carries it on
+(re-budgeted, newest first: a shortened line stays shortened). Pure functions over messages; the budget
+comes from the caller.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -17,18 +19,37 @@ from typing import Any
 from pydantic_ai.messages import ModelMessage
 
 from co_cli.context.ledger import find_identifiers
-from co_cli.context.pins import sentences
+from co_cli.context.pins import is_question, is_standing, sentences
 from co_cli.message_view import user_text
 from co_cli.synthetic import carried_info, carried_request, is_ack, is_summary
 from co_cli.text_tokens import estimate_text_tokens
 
-__all__ = ["CARRIED_KEY", "USER_WORDS_HEADING", "UserWords", "keep_user_words", "shorten", "user_entries"]
+__all__ = [
+    "CARRIED_KEY",
+    "USER_WORDS_HEADING",
+    "UserWords",
+    "keep_user_words",
+    "shorten",
+    "stated_next_steps",
+    "user_entries",
+    "with_stated_next_steps",
+]
 
 CARRIED_KEY = "user_words"
 USER_WORDS_HEADING = (
     "What the user wrote in these messages, verbatim (oldest first; a line starting with ~ is shortened):"
 )
 SHORT_SENTENCE_CHARS = 160
+SHORT_LINE_CHARS = 320
+"""A shortened line's sentences, together (one sentence always, cut at ``SHORT_SENTENCE_CHARS``)."""
+MIN_SENTENCE_WORDS = 4
+"""Shorter sentences ("Hi!", "Not yet.") stand for a message only when it has nothing else."""
+NEXT_STEP_HEADING = "The next step, as the user stated it:"
+NEXT_STEP_QUOTES = 2
+_NEXT_STEP_RE = re.compile(r"\bnext (?:step|steps|thing|task)\b", re.IGNORECASE)
+_PENDING_HEADING_RE = re.compile(
+    r"^[ \t]*(?:#{1,6}[ \t]*|\*\*)?[^\n]{0,30}\b(?:pending|next steps?)\b[^\n]{0,30}$", re.IGNORECASE | re.MULTILINE
+)
 SHORT_IDENTIFIERS = 12
 
 
@@ -126,19 +147,48 @@ def user_entries(messages: Sequence[ModelMessage], *, exclude_latest: str | None
     return entries, omitted
 
 
+def _says_something(sentence: str, identifiers: Sequence[str]) -> bool:
+    """Whether a sentence carries content of its own: an identifier, or a rule the user stated."""
+    return bool(identifiers) or is_standing(sentence)
+
+
+def _clip_sentence(sentence: str) -> str:
+    if len(sentence) <= SHORT_SENTENCE_CHARS:
+        return sentence
+    return sentence[: SHORT_SENTENCE_CHARS - 1].rstrip() + "…"
+
+
 def shorten(text: str) -> str:
-    """One line for an older message: its first sentence and every identifier of the message that sentence
-    lacks."""
+    """One line for an older message: the sentences that say something (each with an identifier, or a rule
+    the user stated), in order and within ``SHORT_LINE_CHARS``, else its first sentence of some length; then
+    every identifier of the message those sentences lack. "Not yet. All settings live in a/b.toml. Please
+    read it." keeps its middle sentence, not the greeting."""
     parts = sentences(text)
-    first = parts[0] if parts else " ".join(text.split())
-    if len(first) > SHORT_SENTENCE_CHARS:
-        first = first[: SHORT_SENTENCE_CHARS - 1].rstrip() + "…"
-    rest = [found for found, _ in find_identifiers(text) if found not in first][:SHORT_IDENTIFIERS]
-    if len(parts) > 1 and rest:
-        return f"{first} … [{', '.join(rest)}]"
-    if len(parts) > 1:
-        return f"{first} …"
-    return first
+    if not parts:
+        return _clip_sentence(" ".join(text.split()))
+    found = [[name for name, _ in find_identifiers(part)] for part in parts]
+    chosen = [i for i, part in enumerate(parts) if _says_something(part, found[i])]
+    if not chosen:
+        long_enough = [i for i, part in enumerate(parts) if len(part.split()) >= MIN_SENTENCE_WORDS]
+        chosen = long_enough[:1] or [0]
+    pieces: list[str] = []
+    length = 0
+    previous = -1
+    for index in chosen:
+        piece = _clip_sentence(parts[index])
+        if pieces and length + len(piece) > SHORT_LINE_CHARS:
+            break
+        if index > previous + 1 and pieces:
+            pieces.append("…")
+        pieces.append(piece)
+        length += len(piece) + 1
+        previous = index
+    line = " ".join(pieces)
+    rest = [name for name, _ in find_identifiers(text) if name not in line][:SHORT_IDENTIFIERS]
+    more = " …" if previous < len(parts) - 1 or len(pieces) < len(chosen) else ""
+    if rest:
+        return f"{line} … [{', '.join(rest)}]"
+    return line + more
 
 
 def keep_user_words(entries: Sequence[Entry], budget_tokens: int, *, omitted: int = 0) -> UserWords:
@@ -165,3 +215,28 @@ def keep_user_words(entries: Sequence[Entry], budget_tokens: int, *, omitted: in
         first += 1
     shortened = lines[first : index + 1]
     return UserWords(tuple(reversed(verbatim)), tuple(shortened), omitted + first)
+
+
+def stated_next_steps(entries: Sequence[Entry]) -> list[str]:
+    """The user's own sentences that name the next step ("Next step once we are done here: write …"), the
+    newest last, at most ``NEXT_STEP_QUOTES``. A summariser tends to put its own idea of the next step under
+    its "Pending" heading, and a small model answers "what is the next step?" from that heading."""
+    found: list[str] = []
+    for entry in entries:
+        for sentence in sentences(entry.text.lstrip("~ ")):
+            if _NEXT_STEP_RE.search(sentence) and not is_question(sentence):
+                found.append(_clip_sentence(sentence))
+    return list(dict.fromkeys(found))[-NEXT_STEP_QUOTES:]
+
+
+def with_stated_next_steps(body: str, quotes: Sequence[str]) -> str:
+    """A summary ``body`` with the user's stated next steps quoted right under its "Pending and next step"
+    heading (or at its end when it has none); quotes the body already holds are not repeated."""
+    new = [quote for quote in quotes if quote not in body]
+    if not new:
+        return body
+    block = "\n".join([NEXT_STEP_HEADING, *(f"> {quote}" for quote in new)])
+    heading = _PENDING_HEADING_RE.search(body)
+    if heading is None:
+        return f"{body.rstrip()}\n\n{block}"
+    return f"{body[: heading.end()]}\n{block}{body[heading.end() :]}"
