@@ -187,7 +187,7 @@ class Settings(BaseSettings):
         20000,
         ge=0,
         description="Tokens of your own messages kept verbatim beside a summary (newest first; never more than a "
-        "quarter of the window); older ones keep their first sentence and identifiers.",
+        "quarter of the window); older ones keep the sentences that hold an identifier or a rule.",
     )
     local_n_ctx: Int = Field(4096, ge=512, description="Context size (n_ctx) of the embedded local model.")
     local_max_tokens: Int = Field(512, ge=16, description="Cap on tokens per answer of the embedded local model.")

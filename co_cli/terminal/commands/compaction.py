@@ -73,7 +73,8 @@ def _show_compaction(host: CommandHost) -> None:
         if USER_WORDS_HEADING in summary:
             host.info(
                 "Your own messages are kept word for word beside the summary (the newest first; older ones as "
-                "their first sentence and identifiers): a summary loses what you said in plain words first."
+                "their sentences that hold an identifier or a rule): a summary loses what you said in plain words "
+                "first."
             )
     if host.conv.pins:
         host.show("\n".join(["Pins:", *(f"{n}. {pin.text}" for n, pin in enumerate(host.conv.pins, 1))]))
