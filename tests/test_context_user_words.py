@@ -12,15 +12,12 @@ from co_cli.context.policy import GovernorConfig, user_words_budget
 from co_cli.context.report import context_report
 from co_cli.context.user_content import reject_reason
 from co_cli.context.user_words import (
-    NEXT_STEP_HEADING,
     SHORT_LINE_CHARS,
     USER_WORDS_HEADING,
     Entry,
     carried_words,
     keep_user_words,
     shorten,
-    stated_next_steps,
-    with_stated_next_steps,
 )
 from co_cli.synthetic import is_summary
 from co_cli.text_tokens import estimate_text_tokens
@@ -111,25 +108,6 @@ def test_shortened_lines_stay_short_and_keep_every_identifier() -> None:
     assert all(f"src/m{i}.py" in line for i in range(12))
 
 
-def test_the_users_stated_next_step_is_quoted_under_the_summarys_pending_heading() -> None:
-    entries = [
-        Entry("The demo is on March 14. Next step once we are done here: write scripts/backfill.py."),
-        Entry("What is the next step for the parser?"),  # a question states no step
-    ]
-    quotes = stated_next_steps(entries)
-    assert quotes == ["Next step once we are done here: write scripts/backfill.py."]
-    body = "## Goal\nShip the ledger.\n\n## Pending and next step\n- Add an outbox table.\n"
-    text = with_stated_next_steps(body, quotes)
-    assert text.index("## Pending and next step") < text.index(NEXT_STEP_HEADING) < text.index("> Next step once")
-    assert text.index("> Next step once") < text.index("- Add an outbox table.")
-    # no such heading: at the end; already there: not repeated
-    assert with_stated_next_steps("## Goal\nShip it.", quotes).endswith(
-        "> Next step once we are done here: write scripts/backfill.py."
-    )
-    assert with_stated_next_steps(text, quotes) == text
-    assert with_stated_next_steps(body, []) == body
-
-
 def test_the_budget_is_the_setting_within_a_quarter_of_the_window() -> None:
     assert user_words_budget(20_000, 4096) == 1024
     assert user_words_budget(20_000, 200_000) == 20_000
@@ -156,28 +134,6 @@ async def test_a_summary_keeps_the_users_words_verbatim_beside_it() -> None:
     assert "; 4 of your messages kept verbatim." in line
     # the check counts what the summariser itself kept, and says the rest is in the user's own words
     assert "summary kept 1/" in result.check and "more in your own words" in result.check
-
-
-async def test_an_accepted_summary_quotes_the_next_step_the_user_stated() -> None:
-    """A summariser writes its own idea of the next step under "Pending"; the user's stated one is quoted
-    right under that heading, and once only after a later compaction."""
-    prompts = [
-        "The demo is on March 14. Next step once we are done here: write scripts/backfill.py for last month.",
-        "How does the outbox table work?",
-    ]
-    body = "## Goal\nShip the ledger service.\n\n## Pending and next step\n- Create the outbox table."
-    model, _ = recording_model(body)
-    result = await compact_middle(chatty(prompts), model, max_history_messages=4)
-    assert isinstance(result, CompactionResult) and result.method == "summary"
-    text = texts_of([result.replacement[result.head]])
-    quote = "> Next step once we are done here: write scripts/backfill.py for last month."
-    assert text.index("## Pending and next step") < text.index(quote) < text.index("- Create the outbox table.")
-    later = [*result.messages[:-1], *chatty(["Now about logging?", "And the log format?", "Which level?"])]
-    copied = texts_of([result.replacement[result.head]]).split("\n\n" + USER_WORDS_HEADING)[0]
-    model, _ = recording_model(copied)  # a summariser that copies the earlier summary, quote and all
-    second = await compact_middle(later, model, max_history_messages=4)
-    assert isinstance(second, CompactionResult) and second.method == "summary"
-    assert texts_of([second.replacement[second.head]]).count(quote) == 1
 
 
 async def test_the_users_words_are_carried_through_a_later_compaction() -> None:

@@ -34,14 +34,8 @@ from co_cli.context.summarize import standing_instruction_quotes, summarize_mess
 from co_cli.context.tokens import estimate_messages_tokens
 from co_cli.context.trim import is_plain_tool_return
 from co_cli.context.user_content import reject_reason
-from co_cli.context.user_words import (
-    Entry,
-    UserWords,
-    keep_user_words,
-    stated_next_steps,
-    user_entries,
-    with_stated_next_steps,
-)
+from co_cli.context.user_quotes import CHANGES, NEXT_STEP, quote_user, stated
+from co_cli.context.user_words import Entry, UserWords, keep_user_words, user_entries
 from co_cli.errors import CoError
 from co_cli.message_view import content_text, part_text
 from co_cli.synthetic import ack_response, covers, is_ack, is_summary, summary_request
@@ -257,14 +251,17 @@ def _earlier_prose_identifiers(span: Sequence[ModelMessage]) -> list[Identifier]
 
 
 def _with_user_words(
-    body: str, words: UserWords, span: Sequence[ModelMessage], next_steps: Sequence[str] = ()
+    body: str, words: UserWords, span: Sequence[ModelMessage], entries: Sequence[Entry] = ()
 ) -> tuple[str, str]:
     """The summary's text: the summariser's ``body`` with bare file names completed to their paths and the
-    user's stated next steps quoted under its "Pending" heading, the user's own words, and the identifiers
-    both lack ("Kept verbatim"); and the check line, which counts what the summariser itself kept."""
+    next step and the changes the user stated quoted into it (``user_quotes``), the user's own words, and the
+    identifiers all these lack ("Kept verbatim"); and the check line, which counts what the summariser itself
+    kept."""
     identifiers = extract_identifiers(span)
     own = check_summary(body, identifiers)
-    text = with_stated_next_steps(complete_paths(body, identifiers), next_steps)
+    text = complete_paths(body, identifiers)
+    for kind in (NEXT_STEP, CHANGES):
+        text = quote_user(text, kind, stated(entries, kind))
     text = f"{text.rstrip()}\n\n{words.render()}" if words else text
     full = check_summary(text, identifiers)
     appended = len(select_missing(full))
@@ -306,10 +303,9 @@ def _fit_user_words(
     within ``target`` tokens: the budget is what the bare summary leaves, shrunk by what the appended
     identifiers take, at last to nothing. ``size`` over ``target`` means even the bare summary is too big."""
     budget = max(0, min(budget_tokens, target - size_of(summary_request(n, body, latest))))
-    next_steps = stated_next_steps(entries)
     for attempt in range(3):
         words = keep_user_words(entries, budget, omitted=omitted)
-        text, check = _with_user_words(body, words, span, next_steps)
+        text, check = _with_user_words(body, words, span, entries)
         summary = summary_request(n, text, latest, words.info() if words else None)
         size = size_of(summary)
         if size <= target or budget == 0:

@@ -11,7 +11,6 @@ comes from the caller.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,7 +18,7 @@ from typing import Any
 from pydantic_ai.messages import ModelMessage
 
 from co_cli.context.ledger import find_identifiers
-from co_cli.context.pins import is_question, is_standing, sentences
+from co_cli.context.pins import is_standing, sentences
 from co_cli.message_view import user_text
 from co_cli.synthetic import carried_info, carried_request, is_ack, is_summary
 from co_cli.text_tokens import estimate_text_tokens
@@ -30,9 +29,7 @@ __all__ = [
     "UserWords",
     "keep_user_words",
     "shorten",
-    "stated_next_steps",
     "user_entries",
-    "with_stated_next_steps",
 ]
 
 CARRIED_KEY = "user_words"
@@ -44,12 +41,6 @@ SHORT_LINE_CHARS = 320
 """A shortened line's sentences, together (one sentence always, cut at ``SHORT_SENTENCE_CHARS``)."""
 MIN_SENTENCE_WORDS = 4
 """Shorter sentences ("Hi!", "Not yet.") stand for a message only when it has nothing else."""
-NEXT_STEP_HEADING = "The next step, as the user stated it:"
-NEXT_STEP_QUOTES = 2
-_NEXT_STEP_RE = re.compile(r"\bnext (?:step|steps|thing|task)\b", re.IGNORECASE)
-_PENDING_HEADING_RE = re.compile(
-    r"^[ \t]*(?:#{1,6}[ \t]*|\*\*)?[^\n]{0,30}\b(?:pending|next steps?)\b[^\n]{0,30}$", re.IGNORECASE | re.MULTILINE
-)
 SHORT_IDENTIFIERS = 12
 
 
@@ -152,7 +143,7 @@ def _says_something(sentence: str, identifiers: Sequence[str]) -> bool:
     return bool(identifiers) or is_standing(sentence)
 
 
-def _clip_sentence(sentence: str) -> str:
+def clip_sentence(sentence: str) -> str:
     if len(sentence) <= SHORT_SENTENCE_CHARS:
         return sentence
     return sentence[: SHORT_SENTENCE_CHARS - 1].rstrip() + "…"
@@ -165,7 +156,7 @@ def shorten(text: str) -> str:
     read it." keeps its middle sentence, not the greeting."""
     parts = sentences(text)
     if not parts:
-        return _clip_sentence(" ".join(text.split()))
+        return clip_sentence(" ".join(text.split()))
     found = [[name for name, _ in find_identifiers(part)] for part in parts]
     chosen = [i for i, part in enumerate(parts) if _says_something(part, found[i])]
     if not chosen:
@@ -175,7 +166,7 @@ def shorten(text: str) -> str:
     length = 0
     previous = -1
     for index in chosen:
-        piece = _clip_sentence(parts[index])
+        piece = clip_sentence(parts[index])
         if pieces and length + len(piece) > SHORT_LINE_CHARS:
             break
         if index > previous + 1 and pieces:
@@ -215,28 +206,3 @@ def keep_user_words(entries: Sequence[Entry], budget_tokens: int, *, omitted: in
         first += 1
     shortened = lines[first : index + 1]
     return UserWords(tuple(reversed(verbatim)), tuple(shortened), omitted + first)
-
-
-def stated_next_steps(entries: Sequence[Entry]) -> list[str]:
-    """The user's own sentences that name the next step ("Next step once we are done here: write …"), the
-    newest last, at most ``NEXT_STEP_QUOTES``. A summariser tends to put its own idea of the next step under
-    its "Pending" heading, and a small model answers "what is the next step?" from that heading."""
-    found: list[str] = []
-    for entry in entries:
-        for sentence in sentences(entry.text.lstrip("~ ")):
-            if _NEXT_STEP_RE.search(sentence) and not is_question(sentence):
-                found.append(_clip_sentence(sentence))
-    return list(dict.fromkeys(found))[-NEXT_STEP_QUOTES:]
-
-
-def with_stated_next_steps(body: str, quotes: Sequence[str]) -> str:
-    """A summary ``body`` with the user's stated next steps quoted right under its "Pending and next step"
-    heading (or at its end when it has none); quotes the body already holds are not repeated."""
-    new = [quote for quote in quotes if quote not in body]
-    if not new:
-        return body
-    block = "\n".join([NEXT_STEP_HEADING, *(f"> {quote}" for quote in new)])
-    heading = _PENDING_HEADING_RE.search(body)
-    if heading is None:
-        return f"{body.rstrip()}\n\n{block}"
-    return f"{body[: heading.end()]}\n{block}{body[heading.end() :]}"
