@@ -2,7 +2,7 @@
 rolling summary on the same model.
 
 Run: python bench/bench_recall.py [-m MODEL] [--base-url URL] [--window N] [--turns 36] [--limits 40 12]
-                                    [--ask] [--no-baseline] [--scripted copy|lossy]
+                                    [--ask] [--no-baseline] [--scripted copy|lossy] [--dump DIR]
 
 A scripted conversation (tests/support/planted_facts.py) states 12 facts early (a codename, a region, a
 port, a config path, an error code and its fix, a decision, a hard rule, a style preference, a failed
@@ -23,7 +23,8 @@ facts found (a) in what the last request would send (instructions with pins incl
 (b) in the model's answers to one question per fact, the harder kinds apart ("+3": of 3), and how many answers
 gave a value the user had since changed. The baseline is a plain rolling summary: past the same message
 limit, the middle (earlier summary included) is replaced by the model's answer to "Summarise this
-conversation", with no ledger, no digest and no pins.
+conversation", with no ledger, no digest and no pins. --dump DIR writes each row's final context (what the
+questions are asked with) to DIR as a transcript.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ from co_cli.context.boundaries import find_head_end, find_tail_start  # noqa: E4
 from co_cli.context.governor import ContextGovernor, GovernorEvent  # noqa: E402
 from co_cli.context.policy import GovernorConfig  # noqa: E402
 from co_cli.context.summarize import render_transcript  # noqa: E402
+from co_cli.context.tokens import estimate_messages_tokens  # noqa: E402
 from co_cli.message_view import views  # noqa: E402
 from co_cli.models import resolve_model  # noqa: E402
 from co_cli.session.instructions import pins_section  # noqa: E402
@@ -122,7 +124,18 @@ def scripted_model(kind: str) -> Model:
     return scripted_summariser(respond, model_name=f"scripted-{kind}")
 
 
-async def run_co(model: Model, window: int, limit: int, turns: int, ask_model: bool, work: Path) -> Outcome:
+def dump_context(path: Path | None, instructions: str, context: list[ModelMessage]) -> None:
+    """The context the questions are asked with, as a transcript, for reading what the model saw."""
+    if path is None:
+        return
+    tokens = estimate_messages_tokens(context)
+    lines = [f"~{tokens:,} tokens in {len(context)} messages", f"[Instructions]\n{instructions or '(none)'}"]
+    path.write_text("\n\n".join([*lines, *render_transcript(context)]) + "\n")
+
+
+async def run_co(
+    model: Model, window: int, limit: int, turns: int, ask_model: bool, work: Path, dump: Path | None = None
+) -> Outcome:
     outcome = Outcome()
     pins: list[str] = []
 
@@ -160,12 +173,14 @@ async def run_co(model: Model, window: int, limit: int, turns: int, ask_model: b
     outcome.seconds = time.perf_counter() - start
     instructions = pins_section(pins)
     outcome.count_kept(text_of(sent) + instructions)
+    final = governor.process(working).sendable
+    dump_context(dump / f"co-{limit}.txt" if dump else None, instructions, final)
     if ask_model:
-        await ask(model, governor.process(working).sendable, instructions, outcome)
+        await ask(model, final, instructions, outcome)
     return outcome
 
 
-async def run_plain(model: Model, limit: int, turns: int, ask_model: bool) -> Outcome:
+async def run_plain(model: Model, limit: int, turns: int, ask_model: bool, dump: Path | None = None) -> Outcome:
     """The baseline: a plain rolling summary past the same message limit."""
     outcome = Outcome()
     agent: Agent[None, str] = Agent(model)
@@ -191,6 +206,7 @@ async def run_plain(model: Model, limit: int, turns: int, ask_model: bool) -> Ou
     outcome.seconds = time.perf_counter() - start
     outcome.methods = {"plain": outcome.compactions}
     outcome.count_kept(text_of(working))
+    dump_context(dump / f"plain-{limit}.txt" if dump else None, "", working)
     if ask_model:
         await ask(model, working, "", outcome)
     return outcome
@@ -216,6 +232,7 @@ async def main() -> None:
     parser.add_argument("--limits", type=int, nargs="+", default=[40, 12])
     parser.add_argument("--ask", action="store_true", help="also ask the model one question per fact at the end")
     parser.add_argument("--no-baseline", action="store_true")
+    parser.add_argument("--dump", type=Path, help="write the final context of each row to this directory")
     args = parser.parse_args()
     if args.scripted and args.ask:
         parser.error("--ask needs a model to answer; --scripted has none")
@@ -240,9 +257,11 @@ async def main() -> None:
         )
         print("|---|---|---|---|---|---|")
         for limit in args.limits:
-            print(row("co", limit, await run_co(model, window, limit, args.turns, args.ask, work)), flush=True)
+            outcome = await run_co(model, window, limit, args.turns, args.ask, work, args.dump)
+            print(row("co", limit, outcome), flush=True)
             if not args.no_baseline:
-                print(row("plain rolling", limit, await run_plain(model, limit, args.turns, args.ask)), flush=True)
+                outcome = await run_plain(model, limit, args.turns, args.ask, args.dump)
+                print(row("plain rolling", limit, outcome), flush=True)
 
 
 if __name__ == "__main__":
