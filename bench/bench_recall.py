@@ -124,6 +124,22 @@ def scripted_model(kind: str) -> Model:
     return scripted_summariser(respond, model_name=f"scripted-{kind}")
 
 
+async def governed(governor: ContextGovernor, model: Model, working: list[ModelMessage]) -> list[ModelMessage]:
+    """The context the questions are asked with, as the REPL sends it: the next request goes through the
+    governor, which compacts first when the conversation is over its limits (the last turn's answer may have
+    taken it there). Without this the questions could be asked with more than the window holds, and the
+    model's server would cut the start of the conversation (the summary) away."""
+    probe = ModelRequest(parts=[UserPromptPart(FACTS[0].question)])
+    request = ModelRequestContext(
+        model=model,
+        messages=[*working, probe],
+        model_settings=None,
+        model_request_parameters=ModelRequestParameters(),
+    )
+    ctx: Any = SimpleNamespace(run_id="questions")
+    return list((await governor.before_model_request(ctx, request)).messages)[:-1]
+
+
 def dump_context(path: Path | None, instructions: str, context: list[ModelMessage]) -> None:
     """The context the questions are asked with, as a transcript, for reading what the model saw."""
     if path is None:
@@ -173,7 +189,7 @@ async def run_co(
     outcome.seconds = time.perf_counter() - start
     instructions = pins_section(pins)
     outcome.count_kept(text_of(sent) + instructions)
-    final = governor.process(working).sendable
+    final = await governed(governor, model, working)
     dump_context(dump / f"co-{limit}.txt" if dump else None, instructions, final)
     if ask_model:
         await ask(model, final, instructions, outcome)

@@ -71,8 +71,9 @@ def stated(entries: Sequence[Entry], kind: QuoteKind) -> list[str]:
 
 def quote_user(body: str, kind: QuoteKind, quotes: Sequence[str]) -> str:
     """A summary ``body`` with ``quotes`` under ``kind``'s heading, placed as ``QuoteKind.under`` says;
-    quotes the body already holds are not repeated."""
-    new = [quote for quote in quotes if quote not in body]
+    quotes the body already holds (in any case) are not repeated."""
+    held = body.casefold()
+    new = [quote for quote in quotes if quote.casefold() not in held]
     if not new:
         return body
     block = "\n".join([kind.heading, *(f"> {quote}" for quote in new)])
