@@ -6,11 +6,11 @@ No terminal I/O here: the caller passes a ``TurnView`` that receives what happen
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from pydantic_ai import CancellationToken, capture_run_messages
+from pydantic_ai import CancellationToken, RunContext, capture_run_messages
 from pydantic_ai.exceptions import RunCancelled
 from pydantic_ai.messages import (
     AgentStreamEvent,
@@ -26,7 +26,6 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 from pydantic_ai.models import Model
-from pydantic_ai.run import AgentRunResultEvent
 
 from co_cli.context.compact import CompactionResult, compaction_line
 from co_cli.context.governor import GovernorEvent
@@ -193,16 +192,25 @@ class Turns:
         self, prompt: str, base: list[ModelMessage], view: TurnView, token: CancellationToken, instructions: str = ""
     ) -> _Run:
         run = _Run()
+        tool_names: dict[str, str] = {}
+
+        async def show(_ctx: RunContext[Any], events: AsyncIterable[AgentStreamEvent]) -> None:
+            # Called inside the run, in this task: each event reaches the view without a hop through
+            # another task (``run_stream_events`` hands every event over a zero-buffer stream).
+            async for event in events:
+                self._flush_notices(view)
+                _show_event(event, view, tool_names)
+
         with capture_run_messages() as captured:
             try:
-                async with self.engine.agent.run_stream_events(
+                run.result = await self.engine.agent.run(
                     prompt,
                     message_history=base,
                     deps=self.engine.deps,
                     cancellation_token=token,
                     instructions=instructions or None,
-                ) as events:
-                    run.result = await self._show_events(events, view)
+                    event_stream_handler=show,
+                )
             except RunCancelled as exc:
                 run.cancelled = exc
             except Exception as exc:  # provider failures: one clear line, nothing lost
@@ -210,18 +218,6 @@ class Turns:
         if run.result is None:
             run.partial = [m for m in captured[len(base) :] if m.parts]  # a failed stream leaves an empty response
         return run
-
-    async def _show_events(self, events: AsyncIterator[Any], view: TurnView) -> Any:
-        """Pass a run's events to the view; return the run's result."""
-        tool_names: dict[str, str] = {}
-        result = None
-        async for event in events:
-            self._flush_notices(view)
-            if isinstance(event, AgentRunResultEvent):
-                result = event.result
-            else:
-                _show_event(event, view, tool_names)
-        return result
 
     def on_governor_event(self, event: GovernorEvent) -> None:
         if event.kind == "compacting":
