@@ -175,3 +175,25 @@ def test_a_resent_history_finds_its_session_among_many_with_the_same_last_prompt
 
     wanted, found = asyncio.run(run())
     assert found == wanted
+
+
+def test_pieces_that_come_within_the_pace_are_handed_over_together(
+    ctx: ServeContext, scripted_server: ScriptedServer
+) -> None:
+    """A stream written once per ``pace`` instead of once per piece: the first piece at once, those that follow
+    it within the pace together, the turn's end with the last of them; nothing lost or reordered."""
+    answer = "pieces of two letters each, forty of them in all, for a stream"
+    scripted_server.script(Text(answer, chunk_size=2, delay=0.002))
+
+    async def run() -> list[list[object]]:
+        turn = await ctx.chats.start(TurnRequest("stream it"))
+        batches = [list(batch) async for batch in turn.batches(pace=0.5)]
+        await ctx.chats.close()
+        return batches
+
+    batches = asyncio.run(run())
+    pieces = [event for batch in batches for event in batch if isinstance(event, TextDelta)]
+    assert "".join(piece.text for piece in pieces) == answer and len(pieces) > 20
+    assert len(batches) < len(pieces) / 4, [len(batch) for batch in batches]
+    assert [type(event) for event in batches[0]] == [TextDelta]
+    assert isinstance(batches[-1][-1], Finished) and isinstance(batches[-1][0], TextDelta)
