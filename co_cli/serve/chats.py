@@ -35,7 +35,7 @@ from co_cli.models import ResolvedModel
 from co_cli.serve.errors import ApiError
 from co_cli.serve.history import ChatMessage, seed_history, session_matching
 from co_cli.serve.served_models import ServedModels
-from co_cli.session import Conversation, TurnOutcome
+from co_cli.session import Conversation, TurnOutcome, off_loop
 from co_cli.store import SessionInfo, Store
 from co_cli.store.usage import TurnUsage
 
@@ -269,13 +269,15 @@ class Chats:
     async def _new(self, request: TurnRequest, resolved: ResolvedModel) -> RunningTurn:
         conv = self._build(resolved)
         first = next((m.text for m in request.history if m.role == "user"), request.prompt)
-        info = self.store.sessions.create(model=resolved.label, cwd=str(self.cwd), title=first, origin="serve")
+        info = await off_loop(
+            lambda: self.store.sessions.create(model=resolved.label, cwd=str(self.cwd), title=first, origin="serve")
+        )
         lock = self._locks.setdefault(info.id, asyncio.Lock())
         await lock.acquire()
         try:
             conv.recorder.open(info)
             if request.history:
-                seed_history(conv.recorder, request.history)
+                await off_loop(lambda: seed_history(conv.recorder, request.history))
                 conv.load(self.store.sessions.get(info.id))
         except BaseException:
             conv.release()
