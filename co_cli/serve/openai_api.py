@@ -34,9 +34,10 @@ from co_cli.serve.protocol import (
 SESSION_HEADER = "X-Co-Session"
 
 STREAM_PACE = 0.010
-"""Seconds between two writes of a streamed answer at most: the pieces that come within them go out in one
-write (each its own event). A write to a socket costs about as much CPU as co spends on a piece; a reader
-sees the answer grow at 100 writes a second or more."""
+"""The shortest time between two writes of a streamed answer, in seconds: the pieces that come sooner wait for
+the next write and go out together (each still its own event), so a piece is late by at most this much and the
+turn's end is written as soon as it comes. Every write costs a system call and wakes the reader; a reader still
+sees the answer grow 100 times a second."""
 
 
 def routes(ctx: ServeContext) -> list[BaseRoute]:
