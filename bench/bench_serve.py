@@ -6,7 +6,9 @@ that client's own prompt, every client must keep one session of its own, and eve
 be exactly its client's conversation: anything lost or mixed fails the run (exit 1).
 
 co's added latency is the client's time for a turn (request sent to the last event) minus the model's own
-time for that turn (the scripted server's time from reading the request to its last byte).
+time for that turn (the scripted server's time from reading the request to its last byte). The serve process's
+CPU time per turn (user + system, from /proc) is printed too: on a shared machine it compares two versions
+better than the wall-clock figures do.
 
 Usage: python bench/bench_serve.py [--clients 50] [--turns 3] [--quick]
 """
@@ -158,6 +160,15 @@ def check_store(db: Path, clients: list[Client]) -> list[str]:
     return problems
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """The CPU time (user + system) process ``pid`` has used so far, or None where /proc is not there."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def model_server() -> int:
     """The scripted model server in a process of its own (so it never waits for the clients' share of a GIL):
     prints its URL, serves until stdin closes, then prints its own time per prompt as JSON."""
@@ -195,7 +206,10 @@ def main() -> int:
             warm = [Client(-1, 1)]
             asyncio.run(drive(served.url, served.token, warm))  # first request: imports and the agent built
             clients = [Client(n, args.turns) for n in range(args.clients)]
+            assert served.process is not None
+            cpu_before = cpu_seconds(served.process.pid)
             wall = asyncio.run(drive(served.url, served.token, clients))
+            cpu_after = cpu_seconds(served.process.pid)
             db = Path(env["CO_CLI_DATA_DIR"]) / "co-cli.db"
         problems = [f"client {c.number}: {e}" for c in clients for e in c.errors] + check_store(db, clients)
     model_seconds: dict[str, float] = json.loads(model.communicate("", timeout=30)[0])
@@ -209,6 +223,8 @@ def main() -> int:
         print(f"{'per turn (ms)':<28}{'p50':>10}{'p99':>10}")
         for label, values in (("client total", total_ms), ("model's own", model_ms), ("co's added", overhead)):
             print(f"{label:<28}{statistics.median(values):>10.1f}{percentile(values, 0.99):>10.1f}")
+        if cpu_before is not None and cpu_after is not None:
+            print(f"{'co serve CPU (mean)':<28}{(cpu_after - cpu_before) * 1000 / len(turns):>10.1f}")
     expected_turns = args.clients * args.turns
     if len(turns) != expected_turns:
         problems.append(f"{expected_turns - len(turns)} turns lost")

@@ -24,4 +24,4 @@ def test_bench_serve_quick_loses_and_mixes_nothing() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert "5 concurrent streaming clients x 3 turns: 15 turns" in done.stdout
     assert done.stdout.rstrip().endswith("nothing lost, nothing mixed")
-    assert "co's added" in done.stdout and "turns/s" in done.stdout
+    assert "co's added" in done.stdout and "turns/s" in done.stdout and "co serve CPU" in done.stdout

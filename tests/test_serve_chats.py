@@ -4,8 +4,10 @@ session go, a session held by another process is refused before anything is writ
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic_ai.messages import ModelResponse, TextPart
@@ -14,6 +16,7 @@ from co_cli.config import load_settings
 from co_cli.serve.chats import Finished, TextDelta, TurnRequest
 from co_cli.serve.context import ServeContext
 from co_cli.serve.errors import ApiError
+from co_cli.serve.history import ChatMessage
 from co_cli.serve.server import make_context
 from co_cli.store import Store
 from tests.support.scripted_server import ScriptedServer, Text, ToolCalls
@@ -175,3 +178,57 @@ def test_a_resent_history_finds_its_session_among_many_with_the_same_last_prompt
 
     wanted, found = asyncio.run(run())
     assert found == wanted
+
+
+def test_pieces_that_come_within_the_pace_are_handed_over_together(
+    ctx: ServeContext, scripted_server: ScriptedServer
+) -> None:
+    """A stream written once per ``pace`` instead of once per piece: the first piece at once, those that follow
+    it within the pace together, the turn's end with the last of them; nothing lost or reordered."""
+    answer = "pieces of two letters each, forty of them in all, for a stream"
+    scripted_server.script(Text(answer, chunk_size=2, delay=0.002))
+
+    async def run() -> list[list[object]]:
+        turn = await ctx.chats.start(TurnRequest("stream it"))
+        batches = [list(batch) async for batch in turn.batches(pace=0.5)]
+        await ctx.chats.close()
+        return batches
+
+    batches = asyncio.run(run())
+    pieces = [event for batch in batches for event in batch if isinstance(event, TextDelta)]
+    assert "".join(piece.text for piece in pieces) == answer and len(pieces) > 20
+    assert len(batches) < len(pieces) / 4, [len(batch) for batch in batches]
+    assert [type(event) for event in batches[0]] == [TextDelta]
+    assert isinstance(batches[-1][-1], Finished) and isinstance(batches[-1][0], TextDelta)
+
+
+def test_the_event_loop_runs_while_a_new_session_is_saved(ctx: ServeContext, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Creating a session and saving the history a client brought wait for the disk in a worker thread: the
+    server's other requests go on meanwhile."""
+    from co_cli.store.sessions import Sessions
+
+    served: list[str] = []
+    create = Sessions.create
+
+    def waits_for_the_loop(self: Sessions, **kwargs: Any) -> Any:
+        loop_ran = threading.Event()
+        loop.call_soon_threadsafe(lambda: (served.append("create"), loop_ran.set()))
+        assert loop_ran.wait(5), "the event loop was blocked while the session was created"
+        return create(self, **kwargs)
+
+    monkeypatch.setattr(Sessions, "create", waits_for_the_loop)
+    history = [ChatMessage("user", "earlier"), ChatMessage("assistant", "an earlier answer")]
+
+    async def run() -> str:
+        nonlocal loop
+        loop = asyncio.get_running_loop()
+        session_id, _, status = await _answer(ctx, TurnRequest("now", history=history))
+        await ctx.chats.close()
+        assert status == "ok"
+        return session_id
+
+    loop: asyncio.AbstractEventLoop
+    session_id = asyncio.run(run())
+    assert served == ["create"]
+    texts = [m.text for m in ctx.store.messages.transcript(session_id)]
+    assert texts == ["earlier", "an earlier answer", "now", "echo: now"]

@@ -7,6 +7,7 @@ saved to a real SQLite store, the working context updated.
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -393,3 +394,34 @@ def test_memory_extraction_is_not_attached_with_the_embedded_model_as_summariser
     assert embedded.background.attach_extraction() is None
     assert not core.conversation(streaming_model(echo)).engine.summarizer_is_embedded
     assert not core.conversation(streaming_model(echo), summarizer=summarizer()).engine.summarizer_is_embedded
+
+
+def test_the_event_loop_runs_while_a_turn_is_saved(core: Core, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The prompt's commit and the turn's commit wait for the disk in a worker thread: meanwhile the event loop
+    runs other work (another client's turn in `co serve`), and the turn goes on only once each is saved."""
+    from co_cli.session.recorder import Recorder
+
+    conv = core.conversation(streaming_model(echo))
+    served: list[str] = []
+
+    def waits_for_the_loop(method: Callable[..., Any], name: str) -> Callable[..., Any]:
+        def commit(self: Recorder, *args: Any) -> Any:
+            loop_ran = threading.Event()
+            loop.call_soon_threadsafe(lambda: (served.append(name), loop_ran.set()))
+            assert loop_ran.wait(5), f"the event loop was blocked during {name}"
+            return method(self, *args)
+
+        return commit
+
+    monkeypatch.setattr(Recorder, "begin", waits_for_the_loop(Recorder.begin, "begin"))
+    monkeypatch.setattr(Recorder, "finish", waits_for_the_loop(Recorder.finish, "finish"))
+
+    async def turn() -> Any:
+        nonlocal loop
+        loop = asyncio.get_running_loop()
+        return await conv.run_turn("hello", RecordingView(), CancellationToken())
+
+    loop: asyncio.AbstractEventLoop
+    outcome = asyncio.run(turn())
+    assert outcome.status == "ok" and served == ["begin", "finish"]
+    assert stored(core, conv) == [(0, "user", "ok", "hello"), (1, "assistant", "ok", "echo: hello")]

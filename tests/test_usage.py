@@ -38,6 +38,27 @@ def priced(model: str, inp: int = 1000, out: int = 100) -> ModelResponse:
     )
 
 
+def test_a_price_already_on_the_response_is_used_and_an_unknown_model_is_looked_up_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """pydantic-ai prices each response as it comes (a provider's own figure first): that price is used, not
+    looked up again; a model genai-prices does not know is looked up once per process, not per response."""
+    reported = priced("gpt-4o")
+    reported.usage.cost = 0.25  # what the provider said it cost, not the list price
+    assert response_cost(reported) == 0.25
+    looked_up: list[str | None] = []
+    original = ModelResponse.cost
+
+    def counted(self: ModelResponse) -> Any:
+        looked_up.append(self.model_name)
+        return original(self)
+
+    monkeypatch.setattr(ModelResponse, "cost", counted)
+    assert response_cost(priced("a-model-nobody-prices-0")) is None
+    assert response_cost(priced("a-model-nobody-prices-0")) is None
+    assert looked_up == ["a-model-nobody-prices-0"]
+
+
 def test_a_known_model_is_priced_and_an_unknown_one_is_unknown_not_zero() -> None:
     assert response_cost(priced("gpt-4o")) == pytest.approx(0.0035)
     assert response_cost(priced("no-such-model-anywhere")) is None

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import weakref
 from collections import OrderedDict
 from collections.abc import AsyncIterator
@@ -34,7 +35,7 @@ from co_cli.models import ResolvedModel
 from co_cli.serve.errors import ApiError
 from co_cli.serve.history import ChatMessage, seed_history, session_matching
 from co_cli.serve.served_models import ServedModels
-from co_cli.session import Conversation, TurnOutcome
+from co_cli.session import Conversation, TurnOutcome, off_loop
 from co_cli.store import SessionInfo, Store
 from co_cli.store.usage import TurnUsage
 
@@ -141,6 +142,8 @@ class RunningTurn:
         self._view = _QueueView()
         self._token = CancellationToken()
         self._task: asyncio.Task[None] | None = None
+        self._finished = asyncio.Event()
+        """Set when the turn's ``Finished`` is queued."""
         self._abandoned = False
 
     @property
@@ -160,20 +163,29 @@ class RunningTurn:
             for event in batch:
                 yield event
 
-    async def batches(self) -> AsyncIterator[list[TurnEvent]]:
+    async def batches(self, pace: float = 0.0) -> AsyncIterator[list[TurnEvent]]:
         """``events()`` as lists: what has happened since the consumer last looked (one write for several
-        pieces of an answer that arrived together)."""
+        pieces of an answer). With ``pace`` (seconds), a piece that comes sooner than that after the last list
+        waits for the pieces that follow it until then: one write instead of one per piece, each piece late by
+        at most ``pace``. The turn's end is handed over as soon as it comes."""
         if self._abandoned or self._task is not None:
             raise RuntimeError("a turn runs once")
         self._task = asyncio.get_running_loop().create_task(self._run())
         self.chats.running.add(self._task)
         self._task.add_done_callback(self.chats.running.discard)
+        loop = asyncio.get_running_loop()
         queue = self._view.queue
+        last = -math.inf
         try:
             while True:
                 batch = [await queue.get()]
+                wait = last + pace - loop.time()
+                if wait > 0 and not isinstance(batch[-1], Finished):
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._finished.wait(), wait)
                 while not queue.empty():
                     batch.append(queue.get_nowait())
+                last = loop.time()
                 yield batch
                 if isinstance(batch[-1], Finished):
                     return
@@ -204,6 +216,7 @@ class RunningTurn:
             usage = self.conv.last_usage if outcome.status != "failed" else None  # a failed turn saves none
             memories = list(self.conv.state.memory_sent.values())
             self._view.queue.put_nowait(Finished(outcome, usage, memories, _finish_reason(self.conv)))
+            self._finished.set()
 
 
 def _finish_reason(conv: Conversation) -> Literal["stop", "length"]:
@@ -256,13 +269,15 @@ class Chats:
     async def _new(self, request: TurnRequest, resolved: ResolvedModel) -> RunningTurn:
         conv = self._build(resolved)
         first = next((m.text for m in request.history if m.role == "user"), request.prompt)
-        info = self.store.sessions.create(model=resolved.label, cwd=str(self.cwd), title=first, origin="serve")
+        info = await off_loop(
+            lambda: self.store.sessions.create(model=resolved.label, cwd=str(self.cwd), title=first, origin="serve")
+        )
         lock = self._locks.setdefault(info.id, asyncio.Lock())
         await lock.acquire()
         try:
             conv.recorder.open(info)
             if request.history:
-                seed_history(conv.recorder, request.history)
+                await off_loop(lambda: seed_history(conv.recorder, request.history))
                 conv.load(self.store.sessions.get(info.id))
         except BaseException:
             conv.release()

@@ -20,16 +20,30 @@ LOCAL_PROVIDER = "llama_cpp"
 """The embedded model's provider name: it runs on this machine, so its answers cost nothing."""
 
 
+_UNPRICED: set[tuple[str | None, str | None, str]] = set()
+"""(provider, provider URL, model) that genai-prices does not know, found once per process: looking one up again
+scans every model of every provider (about 0.4 ms a response)."""
+
+
 def response_cost(response: ModelResponse) -> float | None:
     """The response's price in USD (0 for the embedded model); None when the model, provider or usage is
-    unknown."""
+    unknown. The price pydantic-ai put on the response when it came is used as it is (a provider's own
+    figure comes first there): it is not looked up twice."""
     if response.provider_name == LOCAL_PROVIDER:
         return 0.0
-    if not response.model_name:
+    if not response.model_name or response.usage.unmeasured_requests:
+        return None
+    if response.usage.cost is not None:
+        return float(response.usage.cost)
+    key = (response.provider_name, response.provider_url, response.model_name)
+    if key in _UNPRICED:
         return None
     try:
         return float(response.cost().total_price)
-    except Exception:  # genai-prices raises LookupError for an unknown model; ValueError without usage
+    except LookupError:  # genai-prices does not know this model
+        _UNPRICED.add(key)
+        return None
+    except Exception:  # ValueError: usage it cannot price
         return None
 
 

@@ -6,11 +6,12 @@ No terminal I/O here: the caller passes a ``TurnView`` that receives what happen
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+from collections.abc import AsyncIterable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeVar
 
-from pydantic_ai import CancellationToken, capture_run_messages
+from pydantic_ai import CancellationToken, RunContext, capture_run_messages
 from pydantic_ai.exceptions import RunCancelled
 from pydantic_ai.messages import (
     AgentStreamEvent,
@@ -26,7 +27,6 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 from pydantic_ai.models import Model
-from pydantic_ai.run import AgentRunResultEvent
 
 from co_cli.context.compact import CompactionResult, compaction_line
 from co_cli.context.governor import GovernorEvent
@@ -46,6 +46,8 @@ from co_cli.store.redact import as_saved
 from co_cli.store.turn_memories import SentMemory
 from co_cli.synthetic import CUT_OFF_NOTE, LENGTH_NOTE, close_interrupted, interrupted_response
 from co_cli.vocabulary import COMPACTING, WAITING_FOR_MODEL, MessageStatus
+
+T = TypeVar("T")
 
 TurnStatus = Literal["ok", "cancelled", "cut-off", "failed"]
 """ok: answered; cancelled: the user stopped it; cut-off: the stream ended before the answer was complete;
@@ -113,7 +115,7 @@ class Turns:
         # Text that is not valid UTF-8 (e.g. stray bytes from a pipe) is sent and saved with U+FFFD instead.
         prompt = prompt.encode("utf-8", "replace").decode("utf-8")
         self.state.last_prompt = prompt
-        prompt_seq = self.recorder.begin(prompt)
+        prompt_seq = await off_loop(lambda: self.recorder.begin(prompt))
         self.state.turn_seq = prompt_seq
         outcome = await self._turn(prompt, view, token, prompt_seq, retry_on_overflow=True, instructions=instructions)
         if outcome.status == "ok":
@@ -146,11 +148,11 @@ class Turns:
         view.end(interrupted=run.cancelled is not None or cut_off == "connection")
         if run.cancelled is not None:
             new = close_cancelled(run.cancelled.new_messages(), prompt)
-            self._finish(prompt, base + new, new, prompt_seq, "cancelled", run.cancelled.usage, view)
+            await self._finish(prompt, base + new, new, prompt_seq, "cancelled", run.cancelled.usage, view)
             return TurnOutcome("cancelled")
         if run.result is not None and cut_off == "connection":
             new = close_cut_off(run.result.new_messages(), CUT_OFF_NOTE)
-            self._finish(prompt, base + new, new, prompt_seq, "cancelled", run.result.usage, view)
+            await self._finish(prompt, base + new, new, prompt_seq, "cancelled", run.result.usage, view)
             view.notice("The connection closed before the answer was complete; what arrived is kept.")
             return TurnOutcome("cut-off", output=run.result.output, error="the answer was cut off")
         if run.result is not None:
@@ -160,7 +162,7 @@ class Turns:
                 # The model's own answer, stopped by the output limit the user set: kept as answered, marked.
                 new = close_cut_off(new, LENGTH_NOTE)
                 all_messages = [*all_messages[:-1], new[-1]]
-            self._finish(prompt, all_messages, new, prompt_seq, "ok", result.usage, view)
+            await self._finish(prompt, all_messages, new, prompt_seq, "ok", result.usage, view)
             if cut_off == "length":
                 view.notice("The answer reached the model's output limit and stops there.")
             return TurnOutcome("ok", output=result.output)
@@ -177,32 +179,40 @@ class Turns:
         # Keep what the failed run did (tool calls that ran, their results) in the transcript; the working
         # context stays as it was, so /retry sends the prompt again.
         partial = repair_orphans(run.partial)
-        self.recorder.finish(
-            TurnRecord(
-                prompt_seq,
-                partial,
-                "failed",
-                tasks=self._changed_tasks(),
-                tool_calls=tool_calls_of(partial, self.state.tool_seconds),
-                memories=self._memories_sent(),
-            )
+        failed = TurnRecord(
+            prompt_seq,
+            partial,
+            "failed",
+            tasks=self._changed_tasks(),
+            tool_calls=tool_calls_of(partial, self.state.tool_seconds),
+            memories=self._memories_sent(),
         )
+        await off_loop(lambda: self.recorder.finish(failed))
         return TurnOutcome("failed", error=describe_provider_error(failure))
 
     async def _run_agent(
         self, prompt: str, base: list[ModelMessage], view: TurnView, token: CancellationToken, instructions: str = ""
     ) -> _Run:
         run = _Run()
+        tool_names: dict[str, str] = {}
+
+        async def show(_ctx: RunContext[Any], events: AsyncIterable[AgentStreamEvent]) -> None:
+            # Called inside the run, in this task: each event reaches the view without a hop through
+            # another task (``run_stream_events`` hands every event over a zero-buffer stream).
+            async for event in events:
+                self._flush_notices(view)
+                _show_event(event, view, tool_names)
+
         with capture_run_messages() as captured:
             try:
-                async with self.engine.agent.run_stream_events(
+                run.result = await self.engine.agent.run(
                     prompt,
                     message_history=base,
                     deps=self.engine.deps,
                     cancellation_token=token,
                     instructions=instructions or None,
-                ) as events:
-                    run.result = await self._show_events(events, view)
+                    event_stream_handler=show,
+                )
             except RunCancelled as exc:
                 run.cancelled = exc
             except Exception as exc:  # provider failures: one clear line, nothing lost
@@ -210,18 +220,6 @@ class Turns:
         if run.result is None:
             run.partial = [m for m in captured[len(base) :] if m.parts]  # a failed stream leaves an empty response
         return run
-
-    async def _show_events(self, events: AsyncIterator[Any], view: TurnView) -> Any:
-        """Pass a run's events to the view; return the run's result."""
-        tool_names: dict[str, str] = {}
-        result = None
-        async for event in events:
-            self._flush_notices(view)
-            if isinstance(event, AgentRunResultEvent):
-                result = event.result
-            else:
-                _show_event(event, view, tool_names)
-        return result
 
     def on_governor_event(self, event: GovernorEvent) -> None:
         if event.kind == "compacting":
@@ -243,7 +241,7 @@ class Turns:
             view.notice(message)
         self._notices.clear()
 
-    def _finish(
+    async def _finish(
         self,
         prompt: str,
         all_messages: list[ModelMessage],
@@ -268,20 +266,19 @@ class Turns:
             found = self.pins.new_ones([text for r in self._made for text in r.standing_instructions], "summary")
         self._made.clear()
         spent = [u for u in (self.engine.drain_summary_usage(), self.engine.drain_memory_usage()) if u is not None]
-        written = self.recorder.finish(
-            TurnRecord(
-                prompt_seq,
-                new,
-                status,
-                usage=[turn_usage, *spent],
-                compactions=records,
-                pins=found,
-                tasks=self._changed_tasks(),
-                tool_calls=tool_calls_of(new, self.state.tool_seconds),
-                memories=self._memories_sent(),
-                extraction=self.background.extraction(prompt) if status == "ok" else None,
-            )
+        record = TurnRecord(
+            prompt_seq,
+            new,
+            status,
+            usage=[turn_usage, *spent],
+            compactions=records,
+            pins=found,
+            tasks=self._changed_tasks(),
+            tool_calls=tool_calls_of(new, self.state.tool_seconds),
+            memories=self._memories_sent(),
+            extraction=self.background.extraction(prompt) if status == "ok" else None,
         )
+        written = await off_loop(lambda: self.recorder.finish(record))
         if written.seqs != seqs:  # another process wrote to the session meanwhile (taken over with --force)
             context = self.state.context.extended(all_messages, written.seqs)
         offered = self.pins.adopt(found, written.pin_ids)
@@ -305,6 +302,18 @@ class Turns:
             return None
         self.engine.recount()
         return list(self.state.tasks)
+
+
+async def off_loop(call: Callable[[], T]) -> T:
+    """``call()`` (a commit: it waits for the disk) in a worker thread, so the event loop runs other turns
+    meanwhile. Cancelled while it runs, it still finishes before the cancellation goes on: a turn never goes
+    on without knowing whether its write happened."""
+    task = asyncio.ensure_future(asyncio.to_thread(call))
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        await asyncio.wait([task])
+        raise
 
 
 def _show_event(event: AgentStreamEvent, view: TurnView, tool_names: dict[str, str]) -> None:
