@@ -312,6 +312,7 @@ def test_the_page_and_its_data_need_the_token(served: tuple[ServeProcess, str, s
     page = context.new_page()
     response = page.goto(f"{server.url}/")
     assert response is not None and response.status == 401
+    assert "co serve needs its token" in page.inner_text("h1"), "a browser gets a page that says what to do"
     response = page.goto(f"{server.url}/?token=not-the-token-at-all")
     assert response is not None and response.status == 401
     context.close()

@@ -16,7 +16,7 @@ from pathlib import Path
 from urllib.parse import parse_qsl, urlencode
 
 from starlette.datastructures import Headers
-from starlette.responses import RedirectResponse
+from starlette.responses import HTMLResponse, RedirectResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from co_cli.errors import CoError
@@ -26,6 +26,17 @@ TOKEN_ENV = "CO_CLI_SERVE_TOKEN"
 TOKEN_FILE = "serve-token"
 COOKIE = "co_serve_token"
 MIN_TOKEN_CHARS = 16
+SIGN_IN_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>co serve: the token is needed</title></head>
+<body style="font-family: sans-serif; max-width: 40em; margin: 4em auto; line-height: 1.5">
+<h1>co serve needs its token</h1>
+<p>{reason}. Open the link <code>co serve</code> printed when it started
+(<code>http://host:port/?token=&hellip;</code>): the browser then keeps the token and this page opens.</p>
+<p>Started without <code>CO_CLI_SERVE_TOKEN</code>, the token is in the file <code>serve-token</code> of co's data
+directory (<code>co config path</code> shows where that is).</p>
+</body></html>
+"""
+"""What a browser gets at ``/`` without the token (a client that asks for JSON gets OpenAI's error shape)."""
 
 
 def server_token(data_dir: Path) -> tuple[str, str]:
@@ -76,7 +87,7 @@ class TokenAuth:
         given = next((value for name, value in query if name == "token"), None)
         if given is not None and scope["method"] in ("GET", "HEAD"):
             if not self._valid(given):
-                await _unauthorized("the token in the address is wrong")(scope, receive, send)
+                await _unauthorized("the token in the address is wrong", headers)(scope, receive, send)
                 return
             rest = urlencode([(name, value) for name, value in query if name != "token"])
             target = scope.get("root_path", "") + scope["path"] + (f"?{rest}" if rest else "")
@@ -97,8 +108,21 @@ class TokenAuth:
             await self.app(scope, receive, send)
             return
         reason = "wrong token" if bearer or COOKIE in cookie else "missing token: send Authorization: Bearer <token>"
-        await _unauthorized(reason)(scope, receive, send)
+        await _unauthorized(reason, headers)(scope, receive, send)
 
 
-def _unauthorized(message: str) -> ASGIApp:
+def _unauthorized(message: str, request: Headers) -> ASGIApp:
+    """A 401: a short page for a browser opening a page, OpenAI's error shape for everything else."""
+    if "text/html" in request.get("accept", ""):
+        reason = "The token in the address is wrong" if "address" in message else "This browser has no token yet"
+        if message == "wrong token":
+            reason = "The token this browser keeps is wrong (co serve may have a new one)"
+        return HTMLResponse(
+            SIGN_IN_PAGE.format(reason=reason),
+            status_code=401,
+            headers={
+                "WWW-Authenticate": "Bearer",
+                "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'",
+            },
+        )
     return ApiError(401, message, "invalid_api_key").response(headers={"WWW-Authenticate": "Bearer"})
