@@ -251,7 +251,7 @@ def _earlier_prose_identifiers(span: Sequence[ModelMessage]) -> list[Identifier]
 
 
 def _with_user_words(
-    body: str, words: UserWords, span: Sequence[ModelMessage], entries: Sequence[Entry] = ()
+    body: str, words: UserWords, span: Sequence[ModelMessage], entries: Sequence[Entry]
 ) -> tuple[str, str]:
     """The summary's text: the summariser's ``body`` with bare file names completed to their paths and the
     next step and the changes the user stated quoted into it (``user_quotes``), the user's own words, and the

@@ -27,6 +27,7 @@ __all__ = [
     "CARRIED_KEY",
     "USER_WORDS_HEADING",
     "UserWords",
+    "clip_sentence",
     "keep_user_words",
     "shorten",
     "user_entries",
@@ -144,6 +145,7 @@ def _says_something(sentence: str, identifiers: Sequence[str]) -> bool:
 
 
 def clip_sentence(sentence: str) -> str:
+    """A sentence cut at ``SHORT_SENTENCE_CHARS`` (with "…")."""
     if len(sentence) <= SHORT_SENTENCE_CHARS:
         return sentence
     return sentence[: SHORT_SENTENCE_CHARS - 1].rstrip() + "…"
@@ -176,7 +178,7 @@ def shorten(text: str) -> str:
         previous = index
     line = " ".join(pieces)
     rest = [name for name, _ in find_identifiers(text) if name not in line][:SHORT_IDENTIFIERS]
-    more = " …" if previous < len(parts) - 1 or len(pieces) < len(chosen) else ""
+    more = " …" if previous < len(parts) - 1 else ""
     if rest:
         return f"{line} … [{', '.join(rest)}]"
     return line + more
