@@ -95,32 +95,6 @@ def test_wrong_or_missing_token_is_401(served: ServeProcess) -> None:
     assert missing.status_code == 401 and missing.json()["error"]["code"] == "invalid_api_key"
 
 
-def test_a_browser_without_the_token_gets_a_page_that_says_how_to_open_it(served: ServeProcess) -> None:
-    html = {"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"}
-    page = httpx.get(f"{served.url}/", headers=html)
-    assert page.status_code == 401 and page.headers["content-type"].startswith("text/html")
-    assert "co serve needs its token" in page.text and "This browser has no token yet" in page.text
-    assert served.token not in page.text
-    wrong = httpx.get(f"{served.url}/", params={"token": "not-the-token-at-all"}, headers=html)
-    assert wrong.status_code == 401 and "The token in the address is wrong" in wrong.text
-    # a client that does not ask for a page still gets OpenAI's error shape
-    assert httpx.get(f"{served.url}/").json()["error"]["code"] == "invalid_api_key"
-
-
-def test_the_browser_gets_the_token_once_as_a_cookie(served: ServeProcess) -> None:
-    with httpx.Client(base_url=served.url) as browser:
-        assert browser.get("/v1/models", params={"token": "wrong-token-here"}).status_code == 401
-        first = browser.get("/v1/models", params={"token": served.token, "x": "1"})
-        assert first.status_code == 303 and first.headers["location"] == "/v1/models?x=1"
-        cookie = first.headers["set-cookie"].lower()
-        assert (
-            "httponly" in cookie
-            and "samesite=strict" in cookie
-            and served.token.lower() not in first.headers["location"].lower()
-        )
-        assert browser.get("/v1/models").status_code == 200  # the cookie is enough now
-
-
 def test_a_client_resending_its_history_continues_one_session(served: ServeProcess) -> None:
     client = served.client()
     history = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "first words about egrets"}]

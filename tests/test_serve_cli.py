@@ -30,7 +30,8 @@ def test_the_token_is_made_once_and_kept_private(tmp_path: Path, scripted_server
         path = tmp_path / "data" / TOKEN_FILE
         token = path.read_text().strip()
         assert len(token) >= 40 and stat.S_IMODE(path.stat().st_mode) == 0o600
-        assert f"/?token={token}" in printed and str(path) in printed
+        link = first.sign_in_link()
+        assert link.startswith(f"{first.url}/#code=") and token not in link and str(path) in printed
         assert httpx.get(f"{first.url}/v1/models", headers={"Authorization": f"Bearer {token}"}).status_code == 200
     finally:
         err = first.stop()

@@ -1,5 +1,5 @@
-"""The server's application: route modules composed behind the token check and the body cap, every error in
-OpenAI's shape.
+"""The server's application: route modules composed behind the address check, the token check and the body
+cap, every error in OpenAI's shape.
 
 A route module is a function ``routes(ctx: ServeContext) -> list[BaseRoute]``. ``ROUTE_MODULES`` lists them
 in the order they are matched; a new front of the server adds its module there (``build_app`` also takes
@@ -20,7 +20,7 @@ from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from co_cli.serve import browser, openai_api
-from co_cli.serve.auth import TokenAuth
+from co_cli.serve.auth import OriginGuard, TokenAuth
 from co_cli.serve.context import ServeContext
 from co_cli.serve.errors import ApiError
 
@@ -31,16 +31,22 @@ ROUTE_MODULES: tuple[RouteModule, ...] = (openai_api.routes, browser.routes)
 
 
 def build_app(
-    ctx: ServeContext, extra: Sequence[RouteModule] = (), on_ready: Callable[[], None] | None = None
+    ctx: ServeContext,
+    host: str,
+    port: int,
+    extra: Sequence[RouteModule] = (),
+    on_ready: Callable[[], None] | None = None,
 ) -> Starlette:
-    """The application; ``on_ready`` is called once it serves (the server prints where it listens then)."""
+    """The application for the server listening on ``host:port``; ``on_ready`` is called once it serves (the
+    server prints where it listens then)."""
     routes: list[BaseRoute] = []
     for module in (*ROUTE_MODULES, *extra):
         routes.extend(module(ctx))
     app = Starlette(
         routes=routes,
         middleware=[
-            Middleware(TokenAuth, token=ctx.token),
+            Middleware(OriginGuard, host=host, port=port),
+            Middleware(TokenAuth, sign_in=ctx.sign_in),
             Middleware(BodyLimit, limit=ctx.settings.serve_max_request_bytes),
         ],
         exception_handlers={ApiError: _api_error, HTTPException: _http_error, Exception: _internal_error},

@@ -2,13 +2,16 @@
 
 The page is three files shipped in the package (``static/``), served by co itself: no CDN, no build step. It
 reads the JSON routes below and continues a conversation through the server's own ``/v1/chat/completions``
-(streamed, the session named by ``X-Co-Session``). The token check in front of the app covers every route
-here; the page's Content-Security-Policy lets it load and call nothing but this server, and the page builds
+(streamed, the session named by ``X-Co-Session``). The page and its two files need no credential (they hold
+no data); the page signs in at ``/api/sign-in`` with the one-time code of co serve's link (or the pasted token)
+and sends the browser key it gets as a bearer header on every other route (``auth.py``). The page's
+Content-Security-Policy lets it load and call nothing but this server, and the page builds
 its DOM from text, so a transcript can never run as markup.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from importlib import resources
 from typing import Any
@@ -20,6 +23,7 @@ from starlette.routing import BaseRoute, Route
 
 from co_cli.errors import SessionNotFound, StoreError
 from co_cli.serve import session_json
+from co_cli.serve.auth import SIGN_IN_PATH
 from co_cli.serve.context import ServeContext
 from co_cli.serve.errors import ApiError
 
@@ -72,8 +76,19 @@ def routes(ctx: ServeContext) -> list[BaseRoute]:
             raise ApiError(400, f"q: a search is at most {MAX_QUERY_CHARS:,} characters", "invalid_value")
         return await _read(session_json.search_hits, ctx.store, query)
 
+    async def sign_in(request: Request) -> Response:
+        try:
+            data = json.loads(await request.body())
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            data = None
+        if not isinstance(data, dict) or not all(isinstance(data.get(k, ""), str) for k in ("code", "token")):
+            raise ApiError(400, 'send {"code": "<code>"} or {"token": "<token>"}', "invalid_request")
+        key = ctx.sign_in.exchange(code=data.get("code", ""), token=data.get("token", ""))
+        return JSONResponse({"key": key}, headers=PAGE_HEADERS)
+
     return [
         Route("/", page, methods=["GET"]),
+        Route(SIGN_IN_PATH, sign_in, methods=["POST"]),
         Route("/static/{name}", static, methods=["GET"]),
         Route("/api/sessions", sessions, methods=["GET"]),
         Route("/api/sessions/{id}", session, methods=["GET"]),

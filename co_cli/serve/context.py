@@ -9,7 +9,8 @@
 - ``chats``: runs a turn as the REPL does (``await ctx.chats.start(TurnRequest(...))`` then ``async for event in
   turn.events()``), the only way a route writes a session;
 - ``models``: the configured model and the models a request may name;
-- ``token``: what every request must carry (``auth.py``).
+- ``token``: what every API request must carry; ``sign_in``: the browser's one-time link and the keys it is
+  exchanged for (``auth.py``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from co_cli.config import LoadedSettings, Paths, Settings
+from co_cli.serve.auth import BrowserSignIn
 from co_cli.serve.chats import Chats
 from co_cli.serve.served_models import ServedModels
 from co_cli.store import Store
@@ -31,6 +33,7 @@ class ServeContext:
     token: str
     models: ServedModels
     chats: Chats
+    sign_in: BrowserSignIn
 
     @property
     def settings(self) -> Settings:

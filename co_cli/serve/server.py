@@ -10,7 +10,7 @@ from pathlib import Path
 
 from co_cli.config import LoadedSettings
 from co_cli.errors import CoError
-from co_cli.serve.auth import server_token
+from co_cli.serve.auth import BrowserSignIn, server_token
 from co_cli.serve.chats import Chats
 from co_cli.serve.context import ServeContext
 from co_cli.serve.served_models import ServedModels
@@ -38,7 +38,10 @@ def make_context(loaded: LoadedSettings, cwd: Path) -> tuple[ServeContext, str]:
         store.close()
         raise
     chats = Chats(loaded, store, cwd, models)
-    return ServeContext(loaded=loaded, store=store, cwd=cwd, token=token, models=models, chats=chats), source
+    context = ServeContext(
+        loaded=loaded, store=store, cwd=cwd, token=token, models=models, chats=chats, sign_in=BrowserSignIn(token)
+    )
+    return context, source
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -67,14 +70,14 @@ def url_of(sock: socket.socket, host: str) -> str:
     return f"http://{shown}:{port}"
 
 
-def serve(ctx: ServeContext, sock: socket.socket, on_ready: Callable[[], None] | None = None) -> None:
-    """Serve on ``sock`` until interrupted (Ctrl-C, SIGTERM); running turns and background work are given time
-    to be saved before the process ends."""
+def serve(ctx: ServeContext, sock: socket.socket, host: str, on_ready: Callable[[], None] | None = None) -> None:
+    """Serve on ``sock`` (bound to ``host``, the address requests must name) until interrupted (Ctrl-C,
+    SIGTERM); running turns and background work are given time to be saved before the process ends."""
     import uvicorn
 
     from co_cli.serve.app import build_app
 
-    app = build_app(ctx, on_ready=on_ready)
+    app = build_app(ctx, host, sock.getsockname()[1], on_ready=on_ready)
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=20)
     server = uvicorn.Server(config)
     try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -49,8 +50,13 @@ def serve(
             )
         print(printable(f"co serve: {url}  (model {ctx.models.default_name}, sessions in {loaded.paths.db})"))
         print(printable(f"  OpenAI API:  {url}/v1   (Authorization: Bearer <token>)"))
-        print(printable(f"  browser:     {url}/?token={ctx.token}"))
+        print(printable(f"  browser:     {url}/#code={ctx.sign_in.code}   (works once; a new link is printed then)"))
         print(printable(f"  token:       {ctx.token}   (from {token_source})"))
         print("Ctrl-C stops the server.", flush=True)
 
-    run_server(ctx, sock, on_ready=listening)
+    def signed_in(code: str) -> None:
+        stamp = time.strftime("%H:%M:%S")
+        print(printable(f"{stamp} a browser signed in; the next browser's link: {url}/#code={code}"), flush=True)
+
+    ctx.sign_in.on_new_code = signed_in
+    run_server(ctx, sock, host, on_ready=listening)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import select
 import subprocess
 import sys
 import time
@@ -30,6 +31,7 @@ class ServeProcess:
     url: str = ""
     process: subprocess.Popen[str] | None = None
     banner: list[str] = field(default_factory=list)
+    links_taken: int = 0
 
     def start(self, *args: str, timeout: float = 60.0) -> ServeProcess:
         env = {**self.env, "PYTHONUNBUFFERED": "1"}
@@ -56,6 +58,31 @@ class ServeProcess:
             if line.startswith("Ctrl-C"):
                 return self
         raise RuntimeError("co serve did not start")
+
+    def sign_in_link(self) -> str:
+        """The browser's one-time sign-in link of the banner."""
+        line = next(line for line in self.banner if line.lstrip().startswith("browser:"))
+        return line.split()[1]
+
+    def take_link(self) -> str:
+        """A sign-in link not used yet, for a browser that will use it: the banner's first, then each one the
+        server prints when the one before was used."""
+        if not self.links_taken:
+            link = self.sign_in_link()
+        else:
+            printed = self.next_line()
+            assert "a browser signed in" in printed, printed
+            link = printed.rsplit(" ", 1)[1].strip()
+        self.links_taken += 1
+        return link
+
+    def next_line(self, timeout: float = 10.0) -> str:
+        """The next line the server prints after its banner (e.g. the link for the next browser)."""
+        assert self.process is not None and self.process.stdout is not None
+        ready, _, _ = select.select([self.process.stdout], [], [], timeout)
+        if not ready:
+            raise AssertionError(f"co serve printed nothing in {timeout} s")
+        return self.process.stdout.readline()
 
     def stop(self) -> str:
         """Stop it as Ctrl-C does; its stderr."""

@@ -16,14 +16,87 @@ function clear(node) {
   while (node.firstChild) node.removeChild(node.firstChild);
 }
 
+// --- signing in: the browser key lives in this origin's localStorage and goes as a header, never a cookie ----
+
+const KEY_NAME = "co-serve-key";
+
+function withKey(headers) {
+  const key = localStorage.getItem(KEY_NAME);
+  return key ? { ...headers, Authorization: `Bearer ${key}` } : headers;
+}
+
+function errorOf(response, body) {
+  const message = body && body.error ? body.error.message : `${response.status} ${response.statusText}`;
+  const error = new Error(message);
+  error.status = response.status;
+  if (response.status === 401) signOut("This browser's sign-in has ended (co serve may have restarted).");
+  return error;
+}
+
 async function getJSON(url) {
-  const response = await fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } });
+  const response = await fetch(url, { credentials: "omit", headers: withKey({ Accept: "application/json" }) });
+  const body = await response.json().catch(() => null);
+  if (!response.ok) throw errorOf(response, body);
+  return body;
+}
+
+async function exchange(credential) {
+  // A one-time code from co serve's link, or the token pasted: either becomes this browser's key.
+  const response = await fetch("/api/sign-in", {
+    method: "POST",
+    credentials: "omit",
+    headers: { "Content-Type": "application/json", Accept: "application/json" },
+    body: JSON.stringify(credential),
+  });
   const body = await response.json().catch(() => null);
   if (!response.ok) {
     const message = body && body.error ? body.error.message : `${response.status} ${response.statusText}`;
     throw new Error(message);
   }
-  return body;
+  localStorage.setItem(KEY_NAME, body.key);
+}
+
+async function signInFromAddress() {
+  // The link's code is in the fragment (never sent to a server); it leaves the address bar at once, and is spent.
+  const code = location.hash.match(/^#code=([A-Za-z0-9_-]+)$/);
+  const oldForm = new URLSearchParams(location.search).has("token");
+  if (code || oldForm) history.replaceState(null, "", "/");
+  if (oldForm) return "Addresses with ?token= are not used: open the sign-in link co serve printed.";
+  if (!code) return localStorage.getItem(KEY_NAME) ? null : "This browser is not signed in to co serve yet.";
+  try {
+    await exchange({ code: code[1] });
+    return null;
+  } catch (error) {
+    return `${error.message.charAt(0).toUpperCase()}${error.message.slice(1)}.`;
+  }
+}
+
+function signOut(reason) {
+  localStorage.removeItem(KEY_NAME);
+  $("sign-in-reason").textContent = reason;
+  document.body.classList.add("signed-out");
+  $("sign-in").hidden = false;
+  $("sign-in-token").focus();
+}
+
+function signedIn() {
+  document.body.classList.remove("signed-out");
+  $("sign-in").hidden = true;
+  $("sign-in-token").value = "";
+  loadSessions().catch(showListError);
+  route();
+}
+
+async function onSignIn(event) {
+  event.preventDefault();
+  const token = $("sign-in-token").value.trim();
+  if (!token) return;
+  try {
+    await exchange({ token });
+    signedIn();
+  } catch (error) {
+    $("sign-in-reason").textContent = `${error.message.charAt(0).toUpperCase()}${error.message.slice(1)}.`;
+  }
 }
 
 // --- formatting ---------------------------------------------------------------------------------------------
@@ -379,16 +452,15 @@ async function send(text) {
   if (state.current) headers["X-Co-Session"] = state.current;
   const response = await fetch("/v1/chat/completions", {
     method: "POST",
-    credentials: "same-origin",
-    headers,
+    credentials: "omit",
+    headers: withKey(headers),
     body: JSON.stringify({ model: "co", stream: true, messages: [{ role: "user", content: text }] }),
   });
   if (!response.ok) {
     // Refused before anything was saved (the session is open in a terminal, say): what was shown goes.
     mine.remove();
     answer.remove();
-    const error = await response.json().catch(() => null);
-    const refused = new Error(error && error.error ? error.error.message : `${response.status} ${response.statusText}`);
+    const refused = errorOf(response, await response.json().catch(() => null));
     refused.refused = true;
     throw refused;
   }
@@ -465,13 +537,20 @@ function start() {
     if (location.hash) location.hash = ""; else showHome();
     $("prompt").focus();
   });
-  window.addEventListener("popstate", route); // links to #/s/…, Back and Forward (not pushState)
+  $("sign-in-form").addEventListener("submit", onSignIn);
+  // Links to #/s/…, Back and Forward (not pushState); a sign-in link opened on the page already shown.
+  window.addEventListener("popstate", () => (location.hash.startsWith("#code=") ? signIn() : route()));
   // Sessions saved meanwhile (in a terminal, by another client) appear when the page is looked at again.
   window.addEventListener("focus", () => {
-    if (!$("search").value.trim()) loadSessions().catch(showListError);
+    if (!document.body.classList.contains("signed-out") && !$("search").value.trim()) {
+      loadSessions().catch(showListError);
+    }
   });
-  loadSessions().catch(showListError);
-  route();
+  signIn();
+}
+
+function signIn() {
+  signInFromAddress().then((problem) => (problem ? signOut(problem) : signedIn()));
 }
 
 document.addEventListener("DOMContentLoaded", start);
