@@ -12,7 +12,7 @@ from co_cli.errors import CoError
 from co_cli.memory import memory_file
 from co_cli.secrets import find_secret
 from co_cli.store.db import Database, connect
-from co_cli.store.memories import Memories, MemoryNotFound, MemoryRefused
+from co_cli.store.memories import Memories, MemoryNotFound, MemoryRefused, Subject
 from co_cli.store.queue import ExtractionQueue
 from co_cli.store.schema import SCHEMA_VERSION
 
@@ -33,6 +33,39 @@ def test_add_get_and_ids(store: Memories) -> None:
     assert (a.ref, b.ref) == ("m1", "m2")
     assert store.get("M2").project == PROJECT and store.get("2").kind == "instruction"
     assert store.get("m1").project == ""  # user memories belong to no project
+
+
+def test_a_memory_keeps_its_topic_and_whom_it_is_about(store: Memories) -> None:
+    plain = store.add("Tabs, never spaces", actor="user")  # /remember and co memory add: no subject
+    assert (plain.topic, plain.about, plain.person, plain.whose) == (None, None, None, "")
+    home = store.add("Vivo en Valencia", actor="extractor", subject=Subject("home_city", "user"))
+    colleague = store.add(
+        "Моя коллега Ольга пишет на Kotlin", actor="extractor", subject=Subject("language", "other", "Ольга")
+    )
+    assert (colleague.about, colleague.person, colleague.whose) == ("other", "Ольга", "about Ольга")
+    assert colleague.as_json()["person"] == "Ольга" and home.as_json()["topic"] == "home_city"
+    # a person is only kept for someone else
+    assert store.add("Ich mag Tee", actor="extractor", subject=Subject("drink", "user", "Jonas")).person is None
+    with pytest.raises(MemoryRefused, match="unknown subject"):
+        store.add("Sie mag Kaffee", actor="extractor", subject=Subject("drink", "somebody"))
+    assert [m.id for m in store.with_topics(["home_city", "language"], PROJECT)] == [colleague.id, home.id]
+    assert store.topics(PROJECT)[:2] == ["drink", "language"]
+    # a replacement keeps the old subject unless given its own, and says where it came from
+    moved = store.replace(home.ref, "Vivo en Sevilla desde mayo", actor="extractor", source_session="s9", source_seq=4)
+    assert (moved.topic, moved.about, moved.source_session, moved.source_seq) == ("home_city", "user", "s9", 4)
+    assert store.with_topics(["home_city"], PROJECT) == [moved]
+    store.undo()
+    assert store.with_topics(["home_city"], PROJECT) == [store.get(home.id)]
+
+
+def test_a_proposal_keeps_its_subject_and_cue_when_accepted(store: Memories) -> None:
+    proposal = store.propose(
+        "Nunca hagas push a main", proposal="add", kind="instruction", subject=Subject("git_push", "user"),
+        cue="a stated rule",
+    )  # fmt: skip
+    assert (proposal.cue, proposal.status) == ("a stated rule", "proposed")
+    accepted = store.accept(proposal.ref)
+    assert (accepted.status, accepted.topic, accepted.kind) == ("active", "git_push", "instruction")
 
 
 @pytest.mark.parametrize("ref", ["m999", "x12", "", "m-1"])
@@ -312,14 +345,16 @@ def test_sessions_recover_keeps_memories_and_their_history(tmp_path: Path) -> No
     source = tmp_path / "co.db"
     db = Database.open(source)
     store = Memories(db)
-    kept = store.add("The user prefers tabs", actor="user", kind="preference")
+    kept = store.add("The user prefers tabs", actor="user", kind="preference", subject=Subject("indent", "user"))
     gone = store.add("The user lives in Paris", actor="user")
     store.forget(gone.ref, actor="user")
     db.close()
     recover(source, tmp_path / "recovered.db")
     db = Database.open(tmp_path / "recovered.db")
     copy = Memories(db)
-    assert [(m.id, m.text) for m in copy.list()] == [(kept.id, "The user prefers tabs")]
+    assert [(m.id, m.text, m.topic, m.about) for m in copy.list()] == [
+        (kept.id, "The user prefers tabs", "indent", "user")
+    ]
     assert copy.search(["tabs"], project=None)  # the full-text index is rebuilt
     assert [e.action for e in copy.log()] == ["delete", "add", "add"]
     copy.undo()

@@ -14,6 +14,7 @@ from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelRequest, ModelRe
 from co_cli.errors import StoreError
 from co_cli.store import Store
 from co_cli.store import schema as schema_module
+from co_cli.store.memories import Subject
 from co_cli.store.schema import MIGRATIONS, SCHEMA_VERSION, run_script
 
 # The version-1 schema exactly as the first release wrote it; never change this text.
@@ -124,7 +125,11 @@ def _schema(path: Path) -> set[tuple[str, str]]:
     conn = sqlite3.connect(path)
     try:
         rows = conn.execute("SELECT type, name FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%'").fetchall()
-        columns = {("column", f"sessions.{r[1]}") for r in conn.execute("PRAGMA table_info(sessions)")}
+        columns = {
+            ("column", f"{table}.{r[1]}")
+            for table in ("sessions", "memories")
+            for r in conn.execute(f"PRAGMA table_info({table})")
+        }
     finally:
         conn.close()
     return set(rows) | columns
@@ -194,6 +199,30 @@ def test_every_earlier_version_migrates_to_the_current_schema(tmp_path: Path, ve
         _exercise(store)
     assert _user_version(path) == SCHEMA_VERSION
     assert _schema(path) == _schema(fresh)
+
+
+def test_memories_made_before_topics_and_subjects_migrate_without_them(tmp_path: Path) -> None:
+    path = tmp_path / "co.db"
+    before = MIGRATIONS.index(schema_module._migrate_memory_subjects)
+    _build_at_version(path, before)
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute(
+        "INSERT INTO memories (text, scope, project, kind, status, created_at, updated_at) "
+        "VALUES ('The user prefers tabs', 'user', '', 'preference', 'active', 1700000000, 1700000000)"
+    )
+    conn.close()
+    with Store.open(path) as store:
+        [old] = store.memories.list()
+        assert (old.text, old.topic, old.about, old.person, old.cue) == (
+            "The user prefers tabs",
+            None,
+            None,
+            None,
+            None,
+        )
+        assert store.memories.search(["tabs"], project=None)[0].memory == old
+        new = store.memories.add("Ich wohne in Graz", actor="extractor", subject=Subject("home_city", "user"))
+        assert store.memories.with_topics(["home_city"], None) == [new]
 
 
 def test_failed_migration_leaves_the_previous_version_intact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

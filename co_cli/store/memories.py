@@ -28,11 +28,12 @@ from co_cli.errors import CoError, StoreError
 from co_cli.secrets import find_secret, refusal
 from co_cli.store.db import Database, Reader, Transaction
 from co_cli.store.messages import saved_text
-from co_cli.store.schema import MEMORY_KINDS, MEMORY_SCOPES
+from co_cli.store.schema import MEMORY_KINDS, MEMORY_SCOPES, MEMORY_SUBJECTS
 from co_cli.terminal_text import without_control_sequences
 
 Actor = Literal["user", "model", "extractor"]
 TEXT_MAX_CHARS = 500
+TOPIC_MAX_CHARS = 60
 _ID_RE = re.compile(r"m?(\d{1,18})", re.IGNORECASE)
 
 
@@ -65,6 +66,14 @@ class Memory:
     replaced_by: int | None
     proposal: str | None
     target_id: int | None
+    topic: str | None = None
+    """The attribute it states, as a snake_case key (``home_city``); None when not known."""
+    about: str | None = None
+    """``user`` or ``other`` (``person`` names them); None when not known (read as the user's)."""
+    person: str | None = None
+    cue: str | None = None
+    """For a proposal suggested by word cues (no model answer could be read): which cue. Never applied on its
+    own."""
 
     @property
     def ref(self) -> str:
@@ -85,7 +94,22 @@ class Memory:
             "replaced_by": f"m{self.replaced_by}" if self.replaced_by else None,
             "proposal": self.proposal,
             "target": f"m{self.target_id}" if self.target_id else None,
+            "topic": self.topic,
+            "about": self.about,
+            "person": self.person,
+            "suggested_by": self.cue,
         }
+
+    @property
+    def whose(self) -> str:
+        """ "about Dana" for a memory about another person ("about someone else" without a name), else ""."""
+        if self.about != "other":
+            return ""
+        return f"about {self.person}" if self.person else "about someone else"
+
+    @property
+    def subject(self) -> Subject:
+        return Subject(self.topic, self.about, self.person)
 
 
 @dataclass
@@ -158,6 +182,26 @@ def check_scope(scope: str) -> str:
     if scope not in MEMORY_SCOPES:
         raise MemoryRefused(f"unknown scope {scope!r}: use user or project")
     return scope
+
+
+@dataclass(frozen=True)
+class Subject:
+    """What a memory is about: its topic key, and whom (``user``, or ``other`` with ``person``); all optional."""
+
+    topic: str | None = None
+    about: str | None = None
+    person: str | None = None
+
+
+NO_SUBJECT = Subject()
+
+
+def check_subject(subject: Subject) -> Subject:
+    if subject.about is not None and subject.about not in MEMORY_SUBJECTS:
+        raise MemoryRefused(f"unknown subject {subject.about!r}: use one of {', '.join(MEMORY_SUBJECTS)}")
+    topic = " ".join((subject.topic or "").split())[:TOPIC_MAX_CHARS] or None
+    person = " ".join((subject.person or "").split())[:TOPIC_MAX_CHARS] or None
+    return Subject(topic, subject.about, person if subject.about == "other" else None)
 
 
 def fts_terms_query(terms: Sequence[str]) -> str:
@@ -237,12 +281,15 @@ def _insert(
     source_seq: int | None,
     proposal: str | None = None,
     target_id: int | None = None,
+    subject: Subject = NO_SUBJECT,
+    cue: str | None = None,
 ) -> int:
     cursor = change.tx.execute(
         "INSERT INTO memories (text, scope, project, kind, status, source_session, source_seq, created_at, "
-        "updated_at, proposal, target_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "updated_at, proposal, target_id, topic, about, person, cue) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (new.text, new.scope, new.project, new.kind, new.status, source_session, source_seq,
-         change.now, change.now, proposal, target_id),
+         change.now, change.now, proposal, target_id, subject.topic, subject.about, subject.person, cue),
     )  # fmt: skip
     memory_id = int(cursor.lastrowid or 0)
     change.event(memory_id, "add", None, new)
@@ -281,11 +328,13 @@ class Memories:
         project: str = "",
         source_session: str | None = None,
         source_seq: int | None = None,
+        subject: Subject = NO_SUBJECT,
     ) -> Memory:
-        """A new active memory (refused: empty text, a secret, an unknown kind or scope)."""
+        """A new active memory (refused: empty text, a secret, an unknown kind, scope or subject)."""
         new = _new(text, kind, scope, project, "active")
+        subject = check_subject(subject)
         with self._change(actor) as change:
-            memory_id = _insert(change, new, source_session=source_session, source_seq=source_seq)
+            memory_id = _insert(change, new, source_session=source_session, source_seq=source_seq, subject=subject)
             return _row(change.tx, memory_id)
 
     def propose(
@@ -299,13 +348,18 @@ class Memories:
         target: int | None = None,
         source_session: str | None = None,
         source_seq: int | None = None,
+        subject: Subject = NO_SUBJECT,
+        cue: str | None = None,
     ) -> Memory:
-        """A proposal of the extractor for the user to review (``target``: the memory it updates or deletes)."""
+        """A proposal of the extractor for the user to review (``target``: the memory it updates or deletes;
+        ``cue``: suggested by that word cue, not by a model's answer)."""
         new = _new(text, kind, scope, project, "proposed")
+        subject = check_subject(subject)
         with self._change("extractor") as change:
             memory_id = _insert(
-                change, new, source_session=source_session, source_seq=source_seq, proposal=proposal, target_id=target
-            )
+                change, new, source_session=source_session, source_seq=source_seq, proposal=proposal,
+                target_id=target, subject=subject, cue=cue,
+            )  # fmt: skip
             return _row(change.tx, memory_id)
 
     def edit(self, ref: str | int, text: str, *, actor: Actor = "user", kind: str | None = None) -> Memory:
@@ -328,12 +382,28 @@ class Memories:
             _write(change, memory, "delete", evolve(Snapshot.of(memory), status="deleted"))
             return _row(change.tx, memory.id)
 
-    def replace(self, ref: str | int, text: str, *, actor: Actor, kind: str | None = None) -> Memory:
-        """Forget a memory and add its successor (``replaced_by``) in one change; returns the new memory."""
+    def replace(
+        self,
+        ref: str | int,
+        text: str,
+        *,
+        actor: Actor,
+        kind: str | None = None,
+        subject: Subject | None = None,
+        source_session: str | None = None,
+        source_seq: int | None = None,
+    ) -> Memory:
+        """Forget a memory and add its successor (``replaced_by``) in one change; returns the new memory. The
+        successor keeps the old one's subject and provenance unless given its own."""
         with self._change(actor) as change:
             old = _with_status(change.tx, ref, "active")
             new = _new(text, kind or old.kind, old.scope, old.project, "active")
-            new_id = _insert(change, new, source_session=old.source_session, source_seq=old.source_seq)
+            new_id = _insert(
+                change, new,
+                source_session=source_session or old.source_session,
+                source_seq=source_seq if source_session else old.source_seq,
+                subject=check_subject(subject) if subject is not None else old.subject,
+            )  # fmt: skip
             _write(change, old, "delete", evolve(Snapshot.of(old), status="deleted", replaced_by=new_id))
             return _row(change.tx, new_id)
 
@@ -511,6 +581,26 @@ class Memories:
                 f"session database {self.db.path} is damaged: {missing} memories the search index finds cannot "
                 "be read; `co sessions recover` saves what can still be read into a new database"
             )
+
+    def with_topics(self, topics: Sequence[str], project: str | None) -> builtins.list[Memory]:
+        """Active memories whose topic key is one of ``topics``, in user scope or ``project``, newest first."""
+        if not topics:
+            return []
+        rows = self.db.read(
+            f"SELECT {_COLUMNS} FROM memories WHERE status = 'active' AND topic IN ({', '.join('?' * len(topics))}) "
+            "AND (scope = 'user' OR project = ?) ORDER BY updated_at DESC, id DESC LIMIT 200",
+            (*topics, project or ""),
+        )
+        return [_memory(r) for r in rows]
+
+    def topics(self, project: str | None, limit: int = 40) -> builtins.list[str]:
+        """The topic keys of the active memories in user scope or ``project``, the most recently used first."""
+        rows = self.db.read(
+            "SELECT topic, max(updated_at) AS latest FROM memories WHERE status = 'active' AND topic IS NOT NULL "
+            "AND (scope = 'user' OR project = ?) GROUP BY topic ORDER BY latest DESC LIMIT ?",
+            (project or "", limit),
+        )
+        return [str(r["topic"]) for r in rows]
 
     def instructions(self, project: str | None) -> builtins.list[Memory]:
         """Active memories of kind ``instruction`` in user scope or ``project``, newest first."""

@@ -70,6 +70,9 @@ _MEMORY_ROWS = {
     ),
 }
 """The memory tables, copied as they are (ids kept: events and replacements refer to them)."""
+_MEMORY_SUBJECT = "topic, about, person, cue"
+_NO_MEMORY_SUBJECT = "NULL, NULL, NULL, NULL"
+"""What a memory from before topics and subjects reads as."""
 
 
 @dataclass
@@ -441,6 +444,9 @@ def _read_memories(conn: sqlite3.Connection) -> dict[str, list[tuple[Any, ...]]]
             conn.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchall()
         except sqlite3.DatabaseError:
             continue
+        if table == "memories":
+            subject = _MEMORY_SUBJECT if _has_column(conn, "memories", "topic") else _NO_MEMORY_SUBJECT
+            columns = f"{columns}, {subject}"
         found[table] = _rows(conn, table, columns)[0]
     return found
 
@@ -450,6 +456,8 @@ def _write_memories(db: Database, found: dict[str, list[tuple[Any, ...]]]) -> in
     memories were kept."""
     kept = 0
     for table, columns in _MEMORY_ROWS.items():
+        if table == "memories":
+            columns = f"{columns}, {_MEMORY_SUBJECT}"
         marks = ", ".join("?" * (len(columns.split(",")) + 1))
         for row in found.get(table, []):
             try:

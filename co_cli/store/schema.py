@@ -19,6 +19,9 @@ MEMORY_STATUSES = ("active", "proposed", "rejected", "deleted")
 MEMORY_ACTIONS = ("add", "update", "delete", "accept", "reject", "restore")
 MEMORY_ACTORS = ("user", "model", "extractor")
 MEMORY_PROPOSALS = ("add", "update", "delete")
+MEMORY_SUBJECTS = ("user", "other")
+"""Whom a memory is about (``about``): the user, or another person (``person`` names them); NULL: not known
+(memories made before extraction read subjects, or by the user's own commands)."""
 
 
 def _kinds_check(column: str, values: tuple[str, ...]) -> str:
@@ -294,6 +297,22 @@ def _migrate_turn_memories(conn: sqlite3.Connection) -> None:
     )
 
 
+def _migrate_memory_subjects(conn: sqlite3.Connection) -> None:
+    """What extraction read of a memory: its topic key (``home_city``), whom it is about (the user or another
+    person, and that person's name), and for a proposal that word cues suggested when no model answer could be
+    read, which cue (such a proposal is never applied on its own). NULL for every memory made before."""
+    run_script(
+        conn,
+        f"""
+        ALTER TABLE memories ADD COLUMN topic TEXT;
+        ALTER TABLE memories ADD COLUMN about TEXT {_kinds_check("about", MEMORY_SUBJECTS)};
+        ALTER TABLE memories ADD COLUMN person TEXT;
+        ALTER TABLE memories ADD COLUMN cue TEXT;
+        CREATE INDEX memories_by_topic ON memories (topic, status) WHERE topic IS NOT NULL;
+        """,
+    )
+
+
 # MIGRATIONS[i] brings a database from version i to version i + 1.
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migrate_to_v1,
@@ -304,5 +323,6 @@ MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migrate_tasks_and_tool_calls,
     _migrate_session_origin,
     _migrate_turn_memories,
+    _migrate_memory_subjects,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
