@@ -28,7 +28,8 @@ FLOORS = {
 }
 """How high each room is; every other module at the package root is a shared word (floor 1)."""
 
-MAX_ROOT_MODULES = 14
+MAX_ROOT_MODULES = 16
+"""The words every room shares, and ``cues.py``: the one module of word cues (which only suggest)."""
 MAX_METHODS = 25
 TERMINAL_LIBRARIES = ("rich", "prompt_toolkit", "typer")
 SERVER_LIBRARIES = ("starlette", "uvicorn")

@@ -1,0 +1,72 @@
+"""Word cues: the one module where co reads the user's words with regexes and word lists.
+
+Cues only suggest and never act. They are used only when no typed answer could be had from a model (its answer
+failed validation even when asked for JSON in its instructions), and what they find is shown to the user as a
+suggestion, with the command that would apply it: a cue never pins, replaces, gates or marks anything on its
+own. They know English only; a message in another language gets no suggestion, which is the safe side.
+
+Each concern keeps its cues in a section of its own, headed by a comment.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# ----- memory --------------------------------------------------------------------------------------------------
+# Used by memory extraction (co_cli/memory/extract.py) when the model's answer could not be read: a sentence of
+# the user's that seems to say something durable about them is proposed for review, marked as a suggestion,
+# verbatim. It is never applied in `auto` mode and never replaces a memory.
+
+_ABOUT_ME = re.compile(
+    r"\b(?:my|mine|our|ours|i'm|i’m|i've|i’ve|we're|we’re)\b"
+    r"|(?<!\bdo )(?<!\bcan )(?<!\bshould )(?<!\bcould )(?<!\bwould )(?<!\bwill )(?<!\bmay )(?<!\bmust )(?<!\bdid )"
+    r"\b(?:I|we)\s+[a-z]+",
+    re.IGNORECASE,
+)
+_REMEMBER = re.compile(r"\bremember\b|\bnote that\b|\bkeep in mind\b", re.IGNORECASE)
+_RULE_START = re.compile(
+    r"^(?:please\s+)?(?:always|never|don't|do not|from now on|make sure|stick to|prefer)\b", re.IGNORECASE
+)
+_QUESTION_START = re.compile(
+    r"^(?:what|what's|whats|how|why|when|where|which|who|is|are|can|could|should|would|does|do|did|will)\b",
+    re.IGNORECASE,
+)
+_PASSING = re.compile(
+    r"\b(?:today|tonight|right now|at the moment|this (?:morning|afternoon|evening)|feel|feels|feeling|felt"
+    r"|(?:i'm|i am) (?:tired|sleepy|exhausted|stressed|hungry|sick|bored|angry|upset|sad|happy|busy|annoyed"
+    r"|frustrated|excited|nervous|anxious|grumpy|in a hurry))\b",
+    re.IGNORECASE,
+)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+MIN_SUGGESTION_WORDS = 3
+MAX_SUGGESTION_CHARS = 300
+
+
+@dataclass(frozen=True)
+class MemorySuggestion:
+    """A sentence of the user's that word cues take for something to remember (verbatim), and which cue."""
+
+    text: str
+    cue: str
+    rule: bool = False
+
+
+def memory_suggestions(message: str) -> list[MemorySuggestion]:
+    """The sentences of ``message`` that seem to state a rule ("Never push to main") or a durable fact about the
+    user ("I use fish as my shell", "Remember that the API runs on port 8080"); questions and passing states
+    ("I'm tired today") are left out."""
+    found: list[MemorySuggestion] = []
+    for piece in _SENTENCE_END.split(message):
+        sentence = " ".join(piece.split())
+        if len(sentence.split()) < MIN_SUGGESTION_WORDS or len(sentence) > MAX_SUGGESTION_CHARS:
+            continue
+        if sentence.rstrip("\"')]").endswith("?") or _QUESTION_START.search(sentence) or _PASSING.search(sentence):
+            continue
+        if _RULE_START.search(sentence):
+            found.append(MemorySuggestion(sentence, "a stated rule", rule=True))
+        elif _REMEMBER.search(sentence):
+            found.append(MemorySuggestion(sentence, "asks to remember"))
+        elif _ABOUT_ME.search(sentence):
+            found.append(MemorySuggestion(sentence, "a statement about you"))
+    return found
