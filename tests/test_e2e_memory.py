@@ -11,6 +11,16 @@ import pytest
 from tests.support.co_process import expect_prompt, run_co, send_line, spawn_co
 from tests.support.scripted_server import ScriptedServer, Text, ToolCalls
 
+WRITES_GO = {
+    "text": "I write Go at work every day",
+    "quote": "I write Go at work every day",
+    "about": "user",
+    "topic": "work_language",
+    "kind": "fact",
+    "replaces": None,
+}
+"""The reading of "I write Go at work every day, keep that in mind" as a model answers it."""
+
 pytestmark = pytest.mark.e2e
 
 
@@ -130,7 +140,7 @@ def test_print_mode_finishes_extraction_before_exit(
     env = {**co_server_env, "CO_CLI_MEMORY_EXTRACT": "review"}
     scripted_server.script(
         Text("Noted, Go it is."),
-        ToolCalls([("final_result", {"facts": ["The user writes Go at work every day"]})]),
+        ToolCalls([("final_result", {"facts": [WRITES_GO]})]),
     )
     result = run_co(["chat", "-p", "I write Go at work every day, keep that in mind"], env, workdir)
     assert result.returncode == 0, result.stderr
@@ -138,10 +148,48 @@ def test_print_mode_finishes_extraction_before_exit(
     assert "I write Go at work every day" in json.dumps(extraction.messages)
     assert "Noted, Go it is." not in json.dumps(extraction.messages)  # the user's words only
     listed = json.loads(run_co(["memory", "list", "--all", "--json"], env, workdir).stdout)
-    assert [(m["text"], m["status"]) for m in listed] == [("The user writes Go at work every day", "proposed")]
+    assert [(m["text"], m["status"]) for m in listed] == [("I write Go at work every day", "proposed")]
     review = run_co(["memory", "review"], env, workdir, input="e\nThe user writes Go daily at work\n")
     assert review.returncode == 0, review.stderr
     assert "from your message" in review.stdout and "I write Go at work every day" in review.stdout
     assert "1 accepted, 0 rejected, 0 left to review." in review.stdout
     listed = json.loads(run_co(["memory", "list", "--json"], env, workdir).stdout)
     assert [(m["text"], m["status"]) for m in listed] == [("The user writes Go daily at work", "active")]
+
+
+def _home(text: str, quote: str) -> dict[str, object]:
+    return {"text": text, "quote": quote, "about": "user", "topic": "home_city", "kind": "fact", "replaces": None}
+
+
+def test_a_change_stated_in_spanish_supersedes_the_old_memory(
+    co_server_env: dict[str, str], scripted_server: ScriptedServer, workdir: Path
+) -> None:
+    env = {**co_server_env, "CO_CLI_MEMORY_EXTRACT": "auto"}
+    scripted_server.script(
+        Text("¡Qué bien!"),
+        ToolCalls([("final_result", {"facts": [_home("Vivo en Zaragoza", "vivo en Zaragoza")]})]),
+    )
+    first = run_co(["chat", "-p", "Hola, vivo en Zaragoza y trabajo desde casa"], env, workdir)
+    assert first.returncode == 0, first.stderr
+    listed = json.loads(run_co(["memory", "list", "--json"], env, workdir).stdout)
+    assert [(m["id"], m["text"], m["topic"], m["about"]) for m in listed] == [
+        ("m1", "Vivo en Zaragoza", "home_city", "user")
+    ]
+    # the change shares no word with the memory; the model gives the same topic key and names no memory
+    scripted_server.script(
+        Text("¡Suerte con la mudanza!"),
+        ToolCalls([("final_result", {"facts": [_home("Me mudé a Gijón el mes pasado", "me mudé a Gijón")]})]),
+    )
+    second = run_co(["chat", "-p", "Por cierto, me mudé a Gijón el mes pasado"], env, workdir)
+    assert second.returncode == 0, second.stderr
+    extraction = scripted_server.chat_requests[-1]
+    assert "home_city" in json.dumps(extraction.messages)  # told the topic keys in use
+    listed = json.loads(run_co(["memory", "list", "--json"], env, workdir).stdout)
+    assert [(m["id"], m["text"]) for m in listed] == [("m2", "Me mudé a Gijón el mes pasado")]
+    shown = run_co(["memory", "list", "--all"], env, workdir).stdout
+    assert "m1 [user, fact] deleted Vivo en Zaragoza" in shown
+    log = run_co(["memory", "log"], env, workdir).stdout
+    assert "by extractor" in log
+    assert run_co(["memory", "undo"], env, workdir).returncode == 0  # the old memory comes back
+    listed = json.loads(run_co(["memory", "list", "--json"], env, workdir).stdout)
+    assert [(m["id"], m["text"]) for m in listed] == [("m1", "Vivo en Zaragoza")]

@@ -15,6 +15,16 @@ from tests.support.scripted_server import ScriptedServer, Text, ToolCalls
 from tests.test_e2e_chat import repl
 from tests.test_tools_shell import wait_for_file
 
+WRITES_GO = {
+    "text": "I write Go at work every day",
+    "quote": "I write Go at work every day",
+    "about": "user",
+    "topic": "work_language",
+    "kind": "fact",
+    "replaces": None,
+}
+"""The reading of "I write Go at work every day, keep that in mind" as a model answers it."""
+
 pytestmark = pytest.mark.e2e
 
 
@@ -151,7 +161,7 @@ def test_leaving_while_the_memory_extraction_runs_shows_it_on_the_working_line(
         if "final_result" not in tools:
             return None  # the chat's own requests: the scripted queue answers them
         release.wait(20)
-        return ToolCalls([("final_result", {"facts": ["The user writes Go at work every day"]})])
+        return ToolCalls([("final_result", {"facts": [WRITES_GO]})])
 
     scripted_server.responder = responder
     scripted_server.script(Text("Noted, Go it is."))

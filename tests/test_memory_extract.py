@@ -1,5 +1,5 @@
-"""Automatic extraction and reconciliation with FunctionModel: each decision, invalid answers, failures, secrets,
-the junk filter, and the background worker's queue."""
+"""Automatic extraction with FunctionModel answering the typed reading: what is kept, what replaces what, in
+several languages; what is dropped; the fallback that only suggests; the background worker and its queue."""
 
 from __future__ import annotations
 
@@ -12,21 +12,29 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from co_cli.memory.extract import (
-    Decision,
     ExtractionWorker,
-    is_standalone,
-    is_temporary,
-    joins_unrelated,
-    nearest,
+    Fact,
+    Reading,
     plan,
-    third_person,
+    suggestions,
+    topic_key,
+    worth_extracting,
 )
-from co_cli.store.memories import Memories
+from co_cli.memory.inject import relevant_memories, render_memory_section
+from co_cli.memory.review import describe
+from co_cli.store.memories import Memories, Subject
 from co_cli.store.queue import ExtractionQueue
 from tests.support.scripted_server import ScriptedServer, Text
 
 pytestmark = pytest.mark.allow_model_requests
 PROJECT = "/repo/one"
+USER = Subject(about="user")
+
+
+def fact(text: str, quote: str | None = None, **fields: Any) -> dict[str, Any]:
+    """One fact of a reading, as a model answers it (about the user, a fact, replacing nothing, by default)."""
+    return {"text": text, "quote": quote if quote is not None else text, "about": "user", "person": None,
+            "topic": "misc", "kind": "fact", "replaces": None, **fields}  # fmt: skip
 
 
 def _prompt_of(messages: list[ModelMessage]) -> str:
@@ -37,23 +45,18 @@ def _prompt_of(messages: list[ModelMessage]) -> str:
     return ""
 
 
-def structured(facts: list[str] | None = None, decisions: list[dict[str, Any]] | None = None,
-               calls: list[str] | None = None) -> FunctionModel:  # fmt: skip
-    """Answers the extraction call with ``facts`` and the reconciliation call with ``decisions``."""
+def reading(facts: list[dict[str, Any]] | None = None, calls: list[str] | None = None) -> FunctionModel:
+    """A model that answers every message with the reading ``facts`` (through the output tool)."""
 
     def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        prompt = _prompt_of(messages)
         if calls is not None:
-            calls.append(prompt)
-        tool = info.output_tools[0].name
-        if prompt.startswith("EXISTING"):
-            return ModelResponse(parts=[ToolCallPart(tool, {"memory": decisions or []})])
-        return ModelResponse(parts=[ToolCallPart(tool, {"facts": facts or []})])
+            calls.append(_prompt_of(messages))
+        return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, {"facts": facts or []})])
 
     return FunctionModel(answer)
 
 
-def run_worker(store: Memories, model: FunctionModel, message: str, mode: str = "review") -> ExtractionWorker:
+def run_worker(store: Memories, model: Any, message: str, mode: str = "review") -> ExtractionWorker:
     async def go() -> ExtractionWorker:
         worker = ExtractionWorker(store, lambda: model, mode, PROJECT)  # type: ignore[arg-type]
         worker.submit(message, "sess1", 4)
@@ -63,53 +66,250 @@ def run_worker(store: Memories, model: FunctionModel, message: str, mode: str = 
     return asyncio.run(go())
 
 
-def test_add_without_neighbours_becomes_a_proposal_with_provenance(store: Memories) -> None:
+def active(store: Memories) -> list[str]:
+    return [m.text for m in store.list()]
+
+
+# ----- what is kept, in the user's own words and language -----
+
+
+def test_a_fact_becomes_a_proposal_in_the_users_words_with_provenance(store: Memories) -> None:
     calls: list[str] = []
-    model = structured(facts=["The user's wife is named Anne", "The user uses vim"], calls=calls)
-    worker = run_worker(store, model, "My wife is Anne and I use vim for everything")
+    message = "Ich heiße Jonas und programmiere meistens in Elixir"
+    facts = [fact("Ich heiße Jonas", topic="name"), fact("Ich programmiere meistens in Elixir",
+             quote="programmiere meistens in Elixir", topic="main_language")]  # fmt: skip
+    worker = run_worker(store, reading(facts, calls), message)
     proposals = store.proposals(PROJECT)
-    assert [p.text for p in proposals] == ["The user's wife is named Anne", "The user uses vim"]
+    assert [(p.text, p.topic, p.about) for p in proposals] == [
+        ("Ich heiße Jonas", "name", "user"),
+        ("Ich programmiere meistens in Elixir", "main_language", "user"),
+    ]
     assert all(p.proposal == "add" and p.source_session == "sess1" and p.source_seq == 4 for p in proposals)
     assert store.list() == []  # nothing active until reviewed
-    assert len(calls) == 1 and "My wife is Anne" in calls[0]  # no reconciliation without neighbours
+    assert len(calls) == 1 and message in calls[0]  # one request per message
     assert worker.last_error is None and len(ExtractionQueue(store.db)) == 0
 
 
-def test_reconciliation_update_delete_none_and_add(store: Memories) -> None:
-    lives = store.add("The user lives in Paris", actor="user")
-    likes = store.add("The user likes Paris cafes", actor="user")
-    editor = store.add("The user edits in Paris with emacs", actor="user")
-    decisions = [
-        {"event": "UPDATE", "id": lives.ref, "text": "The user lives in Lyon since May"},
-        {"event": "DELETE", "id": editor.ref},
-        {"event": "NONE", "id": likes.ref},
-        {"event": "ADD", "text": "The user moved from Paris to Lyon"},
-    ]
+@pytest.mark.parametrize(
+    ("message", "text"),
+    [
+        ("My shell prompt is oh-my-posh with the atomic theme", "My shell prompt is oh-my-posh with the atomic theme"),
+        ("We deploy my-app with make ship-it every Thursday", "We deploy my-app with make ship-it every Thursday"),
+        ("I keep my dotfiles in ~/src/dot-files", "I keep my dotfiles in ~/src/dot-files"),
+    ],
+)
+def test_names_stay_as_the_user_wrote_them(store: Memories, message: str, text: str) -> None:
+    run_worker(store, reading([fact(text, quote=message)]), message, "auto")
+    assert active(store) == [text]
+
+
+def test_a_standing_rule_is_kept_as_an_instruction(store: Memories) -> None:
+    message = "Antworte mir bitte immer auf Deutsch, auch wenn ich Englisch schreibe"
+    rule = fact("Antworte immer auf Deutsch, auch wenn ich Englisch schreibe", quote="immer auf Deutsch",
+                topic="answer_language", kind="rule")  # fmt: skip
+    run_worker(store, reading([rule]), message, "auto")
+    [memory] = store.list()
+    assert (memory.kind, memory.topic) == ("instruction", "answer_language")
+    assert store.instructions(PROJECT) == [memory]  # sent first with every request
+
+
+def test_a_question_is_read_by_the_model_and_keeps_nothing(store: Memories) -> None:
     calls: list[str] = []
-    facts = ["The user lives in Lyon since May", "The user gave up emacs"]
-    model = structured(facts=facts, decisions=decisions, calls=calls)
-    run_worker(store, model, "I moved from Paris to Lyon in May, and I gave up emacs")
-    assert calls[1].startswith("EXISTING") and lives.ref in calls[1]
-    by_kind = {p.proposal: p for p in store.proposals(PROJECT)}
-    assert by_kind["update"].target_id == lives.id and by_kind["update"].text == "The user lives in Lyon since May"
-    assert by_kind["delete"].target_id == editor.id
-    assert by_kind["add"].text == "The user moved from Paris to Lyon"
-    assert len(store.list()) == 3  # review mode: nothing applied yet
+    for message in ("How would I rebase my-app onto the release branch?", "¿Qué hora es ahora en Osaka?",
+                    "Как настроить автодополнение в zsh?"):  # fmt: skip
+        run_worker(store, reading([], calls), message, "auto")
+    assert len(calls) == 3  # no question detector: the model says there is nothing
+    assert store.list(statuses=("active", "proposed")) == []
 
 
-def test_auto_mode_applies_at_once_logged_and_undoable(store: Memories) -> None:
-    old = store.add("The user lives in Paris", actor="user")
-    decisions = [{"event": "UPDATE", "id": old.ref, "text": "The user lives in Lyon now"}]
-    run_worker(
-        store,
-        structured(facts=["The user lives in Lyon now"], decisions=decisions),
-        "I live in Lyon now, not Paris",
-        "auto",
+@pytest.mark.parametrize("message", ["", "   ", "/memory", "thanks!", "ok", "go on", "danke"])
+def test_trivial_messages_are_not_sent(store: Memories, message: str) -> None:
+    calls: list[str] = []
+    assert not worth_extracting(message)
+    run_worker(store, reading([fact("x y z")], calls), message)
+    assert calls == []
+
+
+@pytest.mark.parametrize("message", ["I use Nix", "東京に住んでいます", "Vivo en Quito", "Я живу в Казани"])
+def test_short_sentences_in_any_script_are_sent(message: str) -> None:
+    assert worth_extracting(message)
+
+
+# ----- what replaces what -----
+
+
+def test_a_change_in_german_replaces_the_memory_with_the_same_topic_key(store: Memories) -> None:
+    old = store.add("I live in Bremen", actor="extractor", subject=Subject("home_city", "user"))
+    store.add("I use Fedora on my laptop", actor="extractor", subject=Subject("laptop_os", "user"))
+    message = "Seit dem Sommer wohne ich in Leipzig, die Kisten sind endlich ausgepackt"
+    moved = fact("Seit dem Sommer wohne ich in Leipzig", topic="home_city")  # the model names no memory
+    calls: list[str] = []
+    run_worker(store, reading([moved], calls), message, "auto")
+    [new] = store.list(statuses=("active",))[-1:]
+    assert active(store) == ["I use Fedora on my laptop", "Seit dem Sommer wohne ich in Leipzig"]
+    assert store.get(old.id).replaced_by == new.id and new.topic == "home_city"
+    assert "home_city" in calls[0]  # the model is told the topic keys in use
+    store.undo()  # the old memory stays in the log, and comes back
+    assert active(store) == ["I live in Bremen", "I use Fedora on my laptop"]
+
+
+def test_a_change_the_model_names_replaces_the_shown_memory(store: Memories) -> None:
+    old = store.add("Uso Sublime para escribir código", actor="user")  # /remember: no topic, no subject
+    message = "Dejé Sublime, ahora escribo código en Zed"
+    calls: list[str] = []
+    change = fact("Ahora escribo código en Zed", quote="ahora escribo código en Zed", topic="editor",
+                  replaces=old.ref)  # fmt: skip
+    run_worker(store, reading([change], calls), message)
+    assert f"{old.ref} | ? | - | Uso Sublime para escribir código" in calls[0]  # shown with its id
+    [proposal] = store.proposals(PROJECT)
+    assert (proposal.proposal, proposal.target_id, proposal.text) == ("update", old.id, "Ahora escribo código en Zed")
+    assert f"replaces {old.ref}: Uso Sublime para escribir código" in describe(store, proposal)[1]
+
+
+def test_no_replacement_without_the_model_or_a_matching_topic(store: Memories) -> None:
+    pets = store.add("I have a cat called Miso", actor="extractor", subject=Subject("pet", "user"))
+    message = "We also adopted a dog called Pixel last spring"
+    run_worker(store, reading([fact("We adopted a dog called Pixel", quote="adopted a dog called Pixel",
+                                    topic="second_pet")]), message, "auto")  # fmt: skip
+    assert active(store) == ["I have a cat called Miso", "We adopted a dog called Pixel"]
+    assert store.get(pets.id).status == "active"
+
+
+def test_two_memories_with_the_topic_key_are_left_alone(store: Memories) -> None:
+    store.add("Я говорю по-французски", actor="extractor", subject=Subject("language", "user"))
+    store.add("Я говорю по-испански", actor="extractor", subject=Subject("language", "user"))
+    message = "Ещё я немного говорю по-японски"
+    run_worker(store, reading([fact("Я немного говорю по-японски", quote="немного говорю по-японски",
+                                    topic="language")]), message, "auto")  # fmt: skip
+    assert len(store.list()) == 3  # which one would it replace? neither
+
+
+def test_a_colleagues_fact_is_about_them_not_the_user(store: Memories) -> None:
+    mine = store.add("I write code in Helix", actor="extractor", subject=Subject("editor", "user"))
+    message = "Мой коллега Дмитрий пишет код только в Emacs"
+    theirs = fact("Мой коллега Дмитрий пишет код только в Emacs", about="other", person="Дмитрий", topic="editor")
+    run_worker(store, reading([theirs]), message, "auto")
+    assert store.get(mine.id).status == "active"  # the user's editor stays
+    colleague = store.list()[-1]
+    assert (colleague.about, colleague.person, colleague.whose) == ("other", "Дмитрий", "about Дмитрий")
+    # a later fact about the colleague on the same topic replaces theirs, never the user's
+    again = fact("Дмитрий перешёл на Neovim", about="other", person="Дмитрий", topic="editor")
+    run_worker(store, reading([again]), "Дмитрий перешёл на Neovim", "auto")
+    assert active(store) == ["I write code in Helix", "Дмитрий перешёл на Neovim"]
+
+
+def test_a_fact_about_a_colleague_in_japanese(store: Memories) -> None:
+    store.add("朝はコーヒーを飲みます", actor="extractor", subject=Subject("morning_drink", "user"))
+    message = "同僚の佐藤さんは毎朝緑茶を飲んでいます"
+    colleague = fact("同僚の佐藤さんは毎朝緑茶を飲んでいます", quote="佐藤さんは毎朝緑茶を飲んで", about="other",
+                     person="佐藤", topic="morning_drink")  # fmt: skip
+    run_worker(store, reading([colleague]), message, "auto")
+    assert [(m.text, m.about, m.person) for m in store.list()] == [
+        ("朝はコーヒーを飲みます", "user", None),
+        ("同僚の佐藤さんは毎朝緑茶を飲んでいます", "other", "佐藤"),
+    ]
+
+
+def test_the_users_own_memories_come_before_others_unless_the_question_names_them(store: Memories) -> None:
+    store.add("Ольга пишет на Kotlin каждый день", actor="extractor", subject=Subject("language", "other", "Ольга"))
+    store.add("Я пишу на Kotlin для Android", actor="extractor", subject=Subject("language", "user"))
+    mine = [s.text for s in relevant_memories(store, "Kotlin: что мне почитать?", PROJECT, 800, 0.0)]
+    assert mine == ["Я пишу на Kotlin для Android", "Ольга пишет на Kotlin каждый день"]
+    hers = [s.text for s in relevant_memories(store, "Ольга и Kotlin", PROJECT, 800, 0.0)]
+    assert hers[0] == "Ольга пишет на Kotlin каждый день"
+    assert "(about Ольга) Ольга пишет" in render_memory_section(relevant_memories(store, "Kotlin", PROJECT, 800, 0.0))
+
+
+# ----- what is dropped -----
+
+
+def test_a_quote_not_in_the_message_is_dropped(store: Memories) -> None:
+    message = "Ayer terminé la migración de la base de datos"
+    invented = fact("Trabajo como ingeniera de datos", quote="trabajo como ingeniera de datos", topic="job")
+    run_worker(store, reading([invented]), message, "auto")
+    assert store.list(statuses=("active", "proposed")) == []
+
+
+def test_a_name_or_number_the_user_did_not_write_is_dropped(store: Memories) -> None:
+    message = "Our release train leaves on the 14th"
+    facts = [fact("Our release train leaves on the 15th", quote="release train leaves"),
+             fact("Our release train is run by Kubernetes", quote="Our release train")]  # fmt: skip
+    run_worker(store, reading(facts), message, "auto")
+    assert store.list() == []
+
+
+@pytest.mark.parametrize(
+    ("message", "passing"),
+    [
+        ("Heute bin ich total müde, lange Nacht gehabt", fact("Heute bin ich total müde", kind="passing")),
+        ("Estoy de mal humor esta mañana", fact("Estoy de mal humor esta mañana", kind="passing")),
+        ("The CI broke again after the merge", fact("The CI broke again after the merge", about="none")),
+    ],
+)
+def test_a_passing_state_or_a_fact_about_no_one_is_not_stored(
+    store: Memories, message: str, passing: dict[str, Any]
+) -> None:
+    run_worker(store, reading([passing]), message, "auto")
+    assert store.list(statuses=("active", "proposed")) == []
+
+
+@pytest.mark.parametrize("mode", ["review", "auto"])
+@pytest.mark.parametrize(
+    ("secret", "quote"),
+    [
+        ("Mein DB_PASSWORD=quokka77 gilt für Staging", "DB_PASSWORD=quokka77"),
+        ("My GITHUB_TOKEN=abc123def456ghi7", "GITHUB_TOKEN=abc123def456ghi7"),
+        ("The staging database is on db2", "staging database"),  # from the sentence holding the password
+    ],
+)
+def test_secrets_are_refused(store: Memories, mode: str, secret: str, quote: str) -> None:
+    message = (
+        "Mein DB_PASSWORD=quokka77 gilt für Staging. My GITHUB_TOKEN=abc123def456ghi7. "
+        "The staging database password is tulip-9-orange on db2. I deploy on Fridays"
     )
-    assert [m.text for m in store.list()] == ["The user lives in Lyon now"]
-    assert store.log()[0].actor == "extractor"
-    store.undo()
-    assert [m.text for m in store.list()] == ["The user lives in Paris"]
+    facts = [fact(secret, quote=quote), fact("I deploy on Fridays", topic="deploy_day")]
+    run_worker(store, reading(facts), message, mode)
+    assert [m.text for m in store.list(statuses=("active", "proposed"))] == ["I deploy on Fridays"]
+
+
+def test_at_most_three_changes_and_no_restated_fact(store: Memories) -> None:
+    message = "I use tmux, kitty, fish and helix, with tmux everywhere"
+    facts = [fact("I use tmux", topic="multiplexer"), fact("I use tmux", topic="terminal_tool")] + [
+        fact(f"I use {tool}", quote=tool, topic=tool) for tool in ("kitty", "fish", "helix")
+    ]
+    run_worker(store, reading(facts), message)
+    assert [p.text for p in store.proposals(None)] == ["I use tmux", "I use kitty", "I use fish"]
+
+
+def test_a_fact_already_kept_is_not_added_again(store: Memories) -> None:
+    store.add("Ich nutze Arch Linux", actor="extractor", subject=Subject("os", "user"))
+    run_worker(store, reading([fact("Ich nutze Arch Linux", topic="os")]), "Wie gesagt, ich nutze Arch Linux", "auto")
+    assert len(store.list()) == 1 and len(store.log()) == 1
+
+
+def test_plan_is_pure_and_one_memory_is_replaced_once(store: Memories) -> None:
+    old = store.add("I work at Initech", actor="extractor", subject=Subject("employer", "user"))
+    message = "I left Initech; I work at Globex now and I lead the Globex billing team"
+    answer = Reading(
+        facts=[
+            Fact(**fact("I work at Globex now", topic="employer", replaces=old.ref)),
+            Fact(**fact("I lead the Globex billing team", topic="employer", replaces=old.ref)),
+            Fact(**fact("I work at Globex now", topic="employer", replaces="m999")),
+        ]
+    )
+    changes = plan(answer, message, [old], [old])
+    assert [(c.op, c.target, c.text) for c in changes] == [
+        ("update", old.id, "I work at Globex now"),
+        ("add", None, "I lead the Globex billing team"),
+    ]
+
+
+@pytest.mark.parametrize(("raw", "key"), [("Home City", "home_city"), ("editor", "editor"), ("  -- ", None)])
+def test_topic_keys_are_snake_case(raw: str, key: str | None) -> None:
+    assert topic_key(raw) == key
+
+
+# ----- failures, and the fallback that only suggests -----
 
 
 def _later(store: Memories) -> None:
@@ -118,99 +318,75 @@ def _later(store: Memories) -> None:
         tx.execute("UPDATE memory_queue SET claimed_at = claimed_at - ?", (ExtractionQueue.RETRY_AFTER + 1,))
 
 
-def test_invalid_answer_proposes_nothing_is_reported_and_retried_once_later(store: Memories) -> None:
-    calls: list[str] = []
-
-    def nonsense(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+def prose(calls: list[str]) -> FunctionModel:
+    def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         calls.append(_prompt_of(messages))
-        return ModelResponse(parts=[TextPart("Sure! Here are some facts: the user is nice.")])
+        return ModelResponse(parts=[TextPart("Sure! The user seems nice and uses fish.")])
 
-    model = FunctionModel(nonsense)
-    worker = run_worker(store, model, "I always use tabs when I write Go code")
-    assert store.proposals(None) == [] and store.list() == []
-    assert worker.last_error and worker.prompted
-    # the prose answer, then the same question for JSON; then not retried at once: kept for later
-    assert len(calls) == 2 and len(ExtractionQueue(store.db)) == 1
+    return FunctionModel(answer)
+
+
+def test_no_readable_answer_suggests_by_word_cues_without_acting(store: Memories) -> None:
+    shell = store.add("I use zsh", actor="extractor", subject=Subject("shell", "user"))
+    calls: list[str] = []
+    message = "I switched to fish as my shell. How do I port my aliases?"
+    worker = run_worker(store, prose(calls), message, "auto")
+    # the prose answer, then the same question for JSON; nothing changed, kept for later
+    assert len(calls) == 2 and worker.prompted and worker.last_error
+    assert store.proposals(None) == [] and len(ExtractionQueue(store.db)) == 1
 
     async def next_turn() -> None:
         worker.start()
         await worker.drain()
 
     asyncio.run(next_turn())
-    assert len(calls) == 2  # still too early
+    assert len(calls) == 2  # too early to try again
     _later(store)
     asyncio.run(next_turn())
-    assert len(calls) == 3 and len(ExtractionQueue(store.db)) == 0  # retried once, then dropped
+    assert len(calls) == 3 and len(ExtractionQueue(store.db)) == 0  # tried once more, then given up
+    # the cues only suggest: a proposal even in auto mode, replacing nothing
+    [suggestion] = store.proposals(None)
+    assert (suggestion.text, suggestion.proposal) == ("I switched to fish as my shell.", "add")
+    assert suggestion.target_id is None
+    assert suggestion.cue == "a statement about you"
+    assert active(store) == [shell.text]
+    shown = "\n".join(describe(store, suggestion))
+    assert "suggestion: remember" in shown and "co memory add 'I switched to fish as my shell.'" in shown
 
 
-def test_model_failure_proposes_nothing_and_loses_nothing(store: Memories) -> None:
-    kept = store.add("The user uses tabs in Go", actor="user")
+def test_the_cues_suggest_nothing_in_other_languages_or_for_questions() -> None:
+    assert suggestions("Ich bin nach Graz gezogen. Wie spät ist es?") == []
+    assert suggestions("Can you explain how my Makefile works?") == []
+    assert suggestions("I'm so tired today") == []
+    [rule] = suggestions("Never force-push to main. Thanks")
+    assert (rule.kind, rule.cue) == ("instruction", "a stated rule")
+
+
+def test_a_failed_request_changes_nothing_and_suggests_nothing(store: Memories) -> None:
+    kept = store.add("I use tabs in Go", actor="user")
 
     def broken(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         raise ConnectionError("provider down")
 
     worker = run_worker(store, FunctionModel(broken), "I always use tabs when I write Go code")
     assert worker.last_error and "provider down" in worker.last_error
+    _later(store)
+    worker = run_worker(store, FunctionModel(broken), "I always use tabs when I write Go code")
     assert store.list() == [kept] and store.proposals(None) == []
 
 
-def test_secrets_from_the_model_are_dropped(store: Memories) -> None:
-    model = structured(facts=["The user's API key is sk-proj-abcdefghijklmnopqrstuv", "The user deploys on Fridays"])
-    run_worker(store, model, "my key is sk-proj-abcdefghijklmnopqrstuv and I deploy on Fridays")
-    assert [p.text for p in store.proposals(None)] == ["The user deploys on Fridays"]
-
-
-@pytest.mark.parametrize("mode", ["review", "auto"])
-@pytest.mark.parametrize(
-    "secret",
-    [
-        "The user's DB_PASSWORD=hunter2 on staging",
-        "The user's GITHUB_TOKEN=abc123def456ghi7",
-        "The user's Slack webhook is https://hooks.slack.com/services/T0001/B0001/abcdefghijklmnop",
-        "The user's API key is 01234567-89ab-cdef-0123-456789abcdef",
-        "The user's Jenkins password is hunter2",
-        "The user's PIN is 4821",
-    ],
-)
-def test_common_credential_spellings_are_dropped(store: Memories, mode: str, secret: str) -> None:
-    message = f"note: {secret}. And I deploy on Fridays"
-    run_worker(store, structured(facts=[secret, "The user deploys on Fridays"]), message, mode)
-    kept = [m.text for m in store.list(statuses=("active", "proposed", "deleted"))]
-    assert kept == ["The user deploys on Fridays"]
-
-
-def test_short_messages_are_not_sent_to_the_model(store: Memories) -> None:
+def test_an_invalid_tool_answer_is_asked_again_as_json_at_once(store: Memories) -> None:
     calls: list[str] = []
-    run_worker(store, structured(facts=["The user says thanks"], calls=calls), "thanks!")
-    assert calls == []
 
+    def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        calls.append(_prompt_of(messages))
+        if info.output_tools:  # a tool call missing the required fields
+            return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, {"facts": [{"text": "I use Nix"}]})])
+        return ModelResponse(parts=[TextPart(json.dumps({"facts": [fact("I use Nix on every machine")]}))])
 
-@pytest.mark.parametrize(
-    "text",
-    ["What is the user's name?", "It is written in Rust", "I like tea very much", "None", "tabs", "no facts found",
-     "line one\nline two here", "The assistant explained the code"],
-)  # fmt: skip
-def test_junk_is_not_a_standalone_statement(text: str) -> None:
-    assert not is_standalone(text)
-
-
-def test_a_tiny_model_cannot_flood_the_inbox(store: Memories) -> None:
-    facts = [f"The user mentioned topic number {i} at work" for i in range(10)]
-    model = structured(facts=facts + ["?", "it", "I do"])
-    run_worker(store, model, "at work I mentioned topic number 0, 1, 2, 3, 4, 5, 6, 7, 8 and 9")
-    assert len(store.proposals(None)) == 3
-
-
-def test_plan_drops_unknown_ids_duplicates_and_double_targets(store: Memories) -> None:
-    m = store.add("The user lives in Paris", actor="user")
-    decisions = [
-        Decision(event="UPDATE", id="m999", text="The user lives in Rome now"),
-        Decision(event="ADD", text="The user lives in Paris"),
-        Decision(event="UPDATE", id=m.ref, text="The user lives in Lyon now"),
-        Decision(event="DELETE", id=m.ref),
-    ]
-    changes = plan(["x"], [m], decisions)
-    assert [(c.op, c.target) for c in changes] == [("update", m.id)]
+    worker = run_worker(store, FunctionModel(answer), "I use Nix on every machine", "auto")
+    assert active(store) == ["I use Nix on every machine"] and len(calls) == 2
+    assert not worker.prompted  # the server honours tool calls: the next message is asked the same way
 
 
 def test_worker_never_blocks_the_caller_and_drains_at_exit(store: Memories) -> None:
@@ -218,12 +394,12 @@ def test_worker_never_blocks_the_caller_and_drains_at_exit(store: Memories) -> N
 
     async def slow(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         await release.wait()
-        return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, {"facts": ["The user writes Go daily"]})])
+        return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, {"facts": [fact("I write Go daily")]})])
 
     async def go() -> tuple[bool, list[str]]:
         model = FunctionModel(slow)
         worker = ExtractionWorker(store, lambda: model, "review", PROJECT)
-        worker.submit("I write Go every single day at work", "s", 0)  # returns at once
+        worker.submit("I write Go daily at work", "s", 0)  # returns at once
         busy = worker.busy
         notices: list[str] = []
         asyncio.get_running_loop().call_later(0.2, release.set)
@@ -232,140 +408,25 @@ def test_worker_never_blocks_the_caller_and_drains_at_exit(store: Memories) -> N
 
     busy, notices = asyncio.run(go())
     assert busy and notices and "Finishing memory extraction" in notices[0]
-    assert [p.text for p in store.proposals(None)] == ["The user writes Go daily"]
+    assert [p.text for p in store.proposals(None)] == ["I write Go daily"]
 
 
 def test_queued_work_of_an_interrupted_co_is_resumed(store: Memories) -> None:
-    ExtractionQueue(store.db).put("old-session", 7, "I prefer dark themes in every editor", PROJECT)
+    ExtractionQueue(store.db).put("old-session", 7, "Prefiero temas oscuros en cada editor", PROJECT)
     item = ExtractionQueue(store.db).claim()  # a co that died while working on it
     assert item is not None
     with store.db.transaction() as tx:
         tx.execute("UPDATE memory_queue SET claimed_at = claimed_at - 3600")
+    model = reading([fact("Prefiero temas oscuros", quote="Prefiero temas oscuros", topic="theme")])
 
     async def go() -> None:
-        worker = ExtractionWorker(store, lambda: structured(facts=["The user prefers dark themes"]), "review", PROJECT)
+        worker = ExtractionWorker(store, lambda: model, "review", PROJECT)
         worker.start()
         await worker.drain()
 
     asyncio.run(go())
     [proposal] = store.proposals(None)
-    assert (proposal.text, proposal.source_session, proposal.source_seq) == (
-        "The user prefers dark themes",
-        "old-session",
-        7,
-    )
-
-
-# ----- what a small model gets wrong, checked in the plan -----
-
-
-def test_a_new_fact_called_none_or_left_out_is_added(store: Memories) -> None:
-    style = store.add("The user writes Python with black formatting", actor="user")
-    facts = ["The user writes commit messages in the imperative", "The project deadline is June 3"]
-    decisions = [Decision(event="NONE", id=style.ref), Decision(event="NONE", text=facts[0])]
-    changes = plan(facts, [style], decisions)
-    assert [(c.op, c.text) for c in changes] == [("add", facts[0]), ("add", facts[1])]
-    # ... but a fact that an existing memory already says is not added again
-    assert plan(["The user writes Python with black formatting"], [style], [Decision(event="NONE")]) == []
-
-
-def test_a_fact_an_update_already_states_is_not_added_twice(store: Memories) -> None:
-    home = store.add("The user lives in Paris", actor="user")
-    decisions = [Decision(event="UPDATE", id=home.ref, text="The user lives in Lyon since May")]
-    changes = plan(["The user lives in Lyon"], [home], decisions)
-    assert [(c.op, c.target) for c in changes] == [("update", home.id)]
-    # ... also in other words
-    changes = plan(["The user moved to Lyon"], [home], decisions)
-    assert [(c.op, c.target) for c in changes] == [("update", home.id)]
-
-
-@pytest.mark.parametrize(
-    ("first", "third"),
-    [
-        ("Carol reviews my pull requests", "Carol reviews the user's pull requests"),
-        ("I always use tabs in Go", "The user always uses tabs in Go"),
-        ("I'm a backend developer at Acme", "The user is a backend developer at Acme"),
-        ("My editor is Helix", "The user's editor is Helix"),
-        ("We deploy on Fridays", "The user's team deploys on Fridays"),
-        ("Our project Kestrel is a billing service", "The user's project Kestrel is a billing service"),
-        ("We're a team of five", "The user's team is a team of five"),
-    ],
-)
-def test_first_person_facts_are_rewritten_not_dropped(first: str, third: str) -> None:
-    assert third_person(first) == third
-    assert [(c.op, c.text) for c in plan([first], [], None)] == [("add", third)]
-
-
-def test_a_delete_needs_the_fact_that_replaces_it(store: Memories) -> None:
-    alice = store.add("Alice reviews the user's pull requests", actor="user")
-    delete = Decision(event="DELETE", id=alice.ref)
-    # the replacing fact is first person: rewritten and kept, so the old reviewer may go
-    changes = plan(["Carol reviews my pull requests"], [alice], [delete])
-    assert [(c.op, c.target) for c in changes] == [("delete", alice.id), ("add", None)]
-    assert changes[1].text == "Carol reviews the user's pull requests"
-    # no kept fact on the topic (the new one was junk): the old reviewer stays
-    assert plan(["it is Carol"], [alice], [delete]) == []
-
-
-def test_neighbours_share_a_topic_not_just_the_word_user(store: Memories) -> None:
-    name = store.add("The user's name is Sam", actor="user")
-    shell = store.add("The user uses fish as shell", actor="user")
-    assert [m.id for m in nearest(store, ["The user prefers dark themes"], PROJECT)] == []
-    assert [m.id for m in nearest(store, ["The user switched the shell to zsh"], PROJECT)] == [shell.id]
-    assert name.id not in [m.id for m in nearest(store, ["The user feels stressed about work"], PROJECT)]
-
-
-def test_a_change_finds_the_memory_it_changes_through_its_topic(store: Memories) -> None:
-    home = store.add("The user lives in Paris", actor="user")
-    editor = store.add("The user edits code in vim", actor="user")
-    assert [m.id for m in nearest(store, ["The user moved to Lyon last month"], PROJECT)] == [home.id]
-    assert [m.id for m in nearest(store, ["The user switched to helix"], PROJECT)] == [editor.id]
-
-
-@pytest.mark.parametrize(
-    ("old", "merged"),
-    [
-        ("The user's name is Sam", "The user's name is Sam and the user is worried about the release"),
-        ("The project Kestrel is a Rust CLI", "The project Kestrel is a Rust CLI; the deadline moved to June 3"),
-        ("The user uses fish as shell", "The user uses fish as shell, while Bob edits code with emacs"),
-        ("The user writes mostly Go", "The user writes mostly Go and the project Kestrel is a billing service in Go"),
-    ],
-)
-def test_an_update_joining_unrelated_statements_is_refused(store: Memories, old: str, merged: str) -> None:
-    memory = store.add(old, actor="user")
-    assert joins_unrelated(merged, old)
-    assert plan([], [memory], [Decision(event="UPDATE", id=memory.ref, text=merged)]) == []
-
-
-def test_a_real_update_is_not_a_join(store: Memories) -> None:
-    memory = store.add("The user lives in Paris", actor="user")
-    update = "The user lives in Lyon since May and works from home there"
-    assert not joins_unrelated("The user lives in Lyon since May", memory.text)
-    changes = plan([], [memory], [Decision(event="UPDATE", id=memory.ref, text="The user lives in Lyon since May")])
-    assert [(c.op, c.target) for c in changes] == [("update", memory.id)]
-    assert joins_unrelated(update, memory.text)
-
-
-@pytest.mark.parametrize(
-    "text",
-    ["The user is tired today", "The user feels stressed about the release", "The user is in a bad mood",
-     "The user is busy right now", "The user needs a regex for ISO dates", "The user wants to profile a Go program",
-     "The user wants good morning translated into French"],
-)  # fmt: skip
-def test_passing_states_are_not_remembered(text: str) -> None:
-    assert is_temporary(text) and not is_standalone(text)
-    assert plan([text], [], None) == []
-
-
-def test_durable_facts_are_not_taken_for_passing_states() -> None:
-    for text in (
-        "The user lives in Lyon",
-        "The user works at Acme on the billing team",
-        "The user prefers tabs",
-        "The user writes commit messages in the imperative mood",
-        "The user wants tests for every bug fix",
-    ):
-        assert not is_temporary(text) and is_standalone(text)
+    assert (proposal.text, proposal.source_session, proposal.source_seq) == ("Prefiero temas oscuros", "old-session", 7)
 
 
 # ----- servers that ignore a forced tool call (scripted OpenAI-compatible server) -----
@@ -379,9 +440,9 @@ def _server_model(server: ScriptedServer) -> Any:
     return OpenAIChatModel("scripted", provider=provider)
 
 
-def _ignores_tool_choice(prose: str, facts: list[str]) -> Any:
+def _ignores_tool_choice(prose: str, facts: list[dict[str, Any]]) -> Any:
     """A server that never enforces tool_choice: with tools offered the model answers ``prose``; asked for JSON
-    in its instructions (prompted output) it answers the JSON object."""
+    in its instructions (prompted output) it answers the reading."""
 
     def respond(request: dict[str, Any]) -> Text:
         if request.get("tools"):
@@ -392,47 +453,48 @@ def _ignores_tool_choice(prose: str, facts: list[str]) -> Any:
 
 
 def test_a_server_that_answers_prose_gets_prompted_json(store: Memories) -> None:
+    first = "Vivo en Rosario con mis dos gatos"
     with ScriptedServer() as server:
-        server.responder = _ignores_tool_choice("The user lives in Lyon.", ["The user lives in Lyon"])
+        server.responder = _ignores_tool_choice("Vive en Rosario.", [fact(first, topic="home_city")])
         model = _server_model(server)
-        worker = run_worker(store, model, "I live in Lyon with my two cats", "auto")
+        worker = run_worker(store, model, first, "auto")
         assert worker.prompted and worker.last_error is None and len(worker.queue) == 0
-        assert [m.text for m in store.list()] == ["The user lives in Lyon"]
+        assert active(store) == [first]
         requests = server.chat_requests
         assert len(requests) == 2  # the forced tool call answered in prose, then the same question for JSON
         assert requests[0].body and requests[0].body.get("tool_choice") == "required"
-        assert requests[1].body and not requests[1].body.get("tools") and '"facts"' in requests[1].all_text
+        assert requests[1].body and not requests[1].body.get("tools") and '"replaces"' in requests[1].all_text
 
-        async def next_message() -> None:  # from now on JSON at once: one request (no neighbours to reconcile)
-            worker.submit("My two cats are called Tom and Jerry", "s", 2)
+        async def next_message() -> None:  # from now on JSON at once: one request
+            worker.submit("Mis gatos se llaman Tito y Luna", "s", 2)
             await worker.drain()
 
-        server.responder = _ignores_tool_choice("prose", ["The user's cats are called Tom and Jerry"])
+        server.responder = _ignores_tool_choice("prose", [fact("Mis gatos se llaman Tito y Luna", topic="cats")])
         asyncio.run(next_message())
         assert len(server.chat_requests) == 3
     assert len(store.list()) == 2
 
 
 def test_json_in_text_is_accepted_in_one_request(store: Memories) -> None:
-    fenced = '```json\n{"facts": ["The user uses neovim daily"]}\n```'
+    fenced = "```json\n" + json.dumps({"facts": [fact("I use neovim every day")]}) + "\n```"
     with ScriptedServer() as server:
         server.responder = _ignores_tool_choice(fenced, [])
         run_worker(store, _server_model(server), "I use neovim every day for everything", "auto")
         requests = server.chat_requests
-    assert [m.text for m in store.list()] == ["The user uses neovim daily"]
+    assert active(store) == ["I use neovim every day"]
     assert len(requests) == 1
 
 
-def test_never_more_than_two_requests_per_message(store: Memories) -> None:
-    store.add("The user lives in Paris", actor="user")
+def test_never_more_than_one_request_per_attempt_in_prompted_mode(store: Memories) -> None:
+    store.add("I live in Porto", actor="user")
     with ScriptedServer() as server:
-        server.responder = lambda request: Text("I cannot comply, here is some prose about Lyon.")
+        server.responder = lambda request: Text("I cannot comply, here is some prose about Porto.")
         model = _server_model(server)
 
         async def go() -> None:
             worker = ExtractionWorker(store, lambda: model, "auto", PROJECT)
-            worker.prompted = True  # even in prompted mode, an invalid answer is not re-asked
-            worker.submit("I moved from Paris to Lyon this spring", "s", 0)
+            worker.prompted = True  # in prompted mode an invalid answer is not asked again at once
+            worker.submit("Ich bin von Porto nach Braga gezogen", "s", 0)
             await worker.drain()
             _later(store)
             worker.start()
@@ -441,4 +503,5 @@ def test_never_more_than_two_requests_per_message(store: Memories) -> None:
         asyncio.run(go())
         requests = server.chat_requests
     assert len(requests) == 2  # two attempts of one request each, the second later
-    assert [m.text for m in store.list()] == ["The user lives in Paris"]
+    assert active(store) == ["I live in Porto"]
+    assert store.proposals(None) == []  # the English cues suggest nothing for a German message

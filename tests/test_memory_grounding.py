@@ -1,162 +1,107 @@
-"""Extraction keeps only what the user's message states, whatever a small model writes: the mistakes measured
-with a 1.5B model behind a plain llama.cpp server (bench/bench_memory_quality.py), each replayed with a
-FunctionModel that makes it."""
+"""The checks of what a model read against the user's message: they read characters, not a language, so they
+hold for any script (quotes of a message without spaces included)."""
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import pytest
 from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from co_cli.memory.extract import ExtractionWorker, Facts, plan, standing_rules
-from co_cli.memory.grounding import from_a_secret, grounded, misattributed, only_asks, says_change
+from co_cli.memory.extract import Reading
+from co_cli.memory.grounding import from_a_secret, grounded, names, normalise, quoted, said
 from co_cli.memory.structured_answer import ask
-from co_cli.store.memories import Memories
 
 pytestmark = pytest.mark.allow_model_requests
-PROJECT = "/repo/one"
-
-
-def model_saying(facts: list[str], calls: list[str] | None = None) -> FunctionModel:
-    """A model that extracts ``facts`` from any message and reconciles nothing (an empty list of decisions, as
-    the 1.5B model answers)."""
-
-    def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        if calls is not None:
-            calls.append("request")
-        args: dict[str, Any] = {"memory": []} if _reconciling(messages) else {"facts": facts}
-        return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, args)])
-
-    return FunctionModel(answer)
-
-
-def _reconciling(messages: list[ModelMessage]) -> bool:
-    return any("EXISTING memories" in str(getattr(p, "content", "")) for m in messages for p in m.parts)
-
-
-def extract(store: Memories, model: FunctionModel, message: str) -> list[str]:
-    async def go() -> None:
-        worker = ExtractionWorker(store, lambda: model, "auto", PROJECT)
-        worker.submit(message, "s1", 2)
-        await worker.drain()
-
-    asyncio.run(go())
-    return [m.text for m in store.list()]
 
 
 @pytest.mark.parametrize(
-    "message",
-    ["Can you explain how Go channels work?", "What's the difference between a mutex and a channel?",
-     "Write me a regex for matching ISO dates", "Translate 'good morning' into French for me",
-     "How do I profile a Go program for allocations?", "Show me an example of a table-driven test in Go"],
-)  # fmt: skip
-def test_a_message_that_only_asks_is_not_sent_to_the_model(store: Memories, message: str) -> None:
-    calls: list[str] = []
-    assert only_asks(message)
-    assert extract(store, model_saying(["The user wants to profile a Go program"], calls), message) == []
-    assert calls == []
+    ("quote", "message"),
+    [
+        ("wohne ich in Leipzig", "Seit dem Sommer   wohne ich in Leipzig!"),
+        ("i moved to lisbon", "I moved to Lisbon, finally."),
+        ("“Tabs, nicht Leerzeichen”", 'Bitte: "Tabs, nicht Leerzeichen".'),
+        ("京都に引っ越しました", "先月、京都に引っ越しました。"),
+        ("大阪で働いています", "今は大阪で　働いています"),  # an ideographic space
+        ("ＡＰＩ ｖ２", "the API v2 is ours"),  # full-width letters and digits (NFKC)
+        ("живу в Казани", "Теперь я живу в Казани."),
+    ],
+)
+def test_a_quote_is_found_in_any_script(quote: str, message: str) -> None:
+    assert quoted(quote, message)
 
 
 @pytest.mark.parametrize(
-    "message",
-    ["I use fish, how do I set PATH?", "Always write commit messages in the imperative mood please",
-     "The Kestrel deadline slipped to April 14", "Remember that the API is on port 8080, how do I call it?",
-     "My colleague Bob uses emacs"],
-)  # fmt: skip
-def test_a_message_that_says_something_is_sent(message: str) -> None:
-    assert not only_asks(message)
+    ("quote", "message"),
+    [
+        ("I work as a data engineer", "Yesterday I finished the database migration"),
+        ("京都に住んでいます", "先月、京都に引っ越しました。"),
+        ("", "anything at all"),
+        ("!", "Hello!"),
+    ],
+)
+def test_a_quote_the_user_did_not_write_is_not_found(quote: str, message: str) -> None:
+    assert not quoted(quote, message)
+
+
+def test_normalising_ignores_case_spaces_and_punctuation() -> None:
+    assert normalise("Straße, Ärger!") == normalise("STRASSE ärger") == "strasseärger"
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("My prompt is oh-my-posh and my-app ships with make", ["oh-my-posh", "my-app"]),
+        ("Ich nutze jetzt Helix statt Vim", ["Helix", "Vim"]),
+        ("Since May I'm at AWS, using iTerm", ["May", "AWS", "iTerm"]),
+        ('The branch is called "release train"', ["release train"]),
+        ("Kestrel is our billing service. Emacs is Dana's", ["Dana's"]),  # sentence starts are not names
+        ("東京の会社で働いています", []),
+    ],
+)
+def test_names_of_a_fact(text: str, found: list[str]) -> None:
+    assert names(text) == found
 
 
 @pytest.mark.parametrize(
     ("fact", "message"),
     [
-        ("Lyon is a city in France", "I moved to Lyon last month"),
-        ("French translates as 'Bonjour', which means 'Good Morning'", "Translate 'good morning' into French"),
-        ("Go profiling uses the `pprof` package", "I profile Go programs every week"),
-        ("The build broke again", "I'm annoyed, the build broke again"),
-        ("A table-driven test in Go uses a slice of cases", "I write table-driven tests in Go"),
-        ("The user's deadline is March 4", "Our deadline is March 3"),
+        ("Ich arbeite seit 2021 bei Zalando", "seit 2021 arbeite ich bei zalando"),
+        ("Dana's editor is Emacs", "my colleague Dana swears by emacs as her editor"),
+        ("Я живу в Москве", "Теперь я живу в Москва-Сити"),  # another case ending of the same name
+        ("My project my-app deploys on Fridays", "my-app deploys every friday"),
+        ("私は東京に住んでいます", "東京に住んでいます"),
     ],
 )
-def test_what_the_model_knows_or_invents_is_not_remembered(store: Memories, fact: str, message: str) -> None:
-    assert not grounded(fact, message)
-    assert extract(store, model_saying([fact]), message) == []
-
-
-@pytest.mark.parametrize(
-    ("fact", "message"),
-    [
-        ("The user's name is Sam", "Hi, I'm Sam. I live in Paris"),
-        ("Kestrel is a billing service", "Our project Kestrel is a billing service in Go"),
-        ("The deadline for Kestrel is March 3", "Kestrel is due, the deadline is March 3"),
-        ("Carol reviews the user's pull requests now", "Alice left the team; Carol reviews my pull requests now"),
-        ("The user uses Vim for everything", "I use vim for everything"),
-        ("The user's colleague Bob uses emacs", "My colleague Bob uses emacs and swears by it"),
-    ],
-)
-def test_what_the_user_said_is_grounded(fact: str, message: str) -> None:
+def test_names_and_numbers_the_user_wrote_are_grounded(fact: str, message: str) -> None:
     assert grounded(fact, message)
 
 
-def test_a_colleagues_habit_is_not_taken_for_the_users(store: Memories) -> None:
-    message = "My colleague Bob uses emacs and swears by it"
-    assert misattributed("The user uses emacs", message)
-    assert not misattributed("The user's colleague Bob uses emacs", message)
-    assert not misattributed("The user uses vim", "I use vim and Bob uses emacs")
-    facts = ["The user uses emacs", "The user swears by it", "The user's colleague Bob uses emacs"]
-    assert extract(store, model_saying(facts), message) == ["The user's colleague Bob uses emacs"]
+@pytest.mark.parametrize(
+    ("fact", "message"),
+    [
+        ("Our deadline is June 4", "our deadline is June 3"),
+        ("Lisbon is the capital of Portugal", "I moved to Lisbon last year"),
+        ("Ich nutze Vim in der Firma Initech", "Ich nutze Vim"),
+        ("The build uses Bazel 7", "the build uses bazel"),
+    ],
+)
+def test_names_and_numbers_the_user_did_not_write_are_not(fact: str, message: str) -> None:
+    assert not grounded(fact, message)
 
 
-def test_nothing_is_taken_from_the_clause_that_holds_a_password(store: Memories) -> None:
-    message = "The staging database password is tulip42, keep it handy. And I deploy on Fridays"
-    assert from_a_secret("The user is using a staging database", message)
-    assert not from_a_secret("The user deploys on Fridays", message)
-    facts = ["The user is using a staging database", "The password to access the staging database is tulip42",
-             "The user deploys on Fridays"]  # fmt: skip
-    assert extract(store, model_saying(facts), message) == ["The user deploys on Fridays"]
+def test_a_person_is_said_with_another_ending_but_not_another_name() -> None:
+    assert said("Ольгой", "Ольга пишет на Kotlin")
+    assert said("佐藤", "同僚の佐藤さんは")
+    assert not said("Olga", "Ольга пишет на Kotlin")
 
 
-def test_a_rule_the_user_states_is_kept_whatever_the_model_extracts(store: Memories) -> None:
-    message = "Always write commit messages in the imperative mood please"
-    kept = extract(store, model_saying(["The user specifies 'please' as a recommendation"]), message)
-    assert "The user's standing rule: always write commit messages in the imperative mood please" in kept
-    # a fact that already says the rule is enough
-    assert standing_rules(message, ["The user writes commit messages in the imperative mood"]) == []
-    assert standing_rules("I moved to Lyon last month") == []
-
-
-def test_a_change_the_user_states_replaces_the_memory_on_its_topic(store: Memories) -> None:
-    home = store.add("The user lives in Paris", actor="user")
-    vim = store.add("The user uses vim", actor="user")
-    bob = store.add("The user's colleague Bob uses emacs", actor="user")
-    deadline = store.add("The deadline for the project Kestrel is March 3", actor="user")
-    kestrel = store.add("The user's project Kestrel is a billing service in Go", actor="user")
-    alice = store.add("Alice reviews the user's pull requests", actor="user")
-    moved = store.add("The user moved to Lyon last month", actor="user")
-    neighbours = [home, vim, bob, deadline, kestrel, alice]
-
-    def replaced(fact: str, message: str) -> int | None:
-        [change] = plan([fact], neighbours, [], message)
-        return change.target if change.op == "update" else None
-
-    assert says_change("I moved to Lyon last month")
-    assert replaced("The user moved to Lyon last month", "I moved to Lyon last month") == home.id
-    assert replaced("The user switched from vim to helix", "I switched from vim to helix last week") == vim.id
-    # "last week" and "last month" say when, not what
-    [change] = plan(["The user switched from vim to helix last week"], [vim, moved, bob], [], "I switched last week")
-    assert (change.op, change.target) == ("update", vim.id)
-    assert replaced("The user's Kestrel deadline is April 14", "The Kestrel deadline slipped to April 14") == (
-        deadline.id
-    )
-    assert replaced("Carol reviews the user's pull requests now", "Carol reviews my pull requests now") == alice.id
-    # a shared name alone says whose, not what: Alice leaving does not replace what Alice does
-    assert replaced("Alice left the team", "Alice left the team") is None
-    # no word of change: a new fact beside the old one, as the model decides
-    assert not says_change("I live in Lyon and I like it")
-    assert replaced("The user lives in Lyon", "I live in Lyon and I like it") is None
+def test_nothing_comes_from_the_sentence_that_holds_a_secret() -> None:
+    message = "La base de staging usa password: pez-luna-42 desde ayer. Despliego los viernes"
+    assert from_a_secret("La base de staging", message)
+    assert not from_a_secret("Despliego los viernes", message)
+    assert from_a_secret("GITHUB_TOKEN=abc123def456ghi7", "ok")
 
 
 def test_structured_answers_are_asked_for_at_temperature_zero() -> None:
@@ -166,5 +111,5 @@ def test_structured_answers_are_asked_for_at_temperature_zero() -> None:
         seen.append((info.model_settings or {}).get("temperature"))
         return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, {"facts": []})])
 
-    asyncio.run(ask(FunctionModel(answer), Facts, "instructions", "prompt"))
+    asyncio.run(ask(FunctionModel(answer), Reading, "instructions", "prompt"))
     assert seen == [0.0]

@@ -21,6 +21,16 @@ from co_cli.serve.server import make_context
 from co_cli.store import Store
 from tests.support.scripted_server import ScriptedServer, Text, ToolCalls
 
+WRITES_GO = {
+    "text": "I write Go at work every day",
+    "quote": "I write Go at work every day",
+    "about": "user",
+    "topic": "work_language",
+    "kind": "fact",
+    "replaces": None,
+}
+"""The reading of "I write Go at work every day, keep that in mind" as a model answers it."""
+
 pytestmark = pytest.mark.allow_model_requests
 
 
@@ -132,7 +142,7 @@ def test_facts_are_extracted_after_a_served_turn(
     context, _ = make_context(load_settings(cwd=tmp_path), tmp_path)
     scripted_server.script(
         Text("Noted, Go it is."),
-        ToolCalls([("final_result", {"facts": ["The user writes Go at work every day"]})]),
+        ToolCalls([("final_result", {"facts": [WRITES_GO]})]),
     )
 
     async def run() -> None:
@@ -144,7 +154,7 @@ def test_facts_are_extracted_after_a_served_turn(
         proposed = [(m.text, m.status) for m in context.store.memories.list(statuses=("proposed",))]
     finally:
         context.store.close()
-    assert proposed == [("The user writes Go at work every day", "proposed")]
+    assert proposed == [("I write Go at work every day", "proposed")]
 
 
 def test_the_memories_a_turn_used_are_told(ctx: ServeContext) -> None:

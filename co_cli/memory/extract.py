@@ -1,19 +1,27 @@
-"""Automatic extraction: facts from the user's own words, reconciled with what is already remembered.
+"""Automatic extraction: what the user's message says worth keeping, read by the model in one typed answer,
+verified against the message, then acted on.
 
-After a turn is answered, the summarisation model (1) extracts 0-3 atomic facts from the user's message
-(never from the assistant's answer), then (2) compares them with the nearest existing memories (FTS
-neighbours) in one structured-output call that returns a decision per memory: ADD, UPDATE (same topic,
-refined), DELETE (contradicted) or NONE. With ``memory_extract = review`` the decisions become proposals;
-with ``auto`` they are applied at once (logged and undoable).
+After a turn is answered, the summarisation model is shown the user's message (never the assistant's answer)
+and the candidate memories: the nearest active ones by the message's own words (the FTS search) and those
+sharing their topic keys, each with its id, whom it is about and its topic key, and the other topic keys in
+use. It answers one ``Reading`` in one request: 0-3 facts, each with its text in the user's own language and
+words, the quote it comes from, whom it is about (the user, another person, no one), a snake_case topic key,
+its kind (a fact, a standing rule, a passing state) and the id of a shown memory it supersedes. An empty list
+is a fine answer: questions and one-off requests hold nothing to keep.
 
-Small models write junk: at most ``MAX_PROPOSALS`` changes per turn; a first-person fact ("Bob reviews my
-pull requests") is rewritten in the third person; a fact that is not a standalone statement (a question, a
-fragment, a pronoun with nothing to refer to) or only a passing state (a mood, "today") is dropped. The
-decisions are checked: a new fact the model leaves out (or calls NONE) with no near-duplicate is an ADD; an
-UPDATE that glues an unrelated statement onto a memory is refused; a DELETE stands only beside a kept fact
-on the same topic (the one replacing it). An invalid or failing answer changes nothing. The work runs in a
-background task fed by a durable queue (``ExtractionQueue``): it never delays the next prompt and is finished,
-or resumed by the next co, at exit.
+``plan`` (pure) verifies each fact and decides what it changes: its quote must be in the message and its names
+and numbers too (``grounding``: checks that hold in any language); secrets are refused; a fact about no one
+and a passing state are not kept; a rule becomes an ``instruction`` memory. A fact replaces a memory when the
+model names it (``replaces``, one of the memories shown) or when it has the same subject (about, person) and
+topic key as exactly one active memory; never because of the words used. A replaced memory stays in the log
+and ``co memory undo`` brings it back. With ``memory_extract = review`` the changes become proposals; with
+``auto`` they are applied at once (logged and undoable); at most ``MAX_PROPOSALS`` per message.
+
+When no typed answer can be had (the answer fails validation even when the model is asked for JSON in its
+instructions, on the message's last attempt), word cues (``co_cli.cues``) may suggest sentences of the
+message: proposals marked as suggestions, never applied in ``auto`` mode, never replacing a memory. The work
+runs in a background task fed by a durable queue (``ExtractionQueue``): it never delays the next prompt and is
+finished, or resumed by the next co, at exit.
 """
 
 from __future__ import annotations
@@ -21,20 +29,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
-from co_cli.context.pins import is_standing, sentences
+from co_cli.cues import memory_suggestions
 from co_cli.errors import CoError
-from co_cli.memory.expansion import TOPICS, expand
-from co_cli.memory.grounding import from_a_secret, grounded, misattributed, only_asks, says_change
-from co_cli.memory.retrieval import GENERIC_WORDS, STOPWORDS, near_duplicate, shares_topic, topic_terms, words
+from co_cli.memory.grounding import from_a_secret, grounded, normalise, quoted, said
+from co_cli.memory.retrieval import near_duplicate, query_terms
 from co_cli.memory.structured_answer import ProseAnswer, ask
 from co_cli.secrets import find_secret
-from co_cli.store.memories import Memories, Memory, parse_ref
+from co_cli.store.memories import NO_SUBJECT, TOPIC_MAX_CHARS, Memories, Memory, Subject, parse_ref
 from co_cli.store.queue import ExtractionQueue, QueuedTurn
 
 if TYPE_CHECKING:
@@ -42,360 +50,248 @@ if TYPE_CHECKING:
 
 
 ExtractMode = Literal["off", "review", "auto"]
-MAX_FACTS = 3
 MAX_PROPOSALS = 3
 NEIGHBOURS = 5
-MIN_PROMPT_WORDS = 4
-MIN_FACT_WORDS = 3
-MAX_FACT_WORDS = 40
+MAX_SHOWN = 10
+MAX_TOPIC_KEYS = 40
+MIN_WORDS = 3
+MIN_CHARS = 8
+"""A message of fewer than MIN_WORDS words (split at whitespace) and fewer than MIN_CHARS letters or digits
+("thanks", "go on", "ok") is not sent; a sentence of a script without spaces has more characters than that."""
 
-FACTS_PROMPT = """You extract durable facts about the user from ONE message the user wrote.
-Return 0 to 3 short, atomic, standalone statements in the third person ("The user ..."), each true on its own
-without the conversation: preferences, facts about the user, their projects, tools and standing rules.
-Ignore questions, requests for one-off tasks, greetings, and anything temporary. Never include passwords,
-keys or tokens, and never moods or passing states ("is tired today"). Never add what you know yourself: only
-what the message says. One statement per topic: never join two topics in one statement. A colleague's habit is
-the colleague's, not the user's. Most messages contain no durable fact: then return an empty list.
-Examples:
-"I'm exhausted today, the tests failed again" -> []
-"My colleague Dana swears by Rust" -> ["The user's colleague Dana swears by Rust"]
-"Our launch moved to June 9" -> ["The user's launch date is June 9"]
-"I'm Anne, I live in Oslo and I use nano" -> ["The user's name is Anne", "The user lives in Oslo",
-"The user uses nano"]"""
+INSTRUCTIONS = """You read ONE message the user wrote to an assistant and say what in it is worth remembering about
+the user for later conversations. Answer 0 to 3 facts. Most messages hold none (questions, requests for a task,
+greetings, thanks): then answer an empty list of facts.
 
-RECONCILE_PROMPT = """You keep a user's long-term memory consistent. You get EXISTING memories (with ids) and
-NEW facts. Return one decision per existing memory and per new fact:
-- ADD: a new fact not covered by any existing memory (give its text; no id).
-- UPDATE: a new fact that replaces or refines an existing memory on the SAME topic (give the existing id and
-  the new text). Never join two different topics in one text.
-- DELETE: an existing memory that a new fact contradicts and that no UPDATE replaces (give its id).
-- NONE: an existing memory that stays as it is, or a new fact that is a duplicate (give the id if existing).
-Each text is one standalone statement.
-Example: EXISTING memories: m1: The user works at Acme; m2: The user's cat is named Tom. NEW facts: The user now
-works at Globex; The user's team has five people. Decisions: UPDATE m1 "The user works at Globex", NONE m2,
-ADD "The user's team has five people"."""
+For each fact:
+- text: one standalone statement, true without the conversation, in the language and the words of the message.
+  Never translate it, never rewrite "I" as "the user", keep names exactly as written (my-app stays my-app).
+- quote: the words of the message the fact comes from, copied exactly.
+- about: "user" when it is about the user (their life, work, projects, tools, likes, rules for you); "other"
+  when it is about another person, with person: that person's name as written (or how the message calls them);
+  "none" when it is about no one (general knowledge, something that happened once).
+- topic: a short snake_case key in English for the attribute the fact states (home_city, editor, employer,
+  commit_style). A memory shown below on the same attribute of the same person: use its key. A fact that adds
+  to a memory instead of superseding it (a second language, another pet) gets a key of its own.
+- kind: "rule" for a standing instruction to the assistant (how to answer or work from now on); "passing" for a
+  passing state (a mood, being tired or busy, something for today only); otherwise "fact".
+- replaces: the id (such as m12) of a memory shown below that this fact supersedes (the same attribute with a
+  new value: another city, another editor, a new date), else null.
+Never include passwords, keys or tokens. Never add what you know yourself: only what the message says.
 
-
-class Facts(BaseModel):
-    facts: list[str] = Field(default_factory=list, description="0 to 3 standalone statements about the user")
-
-
-class Decision(BaseModel):
-    event: Literal["ADD", "UPDATE", "DELETE", "NONE"]
-    id: str | None = Field(None, description="the existing memory's id (m12) for UPDATE, DELETE, NONE")
-    text: str = Field("", description="the statement for ADD or UPDATE")
+Examples (memories shown: m4 | user | home_city | Ich wohne in Linz):
+"Seit März wohne ich in Graz." -> {"facts": [{"text": "Seit März wohne ich in Graz", "quote": "Seit März wohne
+ich in Graz", "about": "user", "person": null, "topic": "home_city", "kind": "fact", "replaces": "m4"}]}
+"My teammate Priya reviews every migration" -> {"facts": [{"text": "My teammate Priya reviews every migration",
+"quote": "Priya reviews every migration", "about": "other", "person": "Priya", "topic": "reviews_migrations",
+"kind": "fact", "replaces": null}]}
+"¿Cómo formateo una fecha en Go?" -> {"facts": []}"""
 
 
-class Decisions(BaseModel):
-    memory: list[Decision] = Field(default_factory=list)
+class Fact(BaseModel):
+    text: str = Field(description="one standalone statement, in the language and words of the user's message")
+    quote: str = Field(description="the words of the message it comes from, copied exactly")
+    about: Literal["user", "other", "none"] = Field(description="whom it is about")
+    person: str | None = Field(None, description='for about "other": the person\'s name as the message writes it')
+    topic: str = Field(description="a short snake_case key of the attribute (home_city, editor)")
+    kind: Literal["fact", "rule", "passing"] = Field("fact", description="a fact, a standing rule, a passing state")
+    replaces: str | None = Field(None, description="the id (m12) of a memory shown that this fact supersedes")
+
+
+class Reading(BaseModel):
+    facts: list[Fact] = Field(default_factory=list, description="0 to 3 facts; empty when there is nothing to keep")
 
 
 @dataclass(frozen=True)
 class Change:
-    """One change the extractor wants: add a memory, or update or delete the memory ``target``."""
+    """One change the extractor wants: add a memory, or replace the memory ``target``. A ``cue`` says word cues
+    suggested it (no model answer could be read): then it is only ever proposed."""
 
-    op: Literal["add", "update", "delete"]
+    op: Literal["add", "update"]
     text: str
     target: int | None = None
-
-
-_FIRST_PERSON = frozenset({"i", "i'm", "i've", "i'd", "i'll", "me", "my", "mine", "we", "our", "you", "your"})
-_DANGLING = frozenset({"it", "this", "that", "these", "those", "they", "he", "she", "him", "her", "them", "here"})
-_NON_FACTS = ("no fact", "none", "n/a", "nothing", "the assistant", "as an ai", "the message", "user message")
-
-
-_TEMPORARY = re.compile(
-    r"\b(?:today|tonight|right now|at the moment|this (?:morning|afternoon|evening)|in an? \w+ mood|mood (?:is|was)"
-    r"|(?:negative|positive|bad|good|terrible|great|low|foul|grumpy|awful) mood|experienc(?:es|ing|ed) (?:a|an|some)\b"
-    r"|(?:feel|feels|feeling|felt)\b|is (?:tired|sleepy|exhausted|stressed|hungry|sick|bored|angry|upset|sad|happy"
-    r"|busy|annoyed|frustrated|excited|nervous|anxious|grumpy|in a hurry)\b)",
-    re.IGNORECASE,
-)
-_ADVERB = r"(?:always|usually|often|never|also|now|still|mostly|only|really)"
-_I_VERB = re.compile(rf"\b(I|we)\s+(?:({_ADVERB})\s+)?([A-Za-z]+)\b", re.IGNORECASE)
-_PRONOUNS = (
-    (re.compile(r"\bI(?:'m|’m|\s+am)\b", re.IGNORECASE), "the user is"),
-    (re.compile(r"\bI(?:'ve|’ve)\b", re.IGNORECASE), "the user has"),
-    (re.compile(r"\bI(?:'d|’d)\b", re.IGNORECASE), "the user would"),
-    (re.compile(r"\bI(?:'ll|’ll)\b", re.IGNORECASE), "the user will"),
-    (re.compile(r"\bwe(?:'re|’re|\s+are)\b", re.IGNORECASE), "the user's team is"),
-    (re.compile(r"\b(?:my|mine)\b", re.IGNORECASE), "the user's"),
-    (re.compile(r"\b(?:our|ours)\b", re.IGNORECASE), "the user's"),
-    (re.compile(r"\b(?:me|myself)\b", re.IGNORECASE), "the user"),
-)
-_NOT_CONJUGATED = frozenset(
-    {"was", "will", "would", "can", "could", "should", "must", "might", "may", "did", "had", "shall", "need"}
-)
-
-
-_ONE_OFF = re.compile(
-    r"^the user (?:wants|needs|would like|is asking|asks|asked|requested|is looking) (?:to|a|an|help|some|for)\b"
-    r"|^the user wants \S+(?: \S+)? (?:translated|explained|written|fixed|shown)(?: (?:into|for|to) \S+)?$"
-    r"|^the user (?:thanks|thanked|greets|greeted|says (?:hi|hello|thanks))\b",
-    re.IGNORECASE,
-)
-
-
-def is_temporary(text: str) -> bool:
-    """Whether ``text`` is about a passing state (a mood, "right now", "today") or a one-off request ("The user
-    wants to profile a Go program"): nothing to remember."""
-    return _TEMPORARY.search(text) is not None or _ONE_OFF.search(text.strip()) is not None
-
-
-def _third_person_verb(verb: str) -> str:
-    lower = verb.lower()
-    if lower in _NOT_CONJUGATED or lower.endswith(("ed", "s")) or not lower.isalpha():
-        return verb
-    irregular = {"am": "is", "have": "has", "do": "does", "go": "goes"}
-    if lower in irregular:
-        return irregular[lower]
-    if lower.endswith(("sh", "ch", "x", "z", "o")):
-        return verb + "es"
-    if lower.endswith("y") and len(lower) > 1 and lower[-2] not in "aeiou":
-        return verb[:-1] + "ies"
-    return verb + "s"
-
-
-def third_person(text: str) -> str:
-    """A first-person statement about the user in the third person ("Bob reviews my pull requests" -> "Bob
-    reviews the user's pull requests", "I always use tabs" -> "The user always uses tabs", "We deploy on
-    Fridays" -> "The user's team deploys on Fridays")."""
-    line = text.strip()
-    for pattern, replacement in _PRONOUNS:
-        line = pattern.sub(replacement, line)
-
-    def subject(match: re.Match[str]) -> str:
-        who, adverb, verb = match.group(1), match.group(2), match.group(3)
-        person = "the user" if who.lower() == "i" else "the user's team"
-        return f"{person} " + (f"{adverb} " if adverb else "") + _third_person_verb(verb)
-
-    line = _I_VERB.sub(subject, line)
-    line = re.sub(r"\bI\b", "the user", line)
-    return line[:1].upper() + line[1:]
-
-
-def is_standalone(text: str) -> bool:
-    """Whether ``text`` reads as one durable statement on its own (the filter against small models' junk)."""
-    line = text.strip()
-    found = words(line)
-    if not MIN_FACT_WORDS <= len(found) <= MAX_FACT_WORDS or "\n" in line or "```" in line:
-        return False
-    if line.endswith("?") or not any(c.isalpha() for c in line):
-        return False
-    lower = line.lower()
-    if any(lower.startswith(p) or lower == p for p in _NON_FACTS):
-        return False
-    if found[0] in _DANGLING or found[-1] in _DANGLING or _FIRST_PERSON & set(found) or is_temporary(line):
-        return False
-    return find_secret(line) is None
+    kind: str = "fact"
+    subject: Subject = NO_SUBJECT
+    cue: str | None = None
 
 
 def worth_extracting(prompt: str) -> bool:
-    """A message of a few words ("thanks", "go on") or one that only asks ("How do I profile a Go program?")
-    holds no fact worth a model call."""
-    return len(words(prompt)) >= MIN_PROMPT_WORDS and not prompt.lstrip().startswith("/") and not only_asks(prompt)
+    """Whether a message may hold something to keep: not empty, not a slash command, not one or two short words
+    ("thanks", "go on"). Whatever else it is, the model reads it."""
+    text = prompt.strip()
+    if not text or text.startswith("/"):
+        return False
+    return len(text.split()) >= MIN_WORDS or sum(ch.isalnum() for ch in text) >= MIN_CHARS
 
 
-def plan(
-    facts: Sequence[str],
-    neighbours: Sequence[Memory],
-    decisions: Sequence[Decision] | None,
-    message: str | None = None,
-) -> list[Change]:
-    """The validated changes: decisions about unknown ids, junk texts, duplicates, secrets, UPDATEs that join
-    unrelated statements and DELETEs with no kept fact on their topic are dropped; a fact no decision covers and
-    no neighbour duplicates is added; at most MAX_PROPOSALS. Without neighbours (``decisions`` None) every fact
-    is an ADD. Given the user's ``message``, a text must be grounded in it (``grounding.grounded``), and when the
-    message says something changed, a new fact replaces the memory on its topic that no decision changed."""
-    known = {m.id: m for m in neighbours}
-    raw: list[Change] = []
-    for decision in decisions or ():
-        target = _target(decision.id, known)
-        if decision.event == "ADD":
-            raw.append(Change("add", decision.text))
-        elif decision.event == "UPDATE" and target is not None:
-            raw.append(Change("update", decision.text, target))
-        elif decision.event == "DELETE" and target is not None:
-            raw.append(Change("delete", known[target].text, target))
-    decided = len(raw)
-    raw += [Change("add", f) for f in facts]  # kept below only if nothing covers the fact
+def topic_key(raw: str) -> str | None:
+    """A topic as a snake_case key ("Home City" -> "home_city"), or None when nothing is left."""
+    key = re.sub(r"\W+", "_", unicodedata.normalize("NFKC", raw).casefold()).strip("_")
+    return key[:TOPIC_MAX_CHARS] or None
+
+
+def whom(memory: Memory) -> str:
+    """Whom a memory is about, as the model is shown it: "user", "other: Dana", or "?" when not known."""
+    if memory.about == "other":
+        return f"other: {memory.person}" if memory.person else "other"
+    return memory.about or "?"
+
+
+def candidates(store: Memories, message: str, project: str) -> list[Memory]:
+    """The memories the model is shown: the nearest active ones by the message's own words (FTS), then those
+    sharing a topic key with them."""
+    terms = query_terms(message)
+    near = [c.memory for c in store.search(terms, project=project, limit=NEIGHBOURS)] if terms else []
+    seen = {m.id for m in near}
+    same = [m for m in store.with_topics(sorted({m.topic for m in near if m.topic}), project) if m.id not in seen]
+    return [*near, *same][:MAX_SHOWN]
+
+
+def reading_prompt(message: str, shown: Sequence[Memory], topics: Sequence[str]) -> str:
+    lines = ["The user's message:", "<message>", message, "</message>", ""]
+    if shown:
+        lines.append("Memories already kept that may be related (id | about | topic | text):")
+        lines += [f"- {m.ref} | {whom(m)} | {m.topic or '-'} | {m.text}" for m in shown]
+    else:
+        lines.append("Memories already kept that may be related: none.")
+    other = [t for t in topics if t not in {m.topic for m in shown}]
+    if other:
+        lines.append("Other topic keys in use: " + ", ".join(other))
+    return "\n".join(lines)
+
+
+def plan(reading: Reading, message: str, shown: Sequence[Memory], same_topic: Sequence[Memory]) -> list[Change]:
+    """The verified changes of a reading of ``message``: each fact checked (``checked``), a restated fact and a
+    second replacement of one memory left out, at most MAX_PROPOSALS. ``shown``: the memories the model was
+    shown; ``same_topic``: the active memories with a topic key the facts name."""
+    known = {m.id: m for m in shown}
     changes: list[Change] = []
-    touched: set[int] = set()
-    for index, change in enumerate(raw):
-        text = third_person(" ".join(change.text.split())) if change.op != "delete" else change.text
-        if index >= decided and any(c.op == "update" and _restates(c.text, text) for c in changes):
-            continue  # the model's update says this fact in other words
-        if change.op != "delete":
-            if not is_standalone(text):
-                continue
-            if message is not None:
-                source = message if change.target is None else f"{message}\n{known[change.target].text}"
-                if not grounded(text, source) or misattributed(text, message):
-                    continue
-            if change.op == "add" and any(near_duplicate(text, m.text) for m in neighbours):
-                continue  # already remembered
-            if change.op == "update" and change.target is not None:
-                old = known[change.target].text
-                if near_duplicate(text, old) or joins_unrelated(text, old):
-                    continue  # no real change, or two topics glued together
-            if any(_covers(c.text, text) for c in changes if c.op != "delete"):
-                continue
+    taken: set[int] = set()
+    for fact in reading.facts:
+        change = checked(fact, message, known, same_topic, taken)
+        if change is None or any(near_duplicate(change.text, c.text) for c in changes):
+            continue
         if change.target is not None:
-            if change.target in touched:
-                continue
-            touched.add(change.target)
-        changes.append(Change(change.op, text, change.target))
-    if message is not None and says_change(message):
-        changes = as_replacements(changes, [m for m in neighbours if m.id not in touched])
-    kept = [c for c in changes if c.op != "delete"]
-    changes = [c for c in changes if c.op != "delete" or any(shares_topic(c.text, k.text) for k in kept)]
+            taken.add(change.target)
+        changes.append(change)
     return changes[:MAX_PROPOSALS]
 
 
-_TOPIC_MEMBERS = frozenset(word for members in TOPICS.values() for word in members) | frozenset(TOPICS)
+def checked(
+    fact: Fact, message: str, known: dict[int, Memory], same_topic: Sequence[Memory], taken: set[int]
+) -> Change | None:
+    """The change ``fact`` makes, or None: about no one, a passing state, a quote not in the message, a secret,
+    a name or number the message does not have, or nothing new."""
+    text = " ".join(fact.text.split())
+    if fact.about == "none" or fact.kind == "passing" or not text:
+        return None
+    if not quoted(fact.quote, message) or find_secret(text) is not None or from_a_secret(fact.quote, message):
+        return None
+    person = " ".join((fact.person or "").split()) if fact.about == "other" else ""
+    subject = Subject(topic_key(fact.topic), fact.about, person if person and said(person, message) else None)
+    target = replaced(fact, subject, known, same_topic, taken)
+    if not grounded(text, message if target is None else f"{message}\n{target.text}"):
+        return None
+    if target is not None and near_duplicate(text, target.text):
+        return None  # the memory already says it
+    if target is None and any(near_duplicate(text, m.text) for m in [*known.values(), *same_topic]):
+        return None
+    kind = "instruction" if fact.kind == "rule" else "fact"
+    return Change("add" if target is None else "update", text, None if target is None else target.id, kind, subject)
 
 
-def _attributes(text: str) -> set[str]:
-    """The topic words of ``text`` that say which attribute it is about, not whose: a name the text capitalises
-    ("Kestrel", "Alice") is left out unless it is a value of a known topic ("Vim" is an editor)."""
-    names = {w.lower() for w in re.findall(r"\b[A-Z]\w+", text)} - _TOPIC_MEMBERS
-    return set(topic_terms(text)) - names
+def replaced(
+    fact: Fact, subject: Subject, known: dict[int, Memory], same_topic: Sequence[Memory], taken: set[int]
+) -> Memory | None:
+    """The memory ``fact`` replaces: the shown one it names, else the one active memory of the same subject and
+    topic key (none when several have them: which one is not known)."""
+    named = _shown(fact.replaces, known)
+    if named is not None and named.id not in taken:
+        return named
+    if subject.topic is None:
+        return None
+    same = [m for m in same_topic if m.id not in taken and m.topic == subject.topic and same_subject(m, subject)]
+    return same[0] if len(same) == 1 else None
 
 
-def _overlap(own: set[str], related: set[str], text: str) -> int:
-    theirs = _attributes(text)
-    return 2 * len(own & theirs) + len(related & theirs)
-
-
-def as_replacements(changes: list[Change], free: Sequence[Memory]) -> list[Change]:
-    """The user said something changed: each new fact replaces the untouched memory that shares the most
-    attribute words with it (a word of the fact counts twice, a word of its topic once: "moved" meets "lives"),
-    when one memory shares more than any other. The fact most like a memory takes it first."""
-    scored: list[tuple[int, int, int]] = []  # (overlap, index of the change, memory id)
-    for index, change in enumerate(changes):
-        if change.op != "add":
-            continue
-        own = _attributes(change.text)
-        related = set(expand(sorted(own))) - own
-        overlaps = sorted(((_overlap(own, related, m.text), m.id) for m in free), reverse=True)
-        if overlaps and overlaps[0][0] > 0 and (len(overlaps) == 1 or overlaps[1][0] < overlaps[0][0]):
-            scored.append((overlaps[0][0], index, overlaps[0][1]))
-    replaced: dict[int, int] = {}
-    for _, index, memory_id in sorted(scored, reverse=True):
-        if memory_id not in replaced.values() and index not in replaced:
-            replaced[index] = memory_id
-    return [Change("update", c.text, replaced[i]) if i in replaced else c for i, c in enumerate(changes)]
-
-
-_CLAUSE = re.compile(r"\s*(?:;|,?\s+(?:and|but|while|whereas)\s+|\.\s+)\s*", re.IGNORECASE)
-
-
-def joins_unrelated(text: str, old: str) -> bool:
-    """Whether ``text`` glues onto ``old`` a statement on another topic ("The user's name is Sam and the user
-    is worried about the release"): a clause of two or more topic words, most of them not in ``old``."""
-    old_topic = set(topic_terms(old))
-    clauses = [c for c in _CLAUSE.split(text) if c]
-    if len(clauses) < 2:
+def same_subject(memory: Memory, subject: Subject) -> bool:
+    """Whether ``memory`` is about whom ``subject`` is: the user, or the same named person."""
+    if memory.about != subject.about:
         return False
-    return any(len(t := set(topic_terms(c))) >= 2 and len(t & old_topic) * 2 < len(t) for c in clauses)
+    if subject.about == "user":
+        return True
+    return bool(subject.person and memory.person and normalise(subject.person) == normalise(memory.person))
 
 
-def _restates(update: str, fact: str) -> bool:
-    """Whether an update's text says ``fact`` in other words: half of the fact's topic words or more are in it
-    ("The user lives in Lyon" for "The user moved to Lyon")."""
-    topic = set(topic_terms(fact))
-    return bool(topic) and len(topic & set(topic_terms(update))) * 2 >= len(topic)
-
-
-def _covers(stated: str, fact: str) -> bool:
-    """Whether ``stated`` already says ``fact``: every content word of the fact is in it."""
-    content = set(words(fact)) - STOPWORDS - GENERIC_WORDS
-    return content <= set(words(stated)) if content else near_duplicate(stated, fact)
-
-
-def _target(ref: str | None, known: dict[int, Memory]) -> int | None:
+def _shown(ref: str | None, known: dict[int, Memory]) -> Memory | None:
     if not ref:
         return None
     try:
-        memory_id = parse_ref(ref)
+        return known.get(parse_ref(ref))
     except CoError:
         return None
-    return memory_id if memory_id in known else None
 
 
-async def extract_facts(model: Model, message: str, *, prompted: bool = False) -> list[str]:
-    prompt = f"The user's message:\n<message>\n{message}\n</message>"
-    answer = await ask(model, Facts, FACTS_PROMPT, prompt, prompted=prompted)
-    return [f for f in answer.facts if f.strip()][:MAX_FACTS]
+def suggestions(message: str) -> list[Change]:
+    """What word cues suggest keeping from ``message`` when no model answer could be read: sentences verbatim,
+    each marked with its cue (proposed only, never replacing a memory)."""
+    found = [s for s in memory_suggestions(message) if find_secret(s.text) is None]
+    return [Change("add", s.text, kind="instruction" if s.rule else "fact", cue=s.cue) for s in found][:MAX_PROPOSALS]
 
 
-async def reconcile(
-    model: Model, facts: Sequence[str], neighbours: Sequence[Memory], *, prompted: bool = False
-) -> list[Decision]:
-    existing = "\n".join(f"- {m.ref}: {m.text}" for m in neighbours)
-    new = "\n".join(f"- {f}" for f in facts)
-    prompt = f"EXISTING memories:\n{existing}\n\nNEW facts:\n{new}"
-    return (await ask(model, Decisions, RECONCILE_PROMPT, prompt, prompted=prompted)).memory
-
-
-def nearest(store: Memories, facts: Sequence[str], project: str) -> list[Memory]:
-    """The existing active memories closest to the facts (FTS neighbours on their topic words and the words of
-    the same topic: "moved" finds "lives"), best first."""
-    terms: list[str] = []
-    for fact in facts:
-        terms += [t for t in topic_terms(fact) if t not in terms]
-    terms += [t for t in expand(terms) if t not in terms]
-    return [c.memory for c in store.search(terms, project=project, limit=NEIGHBOURS)] if terms else []
+async def read_message(
+    model: Model, store: Memories, message: str, project: str, *, prompted: bool = False
+) -> tuple[Reading, list[Memory]]:
+    """The model's reading of ``message`` (one request) and the memories it was shown."""
+    shown = candidates(store, message, project)
+    prompt = reading_prompt(message, shown, store.topics(project, MAX_TOPIC_KEYS))
+    return await ask(model, Reading, INSTRUCTIONS, prompt, prompted=prompted), shown
 
 
 async def extract_changes(
     model: Model, store: Memories, message: str, project: str, *, prompted: bool = False
 ) -> list[Change]:
-    """Steps (1) and (2) for one message, at most two requests; raises whatever the model raises
-    (``ProseAnswer`` when it answered in prose: ask again with ``prompted``)."""
-    found = await extract_facts(model, message, prompted=prompted)
-    facts = [third_person(f) for f in found if find_secret(f) is None]
-    facts = [f for f in facts if is_standalone(f) and not from_a_secret(f, message)]
-    facts += standing_rules(message, facts)
-    if not facts:
-        return []
-    neighbours = nearest(store, facts, project)
-    decisions = await reconcile(model, facts, neighbours, prompted=prompted) if neighbours else None
-    return plan(facts, neighbours, decisions, message)
-
-
-def standing_rules(message: str, facts: Sequence[str] = ()) -> list[str]:
-    """The rules the user stated in ``message`` ("Always write commit messages in the imperative mood") that
-    none of ``facts`` says, as facts: found by their wording, whatever the model extracted."""
-    rules = [third_person(s.rstrip(".!")) for s in sentences(message) if is_standing(s) and find_secret(s) is None]
-    return [
-        f"The user's standing rule: {rule[:1].lower()}{rule[1:]}"
-        for rule in rules
-        if not any(_restates(fact, rule) for fact in facts)
-    ]
+    """The changes for one message, in one request; raises whatever the model raises (``ProseAnswer`` when it
+    answered in prose: ask again with ``prompted``)."""
+    reading, shown = await read_message(model, store, message, project, prompted=prompted)
+    topics = sorted({key for fact in reading.facts if (key := topic_key(fact.topic))})
+    return plan(reading, message, shown, store.with_topics(topics, project))
 
 
 def apply(store: Memories, changes: Sequence[Change], item: QueuedTurn, mode: ExtractMode) -> int:
-    """Store the changes as proposals (review) or apply them (auto); returns how many were stored."""
+    """Store the changes as proposals (review, and every suggestion) or apply them (auto); returns how many
+    were stored."""
     stored = 0
+    session, seq = item.session_id, item.seq
     for change in changes:
         try:
-            if mode == "review":
+            if mode == "review" or change.cue is not None:
                 store.propose(
-                    change.text, proposal=change.op, target=change.target, project=item.project,
-                    source_session=item.session_id, source_seq=item.seq,
+                    change.text, proposal=change.op, kind=change.kind, target=change.target, project=item.project,
+                    subject=change.subject, cue=change.cue, source_session=session, source_seq=seq,
                 )  # fmt: skip
-            elif change.op == "add":
-                store.add(change.text, actor="extractor", project=item.project, source_session=item.session_id,
-                          source_seq=item.seq)  # fmt: skip
-            elif change.op == "update" and change.target is not None:
-                store.replace(change.target, change.text, actor="extractor")
-            elif change.op == "delete" and change.target is not None:
-                store.forget(change.target, actor="extractor")
+            elif change.target is None:
+                store.add(
+                    change.text, actor="extractor", kind=change.kind, project=item.project, subject=change.subject,
+                    source_session=session, source_seq=seq,
+                )  # fmt: skip
+            else:
+                store.replace(
+                    change.target, change.text, actor="extractor", kind=change.kind, subject=change.subject,
+                    source_session=session, source_seq=seq,
+                )  # fmt: skip
             stored += 1
         except CoError:
             continue  # e.g. the target was forgotten meanwhile
     return stored
+
+
+def unreadable(exc: BaseException) -> bool:
+    """Whether ``exc`` says the model answered but not as the typed object (prose, or JSON that fails
+    validation), as opposed to a failed request."""
+    from pydantic_ai.exceptions import UnexpectedModelBehavior
+
+    return isinstance(exc, ProseAnswer | UnexpectedModelBehavior | ValidationError)
 
 
 class ExtractionWorker:
@@ -447,6 +343,8 @@ class ExtractionWorker:
                 raise
             except Exception as exc:  # a failing or invalid model answer changes nothing
                 self.last_error = _describe(exc)
+                if unreadable(exc) and item.attempts >= self.queue.MAX_ATTEMPTS:
+                    self._suggest(item)  # no typed answer at all: word cues may suggest, never act
                 self.queue.failed(item)
                 continue
             self.stored += apply(self.store, changes, item, self.mode)
@@ -455,15 +353,22 @@ class ExtractionWorker:
             if changes and self.on_change is not None:
                 self.on_change()
 
+    def _suggest(self, item: QueuedTurn) -> None:
+        suggested = suggestions(item.text)
+        self.stored += apply(self.store, suggested, item, self.mode)
+        if suggested and self.on_change is not None:
+            self.on_change()
+
     async def _changes(self, item: QueuedTurn) -> list[Change]:
-        """The item's changes; the first prose answer switches to prompted JSON and asks again at once (once per
-        worker: that message costs one request more, every later one at most two)."""
+        """The item's changes. An answer that is not the typed object is asked again at once as prompted JSON; a
+        prose answer also switches the worker to prompted JSON for good (its server ignores forced tools)."""
         try:
             return await extract_changes(self.model(), self.store, item.text, item.project, prompted=self.prompted)
-        except ProseAnswer:
-            if self.prompted:
+        except Exception as exc:
+            if self.prompted or not unreadable(exc):
                 raise
-            self.prompted = True
+            if isinstance(exc, ProseAnswer):
+                self.prompted = True
             return await extract_changes(self.model(), self.store, item.text, item.project, prompted=True)
 
     async def drain(self, notice: Callable[[str], None] | None = None, after: float = 0.5) -> None:

@@ -1,133 +1,114 @@
-"""Whether a fact a model extracted is one the user's message actually states.
+"""Whether what a model read from the user's message is in the message: checks that hold in any language.
 
-A small model asked for durable facts about the user answers with what it knows instead ("Lyon is a city in
-France", a paragraph on `pprof` for "How do I profile a Go program?"), with what happened ("The build broke
-again"), with the colleague's habit as the user's own ("The user uses emacs" for "My colleague Bob uses
-emacs"), and with the words around a password ("The user is using a staging database"). These checks are
-read from the message alone, so they hold whatever the model writes:
+A model asked what a message says about the user may answer with what it knows itself ("Lyon is a city in
+France"), with a quote it made up, or with a number the user never wrote. These checks read the message only
+as characters, never as words of a language, so they hold for a German, Spanish or Japanese message alike:
 
-- a message that only asks (questions, one-off requests, nothing said about the user) is not sent at all;
-- a fact's names, numbers and quoted words must be the user's own;
-- a fact is about someone: the user, or a name the user wrote;
-- a fact that says of the user what the message says of another person is refused;
-- nothing is taken from a sentence that holds a secret;
-- a message that says something changed ("moved to", "switched", "slipped", "now") makes its fact replace the
-  memory on the same topic, when the model did not say so itself (``says_change``).
+- a fact's quote must occur in the message, compared after NFKC normalisation and case folding with whitespace
+  and punctuation ignored (so a quote of a Japanese or Chinese message, which has no spaces, is found too);
+- the numbers of a fact's text must be the message's, exactly; its names (a capitalised word that does not
+  start a sentence, a word joined by ``-``, ``_``, ``.`` or ``/``, a word with a capital inside, words in quotes)
+  must be found in the message, a name with another ending (a possessive, a case ending) included;
+- nothing is taken from a sentence of the message that holds a secret.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import unicodedata
 
-from co_cli.context.pins import sentences
-from co_cli.memory.retrieval import topic_terms, words
 from co_cli.secrets import find_secret
 
-_REQUEST_START = re.compile(
-    r"^(?:please\s+|(?:can|could|would|will) you\s+(?:please\s+)?)?"
-    r"(?:explain|show|write|give|tell|translate|make|create|generate|list|summari[sz]e|describe|compare|fix|"
-    r"refactor|help|find|convert|rewrite|draft|suggest|recommend|review|check|debug|implement|add|run|build)\b",
-    re.IGNORECASE,
-)
-_QUESTION_START = re.compile(
-    r"^(?:what|what's|whats|how|why|when|where|which|who|is|are|can|could|should|would|does|do|did|will)\b",
-    re.IGNORECASE,
-)
-_ABOUT_ME = re.compile(
-    r"\b(?:my|mine|our|ours|i'm|i’m|i've|i’ve|we're|we’re)\b"
-    r"|(?<!\bdo )(?<!\bcan )(?<!\bshould )(?<!\bcould )(?<!\bwould )(?<!\bwill )(?<!\bmay )(?<!\bmust )(?<!\bdid )"
-    r"\b(?:I|we)\s+[a-z]+",
-    re.IGNORECASE,
-)
-_REMEMBER = re.compile(r"\bremember\b|\bnote that\b|\bkeep in mind\b", re.IGNORECASE)
+MIN_QUOTE_CHARS = 2
+MIN_NAME_CHARS = 2
+ENDING_CHARS = 2
+"""A name may differ from the message's word in its last characters ("Dana's", "Danas", "Москве" for "Москва")."""
+MIN_STEM_CHARS = 3
+
+_IGNORED = frozenset("PZC")
+"""Unicode categories left out of a comparison: punctuation, separators (spaces), control and format."""
+_QUOTED = re.compile(r"`([^`]+)`|[\"“„«「『]([^\"”“»」』]+)[\"”“»」』]")
+_TOKEN = re.compile(r"\S+")
+_SENTENCE_END = re.compile(r"[.!?。！？]$")
+_JOINED = re.compile(r"\w[-_./]\w", re.UNICODE)
+_DIGITS = re.compile(r"\d+")
+_RUN = re.compile(r"[^\W_]+", re.UNICODE)
+_CLAUSE_END = re.compile(r"[.!?;。！？；\n]+")
 
 
-def only_asks(message: str) -> bool:
-    """Whether ``message`` only asks for something ("How do I profile a Go program?", "Write me a regex for ISO
-    dates"): every sentence a question or a request, and nothing said about the user ("I use fish, how do I ...?"
-    and "Remember that ..." say something)."""
-    found = sentences(message)
-    if not found or _ABOUT_ME.search(message) or _REMEMBER.search(message):
-        return False
-    return all(s.rstrip("\"')]").endswith("?") or _QUESTION_START.search(s) or _REQUEST_START.search(s) for s in found)
+def normalise(text: str) -> str:
+    """``text`` compared as characters: NFKC, case folded, without whitespace and punctuation."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return "".join(ch for ch in folded if unicodedata.category(ch)[0] not in _IGNORED)
 
 
-_SENTENCE_STARTERS = frozenset(
-    ("the", "a", "an", "this", "that", "these", "those", "it", "its", "he", "she", "they", "their", "his", "her")
-    + ("there", "here", "user", "users")
-)
-_NAMED = re.compile(r"`([^`]+)`|[\"“]([^\"”]+)[\"”]|(?<!\w)'([^']{2,})'(?!\w)|\b([A-Z][\w-]*|\w*\d\w*)\b")
+def quoted(quote: str, message: str) -> bool:
+    """Whether ``quote`` occurs in ``message`` (normalised as ``normalise`` says)."""
+    wanted = normalise(quote)
+    return len(wanted) >= MIN_QUOTE_CHARS and wanted in normalise(message)
 
 
-def _stem(word: str) -> str:
-    return word.lower().removesuffix("'s").removesuffix("’s")
+def numbers(text: str) -> list[str]:
+    """The digit runs of ``text`` (after NFKC: full-width digits are digits)."""
+    return _DIGITS.findall(unicodedata.normalize("NFKC", text))
 
 
-def _named(fact: str) -> list[str]:
-    """The fact's names, numbers and quoted words (a capitalised first word only when it is not a plain
-    sentence start: "Kestrel is ..." names Kestrel, "The user ..." names nothing)."""
-    found: list[str] = []
-    for match in _NAMED.finditer(fact):
-        quoted = match.group(1) or match.group(2) or match.group(3)
-        token = match.group(4)
-        if quoted:
-            found += words(quoted)
-        elif token != "I" and not (match.start() == 0 and token.lower() in _SENTENCE_STARTERS):
+def names(text: str) -> list[str]:
+    """The names of ``text``: words in quotes or backticks, words joined by ``-_./`` ("my-app", "api.example.com"),
+    words with a capital inside ("iTerm", "AWS"), and capitalised words that do not start a sentence."""
+    found = [m.group(1) or m.group(2) for m in _QUOTED.finditer(text)]
+    sentence_start = True
+    for match in _TOKEN.finditer(_QUOTED.sub(" ", text)):
+        token = match.group().strip("\"'“”‘’„«»()[]{}<>,;:!?.。、！？")
+        starts = sentence_start
+        sentence_start = bool(_SENTENCE_END.search(match.group()))
+        first = _RUN.search(token)
+        if first is None or len(first.group()) < MIN_NAME_CHARS or not any(ch.isalpha() for ch in token):
+            continue  # no name: a number, a sign, or a one-letter word ("I'm")
+        if _JOINED.search(token) or any(ch.isupper() for ch in token[1:]) or (token[0].isupper() and not starts):
             found.append(token)
-    return [_stem(t) for t in found]
+    return found
 
 
-def grounded(fact: str, source: str) -> bool:
-    """Whether every name, number and quoted word of ``fact`` is in ``source`` (the user's message, and for an
-    update the memory it changes), and the fact is about the user or someone the user named."""
-    said = {_stem(w) for w in words(source)}
-    named = _named(fact)
-    if any(n not in said for n in named):
+def _runs(text: str) -> list[str]:
+    return [normalise(r) for r in _RUN.findall(unicodedata.normalize("NFKC", text))]
+
+
+def said(name: str, message: str) -> bool:
+    """Whether ``name`` is in ``message``: as it is (normalised), or each of its words as a word of the message
+    that differs at most in its last ENDING_CHARS characters."""
+    whole = normalise(name)
+    if whole and whole in normalise(message):
+        return True
+    words = _runs(message)
+    parts = [p for p in _runs(name) if len(p) >= MIN_NAME_CHARS]
+    return all(any(_same_word(part, word) for word in words) for part in parts)
+
+
+def _same_word(a: str, b: str) -> bool:
+    common = len(os.path.commonprefix([a, b]))
+    return a == b or (common >= MIN_STEM_CHARS and max(len(a), len(b)) - common <= ENDING_CHARS)
+
+
+def grounded(text: str, source: str) -> bool:
+    """Whether every number and name of ``text`` is in ``source`` (the user's message, and for a replacement
+    the memory it replaces)."""
+    if not set(numbers(text)) <= set(numbers(source)):
         return False
-    lower = fact.lower()
-    if "user" in words(lower) or "user's" in words(lower):
-        return not lower.startswith(("a ", "an "))
-    return bool(named) and not lower.startswith(("a ", "an "))
+    return all(said(name, source) for name in names(text))
 
 
-_USER_PREDICATE = re.compile(r"the user\s+(?:(?:always|usually|also|mostly|now|still)\s+)?(\w+\s+\w+)", re.IGNORECASE)
-
-
-def misattributed(fact: str, message: str) -> bool:
-    """Whether ``fact`` says of the user what ``message`` says of someone else ("The user uses emacs" for "My
-    colleague Bob uses emacs"). The user speaks in the first person ("I use vim"), so the fact's third-person
-    words found as they are in the message had another subject."""
-    match = _USER_PREDICATE.match(fact)
-    if match is None:
-        return False
-    found = re.search(rf"(\w+)\s+{re.escape(match.group(1))}\b", message, re.IGNORECASE)
-    return found is not None and found.group(1).lower() not in ("i", "we")
-
-
-_CLAUSE = re.compile(r"\s*(?:[;,]|\b(?:and|but|while)\b)\s*", re.IGNORECASE)
-
-
-def from_a_secret(fact: str, message: str) -> bool:
-    """Whether ``fact`` is about a clause of ``message`` that holds a secret: half its topic words or more are
-    that clause's ("The user is using a staging database" for "The staging database password is tulip42, ...")."""
-    topic = set(topic_terms(fact))
-    if not topic:
-        return False
-    for sentence in sentences(message):
-        for clause in _CLAUSE.split(sentence):
-            if find_secret(clause) is not None and len(topic & set(words(clause))) * 2 >= len(topic):
-                return True
+def from_a_secret(quote: str, message: str) -> bool:
+    """Whether ``quote`` is (part of) a sentence or clause of ``message`` that holds a secret ("The staging
+    password is tulip42"), or holds one itself."""
+    if find_secret(quote) is not None:
+        return True
+    wanted = normalise(quote)
+    for clause in _CLAUSE_END.split(message):
+        if find_secret(clause) is None:
+            continue
+        near = normalise(clause)
+        if wanted and (wanted in near or near in wanted):
+            return True
     return False
-
-
-_CHANGE = re.compile(
-    r"\b(?:moved|switched|changed|slipped|moved|postponed|pushed back|brought forward|replaced|instead|"
-    r"no longer|not anymore|any ?more|left|took over|now|new|since)\b",
-    re.IGNORECASE,
-)
-
-
-def says_change(message: str) -> bool:
-    """Whether the user says something changed ("I moved to Lyon", "the deadline slipped", "Carol reviews my
-    pull requests now")."""
-    return _CHANGE.search(message) is not None

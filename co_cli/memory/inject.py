@@ -7,16 +7,17 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from co_cli.memory.expansion import EXPANDED_WEIGHT, search_with_topics
-from co_cli.memory.retrieval import Scored, query_terms, rank, select
+from co_cli.memory.retrieval import Scored, query_terms, rank, select, users_first
 
 if TYPE_CHECKING:
-    from co_cli.store.memories import Memories
+    from co_cli.store.memories import Candidate, Memories
 
 HEADING = "## Memory"
 CANDIDATES = 50
 INTRO = (
-    "What you remember from earlier sessions (the user reviews these; ids in brackets). Use what is relevant; "
-    "follow the instructions. Save new durable facts with remember, drop wrong ones with forget."
+    "What you remember from earlier sessions (the user reviews these; ids in brackets). Each is in the user's own "
+    "words: I and my are the user. Use what is relevant; follow the instructions. Save new durable facts with "
+    "remember, drop wrong ones with forget."
 )
 
 
@@ -32,13 +33,19 @@ def relevant_memories(store: Memories, prompt: str, project: str, budget_tokens:
     """The memories for a request about ``prompt``: instructions first, then the best matches, within budget."""
     if budget_tokens <= 0:
         return []
-    instructions = [Scored(m.id, m.text, m.kind, 1.0) for m in store.instructions(project)]
+    instructions = [Scored(m.id, m.text, m.kind, 1.0, m.about, m.person) for m in store.instructions(project)]
     candidates, more = search_with_topics(store, query_terms(prompt), project, CANDIDATES)
-    ranked = rank(((c.memory.id, c.memory.text, c.memory.kind, c.bm25, c.memory.updated_at) for c in candidates), now)
+    ranked = _ranked(candidates, now)
     # what only the topic's other words find: ranked apart, below every direct match
-    weaker = rank(((c.memory.id, c.memory.text, c.memory.kind, c.bm25, c.memory.updated_at) for c in more), now)
-    ranked += [dataclasses.replace(s, score=s.score * EXPANDED_WEIGHT) for s in weaker]
-    return select(instructions, ranked, budget_tokens)
+    ranked += [dataclasses.replace(s, score=s.score * EXPANDED_WEIGHT) for s in _ranked(more, now)]
+    return select(instructions, users_first(ranked, prompt), budget_tokens)
+
+
+def _ranked(candidates: Sequence[Candidate], now: float) -> list[Scored]:
+    """The candidates best first, each with whom it is about."""
+    by_id = {c.memory.id: c.memory for c in candidates}
+    ranked = rank(((c.memory.id, c.memory.text, c.memory.kind, c.bm25, c.memory.updated_at) for c in candidates), now)
+    return [dataclasses.replace(s, about=by_id[s.id].about, person=by_id[s.id].person) for s in ranked]
 
 
 def render_memory_section(chosen: Sequence[Scored]) -> str:
@@ -46,6 +53,6 @@ def render_memory_section(chosen: Sequence[Scored]) -> str:
         return ""
     lines = [HEADING, INTRO]
     for item in chosen:
-        label = " (instruction)" if item.kind == "instruction" else ""
+        label = f" {item.label}" if item.label else ""
         lines.append(f"- [m{item.id}]{label} {item.text}")
     return "\n".join(lines)

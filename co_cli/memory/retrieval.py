@@ -3,7 +3,8 @@
 Score = (1 - w) * relevance + w * exp(-age_days / 30), w = 0.2: relevance is FTS5's BM25 normalised by the
 best candidate of the query (so the best match scores 1), recency decays with a 30-day time constant.
 A memory that does not match the prompt at all is not a candidate; memories of kind ``instruction`` always
-go in first.
+go in first, and a memory about another person comes after the user's own unless the prompt names that
+person (``users_first``: read from the memory's ``about``, never from the prompt's pronouns).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from co_cli.memory.grounding import said
 from co_cli.text_tokens import estimate_text_tokens
 
 RECENCY_WEIGHT = 0.2
@@ -33,13 +35,6 @@ what when where which while who whom why will with would you your yours yourself
 want need like get got make use using used ok okay yes hi hello thanks thank
 """
 STOPWORDS = frozenset(_STOPWORD_TEXT.split())
-_GENERIC_TEXT = """
-user user's users person people always usually often never also now still currently really just named called
-last next week weeks month months year years ago yesterday tomorrow recently lately finally
-"""
-GENERIC_WORDS = frozenset(_GENERIC_TEXT.split())
-"""Words nearly every memory has ("The user always ...", "... last month"): they say nothing about what a memory
-is about, so they never make two memories neighbours."""
 
 
 def words(text: str) -> list[str]:
@@ -55,16 +50,6 @@ def query_terms(prompt: str) -> list[str]:
         if len(seen) >= MAX_QUERY_TERMS:
             break
     return list(seen)
-
-
-def topic_terms(text: str) -> list[str]:
-    """The words that say what ``text`` is about: its query terms without the generic ones."""
-    return [t for t in query_terms(text) if t not in GENERIC_WORDS]
-
-
-def shares_topic(a: str, b: str) -> bool:
-    """Whether two statements have a topic word in common."""
-    return bool(set(topic_terms(a)) & set(topic_terms(b)))
 
 
 def recency(age_days: float) -> float:
@@ -98,6 +83,18 @@ class Scored:
     text: str
     kind: str
     score: float
+    about: str | None = None
+    """``user``, ``other`` (``person`` names them) or None (not known: read as the user's)."""
+    person: str | None = None
+
+    @property
+    def label(self) -> str:
+        """What the memory's line says besides its text: an instruction, or whom else it is about."""
+        if self.kind == "instruction":
+            return "(instruction)"
+        if self.about == "other":
+            return f"(about {self.person})" if self.person else "(about someone else)"
+        return ""
 
 
 def line_tokens(text: str) -> int:
@@ -116,6 +113,17 @@ def rank(
     ]
     scored.sort(key=lambda s: (-s.score, -s.id))
     return scored
+
+
+def users_first(ranked: Sequence[Scored], prompt: str) -> list[Scored]:
+    """``ranked`` with the memories about another person that ``prompt`` does not name after the rest (in their
+    order): a question that names no one else is the user's own, and their facts answer it. A question that
+    names the person ranks that person's memories as before."""
+
+    def others(item: Scored) -> bool:
+        return item.about == "other" and not (item.person and said(item.person, prompt))
+
+    return sorted(ranked, key=others)
 
 
 def select(instructions: Sequence[Scored], ranked: Sequence[Scored], budget_tokens: int) -> list[Scored]:

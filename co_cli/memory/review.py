@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
@@ -22,9 +23,19 @@ SOURCE_CHARS = 300
 
 
 def describe(store: Memories, proposal: Memory) -> list[str]:
-    """The proposal, what it changes, and the message it came from."""
+    """The proposal, what it changes, and the message it came from; a suggestion of word cues says so, with the
+    command that would apply it."""
     what = {"update": "update", "delete": "forget"}.get(proposal.proposal or "add", "remember")
-    lines = [f"{proposal.ref}: {what} [{proposal.scope}, {proposal.kind}] {proposal.text}"]
+    if proposal.cue is not None:
+        what = "suggestion: remember"
+    details = [proposal.scope, proposal.kind] + ([f"topic {proposal.topic}"] if proposal.topic else [])
+    whose = f"({proposal.whose}) " if proposal.whose else ""
+    lines = [f"{proposal.ref}: {what} [{', '.join(details)}] {whose}{proposal.text}"]
+    if proposal.cue is not None:
+        lines.append(
+            f"  suggested by word cues ({proposal.cue}) because the model's answer could not be read; never applied "
+            f"on its own: accept it here, or `{apply_command(proposal)}`"
+        )
     if proposal.target_id:
         try:
             target = store.get(proposal.target_id)
@@ -39,6 +50,13 @@ def describe(store: Memories, proposal: Memory) -> list[str]:
         session = Sessions(store.db).short_id(proposal.source_session) if proposal.source_session else "?"
         lines.append(f"  from your message (session {session} #{proposal.source_seq}): {flat}")
     return lines
+
+
+def apply_command(proposal: Memory) -> str:
+    """The command that keeps what ``proposal`` says (``co memory add …``)."""
+    kind = f" --kind {proposal.kind}" if proposal.kind != "fact" else ""
+    scope = " --project" if proposal.scope == "project" else ""
+    return f"co memory add{scope}{kind} {shlex.quote(proposal.text)}"
 
 
 async def review(

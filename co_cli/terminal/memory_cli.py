@@ -59,7 +59,8 @@ def _out(line: str) -> None:
 
 def _line(memory: Memory, *, status: bool = False) -> str:
     state = f" {memory.status}" if status else ""
-    return f"{memory.ref:>6} [{memory.scope}, {memory.kind}]{state} {memory.text}"
+    whose = f" ({memory.whose})" if memory.whose else ""
+    return f"{memory.ref:>6} [{memory.scope}, {memory.kind}]{state}{whose} {memory.text}"
 
 
 def _event_line(event: MemoryEvent) -> str:

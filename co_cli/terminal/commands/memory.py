@@ -54,7 +54,10 @@ async def _memory(host: CommandHost, arg: str) -> None:
         f"{counts.get('deleted', 0)} forgotten (co memory log, co memory undo)"
     )
     if active:
-        lines = [f"  {m.ref} [{m.scope}, {m.kind}] {m.text}" for m in active[:MEMORIES_SHOWN]]
+        lines = [
+            f"  {m.ref} [{m.scope}, {m.kind}]{f' ({m.whose})' if m.whose else ''} {m.text}"
+            for m in active[:MEMORIES_SHOWN]
+        ]
         if len(active) > MEMORIES_SHOWN:
             lines.append(f"  … and {len(active) - MEMORIES_SHOWN} more (co memory list)")
         host.show(_plain("Remembered (/forget <id> forgets one):\n" + "\n".join(lines), "dim"))
