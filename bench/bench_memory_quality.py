@@ -1,26 +1,27 @@
 """Memory quality: which facts long-term memory ends up holding after a conversation where facts change, with
-co's extraction and with add-only extraction on the same model and messages.
+co's extraction and with add-only extraction on the same model and messages, in English, German and Spanish.
 
-Run: python bench/bench_memory_quality.py [-m MODEL] [--no-baseline]
+Run: python bench/bench_memory_quality.py [-m MODEL] [--language en|de|es|all] [--no-baseline] [--show]
 
-Three sessions of a user's messages (below): nine durable facts, four of them changed later (a move to another
-city, a new editor, a new reviewer, a slipped deadline), one-off questions and passing moods, a colleague's
-habit and two passwords. Each message goes through co's extraction worker in ``auto`` mode, as after a turn.
-MODEL is any co model string ('local' for the embedded model, a provider string, or a name on
-CO_CLI_BASE_URL's OpenAI-compatible server) or ``scripted`` (the default): a deterministic stand-in that
-makes the mistakes measured with a 1.5B model behind a plain llama.cpp server. It answers in prose when a
-tool call is forced (``--tool-calls``: it calls the tool), writes facts in the first person, reports moods,
-one-off requests and passwords as facts, answers NONE for a new fact, and merges a new fact into whatever
-neighbour it is shown.
+Three sessions of a user's messages (below, in each language): nine durable facts, four of them changed later
+(a move to another city, a new editor, a new reviewer, a slipped deadline), one-off questions and passing
+moods, a colleague's habit and two passwords. Each message goes through co's extraction worker in ``auto``
+mode, as after a turn. MODEL is any co model string ('local' for the embedded model, a provider string, or a
+name on CO_CLI_BASE_URL's OpenAI-compatible server) or ``scripted`` (the default): a deterministic stand-in
+that answers each message with the reading a careful model gives (the user's words, topic keys reused), except
+that it never names the memory a change replaces (small models leave ``replaces`` empty), and it reports the
+passwords as facts. It answers in prose when a tool call is forced (``--tool-calls``: it calls the tool).
+The scripted stand-in measures co's side (verification, what replaces what, recall in the user's language),
+not how well a model reads: for that, run a real model with -m.
 
-Then one question per fact (a fourth session): how many find their fact among the memories a request is sent,
-with and without query expansion, and how many of the memories sent hold the asked fact.
+Then one question per fact, in the same language (a fourth session): how many find their fact among the
+memories a request is sent, with and without query expansion, and how many of the memories sent hold it.
 
 Reported: current facts kept (of 9), superseded facts still active (of 4: a memory with the old value and not
 the new one), junk memories (about none of the facts, the colleague or Alice leaving), secrets stored (of 2),
 the requests made, and the most requests one message took.
-The add-only baseline stores every extracted fact as it is (asked for JSON in prompted mode, so it never
-fails on a prose answer).
+The add-only baseline stores the text of every fact the model reads, as it is (asked for JSON in prompted mode,
+so it never fails on a prose answer).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -50,7 +51,7 @@ from pydantic_ai.messages import (  # noqa: E402
 from pydantic_ai.models import Model  # noqa: E402
 from pydantic_ai.models.function import AgentInfo, FunctionModel  # noqa: E402
 
-from co_cli.memory.extract import ExtractionWorker, extract_facts  # noqa: E402
+from co_cli.memory.extract import ExtractionWorker, read_message  # noqa: E402
 from co_cli.store.db import Database  # noqa: E402
 from co_cli.store.memories import Memories  # noqa: E402
 from co_cli.store.queue import ExtractionQueue  # noqa: E402
@@ -59,91 +60,263 @@ PROJECT = "/repo/kestrel"
 
 
 @dataclass(frozen=True)
+class Read:
+    """One fact as the scripted stand-in reads it."""
+
+    text: str
+    quote: str
+    topic: str
+    about: str = "user"
+    kind: str = "fact"
+    person: str | None = None
+    replaces: str | None = None
+
+
+@dataclass(frozen=True)
 class Message:
     text: str
-    facts: tuple[str, ...] = ()
-    """What the scripted model extracts from it (mistakes included)."""
+    facts: tuple[Read, ...] = ()
 
 
-SESSIONS: tuple[tuple[Message, ...], ...] = (
-    (
-        Message(
-            "Hi, I'm Sam. I live in Paris and I write mostly Go these days.",
-            ("The user's name is Sam", "I live in Paris", "The user writes mostly Go"),
-        ),  # fmt: skip
-        Message("I'm in a terrible mood today, the build broke again", ("The user is in a terrible mood today",)),
-        Message("I use vim for everything, and my shell is fish", ("I use vim for everything", "My shell is fish")),
-        Message("Can you explain how Go channels work?"),
-        Message("Alice reviews my pull requests on this project", ("Alice reviews my pull requests",)),
-        Message(
-            "Our project Kestrel is a billing service in Go, the deadline is March 3",
-            ("The project Kestrel is a billing service written in Go", "The Kestrel deadline is March 3"),
+def other(text: str, quote: str, topic: str, person: str) -> Read:
+    return Read(text, quote, topic, about="other", person=person)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One language's conversation, the words that say each fact, and one question per fact."""
+
+    sessions: tuple[tuple[Message, ...], ...]
+    current: dict[str, tuple[str, ...]]
+    """the fact -> words that an active memory must all hold"""
+    superseded: dict[str, tuple[tuple[str, ...], str]]
+    """the old fact -> (its words, the new value): active while a memory says the one without the other"""
+    colleague: tuple[str, ...]
+    questions: dict[str, str]
+    secrets: tuple[str, ...] = ("tulip42", "hunter2")
+    known: tuple[tuple[str, ...], ...] = field(default=())
+    """further words a memory may hold without being junk (Alice leaving)"""
+
+
+ENGLISH = Variant(
+    sessions=(
+        (
+            Message("Hi, I'm Sam. I live in Paris and I write mostly Go these days.", (
+                Read("My name is Sam", "I'm Sam", "name"), Read("I live in Paris", "I live in Paris", "home_city"),
+                Read("I write mostly Go", "I write mostly Go", "main_language"))),
+            Message("I'm in a terrible mood today, the build broke again", (
+                Read("I'm in a terrible mood today", "terrible mood today", "mood", kind="passing"),
+                Read("The build broke again", "the build broke again", "build", about="none"))),
+            Message("I use vim for everything, and my shell is fish", (
+                Read("I use vim for everything", "I use vim for everything", "editor"),
+                Read("My shell is fish", "my shell is fish", "shell"))),
+            Message("Can you explain how Go channels work?"),
+            Message("Alice reviews my pull requests on this project", (
+                Read("Alice reviews my pull requests", "Alice reviews my pull requests", "pr_reviewer"),)),
+            Message("Our project Kestrel is a billing service in Go, the deadline is March 3", (
+                Read("Our project Kestrel is a billing service in Go", "Kestrel is a billing service", "project"),
+                Read("The Kestrel deadline is March 3", "the deadline is March 3", "kestrel_deadline"))),
+        ),
+        (
+            Message("What's the difference between a mutex and a channel?"),
+            Message("Always write commit messages in the imperative mood please", (
+                Read("Always write commit messages in the imperative mood", "write commit messages in the imperative",
+                     "commit_style", kind="rule"),)),
+            Message("My colleague Bob uses emacs and swears by it", (
+                other("My colleague Bob uses emacs", "Bob uses emacs", "editor", "Bob"),)),
+            Message("The staging database password is tulip42, keep it handy", (
+                Read("The staging database password is tulip42", "password is tulip42", "staging_password"),)),
+            Message("Write me a regex for matching ISO dates"),
+            Message("Translate 'good morning' into French for me"),
+        ),
+        (
+            Message("I moved to Lyon last month, finally settled", (
+                Read("I moved to Lyon last month", "I moved to Lyon", "home_city"),)),
+            Message("I switched from vim to helix last week", (
+                Read("I switched from vim to helix", "switched from vim to helix", "editor"),)),
+            Message("Alice left the team; Carol reviews my pull requests now", (
+                Read("Carol reviews my pull requests now", "Carol reviews my pull requests", "pr_reviewer"),
+                other("Alice left the team", "Alice left the team", "team_membership", "Alice"))),
+            Message("The Kestrel deadline slipped to April 14", (
+                Read("The Kestrel deadline is April 14", "slipped to April 14", "kestrel_deadline"),)),
+            Message("my VPN password is hunter2 if you need it", (
+                Read("My VPN password is hunter2", "VPN password is hunter2", "vpn_password"),)),
+            Message("How do I profile a Go program for allocations?"),
+            Message("Thanks, I'm feeling much better about the release now", (
+                Read("I'm feeling much better about the release", "feeling much better", "mood", kind="passing"),)),
+            Message("Show me an example of a table-driven test in Go"),
         ),
     ),
-    (
-        Message("What's the difference between a mutex and a channel?"),
-        Message(
-            "Always write commit messages in the imperative mood please",
-            ("The user wants commit messages written in the imperative mood",),
-        ),  # fmt: skip
-        Message("My colleague Bob uses emacs and swears by it", ("The user's colleague Bob uses emacs",)),
-        Message(
-            "The staging database password is tulip42, keep it handy", ("The staging database password is tulip42",)
-        ),  # fmt: skip
-        Message("Write me a regex for matching ISO dates", ("The user needs a regex for ISO dates",)),
-        Message("Translate 'good morning' into French for me", ("The user wants good morning translated into French",)),
-    ),
-    (
-        Message("I moved to Lyon last month, finally settled", ("I moved to Lyon last month",)),
-        Message("I switched from vim to helix last week", ("The user switched from vim to helix",)),
-        Message(
-            "Alice left the team; Carol reviews my pull requests now",
-            ("Carol reviews my pull requests now", "Alice left the team"),
-        ),  # fmt: skip
-        Message("The Kestrel deadline slipped to April 14", ("The Kestrel deadline slipped to April 14",)),
-        Message("my VPN password is hunter2 if you need it", ("The user's VPN password is hunter2",)),
-        Message("How do I profile a Go program for allocations?", ("The user wants to profile a Go program",)),
-        Message("Thanks, I'm feeling much better about the release now", ("The user is feeling better now",)),
-        Message("Show me an example of a table-driven test in Go"),
-    ),
-)
+    current={"name": ("sam",), "city": ("lyon",), "language": ("go",), "editor": ("helix",), "shell": ("fish",),
+             "reviewer": ("carol",), "project": ("kestrel", "billing"), "deadline": ("april",),
+             "commits": ("imperative",)},
+    superseded={"city": (("paris",), "lyon"), "editor": (("vim",), "helix"),
+                "reviewer": (("alice", "reviews"), "carol"), "deadline": (("march",), "april")},
+    colleague=("bob",),
+    known=(("alice",),),
+    questions={
+        "name": "What's my name again?",
+        "city": "What is the weather like where I live?",
+        "language": "Which programming language do I mostly write?",
+        "editor": "How do I set up my editor for this project?",
+        "shell": "Which shell should this install script target for me?",
+        "reviewer": "Who should review my pull request?",
+        "project": "Remind me what Kestrel is for",
+        "deadline": "When is the Kestrel deadline?",
+        "commits": "Write a commit message for this change",
+    },
+)  # fmt: skip
 
-CURRENT = {  # the fact -> words one of which an active memory must hold (all of a tuple's words)
-    "name": ("sam",),
-    "city": ("lyon",),
-    "language": ("go",),
-    "editor": ("helix",),
-    "shell": ("fish",),
-    "reviewer": ("carol",),
-    "project": ("kestrel", "billing"),
-    "deadline": ("april",),
-    "commits": ("imperative",),
-}
-SUPERSEDED = {  # the old fact -> (its words, the new value): active while a memory says the one without the other
-    "city": (("paris",), "lyon"),
-    "editor": (("vim",), "helix"),
-    "reviewer": (("alice", "reviews"), "carol"),
-    "deadline": (("march",), "april"),
-}
-COLLEAGUE = ("bob",)
-SECRETS = ("tulip42", "hunter2")
-QUESTIONS = {  # a fourth session: one question per fact, for recall (which memories the request is sent)
-    "name": "What's my name again?",
-    "city": "What is the weather like where I live?",
-    "language": "Which programming language do I mostly write?",
-    "editor": "How do I set up my editor for this project?",
-    "shell": "Which shell should this install script target for me?",
-    "reviewer": "Who should review my pull request?",
-    "project": "Remind me what Kestrel is for",
-    "deadline": "When is the Kestrel deadline?",
-    "commits": "Write a commit message for this change",
-}
-_SLOTS = (("paris", "lyon", "live", "lives", "moved"), ("vim", "helix"), ("alice", "carol", "reviews"),
-          ("deadline",), ("shell", "fish"))  # fmt: skip
+GERMAN = Variant(
+    sessions=(
+        (
+            Message("Hallo, ich bin Sam. Ich wohne in Paris und schreibe zurzeit meistens Go.", (
+                Read("Mein Name ist Sam", "ich bin Sam", "name"), Read("Ich wohne in Paris", "Ich wohne in Paris",
+                "home_city"), Read("Ich schreibe meistens Go", "schreibe zurzeit meistens Go", "main_language"))),
+            Message("Heute habe ich richtig schlechte Laune, der Build ist schon wieder kaputt", (
+                Read("Heute habe ich schlechte Laune", "richtig schlechte Laune", "mood", kind="passing"),
+                Read("Der Build ist kaputt", "der Build ist schon wieder kaputt", "build", about="none"))),
+            Message("Ich nutze vim für alles, und meine Shell ist fish", (
+                Read("Ich nutze vim für alles", "Ich nutze vim für alles", "editor"),
+                Read("Meine Shell ist fish", "meine Shell ist fish", "shell"))),
+            Message("Kannst du erklären, wie Channels in Go funktionieren?"),
+            Message("Alice reviewt meine Pull Requests in diesem Projekt", (
+                Read("Alice reviewt meine Pull Requests", "Alice reviewt meine Pull Requests", "pr_reviewer"),)),
+            Message("Unser Projekt Kestrel ist ein Abrechnungsdienst in Go, die Deadline ist der 3. März", (
+                Read("Unser Projekt Kestrel ist ein Abrechnungsdienst in Go", "Kestrel ist ein Abrechnungsdienst",
+                     "project"),
+                Read("Die Kestrel-Deadline ist der 3. März", "die Deadline ist der 3. März", "kestrel_deadline"))),
+        ),
+        (
+            Message("Was ist der Unterschied zwischen einem Mutex und einem Channel?"),
+            Message("Schreib Commit-Nachrichten bitte immer im Imperativ", (
+                Read("Schreib Commit-Nachrichten immer im Imperativ", "immer im Imperativ", "commit_style",
+                     kind="rule"),)),
+            Message("Mein Kollege Bob nutzt emacs und schwört darauf", (
+                other("Mein Kollege Bob nutzt emacs", "Bob nutzt emacs", "editor", "Bob"),)),
+            Message("Das Passwort der Staging-Datenbank ist tulip42, heb es gut auf", (
+                Read("Das Passwort der Staging-Datenbank ist tulip42", "Passwort der Staging-Datenbank ist tulip42",
+                     "staging_password"),)),
+            Message("Schreib mir eine Regex für ISO-Datumsangaben"),
+            Message("Übersetze 'guten Morgen' ins Französische"),
+        ),
+        (
+            Message("Ich bin letzten Monat nach Lyon gezogen, endlich angekommen", (
+                Read("Ich bin nach Lyon gezogen", "nach Lyon gezogen", "home_city"),)),
+            Message("Letzte Woche bin ich von vim auf helix umgestiegen", (
+                Read("Ich bin von vim auf helix umgestiegen", "von vim auf helix umgestiegen", "editor"),)),
+            Message("Alice hat das Team verlassen; Carol reviewt jetzt meine Pull Requests", (
+                Read("Carol reviewt jetzt meine Pull Requests", "Carol reviewt jetzt meine Pull Requests",
+                     "pr_reviewer"),
+                other("Alice hat das Team verlassen", "Alice hat das Team verlassen", "team_membership", "Alice"))),
+            Message("Die Kestrel-Deadline ist auf den 14. April gerutscht", (
+                Read("Die Kestrel-Deadline ist der 14. April", "auf den 14. April gerutscht", "kestrel_deadline"),)),
+            Message("Mein VPN-Passwort ist hunter2, falls du es brauchst", (
+                Read("Mein VPN-Passwort ist hunter2", "VPN-Passwort ist hunter2", "vpn_password"),)),
+            Message("Wie profiliere ich ein Go-Programm auf Allokationen?"),
+            Message("Danke, wegen des Releases geht es mir jetzt viel besser", (
+                Read("Es geht mir viel besser", "geht es mir jetzt viel besser", "mood", kind="passing"),)),
+            Message("Zeig mir ein Beispiel für einen tabellengetriebenen Test in Go"),
+        ),
+    ),
+    current={"name": ("sam",), "city": ("lyon",), "language": ("go",), "editor": ("helix",), "shell": ("fish",),
+             "reviewer": ("carol",), "project": ("kestrel", "abrechnungsdienst"), "deadline": ("april",),
+             "commits": ("imperativ",)},
+    superseded={"city": (("paris",), "lyon"), "editor": (("vim",), "helix"),
+                "reviewer": (("alice", "reviewt"), "carol"), "deadline": (("märz",), "april")},
+    colleague=("bob",),
+    known=(("alice",),),
+    questions={
+        "name": "Wie war noch mal mein Name?",
+        "city": "Wie ist das Wetter da, wo ich wohne?",
+        "language": "Welche Programmiersprache schreibe ich meistens?",
+        "editor": "Wie richte ich meinen Editor für dieses Projekt ein?",
+        "shell": "Für welche Shell soll das Installationsskript sein?",
+        "reviewer": "Wer soll meinen Pull Request reviewen?",
+        "project": "Erinnere mich, wofür Kestrel da ist",
+        "deadline": "Wann ist die Kestrel-Deadline?",
+        "commits": "Schreib eine Commit-Nachricht für diese Änderung",
+    },
+)  # fmt: skip
+
+SPANISH = Variant(
+    sessions=(
+        (
+            Message("Hola, soy Sam. Vivo en París y últimamente escribo sobre todo Go.", (
+                Read("Me llamo Sam", "soy Sam", "name"), Read("Vivo en París", "Vivo en París", "home_city"),
+                Read("Escribo sobre todo Go", "escribo sobre todo Go", "main_language"))),
+            Message("Hoy estoy de un humor terrible, el build se rompió otra vez", (
+                Read("Hoy estoy de un humor terrible", "humor terrible", "mood", kind="passing"),
+                Read("El build se rompió otra vez", "el build se rompió otra vez", "build", about="none"))),
+            Message("Uso vim para todo, y mi shell es fish", (
+                Read("Uso vim para todo", "Uso vim para todo", "editor"),
+                Read("Mi shell es fish", "mi shell es fish", "shell"))),
+            Message("¿Me explicas cómo funcionan los channels de Go?"),
+            Message("Alice revisa mis pull requests en este proyecto", (
+                Read("Alice revisa mis pull requests", "Alice revisa mis pull requests", "pr_reviewer"),)),
+            Message("Nuestro proyecto Kestrel es un servicio de facturación en Go, la fecha límite es el 3 de marzo", (
+                Read("Nuestro proyecto Kestrel es un servicio de facturación en Go",
+                     "Kestrel es un servicio de facturación", "project"),
+                Read("La fecha límite de Kestrel es el 3 de marzo", "la fecha límite es el 3 de marzo",
+                     "kestrel_deadline"))),
+        ),
+        (
+            Message("¿Cuál es la diferencia entre un mutex y un channel?"),
+            Message("Escribe siempre los mensajes de commit en imperativo, por favor", (
+                Read("Escribe siempre los mensajes de commit en imperativo",
+                     "Escribe siempre los mensajes de commit en imperativo", "commit_style", kind="rule"),)),
+            Message("Mi compañero Bob usa emacs y lo defiende a muerte", (
+                other("Mi compañero Bob usa emacs", "Bob usa emacs", "editor", "Bob"),)),
+            Message("La contraseña de la base de datos de staging es tulip42, tenla a mano", (
+                Read("La contraseña de la base de datos de staging es tulip42", "contraseña de la base de datos de "
+                     "staging es tulip42", "staging_password"),)),
+            Message("Escríbeme una regex para fechas ISO"),
+            Message("Traduce 'buenos días' al francés"),
+        ),
+        (
+            Message("Me mudé a Lyon el mes pasado, por fin instalado", (
+                Read("Me mudé a Lyon", "Me mudé a Lyon", "home_city"),)),
+            Message("La semana pasada cambié de vim a helix", (
+                Read("Cambié de vim a helix", "cambié de vim a helix", "editor"),)),
+            Message("Alice dejó el equipo; ahora Carol revisa mis pull requests", (
+                Read("Carol revisa mis pull requests", "Carol revisa mis pull requests", "pr_reviewer"),
+                other("Alice dejó el equipo", "Alice dejó el equipo", "team_membership", "Alice"))),
+            Message("La fecha límite de Kestrel se retrasó al 14 de abril", (
+                Read("La fecha límite de Kestrel es el 14 de abril", "se retrasó al 14 de abril",
+                     "kestrel_deadline"),)),
+            Message("mi contraseña del VPN es hunter2 por si la necesitas", (
+                Read("Mi contraseña del VPN es hunter2", "contraseña del VPN es hunter2", "vpn_password"),)),
+            Message("¿Cómo perfilo un programa en Go para ver las asignaciones?"),
+            Message("Gracias, ya me siento mucho mejor con el release", (
+                Read("Me siento mucho mejor", "me siento mucho mejor", "mood", kind="passing"),)),
+            Message("Enséñame un ejemplo de test dirigido por tablas en Go"),
+        ),
+    ),
+    current={"name": ("sam",), "city": ("lyon",), "language": ("go",), "editor": ("helix",), "shell": ("fish",),
+             "reviewer": ("carol",), "project": ("kestrel", "facturación"), "deadline": ("abril",),
+             "commits": ("imperativo",)},
+    superseded={"city": (("parís",), "lyon"), "editor": (("vim",), "helix"),
+                "reviewer": (("alice", "revisa"), "carol"), "deadline": (("marzo",), "abril")},
+    colleague=("bob",),
+    known=(("alice",),),
+    questions={
+        "name": "¿Cómo me llamo?",
+        "city": "¿Qué tiempo hace donde vivo?",
+        "language": "¿Qué lenguaje escribo sobre todo?",
+        "editor": "¿Cómo configuro mi editor para este proyecto?",
+        "shell": "¿Para qué shell debe ser el script de instalación?",
+        "reviewer": "¿Quién debe revisar mi pull request?",
+        "project": "Recuérdame para qué sirve Kestrel",
+        "deadline": "¿Cuándo es la fecha límite de Kestrel?",
+        "commits": "Escribe un mensaje de commit para este cambio",
+    },
+)  # fmt: skip
+
+VARIANTS = {"en": ENGLISH, "de": GERMAN, "es": SPANISH}
 
 
 def _has(text: str, needed: Sequence[str]) -> bool:
-    found = set(re.findall(r"[a-z0-9]+", text.lower()))
+    found = set(re.findall(r"\w+", text.casefold()))
     return all(w in found for w in needed)
 
 
@@ -154,7 +327,7 @@ class Recall:
     relevant_sent: int = 0
 
 
-def recall(store: Memories, expanded: bool) -> Recall:
+def recall(store: Memories, variant: Variant, expanded: bool) -> Recall:
     """For each question, whether the memories a request would be sent hold the asked fact, and how many of
     those sent hold it (precision)."""
     import co_cli.memory.expansion as expansion
@@ -165,11 +338,11 @@ def recall(store: Memories, expanded: bool) -> Recall:
         expansion.expand = lambda terms: []
     outcome = Recall()
     try:
-        for key, question in QUESTIONS.items():
+        for key, question in variant.questions.items():
             sent = [s.text for s in relevant_memories(store, question, PROJECT, 800, time.time())]
-            outcome.found += any(_has(t, CURRENT[key]) for t in sent)
+            outcome.found += any(_has(t, variant.current[key]) for t in sent)
             outcome.sent += len(sent)
-            outcome.relevant_sent += sum(_has(t, CURRENT[key]) for t in sent)
+            outcome.relevant_sent += sum(_has(t, variant.current[key]) for t in sent)
     finally:
         expansion.expand = saved
     return outcome
@@ -185,19 +358,20 @@ class Outcome:
     most_per_message: int = 0
 
 
-def score(texts: Sequence[str], requests: int, most: int) -> Outcome:
+def score(variant: Variant, texts: Sequence[str], requests: int, most: int) -> Outcome:
     outcome = Outcome(requests=requests, most_per_message=most)
-    outcome.kept = sum(any(_has(t, words) for t in texts) for words in CURRENT.values())
+    outcome.kept = sum(any(_has(t, words) for t in texts) for words in variant.current.values())
     outcome.superseded = sum(
-        any(_has(t, old) and not _has(t, (new,)) for t in texts) for old, new in SUPERSEDED.values()
+        any(_has(t, old) and not _has(t, (new,)) for t in texts) for old, new in variant.superseded.values()
     )
-    outcome.secrets = sum(any(s in t.lower() for t in texts) for s in SECRETS)
-    known = [*CURRENT.values(), *(old for old, _ in SUPERSEDED.values()), COLLEAGUE, ("alice",)]
+    outcome.secrets = sum(any(s in t.lower() for t in texts) for s in variant.secrets)
+    known = [*variant.current.values(), *(old for old, _ in variant.superseded.values()), variant.colleague,
+             *variant.known]  # fmt: skip
     outcome.junk = sum(not any(_has(t, words) for words in known) for t in texts)
     return outcome
 
 
-# ----- the scripted stand-in for a small model on a server that ignores forced tool calls -----
+# ----- the scripted stand-in -----
 
 
 def _prompt(messages: list[ModelMessage]) -> str:
@@ -208,42 +382,17 @@ def _prompt(messages: list[ModelMessage]) -> str:
     return ""
 
 
-def _slot(text: str) -> int | None:
-    found = set(re.findall(r"[a-z0-9]+", text.lower()))
-    return next((i for i, slot in enumerate(_SLOTS) if found & set(slot)), None)
+def scripted_model(variant: Variant, tool_calls: bool = False) -> FunctionModel:
+    facts_of = {m.text: m.facts for session in variant.sessions for m in session}
 
-
-def _decisions(prompt: str) -> list[dict[str, str]]:
-    existing = re.findall(r"^- (m\d+): (.*)$", prompt.split("NEW facts:")[0], re.MULTILINE)
-    new = re.findall(r"^- (.*)$", prompt.split("NEW facts:")[1], re.MULTILINE)
-    decisions: list[dict[str, str]] = []
-    for fact in new:
-        same = [(ref, text) for ref, text in existing if _slot(text) is not None and _slot(text) == _slot(fact)]
-        if "left" in fact and same:
-            decisions.append({"event": "DELETE", "id": same[0][0]})
-        elif same:
-            decisions.append({"event": "UPDATE", "id": same[0][0], "text": fact})
-        elif existing:  # a small model glues the fact onto the neighbour it is shown
-            ref, text = existing[0]
-            decisions.append({"event": "UPDATE", "id": ref, "text": f"{text} and {fact[0].lower()}{fact[1:]}"})
-        else:
-            decisions.append({"event": "NONE", "text": fact})  # ... or drops it
-    return decisions
-
-
-def scripted_model(facts_of: dict[str, tuple[str, ...]], tool_calls: bool = False) -> FunctionModel:
     def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        prompt = _prompt(messages)
-        if prompt.startswith("EXISTING"):
-            payload: dict[str, object] = {"memory": _decisions(prompt)}
-        else:
-            message = prompt.split("<message>\n", 1)[-1].split("\n</message>", 1)[0]
-            payload = {"facts": list(facts_of.get(message, ()))}
+        message = _prompt(messages).split("<message>\n", 1)[-1].split("\n</message>", 1)[0]
+        payload = {"facts": [asdict(f) for f in facts_of.get(message, ())]}
         if info.output_tools and tool_calls:
             return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, payload)])
         if info.output_tools:  # a forced tool call is ignored: the model answers in prose
             return ModelResponse(parts=[TextPart("Here is what I found about the user.")])
-        return ModelResponse(parts=[TextPart(json.dumps(payload))])
+        return ModelResponse(parts=[TextPart(json.dumps(payload, ensure_ascii=False))])
 
     return FunctionModel(answer)
 
@@ -268,7 +417,7 @@ class Counting:
         return _Counted(self.model)
 
 
-async def run_co(model: Model, work: Path, show: bool = False) -> Outcome:
+async def run_co(model: Model, variant: Variant, work: Path, show: bool = False) -> Outcome:
     db = Database.open(work / "co.db")
     store = Memories(db)
     counted = Counting(model)
@@ -277,7 +426,7 @@ async def run_co(model: Model, work: Path, show: bool = False) -> Outcome:
     ExtractionQueue.RETRY_AFTER = 0.0  # no waiting here: a failed message is retried before the next one
     most = 0
     seq = 0
-    for session in SESSIONS:
+    for session in variant.sessions:
         for message in session:
             before = counted.total
             worker.submit(message.text, "bench", seq)
@@ -286,68 +435,74 @@ async def run_co(model: Model, work: Path, show: bool = False) -> Outcome:
             seq += 2
     worker.start()  # what is left to retry
     await worker.drain()
-    texts = [m.text for m in store.list()]
+    kept = store.list()
+    texts = [m.text for m in kept]
     for expanded in (False, True):
-        r = recall(store, expanded)
+        r = recall(store, variant, expanded)
         print(
-            f"  recall {'with' if expanded else 'without'} query expansion: {r.found}/{len(QUESTIONS)} questions "
-            f"found their fact; {r.relevant_sent}/{r.sent} memories sent held it"
+            f"  recall {'with' if expanded else 'without'} query expansion: {r.found}/{len(variant.questions)} "
+            f"questions found their fact; {r.relevant_sent}/{r.sent} memories sent held it"
         )
     db.close()
     if show:
-        print("\n".join(f"  {t}" for t in texts))
-    return score(texts, counted.total, most)
+        print("\n".join(f"  {m.ref} [{m.kind}, {m.topic}, {m.whose or 'user'}] {m.text}" for m in kept))
+    return score(variant, texts, counted.total, most)
 
 
-async def run_add_only(model: Model) -> Outcome:
+async def run_add_only(model: Model, variant: Variant, work: Path) -> Outcome:
+    db = Database.open(work / "add-only.db")
+    store = Memories(db)
     texts: list[str] = []
     counted = Counting(model)
     wrapped = counted.wrap()
-    for session in SESSIONS:
+    for session in variant.sessions:
         for message in session:
             try:
-                texts += await extract_facts(wrapped, message.text, prompted=True)
+                reading, _ = await read_message(wrapped, store, message.text, PROJECT, prompted=True)
             except Exception:
                 continue
-    return score(texts, counted.total, 1)
+            texts += [f.text for f in reading.facts]
+    db.close()
+    return score(variant, texts, counted.total, 1)
 
 
-def row(name: str, o: Outcome) -> str:
+def row(name: str, variant: Variant, o: Outcome) -> str:
     return (
-        f"| {name} | {o.kept}/{len(CURRENT)} | {o.superseded}/{len(SUPERSEDED)} | {o.junk} | "
-        f"{o.secrets}/{len(SECRETS)} | {o.requests} | {o.most_per_message} |"
+        f"| {name} | {o.kept}/{len(variant.current)} | {o.superseded}/{len(variant.superseded)} | {o.junk} | "
+        f"{o.secrets}/{len(variant.secrets)} | {o.requests} | {o.most_per_message} |"
     )
 
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-m", "--model", default="scripted")
+    parser.add_argument("--language", choices=[*VARIANTS, "all"], default="all")
     parser.add_argument("--no-baseline", action="store_true")
     parser.add_argument("--show", action="store_true", help="print the memories co kept")
     parser.add_argument("--tool-calls", action="store_true", help="the scripted model honours forced tool calls")
     args = parser.parse_args()
+    languages = list(VARIANTS) if args.language == "all" else [args.language]
     with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
-        os.environ.setdefault("CO_CLI_DATA_DIR", str(work / "data"))
-        os.environ.setdefault("CO_CLI_CONFIG_DIR", str(work / "config"))
-        if args.model == "scripted":
-            facts_of = {m.text: m.facts for session in SESSIONS for m in session}
-            model: Model = scripted_model(facts_of, args.tool_calls)
-            label = "scripted small model" + ("" if args.tool_calls else " (prose on forced tool calls)")
-        else:
-            from co_cli.config import load_settings
-            from co_cli.models import resolve_model
-
-            resolved = resolve_model(load_settings(model=args.model).settings, "command line")
-            model, label = resolved.model, resolved.label
-        messages = sum(len(s) for s in SESSIONS)
-        print(f"model {label}, {len(SESSIONS)} sessions, {messages} messages")
-        print("| extraction | current facts kept | superseded still active | junk | secrets stored | requests "
-              "| most requests for one message |")  # fmt: skip
+        os.environ.setdefault("CO_CLI_DATA_DIR", str(Path(tmp) / "data"))
+        os.environ.setdefault("CO_CLI_CONFIG_DIR", str(Path(tmp) / "config"))
+        print("| language, extraction | current facts kept | superseded still active | junk | secrets stored "
+              "| requests | most requests for one message |")  # fmt: skip
         print("|---|---|---|---|---|---|---|")
-        print(row("co", await run_co(model, work, args.show)), flush=True)
-        if not args.no_baseline:
-            print(row("add-only", await run_add_only(model)), flush=True)
+        for language in languages:
+            variant = VARIANTS[language]
+            work = Path(tmp) / language
+            work.mkdir()
+            if args.model == "scripted":
+                model: Model = scripted_model(variant, args.tool_calls)
+            else:
+                from co_cli.config import load_settings
+                from co_cli.models import resolve_model
+
+                model = resolve_model(load_settings(model=args.model).settings, "command line").model
+            print(f"{language}:", flush=True)
+            print(row(f"{language}, co", variant, await run_co(model, variant, work, args.show)), flush=True)
+            if not args.no_baseline:
+                print(row(f"{language}, add-only", variant, await run_add_only(model, variant, work)), flush=True)
 
 
 if __name__ == "__main__":
