@@ -266,7 +266,7 @@ class Settings(BaseSettings):
     @classmethod
     def _server_names(cls, value: dict[str, McpServer]) -> dict[str, McpServer]:
         for name in value:
-            if not re.match(MCP_SERVER_NAME, name):
+            if not re.fullmatch(MCP_SERVER_NAME, name):  # `$` alone would let a trailing newline through
                 raise ValueError(
                     f"MCP server name {name!r}: use 1-32 letters, digits, '-' or '_' (it prefixes the tools' names)"
                 )
