@@ -1,7 +1,8 @@
 """Settings and paths.
 
 Precedence, highest first: environment ``CO_CLI_<NAME>`` > project ``.co-cli/settings.json``
-(in the working directory) > user ``settings.json`` (in the user config dir) > defaults.
+(in the working directory) > user ``settings.json`` (in the user config dir) > defaults. A project file comes
+with the code, so it may set a setting only as far as ``PROJECT_SCOPES`` allows.
 ``CO_CLI_CONFIG_DIR`` and ``CO_CLI_DATA_DIR`` move the two directories.
 """
 
@@ -266,7 +267,7 @@ class Settings(BaseSettings):
     @classmethod
     def _server_names(cls, value: dict[str, McpServer]) -> dict[str, McpServer]:
         for name in value:
-            if not re.match(MCP_SERVER_NAME, name):
+            if not re.fullmatch(MCP_SERVER_NAME, name):  # `$` alone would let a trailing newline through
                 raise ValueError(
                     f"MCP server name {name!r}: use 1-32 letters, digits, '-' or '_' (it prefixes the tools' names)"
                 )
@@ -428,9 +429,66 @@ class LoadedSettings:
     """The MCP servers a project file defined (they run only once the user allows them, see project_trust)."""
 
 
-# A project file comes with the code in the working directory (e.g. a cloned repository): it may choose a
-# server, but not where co keeps its data.
-NOT_FROM_PROJECT = ("data_dir", "config_dir")
+ScopeKind = Literal["project", "provider", "tighter", "user"]
+
+
+@dataclass(frozen=True)
+class ProjectScope:
+    """What a project's ``.co-cli/settings.json`` may do with one setting. That file comes with the code in the
+    working directory (e.g. a cloned repository), so it may act only on that project:
+
+    - ``project``: it may set the setting.
+    - ``provider``: it may set it (the model and the servers co talks to); co warns on stderr when the model or
+      a server comes from the file, and asks before it sends anything to a server the file chose or starts a
+      server the file defines (see project_trust).
+    - ``tighter``: it may only make the setting stricter than your own value (``order``: its values from the
+      strictest; without it, lower is stricter); a looser value is ignored, with a warning.
+    - ``user``: only your own settings (the user file, the environment) count; the file's value is ignored,
+      with a warning. ``why`` says what the setting reaches beyond the project.
+    """
+
+    kind: ScopeKind
+    why: str = ""
+    order: tuple[Any, ...] = ()
+
+
+_PROJECT = ProjectScope("project")
+_PROVIDER = ProjectScope("provider")
+_MEMORY = "your memories serve every project"
+
+# Every setting, and what a project file may do with it (a test checks each setting is here).
+PROJECT_SCOPES: dict[str, ProjectScope] = {
+    "model": _PROVIDER,
+    "base_url": _PROVIDER,
+    "api_key": _PROVIDER,
+    "summarization_model": _PROVIDER,
+    "tool_output_trim_chars": _PROJECT,
+    "tool_output_offload_chars": _PROJECT,
+    "max_history_messages": _PROJECT,
+    "context_window": _PROJECT,
+    "compact_threshold": _PROJECT,
+    "auto_compact": _PROJECT,
+    "compact_min_span_tokens": _PROJECT,
+    "compact_user_words_tokens": _PROJECT,
+    "local_n_ctx": _PROJECT,
+    "local_max_tokens": _PROJECT,
+    "request_timeout": _PROJECT,
+    "shell_timeout": _PROJECT,
+    "shell_output_limit": _PROJECT,
+    "data_dir": ProjectScope("user", "it moves where co keeps every project's sessions"),
+    "config_dir": ProjectScope("user", "it moves your own settings"),
+    "instructions_files_max_tokens": _PROJECT,
+    "memory": ProjectScope("tighter", _MEMORY, order=(False, True)),
+    "memory_budget_tokens": ProjectScope("tighter", _MEMORY),
+    "memory_extract": ProjectScope("tighter", _MEMORY, order=("off", "review", "auto")),
+    "tasks_budget_tokens": _PROJECT,
+    "tasks_keep_done_hours": _PROJECT,
+    "trash_retention_days": ProjectScope("user", "it purges the trash of every project"),
+    "serve_max_request_bytes": ProjectScope("user", "co serve answers for every project"),
+    "auto_title": _PROJECT,
+    "mcp_servers": _PROVIDER,
+    "mcp_schema_budget_tokens": _PROJECT,
+}
 
 
 def env_var(field: str) -> str:
@@ -472,30 +530,17 @@ def load_settings(cwd: Path | None = None, **overrides: Any) -> LoadedSettings:
     user_file = config_dir / "settings.json"
     project_file = cwd / PROJECT_SETTINGS
     user = _read_settings_file(user_file)
-    project = _read_settings_file(project_file)
-    for key in NOT_FROM_PROJECT:
-        if key in project:
-            raise ConfigError(f"{key!r} cannot be set in a project settings file ({project_file}); use the user file")
+    # What the environment or the command line sets wins over any file: a project's value of it goes unsaid.
+    yours = {name for name in Settings.model_fields if os.environ.get(env_var(name)) is not None}
+    yours |= {name for name, value in overrides.items() if value is not None}
+    project, warnings = _within_project_scope(_read_settings_file(project_file), project_file, yours)
     merged = {**user, **project}
     merged_servers, from_project, server_warnings = _merge_mcp_servers(user, project, project_file)
     if merged_servers is not None:
         merged["mcp_servers"] = merged_servers
-    try:
-        settings = Settings(**merged)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        field = str(err["loc"][0]) if err["loc"] else "?"
-        if os.environ.get(env_var(field)) is not None:
-            where = env_var(field)
-        elif field in project:
-            where = f"{field!r} in {project_file}"
-        elif field in user:
-            where = f"{field!r} in {user_file}"
-        else:
-            where = field
-        inner = ".".join(str(part) for part in err["loc"][1:])
-        message = f"{inner}: {err['msg']}" if inner else err["msg"]
-        raise ConfigError(f"invalid setting {where}: {message} ({shown_input(field, err.get('input'))})") from None
+    files = (user, user_file, project, project_file)
+    settings = _validated(merged, *files)
+    warnings += _keep_only_tighter(settings, *files, yours)
     for key, value in overrides.items():
         if value is not None:
             setattr(settings, key, value)
@@ -511,7 +556,6 @@ def load_settings(cwd: Path | None = None, **overrides: Any) -> LoadedSettings:
             sources[name] = "user file"
         else:
             sources[name] = "default"
-    warnings: list[str] = []
     if sources["base_url"] == "project file" and sources["api_key"] != "project file" and settings.api_key:
         # Never send the user's key to a server that a project file chose.
         settings.api_key = SecretStr("")
@@ -552,6 +596,75 @@ def load_settings(cwd: Path | None = None, **overrides: Any) -> LoadedSettings:
     )
 
 
+def _within_project_scope(
+    project: dict[str, Any], project_file: Path, yours: set[str]
+) -> tuple[dict[str, Any], list[str]]:
+    """The project file's values without those only the user's own settings may set, and a warning for each
+    (none for a setting in ``yours``, the environment's or command line's, whose value wins anyway)."""
+    kept, warnings = {}, []
+    for key, value in project.items():
+        scope = PROJECT_SCOPES[key]
+        if scope.kind != "user":
+            kept[key] = value
+        elif key not in yours:
+            warnings.append(
+                f"{key} in {project_file} ignored: {scope.why}, so only your own settings (the user file, "
+                f"{env_var(key)}) may set it"
+            )
+    return kept, warnings
+
+
+def _keep_only_tighter(
+    settings: Settings,
+    user: dict[str, Any],
+    user_file: Path,
+    project: dict[str, Any],
+    project_file: Path,
+    yours: set[str],
+) -> list[str]:
+    """Put back the user's own value of each ``tighter`` setting the project file would loosen (dropping it from
+    ``project``), and say so; a setting in ``yours`` (the environment's or command line's) wins anyway."""
+    keys = [k for k in project if PROJECT_SCOPES[k].kind == "tighter" and k not in yours]
+    if not keys:
+        return []
+    own = _validated(dict(user), user, user_file, {}, project_file)  # the user file, the environment, defaults
+    warnings = []
+    for key in keys:
+        scope, theirs, yours = PROJECT_SCOPES[key], getattr(settings, key), getattr(own, key)
+        looser = scope.order.index(theirs) > scope.order.index(yours) if scope.order else theirs > yours
+        if looser:
+            setattr(settings, key, yours)
+            del project[key]
+            warnings.append(
+                f"{key} {json.dumps(theirs)} in {project_file} ignored: a project file may only make it stricter "
+                f"than your own {json.dumps(yours)} ({scope.why})"
+            )
+    return warnings
+
+
+def _validated(
+    merged: dict[str, Any], user: dict[str, Any], user_file: Path, project: dict[str, Any], project_file: Path
+) -> Settings:
+    """``Settings`` from the merged file values and the environment; an invalid value is a one-line error naming
+    where it came from."""
+    try:
+        return Settings(**merged)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = str(err["loc"][0]) if err["loc"] else "?"
+        if os.environ.get(env_var(field)) is not None:
+            where = env_var(field)
+        elif field in project:
+            where = f"{field!r} in {project_file}"
+        elif field in user:
+            where = f"{field!r} in {user_file}"
+        else:
+            where = field
+        inner = ".".join(str(part) for part in err["loc"][1:])
+        message = f"{inner}: {err['msg']}" if inner else err["msg"]
+        raise ConfigError(f"invalid setting {where}: {message} ({shown_input(field, err.get('input'))})") from None
+
+
 def _merge_mcp_servers(
     user: dict[str, Any], project: dict[str, Any], project_file: Path
 ) -> tuple[dict[str, Any] | None, tuple[str, ...], list[str]]:
@@ -579,7 +692,8 @@ def _merge_mcp_servers(
 
 
 def settings_reference() -> dict[str, Any]:
-    """What settings.reference.json documents: each setting's default, variable and description."""
+    """What settings.reference.json documents: each setting's default, variable, what a project file may do with
+    it (its ``PROJECT_SCOPES`` kind) and description."""
     ref: dict[str, Any] = {}
     for name, info in Settings.model_fields.items():
         if name in ("data_dir", "config_dir"):
@@ -588,5 +702,10 @@ def settings_reference() -> dict[str, Any]:
             default = info.get_default(call_default_factory=True)
             if isinstance(default, SecretStr):
                 default = default.get_secret_value()
-        ref[name] = {"default": default, "env": env_var(name), "description": info.description}
+        ref[name] = {
+            "default": default,
+            "env": env_var(name),
+            "project_file": PROJECT_SCOPES[name].kind,
+            "description": info.description,
+        }
     return ref

@@ -4,8 +4,9 @@ A project's ``.co-cli/settings.json`` comes with the code (e.g. a cloned reposit
 ``base_url``, co asks once before sending prompts, files and command output there, and remembers the
 answer per project directory and exact server URL in ``trusted-servers.json`` (0600) in the config dir.
 An MCP server the project file defines is started only once the user allowed it for that project, by name
-and exact definition (a changed command, URL, env or header asks again; only a digest of the definition is
-kept, never its values). ``co config trust list`` shows the entries, ``co config trust revoke`` removes them.
+and exact definition (a changed command, argument, URL, env, cwd or header asks again, showing the new
+one; only a digest of the definition is kept, never its values). ``co config trust list`` shows the
+entries, ``co config trust revoke`` removes them.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -21,8 +23,8 @@ from typing import Any
 
 from co_cli.config import LoadedSettings, McpServer
 from co_cli.errors import ConfigError
-from co_cli.secrets import mask_url_credentials
-from co_cli.terminal_text import printable
+from co_cli.secrets import mask_url_credentials, secret_name
+from co_cli.terminal_text import one_line
 
 TRUST_FILE = "trusted-servers.json"
 ALLOW_COMMAND = "co config trust allow"
@@ -134,8 +136,8 @@ def revoke(config_dir: Path, project: Path | None) -> list[TrustedServer | Trust
 
 def describe(entry: TrustedServer | TrustedMcpServer) -> str:
     if isinstance(entry, TrustedMcpServer):
-        return printable(f"{entry.project}  MCP server {entry.server}")
-    return printable(f"{entry.project}  {mask_url_credentials(entry.base_url)}")
+        return one_line(f"{entry.project}  MCP server {entry.server}")
+    return one_line(f"{entry.project}  {mask_url_credentials(entry.base_url)}")
 
 
 def project_summarizer(loaded: LoadedSettings) -> str:
@@ -174,38 +176,58 @@ def trust_mcp(loaded: LoadedSettings, name: str) -> TrustedMcpServer:
     return entry
 
 
-def _describe_spec(spec: McpServer) -> str:
+MASKED = "********"
+
+
+def describe_mcp_server(spec: McpServer) -> list[str]:
+    """What starting a server does, one line each, as the user is asked about it: the command and its arguments
+    (or the URL and its header names), then its ``env`` (the values of names that say they hold a credential
+    masked, every other value shown: ``PYTHONPATH=./hack`` changes what runs) and ``cwd``. Every string is shown
+    by ``one_line``: a newline or a bidi control (U+202E) in a definition is an escape, never a line or a
+    reordering of its own."""
     if spec.url:
-        return f"connect to {mask_url_credentials(spec.url)}"
-    return "run " + " ".join([spec.command, *spec.args])
+        lines = [f"connect to {one_line(mask_url_credentials(spec.url))}"]
+        if spec.headers:
+            lines.append("headers " + one_line(" ".join(f"{name}={MASKED}" for name in spec.headers)))
+        return lines
+    lines = [f"run {one_line(shlex.join([spec.command, *spec.args]))}"]
+    if spec.env:
+        shown = (f"{name}={MASKED if secret_name(name) else shlex.quote(value)}" for name, value in spec.env.items())
+        lines.append("env " + one_line(" ".join(shown)))
+    if spec.cwd:
+        lines.append(f"cwd {one_line(spec.cwd)}")
+    return lines
 
 
 def confirm_project_mcp_servers(loaded: LoadedSettings, ask: Callable[[str], str] | None) -> dict[str, str]:
     """Which of the project file's MCP servers may not start, each with the one line that says why.
 
     The user's own servers always start. A project's server starts once allowed for this project; ``ask``
-    (None: nobody to ask, as in ``-p`` and pipes) asks about the others, one by one."""
+    (None: nobody to ask, as in ``-p`` and pipes) asks about the others, one by one, showing what starting it
+    runs (see describe_mcp_server)."""
     refused: dict[str, str] = {}
+    source, project = one_line(str(loaded.paths.project_settings)), one_line(str(project_dir(loaded)))
     for name in loaded.project_mcp_servers:
         spec = loaded.settings.mcp_servers[name]
         if not spec.enabled or is_mcp_trusted(loaded, name):
             continue
-        project = printable(str(project_dir(loaded)))
+        shown = one_line(name)
         if ask is None:
             refused[name] = (
-                f"MCP server {name} from {printable(str(loaded.paths.project_settings))} not started: not allowed "
-                f"for this project; run `{ALLOW_MCP_COMMAND.format(name=name)}` in {project} to allow it"
+                f"MCP server {shown} from {source} not started: not allowed for this project; run "
+                f"`{ALLOW_MCP_COMMAND.format(name=shown)}` in {project} to allow it"
             )
             continue
+        details = "".join(f"  {line}\n" for line in describe_mcp_server(spec))
         answer = ask(
-            f"{printable(str(loaded.paths.project_settings))} asks co to {printable(_describe_spec(spec))} as MCP "
-            f"server {name!r}; its tools could then be offered to the model.\n"
+            f"{source} asks co to start MCP server '{shown}' (its tools could then be offered to the model):\n"
+            f"{details}"
             f"Allow this MCP server for {project}? (remembered; undo with `co config trust revoke`) [y/N] "
         )
         if answer.strip().lower() in ("y", "yes"):
             trust_mcp(loaded, name)
         else:
-            refused[name] = f"MCP server {name} not started: not allowed for this project"
+            refused[name] = f"MCP server {shown} not started: not allowed for this project"
     return refused
 
 
@@ -226,19 +248,19 @@ def _confirm(loaded: LoadedSettings, base_url: str, ask: Callable[[str], str] | 
     if is_trusted(config_dir, project, base_url):
         return
     summarizer = base_url.startswith(SUMMARIZER_PREFIX)
-    shown = printable(base_url.removeprefix(SUMMARIZER_PREFIX) if summarizer else mask_url_credentials(base_url))
-    source = printable(str(loaded.paths.project_settings))
+    shown = one_line(base_url.removeprefix(SUMMARIZER_PREFIX) if summarizer else mask_url_credentials(base_url))
+    source = one_line(str(loaded.paths.project_settings))
     yourself = "CO_CLI_SUMMARIZATION_MODEL" if summarizer else "CO_CLI_BASE_URL"
     if ask is None:
         raise ConfigError(
             f"{source} points co{' (for summaries)' if summarizer else ''} at {shown}, which you have not allowed "
-            f"for this project: run `{ALLOW_COMMAND}` in {printable(str(project))} (or `co chat` there once, "
+            f"for this project: run `{ALLOW_COMMAND}` in {one_line(str(project))} (or `co chat` there once, "
             f"interactively), or set {yourself} yourself"
         )
     what = "conversation, to be summarised," if summarizer else "prompts, files and command output"
     answer = ask(
         f"{source} asks co to send your {what} to {shown}.\n"
-        f"Allow this server for {printable(str(project))}? (remembered; undo with `co config trust revoke`) [y/N] "
+        f"Allow this server for {one_line(str(project))}? (remembered; undo with `co config trust revoke`) [y/N] "
     )
     if answer.strip().lower() not in ("y", "yes"):
         raise ConfigError(f"not using {shown}: not allowed for this project")

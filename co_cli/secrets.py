@@ -69,6 +69,13 @@ _SECRET_NAME = re.compile(
 )
 """A name that says it holds a credential: GITHUB_TOKEN, MYSQL_PWD, access_token, client_secret, AccountKey,
 api-key (not max_tokens, TOKENIZERS_PARALLELISM or bypass)."""
+
+
+def secret_name(name: str) -> bool:
+    """Whether a variable's name says it holds a credential (``GITHUB_TOKEN``, ``PGPASSWORD``, ``client_secret``)."""
+    return bool(_SECRET_NAME.search(name))
+
+
 _PLACEHOLDER = re.compile(
     r"^(?:\$|<|\{|%|\*{3}|x{3,}$)|^(?:none|null|nil|true|false|yes|no|required|optional|unset|empty|redacted)$",
     re.IGNORECASE,

@@ -4,14 +4,35 @@ from __future__ import annotations
 
 import re
 
-# C0 controls except tab and newline, DEL, and C1 controls (ESC starts every terminal escape sequence).
-_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# Format characters (Unicode category Cf, Unicode 14): the bidi controls (U+061C, U+200E/F, U+202A-E,
+# U+2066-9), invisible ones (U+00AD, U+200B, U+2060-4, U+FEFF, the tags U+E0000-7F) and the rest. Kept: U+200C
+# and U+200D (zero-width non-joiner and joiner), which only decide how neighbouring letters join (Persian and
+# Indic words, emoji sequences). A test compares this with the category table.
+_FORMAT = (
+    "\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b\u200e\u200f\u202a-\u202e"
+    "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U00013438"
+    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f"
+)
+# C0 controls except tab and newline, DEL, C1 controls (ESC starts every terminal escape sequence) and those.
+_CONTROLS = re.compile(f"[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f{_FORMAT}]")
+# The line and paragraph separators (Zl, Zp): line breaks, printed as one.
+_SEPARATORS = str.maketrans({"\u2028": "\n", "\u2029": "\n"})
 
 
 def printable(text: str) -> str:
-    """``text`` without control characters, so it cannot move the cursor, retitle the window or write the
-    clipboard (OSC 52) when printed."""
-    return _CONTROLS.sub("", text)
+    """``text`` without control or format characters, so it cannot move the cursor, retitle the window, write
+    the clipboard (OSC 52) or reorder what follows it on its line (bidi controls such as U+202E) when printed.
+    Tab and newline stay; a line or paragraph separator becomes a newline."""
+    return _CONTROLS.sub("", text).translate(_SEPARATORS)
+
+
+def one_line(text: str) -> str:
+    """``text`` as one line to be read exactly (a command, a path, a name): every character that is not plainly
+    visible (controls, newlines and tabs, format and bidi characters, separators and spaces other than ' ', ...)
+    is shown as its escape (``\\n``, ``\\u202e``), so nothing can start a new line, reorder the text or hide."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
 
 
 # Whole escape sequences: CSI (ESC [ or 0x9b … final byte), OSC/DCS/PM/APC/SOS strings (ESC ] … BEL or ST, and
@@ -25,8 +46,8 @@ _SEQUENCES = re.compile(
 
 def without_control_sequences(text: str) -> str:
     """``text`` without terminal escape sequences (removed whole: an OSC 52 clipboard write leaves nothing of
-    its payload behind) and without any other control character, tab and newline included."""
-    return _CONTROLS.sub("", _SEQUENCES.sub("", text)).replace("\t", " ").replace("\n", " ")
+    its payload behind) and without any other control or format character; tabs and line breaks become spaces."""
+    return printable(_SEQUENCES.sub("", text)).replace("\t", " ").replace("\n", " ")
 
 
 def counted(count: int, noun: str, plural: str | None = None) -> str:

@@ -96,6 +96,7 @@ def test_reference_file_matches_settings_model() -> None:
     for name, entry in data["settings"].items():
         assert entry["env"] == f"CO_CLI_{name.upper()}"
         assert entry["description"]
+        assert entry["project_file"] in data["$project_file"]  # what a project file may do with it, explained
 
 
 def _run_co(args: list[str], env_extra: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
@@ -168,11 +169,21 @@ def test_usage_errors_are_short_and_exit_2(tmp_path: Path, args: list[str]) -> N
     assert "internal error" not in result.stderr and "Traceback" not in result.stderr
 
 
-def test_project_file_cannot_move_the_data_dir(dirs: tuple[Path, Path]) -> None:
+def test_project_file_cannot_move_the_data_dir(
+    dirs: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _, project = dirs
-    (project / ".co-cli" / "settings.json").write_text(json.dumps({"data_dir": "/tmp/elsewhere"}))
-    with pytest.raises(ConfigError, match="data_dir"):
-        load_settings(cwd=project)
+    for value in ("/tmp/elsewhere", "relative/dir"):
+        (project / ".co-cli" / "settings.json").write_text(json.dumps({"data_dir": value, "config_dir": value}))
+        loaded = load_settings(cwd=project)  # the environment's directories, without a word: they win anyway
+        assert loaded.paths.data_dir == tmp_path / "data" and loaded.warnings == ()
+    monkeypatch.delenv("CO_CLI_DATA_DIR")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    loaded = load_settings(cwd=project)
+    assert loaded.paths.data_dir == tmp_path / "xdg" / "co-cli" and loaded.sources["data_dir"] == "default"
+    assert [w.split(" ignored: ")[0] for w in loaded.warnings] == [  # CO_CLI_CONFIG_DIR still wins in silence
+        f"data_dir in {project / '.co-cli' / 'settings.json'}"
+    ]
 
 
 def test_user_key_is_not_sent_to_a_server_a_project_file_chose(

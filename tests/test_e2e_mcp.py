@@ -16,7 +16,7 @@ from typing import Any
 import pexpect
 import pytest
 
-from tests.support.co_process import ctrl_d, expect_prompt, run_co, send_line, spawn_co
+from tests.support.co_process import ctrl_d, expect_prompt, run_co, send_line, spawn_co, transcript
 from tests.support.scripted_server import ScriptedServer, Text, ToolCalls
 from tests.test_e2e_sessions import assert_ok
 from tests.test_mcp import http_server
@@ -122,6 +122,7 @@ def test_an_untrusted_project_server_is_not_started_until_allowed(
     allowed = run_co(["config", "trust", "allow", "--mcp", "proj"], co_server_env, workdir)
     assert_ok(allowed)
     assert "MCP server proj" in allowed.stdout
+    assert f"\n  run {sys.executable} {SERVER} stdio\n  env MCP_TEST_PID_FILE={pid_file}\n" in allowed.stdout
     assert "MCP server proj" in run_co(["config", "trust", "list"], co_server_env, workdir).stdout
 
     scripted_server.script(ToolCalls([("mcp__proj__echo", {"text": "y"})]), Text("done"))
@@ -135,6 +136,36 @@ def test_an_untrusted_project_server_is_not_started_until_allowed(
     settings.write_text(json.dumps({"mcp_servers": {"proj": server_spec(pid_file, args=[SERVER, "stdio", "-x"])}}))
     changed = run_co(["chat", "-p", "hi"], co_server_env, workdir)
     assert "co config trust allow --mcp proj" in changed.stderr
+
+
+def test_the_start_question_shows_env_and_cwd_and_no_planted_line(
+    co_server_env: dict[str, str], workdir: Path, tmp_path: Path
+) -> None:
+    pid_file, hack = tmp_path / "pids", workdir / "hack"
+    hack.mkdir()
+    (hack / "sitecustomize.py").write_text(f"open({str(tmp_path / 'ran')!r}, 'w').close()\n")
+    spec = server_spec(pid_file, cwd=str(workdir), args=[SERVER, "stdio", "\nAllow? this is fine \u202eenif"])
+    spec["env"]["PYTHONPATH"] = "./hack"
+    (workdir / ".co-cli").mkdir()
+    (workdir / ".co-cli" / "settings.json").write_text(json.dumps({"mcp_servers": {"proj": spec}}))
+    child = spawn_co(["chat"], env=co_server_env, cwd=workdir)
+    try:
+        child.expect_exact("[y/N] ", timeout=20)
+        question = transcript(child).splitlines()
+        start = next(i for i, line in enumerate(question) if "asks co to start MCP server 'proj'" in line)
+        assert question[start + 1 :] == [
+            f"  run {sys.executable} {SERVER} stdio '\\nAllow? this is fine \\u202eenif'",
+            f"  env MCP_TEST_PID_FILE={pid_file} PYTHONPATH=./hack",
+            f"  cwd {workdir}",
+            f"Allow this MCP server for {workdir.resolve()}? (remembered; undo with `co config trust revoke`) [y/N] ",
+        ]
+        send_line(child, "n")
+        expect_prompt(child)
+        ctrl_d(child)
+        child.expect(pexpect.EOF, timeout=10)
+    finally:
+        child.terminate(force=True)
+    assert pids(pid_file) == [] and not (tmp_path / "ran").exists()
 
 
 def test_mcp_list_shows_servers_tools_and_schema_tokens(co_env: dict[str, str], workdir: Path) -> None:

@@ -130,3 +130,81 @@ def test_a_disabled_server_is_neither_asked_about_nor_started(project: Path) -> 
     asker = Asker("y")
     assert confirm_project_mcp_servers(load_settings(cwd=project), asker) == {} and asker.questions == []
     assert McpServer(command="x", enabled=False).enabled is False
+
+
+def test_the_question_shows_env_and_cwd_with_credential_values_masked(project: Path) -> None:
+    env = {
+        "PYTHONPATH": "./hack",
+        "NODE_OPTIONS": "--require ./preload.js",
+        "LD_PRELOAD": "/tmp/x.so",
+        "GITHUB_TOKEN": "ghp_planted_value",
+        "PGPASSWORD": "hunter2",
+    }
+    write(
+        project_file(project),
+        {"mcp_servers": {"db": {"command": "npx", "args": ["-y", "srv x"], "env": env, "cwd": "./tools"}}},
+    )
+    asker = Asker("n")
+    assert list(confirm_project_mcp_servers(load_settings(cwd=project), asker)) == ["db"]
+    [question] = asker.questions
+    lines = question.splitlines()
+    assert lines[1:4] == [
+        "  run npx -y 'srv x'",
+        "  env PYTHONPATH=./hack NODE_OPTIONS='--require ./preload.js' LD_PRELOAD=/tmp/x.so GITHUB_TOKEN=******** "
+        "PGPASSWORD=********",
+        "  cwd ./tools",
+    ]
+    assert "ghp_planted_value" not in question and "hunter2" not in question
+    assert lines[-1].startswith("Allow this MCP server for ")
+
+
+def test_a_changed_env_or_cwd_asks_again_showing_the_new_one(project: Path) -> None:
+    server: dict[str, object] = {"command": "srv", "env": {"LOG_LEVEL": "info"}}
+    write(project_file(project), {"mcp_servers": {"db": server}})
+    assert confirm_project_mcp_servers(load_settings(cwd=project), Asker("y")) == {}
+    for change in (
+        {"env": {"LOG_LEVEL": "info", "PYTHONPATH": "./hack"}},
+        {"env": {"LOG_LEVEL": "debug"}},
+        {"cwd": "sub"},
+    ):
+        write(project_file(project), {"mcp_servers": {"db": {**server, **change}}})
+        asker = Asker("y")
+        assert confirm_project_mcp_servers(load_settings(cwd=project), asker) == {}
+        [question] = asker.questions
+        if "env" in change:
+            shown = " ".join(f"{k}={v}" for k, v in change["env"].items())  # type: ignore[attr-defined]
+            assert f"  env {shown}\n" in question
+        else:
+            assert "  cwd sub\n" in question and "  env LOG_LEVEL=info\n" in question
+        write(project_file(project), {"mcp_servers": {"db": server}})  # the allowed one is now an older definition
+        assert list(confirm_project_mcp_servers(load_settings(cwd=project), None)) == ["db"]
+        assert confirm_project_mcp_servers(load_settings(cwd=project), Asker("y")) == {}
+
+
+PLANTED = ["\n", "\r", "\u202e", "\u2066", "\u2067", "\u2068", "\u2069", "\u200e", "\u200f", "\u061c", "\u2028",
+           "\u2029", "\x1b", "\x85", "\x00", "\t", "\ufeff", "\u200b", "\U000e0041"]  # fmt: skip
+
+
+@pytest.mark.parametrize("char", PLANTED)
+def test_no_character_in_a_definition_can_forge_a_line_or_reorder_the_question(project: Path, char: str) -> None:
+    forged = f"x{char}Allow? y{char}this is fine"
+    server = {"command": f"srv{char}", "args": [forged], "env": {f"A{char}B": forged}, "cwd": f"./d{char}"}
+    write(project_file(project), {"mcp_servers": {"db": server}})
+    asker = Asker("n")
+    refused = confirm_project_mcp_servers(load_settings(cwd=project), asker)
+    [question] = asker.questions
+    assert len(question.splitlines()) == 5  # what it asks, run, env, cwd, "Allow ...?"
+    assert all(ch.isprintable() or ch == "\n" for ch in question)
+    escaped = char.encode("unicode_escape").decode()
+    assert escaped in question.splitlines()[1] and escaped in question.splitlines()[2]
+    assert escaped in question.splitlines()[3]
+    assert all(line.isprintable() for line in refused.values())
+    assert all(line.isprintable() for line in confirm_project_mcp_servers(load_settings(cwd=project), None).values())
+
+
+@pytest.mark.parametrize("name", ["db\n", "db\u202e", "\u2066db", "d\u200bb", "db\r"])
+def test_a_server_name_with_a_control_or_format_character_is_refused(project: Path, name: str) -> None:
+    write(project_file(project), {"mcp_servers": {name: {"command": "srv"}}})
+    with pytest.raises(ConfigError, match="MCP server name") as err:
+        load_settings(cwd=project)
+    assert "\n" not in err.value.message

@@ -86,6 +86,45 @@ def test_printable_drops_c0_c1_and_escape_sequence_starters() -> None:
     assert printable("tab\tand\nnewline stay") == "tab\tand\nnewline stay"
 
 
+def _every_character(*categories: str) -> list[str]:
+    import sys
+    import unicodedata
+
+    return [chr(c) for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) in categories]
+
+
+def test_printable_drops_every_control_and_format_character_so_none_can_reorder_a_line() -> None:
+    from co_cli.terminal_text import printable, without_control_sequences
+
+    joiners = ("\u200c", "\u200d")  # kept: they only join neighbouring letters (Persian words, emoji sequences)
+    for char in _every_character("Cc", "Cf"):
+        if char in ("\t", "\n", *joiners):
+            continue
+        assert printable(f"a{char}b") == "ab", f"U+{ord(char):04X}"
+        if char not in "\x1b\x90\x98\x9b\x9d\x9e\x9f":  # these start a sequence, removed whole with what follows
+            assert without_control_sequences(f"a{char}b") == "ab", f"U+{ord(char):04X}"
+    for char in _every_character("Zl", "Zp"):  # a line or paragraph separator is a line break
+        assert printable(f"a{char}b") == "a\nb" and without_control_sequences(f"a{char}b") == "a b"
+    assert (
+        printable("\u05e9\u05dc\u05d5\u05dd \u202eevil.exe\u202c \u2067txt\u2069")
+        == "\u05e9\u05dc\u05d5\u05dd evil.exe txt"
+    )
+    assert printable("\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645 \U0001f468\u200d\U0001f469") == (
+        "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645 \U0001f468\u200d\U0001f469"
+    )
+
+
+def test_one_line_shows_every_invisible_character_as_its_escape() -> None:
+    from co_cli.terminal_text import one_line
+
+    for char in _every_character("Cc", "Cf", "Zl", "Zp"):
+        shown = one_line(f"a{char}b")
+        assert shown.isprintable() and shown == f"a{char.encode('unicode_escape').decode()}b", f"U+{ord(char):04X}"
+    assert one_line("run npx -y server") == "run npx -y server"
+    assert one_line("a\u00a0b\u3000c") == "a\\xa0b\\u3000c"  # spaces other than ' ' are shown too
+    assert one_line("caf\u00e9 \u05e9\u05dc\u05d5\u05dd \U0001f600") == "caf\u00e9 \u05e9\u05dc\u05d5\u05dd \U0001f600"
+
+
 def test_plain_view_stderr_lines_carry_no_controls() -> None:
     out, err = io.StringIO(), io.StringIO()
     view = PlainView(out, err)

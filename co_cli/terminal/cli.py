@@ -153,6 +153,8 @@ def config_show(
     from co_cli.secrets import mask_url_credentials
 
     loaded = load_settings()
+    for warning in loaded.warnings:  # e.g. a project file's value that is ignored: the table shows the one in use
+        print(printable(f"warning: {warning}"), file=sys.stderr)
     rows = []
     for name in type(loaded.settings).model_fields:
         value = getattr(loaded.settings, name)

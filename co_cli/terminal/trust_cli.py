@@ -53,6 +53,8 @@ def trust_allow(
             print(f"allowed: {project_trust.describe(entry)}")
     for name in mcp or servers:
         print(f"allowed: {project_trust.describe(project_trust.trust_mcp(loaded, name))}")
+        for line in project_trust.describe_mcp_server(loaded.settings.mcp_servers[name]):
+            print(f"  {line}")
 
 
 @app.command("list")

@@ -1,0 +1,333 @@
+"""Reading the user's words: how well a method takes co's decisions from a message (is it a standing rule, does
+it state a change, the next step, a fact about someone else, a passing state, only a question, a secret),
+measured on the labelled corpus in bench/phrasing/ (see its README for the labels and the split).
+
+    python bench/bench_phrasing.py                      # the fallback (word lists and regexes), held-out half
+    python bench/bench_phrasing.py --misses             # ... and each miss, with its id and text
+    python bench/bench_phrasing.py --split tune --lang en
+
+Reported figures use the held-out half (the default); anything tuned looks at ``--split tune`` only.
+
+A method is a function from the parsed arguments and the messages to be read to one ``Reader`` per decision
+(``METHODS``). A method that asks a model adds its own arguments (e.g. ``-m MODEL``) in ``parse_args``, asks the
+model once per message for a typed answer (one field per decision) before returning, and returns readers that
+look each message's answer up; a decision it has no answer for gets a reader without ``read``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+CORPUS = Path(__file__).resolve().parent / "phrasing" / "corpus.jsonl"
+SPLITS = ("tune", "held")
+ABOUT = ("user", "other", "none")
+FLAGS = ("rule", "next_step", "passing", "question_only", "secret")
+FIELDS = frozenset({"id", "lang", "text", "change", "about", "person", "split", *FLAGS})
+
+
+def split_of(corpus_id: str) -> str:
+    """The half a corpus line belongs to, fixed by its id: "tune" when the sha256 of the id is even."""
+    return "tune" if int(hashlib.sha256(corpus_id.encode("utf-8")).hexdigest(), 16) % 2 == 0 else "held"
+
+
+@dataclass(frozen=True)
+class Labelled:
+    """One message of the corpus with its labels."""
+
+    id: str
+    lang: str
+    text: str
+    rule: bool
+    change: tuple[str, str] | None
+    """(old, new) when the message states that an earlier fact changed."""
+    next_step: bool
+    about: str
+    person: str
+    passing: bool
+    question_only: bool
+    secret: bool
+    split: str
+
+
+class CorpusError(ValueError):
+    """A corpus line that does not follow bench/phrasing/README.md."""
+
+
+def _check_header(line_no: int, raw: Any, seen: set[str]) -> str:
+    """The line's id, after checking the fields every line must have right: a unique id and the split its id
+    gives it."""
+    if not isinstance(raw, dict):
+        raise CorpusError(f"line {line_no}: not a JSON object")
+    corpus_id, split = raw.get("id"), raw.get("split")
+    if not isinstance(corpus_id, str) or not corpus_id:
+        raise CorpusError(f"line {line_no}: no id")
+    if corpus_id in seen:
+        raise CorpusError(f"line {line_no}: id {corpus_id} repeated")
+    seen.add(corpus_id)
+    if split != split_of(corpus_id):
+        raise CorpusError(f"{corpus_id}: split is {split!r}, the rule gives {split_of(corpus_id)!r}")
+    return corpus_id
+
+
+def _labelled(corpus_id: str, raw: dict[str, Any]) -> Labelled:
+    def fail(why: str) -> CorpusError:
+        return CorpusError(f"{corpus_id}: {why}")
+
+    if set(raw) != FIELDS:
+        raise fail(f"fields {sorted(set(raw) ^ FIELDS)} missing or unknown")
+    lang, text = raw["lang"], raw["text"]
+    if not isinstance(lang, str) or not corpus_id.startswith(f"{lang}-") or not corpus_id[len(lang) + 1 :].isdigit():
+        raise fail("the id is not <lang>-<number>")
+    if not isinstance(text, str) or not text.strip():
+        raise fail("empty text")
+    for flag in FLAGS:
+        if not isinstance(raw[flag], bool):
+            raise fail(f"{flag} is not true or false")
+    change = raw["change"]
+    if change is not None and not (
+        isinstance(change, dict) and set(change) == {"old", "new"} and all(isinstance(v, str) for v in change.values())
+    ):
+        raise fail("change is neither null nor {old, new}")
+    if change is not None and not (change["old"] or change["new"]):
+        raise fail("change has neither an old nor a new value")
+    about, person = raw["about"], raw["person"]
+    if about not in ABOUT:
+        raise fail(f"about is {about!r}")
+    if not isinstance(person, str) or bool(person.strip()) != (about == "other"):
+        raise fail("person must be given exactly when about is other")
+    if raw["question_only"] and (raw["rule"] or change or raw["next_step"] or raw["passing"] or raw["secret"]):
+        raise fail("a message that only asks states nothing else")
+    return Labelled(
+        id=corpus_id,
+        lang=lang,
+        text=text,
+        rule=raw["rule"],
+        change=None if change is None else (change["old"], change["new"]),
+        next_step=raw["next_step"],
+        about=about,
+        person=person,
+        passing=raw["passing"],
+        question_only=raw["question_only"],
+        secret=raw["secret"],
+        split=raw["split"],
+    )
+
+
+def load_corpus(split: str, path: Path = CORPUS) -> list[Labelled]:
+    """The messages of one half of the corpus, in file order. Every line's id and split are checked (unique
+    ids, the split the rule gives); only the chosen half's lines are read further."""
+    if split not in SPLITS:
+        raise ValueError(f"split is one of {SPLITS}, not {split!r}")
+    seen: set[str] = set()
+    rows: list[Labelled] = []
+    for line_no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        raw = json.loads(line)
+        corpus_id = _check_header(line_no, raw, seen)
+        if raw["split"] == split:
+            rows.append(_labelled(corpus_id, raw))
+    return rows
+
+
+# ----- the decisions and the methods that take them -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Decision:
+    name: str
+    truth: Callable[[Labelled], bool]
+    """The label, as true or false (for ``about``: whether the fact is about someone other than the user)."""
+
+
+DECISIONS: tuple[Decision, ...] = (
+    Decision("rule", lambda row: row.rule),
+    Decision("change", lambda row: row.change is not None),
+    Decision("next_step", lambda row: row.next_step),
+    Decision("about=other", lambda row: row.about == "other"),
+    Decision("passing", lambda row: row.passing),
+    Decision("question_only", lambda row: row.question_only),
+    Decision("secret", lambda row: row.secret),
+)
+
+
+@dataclass(frozen=True)
+class Reader:
+    """How a method takes one decision from a message."""
+
+    decision: str
+    name: str
+    """What reads it (shown in the table)."""
+    read: Callable[[str], bool] | None = None
+    """None: the method has nothing that takes this decision."""
+
+
+def fallback(args: argparse.Namespace, texts: Sequence[str]) -> list[Reader]:
+    """co's word lists and regexes, each called on the message (or its sentences) as co calls it."""
+    del args, texts  # nothing to fetch ahead
+    from co_cli.context.pins import is_standing, sentences
+    from co_cli.context.user_quotes import CHANGES, NEXT_STEP, QuoteKind, stated
+    from co_cli.context.user_words import Entry
+    from co_cli.memory.extract import is_temporary, third_person
+    from co_cli.memory.grounding import only_asks, says_change
+    from co_cli.secrets import find_secret
+
+    def quoted(kind: QuoteKind) -> Callable[[str], bool]:
+        return lambda text: bool(stated([Entry(text)], kind))
+
+    return [
+        Reader("rule", "pins.is_standing, any sentence", lambda text: any(is_standing(s) for s in sentences(text))),
+        Reader("change", "grounding.says_change", says_change),
+        Reader("change", "user_quotes.stated(CHANGES)", quoted(CHANGES)),
+        Reader("next_step", "user_quotes.stated(NEXT_STEP)", quoted(NEXT_STEP)),
+        Reader("about=other", "no fallback"),
+        Reader("passing", "extract.is_temporary(third_person)", lambda text: is_temporary(third_person(text))),
+        Reader("question_only", "grounding.only_asks", only_asks),
+        Reader("secret", "secrets.find_secret", lambda text: find_secret(text) is not None),
+    ]
+
+
+METHODS: dict[str, Callable[[argparse.Namespace, Sequence[str]], list[Reader]]] = {"fallback": fallback}
+
+
+# ----- measuring ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Score:
+    decision: str
+    reader: str
+    n: int
+    positives: int
+    tp: int = 0
+    fp: int = 0
+    fn: int = 0
+    measured: bool = True
+    false_positives: tuple[Labelled, ...] = ()
+    false_negatives: tuple[Labelled, ...] = ()
+
+    @property
+    def accuracy(self) -> float | None:
+        return (self.n - self.fp - self.fn) / self.n if self.measured and self.n else None
+
+    @property
+    def precision(self) -> float | None:
+        return self.tp / (self.tp + self.fp) if self.measured and self.tp + self.fp else None
+
+    @property
+    def recall(self) -> float | None:
+        return self.tp / self.positives if self.measured and self.positives else None
+
+
+def score(rows: Sequence[Labelled], readers: Sequence[Reader]) -> list[Score]:
+    """One score per reader, in ``DECISIONS`` order (a method's several readers of one decision in its order)."""
+    by_name = {decision.name: decision for decision in DECISIONS}
+    unknown = [reader.decision for reader in readers if reader.decision not in by_name]
+    if unknown:
+        raise ValueError(f"unknown decisions {unknown}")
+    order = {decision.name: i for i, decision in enumerate(DECISIONS)}
+    scores: list[Score] = []
+    for reader in sorted(readers, key=lambda r: order[r.decision]):
+        truth = by_name[reader.decision].truth
+        positives = sum(truth(row) for row in rows)
+        if reader.read is None:
+            scores.append(Score(reader.decision, reader.name, len(rows), positives, measured=False))
+            continue
+        fps: list[Labelled] = []
+        fns: list[Labelled] = []
+        tp = 0
+        for row in rows:
+            said, true = reader.read(row.text), truth(row)
+            tp += said and true
+            if said and not true:
+                fps.append(row)
+            elif true and not said:
+                fns.append(row)
+        scores.append(
+            Score(reader.decision, reader.name, len(rows), positives, tp, len(fps), len(fns),
+                  false_positives=tuple(fps), false_negatives=tuple(fns))
+        )  # fmt: skip
+    return scores
+
+
+def _figure(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+TABLE_HEADER = ("decision", "read by", "accuracy", "precision", "recall", "n (positives)")
+
+
+def table(scores: Sequence[Score]) -> list[str]:
+    """The scores as aligned text lines: a header, then one line per reader."""
+    body = [
+        (
+            s.decision,
+            s.reader,
+            *((_figure(s.accuracy), _figure(s.precision), _figure(s.recall)) if s.measured else ("", "", "")),
+            f"{s.n} ({s.positives})",
+        )
+        for s in scores
+    ]
+    widths = [max(len(line[i]) for line in [TABLE_HEADER, *body]) for i in range(len(TABLE_HEADER))]
+
+    def fmt(line: Sequence[str]) -> str:
+        left = [line[i].ljust(widths[i]) for i in range(2)]
+        right = [line[i].rjust(widths[i]) for i in range(2, len(line))]
+        return "  ".join(left + right).rstrip()
+
+    return [fmt(TABLE_HEADER), *(fmt(line) for line in body)]
+
+
+def misses(scores: Sequence[Score]) -> list[str]:
+    out: list[str] = []
+    for s in scores:
+        if not s.measured or not (s.false_positives or s.false_negatives):
+            continue
+        missed, wrong = len(s.false_negatives), len(s.false_positives)
+        out.append(f"\n{s.decision} ({s.reader}): {missed} missed, {wrong} wrongly said")
+        out += [f"  missed  {row.id}  {row.text}" for row in s.false_negatives]
+        out += [f"  wrongly {row.id}  {row.text}" for row in s.false_positives]
+    return out
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--method", choices=sorted(METHODS), default="fallback")
+    parser.add_argument("--split", choices=SPLITS, default="held", help="held: for reports (default); tune: to tune")
+    parser.add_argument("--lang", help="only the messages in this language (en, de, es, fr, ja, ru)")
+    parser.add_argument("--misses", action="store_true", help="list each miss with its id and text")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    rows = load_corpus(args.split)
+    if args.lang:
+        rows = [row for row in rows if row.lang == args.lang]
+        if not rows:
+            print(f"no messages in {args.lang!r}", file=sys.stderr)
+            return 2
+    readers = METHODS[args.method](args, [row.text for row in rows])
+    scores = score(rows, readers)
+    langs = ", ".join(f"{lang} {n}" for lang, n in Counter(row.lang for row in rows).most_common())
+    print(f"method {args.method}, split {args.split}: {len(rows)} messages ({langs})\n")
+    for line in table(scores):
+        print(line)
+    if args.misses:
+        for line in misses(scores):
+            print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
