@@ -178,8 +178,7 @@ def fallback(args: argparse.Namespace, texts: Sequence[str]) -> list[Reader]:
     from co_cli.context.pins import is_standing, sentences
     from co_cli.context.user_quotes import CHANGES, NEXT_STEP, QuoteKind, stated
     from co_cli.context.user_words import Entry
-    from co_cli.memory.extract import is_temporary, third_person
-    from co_cli.memory.grounding import only_asks, says_change
+    from co_cli.cues import asks, cue_sentences, passing
     from co_cli.secrets import find_secret
 
     def quoted(kind: QuoteKind) -> Callable[[str], bool]:
@@ -187,12 +186,11 @@ def fallback(args: argparse.Namespace, texts: Sequence[str]) -> list[Reader]:
 
     return [
         Reader("rule", "pins.is_standing, any sentence", lambda text: any(is_standing(s) for s in sentences(text))),
-        Reader("change", "grounding.says_change", says_change),
         Reader("change", "user_quotes.stated(CHANGES)", quoted(CHANGES)),
         Reader("next_step", "user_quotes.stated(NEXT_STEP)", quoted(NEXT_STEP)),
         Reader("about=other", "no fallback"),
-        Reader("passing", "extract.is_temporary(third_person)", lambda text: is_temporary(third_person(text))),
-        Reader("question_only", "grounding.only_asks", only_asks),
+        Reader("passing", "cues.passing, any sentence", lambda text: any(passing(s) for s in cue_sentences(text))),
+        Reader("question_only", "cues.asks, every sentence", lambda text: all(asks(s) for s in cue_sentences(text))),
         Reader("secret", "secrets.find_secret", lambda text: find_secret(text) is not None),
     ]
 

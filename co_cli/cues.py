@@ -52,16 +52,30 @@ class MemorySuggestion:
     rule: bool = False
 
 
+def cue_sentences(message: str) -> list[str]:
+    """The sentences of ``message``, whitespace collapsed (split after . ! ? and at line ends)."""
+    return [s for s in (" ".join(piece.split()) for piece in _SENTENCE_END.split(message)) if s]
+
+
+def asks(sentence: str) -> bool:
+    """Whether ``sentence`` seems to ask something (a question mark, or an English question word first)."""
+    return sentence.rstrip("\"')]").endswith("?") or _QUESTION_START.search(sentence) is not None
+
+
+def passing(sentence: str) -> bool:
+    """Whether ``sentence`` seems to speak of a passing state ("I'm tired today", "right now")."""
+    return _PASSING.search(sentence) is not None
+
+
 def memory_suggestions(message: str) -> list[MemorySuggestion]:
     """The sentences of ``message`` that seem to state a rule ("Never push to main") or a durable fact about the
     user ("I use fish as my shell", "Remember that the API runs on port 8080"); questions and passing states
     ("I'm tired today") are left out."""
     found: list[MemorySuggestion] = []
-    for piece in _SENTENCE_END.split(message):
-        sentence = " ".join(piece.split())
+    for sentence in cue_sentences(message):
         if len(sentence.split()) < MIN_SUGGESTION_WORDS or len(sentence) > MAX_SUGGESTION_CHARS:
             continue
-        if sentence.rstrip("\"')]").endswith("?") or _QUESTION_START.search(sentence) or _PASSING.search(sentence):
+        if asks(sentence) or passing(sentence):
             continue
         if _RULE_START.search(sentence):
             found.append(MemorySuggestion(sentence, "a stated rule", rule=True))
