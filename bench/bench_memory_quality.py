@@ -1,18 +1,19 @@
 """Memory quality: which facts long-term memory ends up holding after a conversation where facts change, with
 co's extraction and with add-only extraction on the same model and messages, in English, German and Spanish.
 
-Run: python bench/bench_memory_quality.py [-m MODEL] [--language en|de|es|all] [--no-baseline] [--show]
+Run: python bench/bench_memory_quality.py [-m MODEL] [--language en|en-other|de|es|all] [--no-baseline] [--show]
 
 Three sessions of a user's messages (below, in each language): nine durable facts, four of them changed later
 (a move to another city, a new editor, a new reviewer, a slipped deadline), one-off questions and passing
-moods, a colleague's habit and two passwords. Each message goes through co's extraction worker in ``auto``
-mode, as after a turn. MODEL is any co model string ('local' for the embedded model, a provider string, or a
-name on CO_CLI_BASE_URL's OpenAI-compatible server) or ``scripted`` (the default): a deterministic stand-in
-that answers each message with the reading a careful model gives (the user's words, topic keys reused), except
-that it never names the memory a change replaces (small models leave ``replaces`` empty), and it reports the
-passwords as facts. It answers in prose when a tool call is forced (``--tool-calls``: it calls the tool).
-The scripted stand-in measures co's side (verification, what replaces what, recall in the user's language),
-not how well a model reads: for that, run a real model with -m.
+moods, a colleague's habit and two passwords. ``en-other`` has the same structure with other people, tools and
+wording (other verbs of change, secrets said in shorthand, names that hold "my"). Each message goes through
+co's extraction worker in ``auto`` mode, as after a turn. MODEL is any co model string ('local' for the
+embedded model, a provider string, or a name on CO_CLI_BASE_URL's OpenAI-compatible server) or ``scripted``
+(the default): a deterministic stand-in that answers each message with the reading a careful model gives (the
+user's words, topic keys reused), except that it never names the memory a change replaces (small models leave
+``replaces`` empty), and it reports the passwords as facts. It answers in prose when a tool call is forced
+(``--tool-calls``: it calls the tool). The scripted stand-in measures co's side (verification, what replaces
+what, recall in the user's language), not how well a model reads: for that, run a real model with -m.
 
 Then one question per fact, in the same language (a fourth session): how many find their fact among the
 memories a request is sent, with and without query expansion, and how many of the memories sent hold it.
@@ -312,7 +313,78 @@ SPANISH = Variant(
     },
 )  # fmt: skip
 
-VARIANTS = {"en": ENGLISH, "de": GERMAN, "es": SPANISH}
+OTHER_WORDING = Variant(
+    sessions=(
+        (
+            Message("Hey there, Priya here. Based in Porto, and Rust is what I mostly write at work.", (
+                Read("My name is Priya", "Priya here", "name"), Read("I live in Porto", "Based in Porto", "home_city"),
+                Read("I mostly write Rust", "Rust is what I mostly write", "main_language"))),
+            Message("Ugh, completely drained this afternoon, CI has been flaky all day", (
+                Read("I'm drained this afternoon", "completely drained this afternoon", "mood", kind="passing"),
+                Read("CI has been flaky all day", "CI has been flaky all day", "ci", about="none"))),
+            Message("VS Code is my editor of choice and I run zsh with oh-my-posh", (
+                Read("VS Code is my editor of choice", "VS Code is my editor of choice", "editor"),
+                Read("I run zsh with oh-my-posh", "I run zsh with oh-my-posh", "shell"))),
+            Message("What does the borrow checker actually complain about with two mutable references?"),
+            Message("On my-app, Marek does the code reviews", (
+                Read("Marek does the code reviews on my-app", "Marek does the code reviews", "pr_reviewer"),)),
+            Message("We're building Heron, an ingestion pipeline in Rust; it has to ship by May 20", (
+                Read("Heron is an ingestion pipeline in Rust", "Heron, an ingestion pipeline in Rust", "project"),
+                Read("Heron has to ship by May 20", "ship by May 20", "heron_deadline"))),
+        ),
+        (
+            Message("How is Arc different from Rc?"),
+            Message("Put a conventional prefix like feat: or fix: on every commit message", (
+                Read("Put a conventional prefix like feat: or fix: on every commit message",
+                     "conventional prefix like feat: or fix: on every commit message", "commit_style", kind="rule"),)),
+            Message("Jonas on my team does everything in Kotlin and won't touch Rust", (
+                other("Jonas does everything in Kotlin", "Jonas on my team does everything in Kotlin", "main_language",
+                      "Jonas"),)),
+            Message("office wifi key is marigold77 btw", (
+                Read("The office wifi key is marigold77", "office wifi key is marigold77", "wifi_key"),)),
+            Message("Give me a jq one-liner that pulls the id field out of each object"),
+            Message("Convert 3 miles to kilometres"),
+        ),
+        (
+            Message("Relocated to Turin a few weeks ago, the flat is great", (
+                Read("I live in Turin", "Relocated to Turin", "home_city"),)),
+            Message("Dropped VS Code for Zed, it's much snappier", (
+                Read("My editor is Zed", "Dropped VS Code for Zed", "editor"),)),
+            Message("Marek went on parental leave, so Ines handles reviews on my-app now", (
+                Read("Ines handles reviews on my-app", "Ines handles reviews on my-app", "pr_reviewer"),
+                other("Marek is on parental leave", "Marek went on parental leave", "leave", "Marek"))),
+            Message("Heron got pushed back, new date is June 11", (
+                Read("Heron has to ship by June 11", "new date is June 11", "heron_deadline"),)),
+            Message("db pw for staging: copper19", (
+                Read("The staging db pw is copper19", "db pw for staging: copper19", "staging_password"),)),
+            Message("How would I benchmark a Rust function with criterion?"),
+            Message("Cheers, a lot less stressed about Heron now", (
+                Read("I'm less stressed about Heron", "a lot less stressed", "mood", kind="passing"),)),
+            Message("Sketch a minimal axum handler that returns JSON"),
+        ),
+    ),
+    current={"name": ("priya",), "city": ("turin",), "language": ("rust",), "editor": ("zed",), "shell": ("zsh",),
+             "reviewer": ("ines",), "project": ("heron", "ingestion"), "deadline": ("june",),
+             "commits": ("feat",)},
+    superseded={"city": (("porto",), "turin"), "editor": (("vs", "code"), "zed"),
+                "reviewer": (("marek", "reviews"), "ines"), "deadline": (("may",), "june")},
+    colleague=("jonas",),
+    secrets=("marigold77", "copper19"),
+    known=(("marek",),),
+    questions={
+        "name": "Do you remember what I'm called?",
+        "city": "Any good day trips from the city I live in?",
+        "language": "Which language should code examples for me be in?",
+        "editor": "What's a good keybinding setup for my editor?",
+        "shell": "Which shell's config file should I add this alias to?",
+        "reviewer": "Who do I ask to review my changes on my-app?",
+        "project": "What is Heron again?",
+        "deadline": "When does Heron need to ship?",
+        "commits": "Write the commit message for a new login page",
+    },
+)  # fmt: skip
+
+VARIANTS = {"en": ENGLISH, "en-other": OTHER_WORDING, "de": GERMAN, "es": SPANISH}
 
 
 def _has(text: str, needed: Sequence[str]) -> bool:
