@@ -5,6 +5,7 @@ measured on the labelled corpus in bench/phrasing/ (see its README for the label
     python bench/bench_phrasing.py                      # the fallback (word lists and regexes), held-out half
     python bench/bench_phrasing.py --misses             # ... and each miss, with its id and text
     python bench/bench_phrasing.py --split tune --lang en
+    python bench/bench_phrasing.py --method model -m local:/path/model.gguf --answers /tmp/answers.json
 
 Reported figures use the held-out half (the default); anything tuned looks at ``--split tune`` only.
 
@@ -195,7 +196,67 @@ def fallback(args: argparse.Namespace, texts: Sequence[str]) -> list[Reader]:
     ]
 
 
-METHODS: dict[str, Callable[[argparse.Namespace, Sequence[str]], list[Reader]]] = {"fallback": fallback}
+def model(args: argparse.Namespace, texts: Sequence[str]) -> list[Reader]:
+    """co's typed reading of a message by the model ``-m``, one request per message, as memory extraction asks it
+    (``memory.extract.read_message``, with no memories kept yet): a rule is a fact of kind "rule", a passing state
+    one of kind "passing", a fact about another person one about "other", and a message that only asks is one the
+    model keeps nothing of. A secret is co's filter, not the model's reading. Answers are kept in ``--answers``
+    (a JSON file by message), so a run that stopped goes on where it was."""
+    import asyncio
+    import tempfile
+
+    from co_cli.config import load_settings
+    from co_cli.memory.extract import Reading, read_message
+    from co_cli.memory.structured_answer import ProseAnswer
+    from co_cli.models import resolve_model
+    from co_cli.secrets import find_secret
+    from co_cli.store import Store
+
+    answers_path = Path(args.answers) if args.answers else None
+    answers: dict[str, Any] = json.loads(answers_path.read_text()) if answers_path and answers_path.exists() else {}
+    chosen = resolve_model(load_settings(model=args.model).settings, "command line").model
+
+    async def read_all(store: Store) -> None:
+        for index, text in enumerate(texts):
+            if text in answers:
+                continue
+            try:
+                reading, _ = await read_message(chosen, store.memories, text, "/bench")
+            except ProseAnswer:
+                reading, _ = await read_message(chosen, store.memories, text, "/bench", prompted=True)
+            except Exception as exc:  # an answer that cannot be read counts as no reading
+                print(f"  {index + 1}/{len(texts)}: no reading ({type(exc).__name__})", file=sys.stderr)
+                answers[text] = None
+                continue
+            answers[text] = reading.model_dump()
+            print(f"  {index + 1}/{len(texts)} read", file=sys.stderr, flush=True)
+            if answers_path:
+                answers_path.write_text(json.dumps(answers, ensure_ascii=False, indent=1))
+
+    with tempfile.TemporaryDirectory() as tmp, Store.open(Path(tmp) / "bench.db") as store:
+        asyncio.run(read_all(store))
+
+    def facts(text: str) -> list[Any]:
+        answer = answers.get(text)
+        return Reading.model_validate(answer).facts if answer else []
+
+    unread = sum(1 for t in texts if answers.get(t) is None)
+    name = f"{args.model} ({unread} unread)" if unread else args.model
+    return [
+        Reader("rule", f"{name}: kind rule", lambda t: any(f.kind == "rule" for f in facts(t))),
+        Reader("change", "no reading without kept memories"),
+        Reader("next_step", "not read by memory extraction"),
+        Reader("about=other", f"{name}: about other", lambda t: any(f.about == "other" for f in facts(t))),
+        Reader("passing", f"{name}: kind passing", lambda t: any(f.kind == "passing" for f in facts(t))),
+        Reader("question_only", f"{name}: nothing kept", lambda t: answers.get(t) is not None and not facts(t)),
+        Reader("secret", "secrets.find_secret", lambda text: find_secret(text) is not None),
+    ]
+
+
+METHODS: dict[str, Callable[[argparse.Namespace, Sequence[str]], list[Reader]]] = {
+    "fallback": fallback,
+    "model": model,
+}
 
 
 # ----- measuring ------------------------------------------------------------------------------------------------
@@ -304,6 +365,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--split", choices=SPLITS, default="held", help="held: for reports (default); tune: to tune")
     parser.add_argument("--lang", help="only the messages in this language (en, de, es, fr, ja, ru)")
     parser.add_argument("--misses", action="store_true", help="list each miss with its id and text")
+    parser.add_argument("-m", "--model", default="local", help="--method model: the model, as co chat -m takes it")
+    parser.add_argument("--answers", help="--method model: a JSON file keeping the model's answers (resumes a run)")
     return parser.parse_args(argv)
 
 
