@@ -73,9 +73,17 @@ def serve(ctx: ServeContext, sock: socket.socket, on_ready: Callable[[], None] |
     import uvicorn
 
     from co_cli.serve.app import build_app
+    from co_cli.serve.limits import request_deadline_protocol
 
     app = build_app(ctx, on_ready=on_ready)
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=20)
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=20,
+        http=request_deadline_protocol(ctx.settings.serve_request_timeout),
+    )
     server = uvicorn.Server(config)
     try:
         asyncio.run(server.serve(sockets=[sock]))
