@@ -1,11 +1,16 @@
-"""`co serve` bounds the time a client can hold it: a request still arriving after serve_request_timeout is
-closed."""
+"""`co serve` bounds the time a client can hold it: a request still arriving after serve_request_timeout is closed,
+a search ends when its client goes or its deadline passes, and SIGTERM ends the server while a search runs.
+
+The searches here run a query that counts forever (``tests/support/serve_endless_search.py``): one ends only
+because something stopped it. While it runs it holds the store, so another read (the session list) waits for it:
+that read answering is how a test sees the search has stopped."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import socket
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -20,6 +25,7 @@ REQUEST_TIMEOUT = 3.0
 """serve_request_timeout of the servers here: short, so a half-sent request is closed within the test."""
 GENEROUS = 30.0
 """How long a test waits for what should take a fraction of a second (a loaded machine is slow, never this slow)."""
+ENDLESS_SEARCH = [sys.executable, str(Path(__file__).resolve().parent / "support" / "serve_endless_search.py")]
 
 
 def _server(root: Path, **settings: str) -> ServeProcess:
@@ -27,7 +33,7 @@ def _server(root: Path, **settings: str) -> ServeProcess:
     work.mkdir(parents=True)
     env = serve_env(dict(os.environ), root / "data", root / "config", "http://127.0.0.1:9/v1")
     env.update({f"CO_CLI_{name.upper()}": value for name, value in settings.items()})
-    return ServeProcess(env, work)
+    return ServeProcess(env, work, program=ENDLESS_SEARCH)
 
 
 @pytest.fixture(scope="module")
@@ -133,3 +139,58 @@ def _paced(pieces: Iterator[bytes]) -> Iterator[bytes]:
         if n:
             time.sleep(REQUEST_TIMEOUT / 6)
         yield piece
+
+
+def _search_running(served: ServeProcess) -> None:
+    """Returns once a search holds the store: a read of the session list then waits (a probe that answers came
+    before the search began)."""
+    for _ in range(100):
+        try:
+            with _client(served, timeout=1.0) as probe:
+                probe.get("/api/sessions")
+        except httpx.TimeoutException:
+            return
+    raise AssertionError("the search never began")
+
+
+def _start_search(served: ServeProcess) -> socket.socket:
+    sock = _connect(served, _headers("/api/search?q=kestrel", TOKEN, "\r\n"))
+    _search_running(served)
+    return sock
+
+
+def test_a_search_ends_when_its_client_goes(served: ServeProcess) -> None:
+    for _ in range(3):  # each search stops: the store is free for the next
+        _start_search(served).close()
+        with _client(served) as client:
+            assert client.get("/api/sessions").status_code == 200
+
+
+def test_a_search_past_its_deadline_is_a_503_in_one_line(tmp_path: Path) -> None:
+    with _server(tmp_path, serve_search_timeout="0.5") as server, _client(server) as client:
+        for query in ("kestrel", "two words"):
+            answer = client.get("/api/search", params={"q": query})
+            assert answer.status_code == 503
+            error = answer.json()["error"]
+            assert error["code"] == "search_timeout" and "\n" not in error["message"]
+            assert "serve_search_timeout" in error["message"]
+        assert client.get("/api/sessions").status_code == 200
+
+
+@pytest.mark.parametrize("signal_number", [15, 2])
+def test_the_server_stops_promptly_while_a_search_runs(tmp_path: Path, signal_number: int) -> None:
+    server = _server(tmp_path).start()  # the default serve_request_timeout (30 s) and serve_search_timeout
+    assert server.process is not None
+    searching = _start_search(server)
+    half_body = _connect(server, HALF_SENT["half a body, with the token"])
+    server.process.send_signal(signal_number)
+    try:
+        server.process.wait(timeout=10)  # uvicorn alone waits 20 s for running requests, then leaves the search
+    finally:
+        if server.process.poll() is None:
+            server.process.kill()
+        server.process.communicate()
+    deadline = time.monotonic() + GENEROUS
+    answer = _until_closed(searching, deadline)
+    assert answer == b"" or b"server_stopping" in answer
+    _until_closed(half_body, deadline)

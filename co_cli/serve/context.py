@@ -9,12 +9,14 @@
 - ``chats``: runs a turn as the REPL does (``await ctx.chats.start(TurnRequest(...))`` then ``async for event in
   turn.events()``), the only way a route writes a session;
 - ``models``: the configured model and the models a request may name;
-- ``token``: what every request must carry (``auth.py``).
+- ``token``: what every request must carry (``auth.py``);
+- ``stopping``: set once the server begins to stop, for work that must end then (``limits.py``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from co_cli.config import LoadedSettings, Paths, Settings
@@ -31,6 +33,7 @@ class ServeContext:
     token: str
     models: ServedModels
     chats: Chats
+    stopping: threading.Event = field(default_factory=threading.Event)
 
     @property
     def settings(self) -> Settings:

@@ -73,7 +73,7 @@ def serve(ctx: ServeContext, sock: socket.socket, on_ready: Callable[[], None] |
     import uvicorn
 
     from co_cli.serve.app import build_app
-    from co_cli.serve.limits import request_deadline_protocol
+    from co_cli.serve.limits import StoppingServer, request_deadline_protocol
 
     app = build_app(ctx, on_ready=on_ready)
     config = uvicorn.Config(
@@ -84,7 +84,7 @@ def serve(ctx: ServeContext, sock: socket.socket, on_ready: Callable[[], None] |
         timeout_graceful_shutdown=20,
         http=request_deadline_protocol(ctx.settings.serve_request_timeout),
     )
-    server = uvicorn.Server(config)
+    server = StoppingServer(config, ctx.stopping)
     try:
         asyncio.run(server.serve(sockets=[sock]))
     except KeyboardInterrupt:  # uvicorn stops on Ctrl-C, then raises it again: the normal end of a server
