@@ -149,3 +149,13 @@ def test_pieces_cover_the_text_in_bounded_pieces(text: str, size: int) -> None:
     for part in parts[:-1]:  # cut after a space or line break whenever the second half of a piece has one
         window = part[size // 2 :] if len(part) == size else part
         assert part[-1] in " \n" or not any(c in " \n" for c in window)
+
+
+def test_the_picker_cuts_its_snippets_from_a_bounded_part_of_a_message(store: Store) -> None:
+    from co_cli.terminal.picker_model import make_snippet
+
+    add(store, "a kestrel here " + "more words " * SNIPPET_SCAN_CHARS)
+    found = store.search.newest_matches('"kestrel"', 10)
+    texts = store.search.texts([rowid for _, rowid in found])
+    assert [len(text) for text in texts.values()] == [SNIPPET_SCAN_CHARS]
+    assert marked(make_snippet(next(iter(texts.values())), ["kestrel"])) == ["kestrel"]
