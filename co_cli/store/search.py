@@ -161,7 +161,7 @@ class Search:
     def _heads(self, ids: builtins.list[int], stop: Callable[[], bool] | None) -> dict[int, tuple[str, int]]:
         """Message id -> (its first ``SNIPPET_SCAN_CHARS`` characters, its length)."""
         rows = self.db.read(
-            f"SELECT id, substr(text, 1, ?) AS head, length(text) AS chars FROM messages "
+            "SELECT id, substr(text, 1, ?) AS head, length(text) AS chars FROM messages "
             f"WHERE id IN ({', '.join('?' * len(ids))})",
             [SNIPPET_SCAN_CHARS, *ids],
             stop=stop,
