@@ -252,6 +252,18 @@ class Settings(BaseSettings):
         ge=1024,
         description="`co serve` refuses a request body larger than this many bytes (413), before reading the rest.",
     )
+    serve_request_timeout: Number = Field(
+        30.0,
+        gt=0,
+        description="Seconds `co serve` gives a request to arrive whole (headers and body, from its first byte or "
+        "the connection's start); a request still arriving then is answered 408 and its connection closed.",
+    )
+    serve_search_timeout: Number = Field(
+        30.0,
+        gt=0,
+        description="Seconds a search of `co serve`'s browser view may take (503 past them); a search also ends "
+        "when its client goes or the server stops.",
+    )
     auto_title: bool = Field(
         True,
         description="After the first exchange, title the session in the background with the summarisation "

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -49,7 +49,12 @@ def build_app(
             Middleware(TokenAuth, sign_in=ctx.sign_in),
             Middleware(BodyLimit, limit=ctx.settings.serve_max_request_bytes),
         ],
-        exception_handlers={ApiError: _api_error, HTTPException: _http_error, Exception: _internal_error},
+        exception_handlers={
+            ApiError: _api_error,
+            HTTPException: _http_error,
+            ClientDisconnect: _client_gone,
+            Exception: _internal_error,
+        },
         lifespan=_lifespan,
     )
     app.state.ctx = ctx
@@ -77,6 +82,12 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return ApiError(
         exc.status_code, message.get(exc.status_code, str(exc.detail)), code.get(exc.status_code)
     ).response()
+
+
+async def _client_gone(request: Request, exc: Exception) -> Response:
+    """The client went while its request's body was arriving (or the body's deadline closed it): nobody reads an
+    answer, and it is no error of the server's."""
+    return Response(status_code=400)
 
 
 async def _internal_error(request: Request, exc: Exception) -> Response:

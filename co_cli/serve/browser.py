@@ -26,6 +26,7 @@ from co_cli.serve import session_json
 from co_cli.serve.auth import SIGN_IN_PATH
 from co_cli.serve.context import ServeContext
 from co_cli.serve.errors import ApiError
+from co_cli.serve.limits import read_while_wanted
 
 STATIC_FILES = {
     "app.js": "text/javascript; charset=utf-8",
@@ -74,7 +75,13 @@ def routes(ctx: ServeContext) -> list[BaseRoute]:
         query = request.query_params.get("q", "")
         if len(query) > MAX_QUERY_CHARS:
             raise ApiError(400, f"q: a search is at most {MAX_QUERY_CHARS:,} characters", "invalid_value")
-        return await _read(session_json.search_hits, ctx.store, query)
+        body = await read_while_wanted(
+            request,
+            ctx.stopping,
+            ctx.settings.serve_search_timeout,
+            lambda stop: session_json.search_hits(ctx.store, query, stop=stop),
+        )
+        return JSONResponse(body, headers=PAGE_HEADERS)
 
     async def sign_in(request: Request) -> Response:
         try:

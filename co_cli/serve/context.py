@@ -10,12 +10,14 @@
   turn.events()``), the only way a route writes a session;
 - ``models``: the configured model and the models a request may name;
 - ``token``: what every API request must carry; ``sign_in``: the browser's one-time link and the keys it is
-  exchanged for (``auth.py``).
+  exchanged for (``auth.py``);
+- ``stopping``: set once the server begins to stop, for work that must end then (``limits.py``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from co_cli.config import LoadedSettings, Paths, Settings
@@ -34,6 +36,7 @@ class ServeContext:
     models: ServedModels
     chats: Chats
     sign_in: BrowserSignIn
+    stopping: threading.Event = field(default_factory=threading.Event)
 
     @property
     def settings(self) -> Settings:

@@ -76,10 +76,18 @@ def serve(ctx: ServeContext, sock: socket.socket, host: str, on_ready: Callable[
     import uvicorn
 
     from co_cli.serve.app import build_app
+    from co_cli.serve.limits import StoppingServer, request_deadline_protocol
 
     app = build_app(ctx, host, sock.getsockname()[1], on_ready=on_ready)
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=20)
-    server = uvicorn.Server(config)
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=20,
+        http=request_deadline_protocol(ctx.settings.serve_request_timeout),
+    )
+    server = StoppingServer(config, ctx.stopping)
     try:
         asyncio.run(server.serve(sockets=[sock]))
     except KeyboardInterrupt:  # uvicorn stops on Ctrl-C, then raises it again: the normal end of a server

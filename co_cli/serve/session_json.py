@@ -8,6 +8,7 @@ as markup.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
@@ -55,10 +56,12 @@ def session_list(store: Store, limit: int = LIST_LIMIT) -> dict[str, Any]:
     return {"sessions": [session_summary(s, short[s.id]) for s in sessions], "total": store.sessions.count()}
 
 
-def search_hits(store: Store, query: str, limit: int = SEARCH_LIMIT) -> dict[str, Any]:
+def search_hits(
+    store: Store, query: str, limit: int = SEARCH_LIMIT, stop: Callable[[], bool] | None = None
+) -> dict[str, Any]:
     """The full-text search of `co sessions search`, best first; a snippet marks the matched words between
-    ``open`` and ``close``."""
-    hits = store.search.messages(query, limit=limit)
+    ``open`` and ``close``. Ends (StoreError) soon after ``stop()`` turns true."""
+    hits = store.search.messages(query, limit=limit, stop=stop)
     short = store.sessions.short_ids({hit.session_id for hit in hits})
     return {
         "query": query,

@@ -1,6 +1,10 @@
 """Full-text search of the transcripts (FTS5), for ``co sessions search``, ``/sessions``, the history tool and
 the session picker.
 
+A search's work is bounded whatever the words and the messages: it scores the newest ``MAX_RANKED_MATCHES``
+matching messages only, and cuts the snippets of the hits it returns in bounded pieces (``snippets``), never with
+FTS5's ``snippet()`` over a whole message (quadratic in that message's matches).
+
 The picker asks for little at a time: every live session once (a few columns, no messages), the newest
 matching messages per keystroke, all of them in the background on a connection of its own, and the text
 of the few messages whose snippets are on screen.
@@ -16,11 +20,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from co_cli.errors import StoreError
 from co_cli.store.codec import valid_utf8
-from co_cli.store.db import Database, open_connection
+from co_cli.store.db import Database, open_connection, translated_errors
+from co_cli.store.snippets import SNIPPET_CLOSE as SNIPPET_CLOSE
+from co_cli.store.snippets import SNIPPET_OPEN as SNIPPET_OPEN
+from co_cli.store.snippets import SNIPPET_SCAN_CHARS, Snippets
 
-SNIPPET_OPEN = "«"
-SNIPPET_CLOSE = "»"
+MAX_RANKED_MATCHES = 10_000
+"""A search scores the newest this many messages that match it and returns the best of those: a word found in
+every message costs no more than one found in 10,000."""
+TEXT_BATCH = 200
+"""Hits whose text is read at once, for their snippets."""
 
 
 @dataclass
@@ -94,35 +105,68 @@ class Search:
         limit: int = 20,
         stop: Callable[[], bool] | None = None,
     ) -> builtins.list[SearchHit]:
-        """Full-text search of every transcript (or one), best matches first; ends soon after ``stop()`` turns
-        true (``Database.read``)."""
-        match = fts_query(query)
-        if not match:
+        """Full-text search of every transcript (or one): the best ``limit`` of the newest ``MAX_RANKED_MATCHES``
+        matching messages, best first, each with a snippet (``Snippets``). Its work is bounded whatever the words
+        and the messages; it ends soon after ``stop()`` turns true (StoreError)."""
+        phrases = query_phrases(query)
+        if not phrases:
             return []
+        match = " ".join(phrases)
+        ranked = self._ranked(match, session_id, max(1, min(limit, MAX_RANKED_MATCHES)), stop)
+        snippets = Snippets(match, phrases)
+        hits: builtins.list[SearchHit] = []
+        try:
+            for start in range(0, len(ranked), TEXT_BATCH):
+                batch = ranked[start : start + TEXT_BATCH]
+                heads = self._heads([int(row["id"]) for row in batch], stop)
+                for row in batch:
+                    if stop is not None and stop():
+                        raise StoreError(f"the search of {self.db.path} was stopped")
+                    text, chars = heads.get(int(row["id"]), ("", 0))
+                    with translated_errors(self.db.path):
+                        snippet = snippets.make(text, chars)
+                    hits.append(
+                        SearchHit(
+                            session_id=row["session_id"],
+                            title=row["title"],
+                            seq=row["seq"],
+                            kind=row["kind"],
+                            created_at=row["created_at"],
+                            snippet=snippet,
+                            rank=row["rank"],
+                        )
+                    )
+        finally:
+            snippets.close()
+        return hits
+
+    def _ranked(
+        self, match: str, session_id: str | None, limit: int, stop: Callable[[], bool] | None
+    ) -> builtins.list[sqlite3.Row]:
+        """The best ``limit`` of the newest ``MAX_RANKED_MATCHES`` messages matching ``match``: FTS5 reads its
+        matches newest first and stops there, so only that many are scored."""
         where = "messages_fts MATCH ? AND s.deleted_at IS NULL" + (" AND m.session_id = ?" if session_id else "")
-        params: builtins.list[Any] = [match] + ([session_id] if session_id else []) + [limit]
-        snippet = f"snippet(messages_fts, 0, '{SNIPPET_OPEN}', '{SNIPPET_CLOSE}', '…', 16)"
-        rows = self.db.read(
-            f"SELECT m.session_id, s.title, m.seq, m.kind, m.created_at, {snippet} AS snippet, "
-            "bm25(messages_fts) AS rank "
-            "FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid "
-            "JOIN sessions s ON s.id = m.session_id "
-            f"WHERE {where} ORDER BY rank LIMIT ?",
+        params: builtins.list[Any] = [match, *([session_id] if session_id else []), MAX_RANKED_MATCHES, limit]
+        return self.db.read(
+            "SELECT m.id, m.session_id, s.title, m.seq, m.kind, m.created_at, hit.rank FROM ("
+            "SELECT m.id AS id, bm25(messages_fts) AS rank FROM messages_fts "
+            "JOIN messages m ON m.id = messages_fts.rowid JOIN sessions s ON s.id = m.session_id "
+            f"WHERE {where} ORDER BY messages_fts.rowid DESC LIMIT ?) hit "
+            "JOIN messages m ON m.id = hit.id JOIN sessions s ON s.id = m.session_id "
+            "ORDER BY hit.rank, m.id DESC LIMIT ?",
             params,
             stop=stop,
         )
-        return [
-            SearchHit(
-                session_id=row["session_id"],
-                title=row["title"],
-                seq=row["seq"],
-                kind=row["kind"],
-                created_at=row["created_at"],
-                snippet=row["snippet"],
-                rank=row["rank"],
-            )
-            for row in rows
-        ]
+
+    def _heads(self, ids: builtins.list[int], stop: Callable[[], bool] | None) -> dict[int, tuple[str, int]]:
+        """Message id -> (its first ``SNIPPET_SCAN_CHARS`` characters, its length)."""
+        rows = self.db.read(
+            "SELECT id, substr(text, 1, ?) AS head, length(text) AS chars FROM messages "
+            f"WHERE id IN ({', '.join('?' * len(ids))})",
+            [SNIPPET_SCAN_CHARS, *ids],
+            stop=stop,
+        )
+        return {int(row["id"]): (str(row["head"]), int(row["chars"])) for row in rows}
 
     def sessions_with_prompt(self, prompt: str, limit: int = 20) -> builtins.list[str]:
         """Ids of the live sessions holding a user prompt that is exactly ``prompt``, most recently updated
@@ -174,11 +218,13 @@ class Search:
         return newest_match_per_session(self.db.path, match)
 
     def texts(self, message_ids: Sequence[int]) -> dict[int, str]:
-        """The plain text of these messages (by message id), in one primary-key query."""
+        """The first ``SNIPPET_SCAN_CHARS`` characters of these messages' plain text (by message id), in one
+        primary-key query: what a snippet is cut from."""
         if not message_ids:
             return {}
         rows = self.db.read(
-            f"SELECT id, text FROM messages WHERE id IN ({', '.join('?' * len(message_ids))})", list(message_ids)
+            f"SELECT id, substr(text, 1, ?) AS text FROM messages WHERE id IN ({', '.join('?' * len(message_ids))})",
+            [SNIPPET_SCAN_CHARS, *message_ids],
         )
         return {int(row["id"]): str(row["text"]) for row in rows}
 

@@ -32,6 +32,8 @@ class ServeProcess:
     process: subprocess.Popen[str] | None = None
     banner: list[str] = field(default_factory=list)
     links_taken: int = 0
+    program: list[str] = field(default_factory=co_command)
+    """What runs co (``python -m co_cli``; a test may start a script that changes one of co's parts first)."""
 
     def start(self, *args: str, timeout: float = 60.0) -> ServeProcess:
         env = {**self.env, "PYTHONUNBUFFERED": "1"}
@@ -39,7 +41,7 @@ class ServeProcess:
             env["CO_CLI_SERVE_TOKEN"] = self.token
         env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
         self.process = subprocess.Popen(
-            co_command("serve", "--port", "0", *args),
+            [*self.program, "serve", "--port", "0", *args],
             env=env,
             cwd=self.cwd,
             stdout=subprocess.PIPE,
