@@ -4,14 +4,22 @@ from __future__ import annotations
 
 import re
 
-# C0 controls except tab and newline, DEL, and C1 controls (ESC starts every terminal escape sequence).
-_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# C0 controls except tab and newline, DEL, and C1 controls (ESC starts every terminal escape sequence); the
+# bidirectional embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069), which reorder the text after
+# them on the screen ("Trojan Source").
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def printable(text: str) -> str:
-    """``text`` without control characters, so it cannot move the cursor, retitle the window or write the
-    clipboard (OSC 52) when printed."""
+    """``text`` without control characters, so it cannot move the cursor, retitle the window, write the
+    clipboard (OSC 52) or show its characters in another order than they are stored when printed."""
     return _CONTROLS.sub("", text)
+
+
+def printable_line(text: str) -> str:
+    """``printable(text)`` on one line: every run of whitespace (newlines, U+2028 and U+2029 included) is one
+    space, so text that is one item of a list (a task) cannot start a line that looks like another."""
+    return " ".join(printable(text).split())
 
 
 # Whole escape sequences: CSI (ESC [ or 0x9b … final byte), OSC/DCS/PM/APC/SOS strings (ESC ] … BEL or ST, and

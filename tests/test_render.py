@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 
+import pytest
 from rich.console import Console
 
 from co_cli.terminal.render import MarkdownStream, PlainView, short_args, stable_split, summarize_result
@@ -84,6 +85,18 @@ def test_printable_drops_c0_c1_and_escape_sequence_starters() -> None:
     for control in ("\x1b", "\x9b", "\x9d", "\x90", "\x9c", "\x07", "\x08", "\r", "\x7f", "\x85"):
         assert printable(f"a{control}b") == "ab"
     assert printable("tab\tand\nnewline stay") == "tab\tand\nnewline stay"
+
+
+@pytest.mark.parametrize(
+    "control", ["\u202a", "\u202b", "\u202c", "\u202d", "\u202e", "\u2066", "\u2067", "\u2068", "\u2069"]
+)
+def test_printable_drops_bidi_overrides_and_isolates(control: str) -> None:
+    """They would show the text after them in another order than it is stored ("gnp.exe" read as "exe.png")."""
+    from co_cli.terminal_text import printable, printable_line, without_control_sequences
+
+    assert printable(f"invoice{control}gnp.exe") == "invoicegnp.exe"
+    assert without_control_sequences(f"עברית{control}abc") == "עבריתabc"  # right-to-left text itself stays
+    assert printable_line(f"  one{control}\n2. [x] two\u2028three\r\nfour  ") == "one 2. [x] two three four"
 
 
 def test_plain_view_stderr_lines_carry_no_controls() -> None:
