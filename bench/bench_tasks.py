@@ -23,8 +23,9 @@ from co_cli.deps import SessionState, Task  # noqa: E402
 from co_cli.session.recorder import Recorder, TurnRecord, stored_tasks  # noqa: E402
 from co_cli.store import Store  # noqa: E402
 from co_cli.store import tasks as task_table  # noqa: E402
+from co_cli.store.tasks import MAX_TASK_CHARS, MAX_TASKS  # noqa: E402
 from co_cli.store.tool_calls import ToolCallRow  # noqa: E402
-from co_cli.tools.tasks import MAX_TASK_CHARS, MAX_TASKS, in_force, open_count, tasks_section  # noqa: E402
+from co_cli.tools.tasks import in_force, open_count, tasks_section  # noqa: E402
 
 
 def median_ms(work: Callable[[], object], runs: int) -> float:

@@ -57,3 +57,9 @@ class SessionBusy(CoError):
     """Another live co process has the session open."""
 
     exit_code = 5
+
+
+class SessionTakenOver(CoError):
+    """Another co took the session over (``--force``) from this one, which no longer writes to it."""
+
+    exit_code = 5

@@ -35,6 +35,12 @@ def one_line(text: str) -> str:
     return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
 
 
+def printable_line(text: str) -> str:
+    """``printable(text)`` on one line: every run of whitespace (newlines, U+2028 and U+2029 included) is one
+    space, so text that is one item of a list (a task) cannot start a line that looks like another."""
+    return " ".join(printable(text).split())
+
+
 # Whole escape sequences: CSI (ESC [ or 0x9b … final byte), OSC/DCS/PM/APC/SOS strings (ESC ] … BEL or ST, and
 # their C1 forms), and two-character escapes (ESC and one byte).
 _SEQUENCES = re.compile(

@@ -260,6 +260,146 @@ def test_ordinary_text_is_not_taken_for_a_secret(text: str) -> None:
     assert find_secret(text) is None
 
 
+PROSE_SECRETS = [  # (text, the secret in it): said in prose, in nine languages, with the value in several shapes
+    ("the root pw for the billing box is Quartz-88", "Quartz-88"),
+    ("the shared secret is swordfish", "swordfish"),
+    ("login credentials for grafana are viewer:Lantern5", "Lantern5"),
+    ("the wifi key is marmalade", "marmalade"),
+    ("our garage door code is 7712", "7712"),
+    ("the VPN password is now Kettle42", "Kettle42"),
+    ("admin:Rosebud7 works on the old router", "Rosebud7"),
+    ("Router login: Xk9#mQ2$vL7p", "Xk9#mQ2$vL7p"),
+    ("la contraseña del servidor de correo es Tortuga55", "Tortuga55"),
+    ("la clave del wifi es mariposa", "mariposa"),
+    ("el PIN de la tarjeta es 4417", "4417"),
+    ("cambié la contraseña a Limonada2024", "Limonada2024"),
+    ("Das Root-Passwort für den Mailserver lautet Kastanie77", "Kastanie77"),
+    ("Der WLAN-Schlüssel lautet Regenbogen", "Regenbogen"),
+    ("Datenbankpasswort: Eichhörnchen42", "Eichhörnchen42"),
+    ("Ich habe das Kennwort auf Tannenbaum9 geändert", "Tannenbaum9"),
+    ("le mot de passe admin, c'est Marmotte", "Marmotte"),
+    ("la clé wifi est framboise", "framboise"),
+    ("les identifiants du NAS sont backup:Citron99", "Citron99"),
+    ("a senha do wifi é goiabada", "goiabada"),
+    ("mudei a senha para Pitanga88", "Pitanga88"),
+    ("la chiave del wifi è girasole", "girasole"),
+    ("il PIN del bancomat è 9051", "9051"),
+    ("本番サーバーのパスワードはSakura2024です", "Sakura2024"),
+    ("暗証番号は4721です", "4721"),
+    ("パスワードは「Fuji-San-88」です", "Fuji-San-88"),
+    ("生产服务器的密码是Longjing88", "Longjing88"),
+    ("wifi密码：chaye2024", "chaye2024"),
+    ("把密码改成Yueliang66", "Yueliang66"),
+    ("пароль от почты — Ромашка77", "Ромашка77"),
+    ("пароль админа это Самовар", "Самовар"),
+    ("ключ от wifi — Берёзка2020", "Берёзка2020"),
+    ("пин-код карты 5521", "5521"),
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), PROSE_SECRETS)
+def test_secrets_said_in_prose_in_any_language_are_refused(
+    store: Memories, tmp_path: Path, text: str, secret: str
+) -> None:
+    with pytest.raises(MemoryRefused, match="credential") as exc:
+        store.add(text, actor="user")
+    assert secret not in exc.value.message and exc.value.message.count("\n") == 0
+    assert store.list(statuses=("active", "proposed", "deleted")) == [] and store.log() == []
+    raw = sqlite3.connect(tmp_path / "co.db")
+    dump = "\n".join(raw.iterdump())
+    raw.close()
+    assert secret not in dump
+
+
+def _full_width(text: str) -> str:
+    return "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else "\u3000" if c == " " else c for c in text)
+
+
+def _math_bold(text: str) -> str:
+    def bold(c: str) -> str:
+        if c.isascii() and c.isupper():
+            return chr(0x1D400 + ord(c) - ord("A"))
+        if c.isascii() and c.islower():
+            return chr(0x1D41A + ord(c) - ord("a"))
+        if c.isascii() and c.isdigit():
+            return chr(0x1D7CE + ord(c) - ord("0"))
+        return c
+
+    return "".join(bold(c) for c in text)
+
+
+GITHUB_TOKEN = "token ghp_" + "a1B2c3D4" * 5
+
+
+@pytest.mark.parametrize(
+    ("disguised", "plain"),
+    [
+        (_full_width(GITHUB_TOKEN), GITHUB_TOKEN),
+        (_full_width("AKIAIOSFODNN7EXAMPLE is the access key"), "AKIAIOSFODNN7EXAMPLE is the access key"),
+        (_math_bold("AKIAIOSFODNN7EXAMPLE") + " is the access key", "AKIAIOSFODNN7EXAMPLE is the access key"),
+        (_full_width("password=hunter22"), "password=hunter22"),
+        ("my key is sk-proj-abcdefgh\u200bijklmnop1234", "my key is sk-proj-abcdefghijklmnop1234"),
+        ("pass\u00adword=hunter22", "password=hunter22"),
+        ("xoxb-1234\u2060567890-abcdefghij", "xoxb-1234567890-abcdefghij"),
+        ("ﾊﾟｽﾜｰﾄﾞはMomiji55です", "パスワードはMomiji55です"),
+        ("暗証番号は８４２１です", "暗証番号は8421です"),
+        ("пароль: ｑｗｅｒｔｙ７７", "пароль: qwerty77"),
+        (_full_width("PASSWORD IS Hunter2"), "password is Hunter2"),
+    ],
+)
+def test_compatibility_forms_are_read_as_their_plain_letters(disguised: str, plain: str) -> None:
+    """Full-width forms (an IME's), mathematical letters, and invisible format characters inside a token do
+    not hide it: the text is NFKC-normalised, stripped of format characters and casefolded before matching."""
+    assert disguised != plain
+    assert find_secret(plain) is not None
+    assert find_secret(disguised) == find_secret(plain)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The primary key of the orders table is order_id",
+        "The key to good bread is a long proof",
+        "The user changed the key binding to Ctrl+Space",
+        "The shortcut key is Ctrl+K",
+        "The error code is E4021 for timeouts",
+        "The user runs postgres:15 and redis:7-alpine locally",
+        "Meetings start at 10:30 on Mondays",
+        "The user's email is Bob.Smith2@Example.com",
+        "make deploy REGION=eu-west-3",
+        "La contraseña se guarda en el gestor del equipo",
+        "La clave del éxito es la constancia",
+        "Das Passwort ist im Tresor gespeichert",
+        "Der Primärschlüssel ist die Spalte id",
+        "Le mot de passe doit contenir 12 caractères",
+        "La clé USB est dans le tiroir",
+        "A senha é obrigatória no primeiro acesso",
+        "La chiave inglese è nel garage",
+        "パスワードは12文字以上にしてください",
+        "ユーザーはパスワードをBitwardenで管理しています",
+        "主キーはuser_idです",
+        "密码长度至少是12位",
+        "密码是128位的",
+        "Пароль должен быть длиннее 12 символов",
+        "Первичный ключ — это поле id",
+    ],
+)
+def test_ordinary_text_in_any_language_is_not_taken_for_a_secret(text: str) -> None:
+    assert find_secret(text) is None
+
+
+@pytest.mark.parametrize("size", [1_000, 100_000])
+def test_the_filter_reads_long_text_in_linear_time(size: int) -> None:
+    """Adversarial repetitions of the vocabulary (names, links, joins, pairs) stay fast."""
+    import time
+
+    for unit in ("password for ", "密码是", "the key is the ", "a:b ", "пароль — "):
+        text = unit * (size // len(unit))
+        started = time.perf_counter()
+        find_secret(text)
+        assert time.perf_counter() - started < max(2.0, size / 20_000)
+
+
 def test_empty_and_overlong_text_refused(store: Memories) -> None:
     with pytest.raises(MemoryRefused, match="needs some text"):
         store.add("   \n ", actor="user")

@@ -12,7 +12,7 @@ import multiprocessing
 import os
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -21,7 +21,7 @@ from pydantic_ai import CancellationToken
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
 
 from co_cli.deps import SessionState, Task
-from co_cli.errors import StoreError
+from co_cli.errors import SessionTakenOver, StoreError
 from co_cli.session.recorder import Extraction, Recorder, TurnRecord
 from co_cli.store import CompactionRecord, Store
 from co_cli.store.db import Database
@@ -187,3 +187,110 @@ def test_opening_the_session_already_open_keeps_holding_it(tmp_path: Path) -> No
         session = store.sessions.get(recorder.session.id)
         recorder.open(session)
         assert store.locks.holds(session.id)
+
+
+# ----- a session taken over (--force): the old holder writes nothing more ---------------------------------
+
+
+def _writes(recorder: Recorder, prompt_seq: int) -> dict[str, Callable[[], object]]:
+    """Every write of the session's record the recorder makes, each as it would follow a takeover."""
+    summary = CompactionRecord(
+        from_seq=0, upto_seq=1, summary="résumé", focus="", trigger="manual", tokens_before=100, tokens_after=10,
+        model="test", replacement=answered("summarise", "résumé"),
+    )  # fmt: skip
+    return {
+        "prompt": lambda: recorder.begin("und jetzt noch eine Frage"),
+        "turn": lambda: recorder.finish(TurnRecord(prompt_seq, answered("質問", "the old holder's answer"), "ok")),
+        "closing note": lambda: recorder.close_open_turn(ModelResponse(parts=[TextPart("interrupted")]), prompt_seq),
+        "compaction": lambda: recorder.compaction(summary, [], None),
+        "pin": lambda: recorder.pin("всегда отвечай кратко", "user"),
+        "task list": lambda: recorder.save_tasks([Task("écrire les tests", "pending", 1.0, 1.0)]),
+    }
+
+
+@pytest.mark.parametrize("write", ["prompt", "turn", "closing note", "compaction", "pin", "task list"])
+def test_a_holder_whose_session_was_taken_over_writes_nothing_more(tmp_path: Path, write: str) -> None:
+    with Store.open(tmp_path / "co.db") as store, Store.open(tmp_path / "co.db") as terminal:
+        recorder = new_recorder(store)
+        whole_turn(recorder, 0)
+        prompt_seq = recorder.begin("質問")  # the old holder's turn is under way
+        assert recorder.session is not None
+        session_id = recorder.session.id
+        terminal.locks.acquire(session_id, force=True)  # co chat --resume <id> --force
+        before = [(m.seq, m.status, m.text) for m in store.messages.transcript(session_id)]
+        tables = {t: store.db.read_one(f"SELECT count(*) FROM {t}")[0] for t in ("compactions", "pins", "task_lists")}
+        with pytest.raises(SessionTakenOver, match=f"session {session_id} was taken over by another co"):
+            _writes(recorder, prompt_seq)[write]()
+        assert [(m.seq, m.status, m.text) for m in store.messages.transcript(session_id)] == before
+        assert {t: store.db.read_one(f"SELECT count(*) FROM {t}")[0] for t in tables} == tables
+        # The co that took it over writes as usual, and the old holder lets the session go cleanly.
+        new_holder = new_recorder(terminal)
+        new_holder.open(terminal.sessions.get(session_id))
+        new_holder.begin("the terminal's prompt")
+        recorder.release()
+        assert terminal.locks.holds(session_id)
+
+
+def test_a_takeover_waits_for_a_write_under_way_and_the_next_write_is_refused(tmp_path: Path) -> None:
+    """The guarantee is not a race: the takeover renames the lock file inside a write transaction, and the
+    holder checks its lock inside each of its own, so SQLite runs them one after the other. A write under way
+    when the takeover comes lands whole before it (and the co taking over reads it); the next one is refused."""
+    import threading
+
+    with Store.open(tmp_path / "co.db") as store, Store.open(tmp_path / "co.db") as terminal:
+        recorder = new_recorder(store)
+        whole_turn(recorder, 0)
+        prompt_seq = recorder.begin("a long question")
+        assert recorder.session is not None
+        session_id = recorder.session.id
+        in_commit, go_on = threading.Event(), threading.Event()
+        original = recorder._writing
+
+        @contextmanager
+        def slow_commit(sid: str) -> Iterator[object]:
+            with original(sid) as tx:
+                in_commit.set()  # the check passed: the write transaction is open
+                go_on.wait(30)
+                yield tx
+
+        recorder._writing = slow_commit  # type: ignore[method-assign]
+        writer = threading.Thread(
+            target=lambda: recorder.finish(TurnRecord(prompt_seq, answered("a long question", "a long answer"), "ok"))
+        )
+        writer.start()
+        assert in_commit.wait(30)
+        took = threading.Thread(target=lambda: terminal.locks.acquire(session_id, force=True))
+        took.start()
+        took.join(0.5)
+        assert took.is_alive()  # the takeover waits for the write under way: the lock file is still the holder's
+        assert store.db.lock_files.holds(session_id) and not store.db.lock_files.taken(session_id)
+        go_on.set()
+        writer.join(30)
+        took.join(30)
+        assert not took.is_alive() and terminal.locks.holds(session_id)
+        recorder._writing = original  # type: ignore[method-assign]
+        texts = [m.text for m in terminal.messages.transcript(session_id)]
+        assert texts[-2:] == ["a long question", "a long answer"]  # whole, before the takeover
+        with pytest.raises(SessionTakenOver):
+            recorder.begin("one more")
+        assert [m.text for m in terminal.messages.transcript(session_id)] == texts
+
+
+def test_a_terminal_whose_session_was_taken_over_says_so_in_one_line(core: Core) -> None:
+    from tests.support.chat_app import ChatRun
+
+    chat = ChatRun(core, streaming_model(echo))
+    assert chat.send("première question").code == 0
+    assert chat.conv.session is not None
+    session_id = chat.conv.session.id
+    chat.conv.load(core.store.sessions.get(session_id))  # held as a REPL holds it (each piped run lets it go)
+    with Store.open(core.loaded.paths.db) as terminal:
+        terminal.locks.acquire(session_id, force=True)
+        before = terminal.messages.transcript(session_id)
+        printed = chat.send("вторая попытка", "/pin 常に短く答える")
+        assert printed.code == 1
+        refusal = f"error: session {session_id} was taken over by another co (--force); this co no longer writes to it"
+        assert printed.err.splitlines() == [refusal, refusal]
+        assert [m.text for m in terminal.messages.transcript(session_id)] == [m.text for m in before]
+        assert terminal.pins.active(session_id) == []
+    chat.conv.release()

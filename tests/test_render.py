@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 
+import pytest
 from rich.console import Console
 
 from co_cli.terminal.render import MarkdownStream, PlainView, short_args, stable_split, summarize_result
@@ -123,6 +124,18 @@ def test_one_line_shows_every_invisible_character_as_its_escape() -> None:
     assert one_line("run npx -y server") == "run npx -y server"
     assert one_line("a\u00a0b\u3000c") == "a\\xa0b\\u3000c"  # spaces other than ' ' are shown too
     assert one_line("caf\u00e9 \u05e9\u05dc\u05d5\u05dd \U0001f600") == "caf\u00e9 \u05e9\u05dc\u05d5\u05dd \U0001f600"
+
+
+@pytest.mark.parametrize(
+    "control", ["\u202a", "\u202b", "\u202c", "\u202d", "\u202e", "\u2066", "\u2067", "\u2068", "\u2069"]
+)
+def test_printable_drops_bidi_overrides_and_isolates(control: str) -> None:
+    """They would show the text after them in another order than it is stored ("gnp.exe" read as "exe.png")."""
+    from co_cli.terminal_text import printable, printable_line, without_control_sequences
+
+    assert printable(f"invoice{control}gnp.exe") == "invoicegnp.exe"
+    assert without_control_sequences(f"עברית{control}abc") == "עבריתabc"  # right-to-left text itself stays
+    assert printable_line(f"  one{control}\n2. [x] two\u2028three\r\nfour  ") == "one 2. [x] two three four"
 
 
 def test_plain_view_stderr_lines_carry_no_controls() -> None:

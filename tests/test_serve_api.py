@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import openai
 import pytest
 
 from co_cli.store import Store
-from tests.support.scripted_server import Error, ScriptedServer, Text, ToolCalls
+from tests.support.scripted_server import Error, ScriptedServer, Text, ToolCalls, last_user_text
 from tests.support.serve_process import ServeProcess, serve_env
 
 pytestmark = pytest.mark.e2e
@@ -181,9 +183,8 @@ def test_a_session_open_in_a_terminal_is_not_written(served: ServeProcess) -> No
         model="scripted", messages=[{"role": "user", "content": "a crane question"}]
     )
     session_id = raw.headers["x-co-session"]
-    holder = served.co(
-        "chat", "--resume", session_id, "-p", "hold", timeout=5
-    )  # ends at once: the lock is free again after
+    # A whole `co -p` turn (its start-up included: seconds on a busy machine); the lock is free again after.
+    holder = served.co("chat", "--resume", session_id, "-p", "hold", timeout=60)
     assert holder.returncode == 0
     script = (
         "import sys, time\nfrom co_cli.store import Store\n"
@@ -211,6 +212,81 @@ def test_a_session_open_in_a_terminal_is_not_written(served: ServeProcess) -> No
         model="scripted", messages=[{"role": "user", "content": "now?"}], extra_headers={"X-Co-Session": session_id}
     )
     assert after.choices[0].message.content == "echo: now?"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_terminal_taking_a_session_over_mid_turn_wins(
+    served: ServeProcess, model: ScriptedServer, stream: bool
+) -> None:
+    """`co chat --resume <id> --force` while the server is answering in that session: the server's commit is
+    refused, so its answer never lands after the terminal's turn, and its client gets 409 (or, streamed, an error
+    event after what arrived) instead of a 200. The server's prompt stays, closed as cut off by the terminal."""
+    client = served.client()
+    first = f"une question sur le héron ({'stream' if stream else 'whole'})"
+    raw = client.chat.completions.with_raw_response.create(
+        model="scripted", messages=[{"role": "user", "content": first}]
+    )
+    session_id = raw.headers["x-co-session"]
+    slow = f"サギについて詳しく ({'stream' if stream else 'whole'})"
+    answer = f"the server's answer about herons ({stream})"
+    asked, release = threading.Event(), threading.Event()
+
+    def hold_the_answer(request: dict[str, Any]) -> Text | None:
+        if last_user_text(request) != slow:
+            return None
+        asked.set()  # the server's turn is under way: its prompt is saved, the model is thinking
+        release.wait(90)
+        return Text(answer)
+
+    model.responder = hold_the_answer
+    body = {"model": "scripted", "stream": stream, "messages": [{"role": "user", "content": slow}]}
+    got: dict[str, Any] = {}
+
+    def ask() -> None:
+        headers = {"Authorization": f"Bearer {served.token}", "X-Co-Session": session_id}
+        with httpx.stream(
+            "POST", f"{served.url}/v1/chat/completions", json=body, headers=headers, timeout=120
+        ) as response:
+            got["status"] = response.status_code
+            got["body"] = "".join(response.iter_text())
+
+    asking = threading.Thread(target=ask)
+    asking.start()
+    try:
+        assert asked.wait(60), "the server never asked the model"
+        taken = served.co("chat", "--resume", session_id, "--force", "-p", "Пока сервер думает: вопрос из терминала")
+        assert taken.returncode == 0, taken.stderr
+        assert taken.stdout.strip() == "echo: Пока сервер думает: вопрос из терминала"
+    finally:
+        release.set()
+        asking.join(120)
+        model.responder = None
+    if stream:
+        assert got["status"] == 200  # sent before the turn ran; the end of the stream says what happened
+        events = [line.removeprefix("data: ") for line in got["body"].splitlines() if line.startswith("data: ")]
+        error = json.loads(events[-1])["error"]
+        assert error["code"] == "session_taken_over" and "[DONE]" not in events
+    else:
+        assert got["status"] == 409
+        error = json.loads(got["body"])["error"]
+        assert error["code"] == "session_taken_over" and error["type"] == "conflict_error"
+    assert f"session {session_id} was taken over" in error["message"] and "not saved" in error["message"]
+    with Store.open(_db(served), reads_only=True) as store:
+        saved = [(m.kind, m.status, m.text) for m in store.messages.transcript(session_id)]
+    assert saved == [
+        ("user", "ok", first),
+        ("assistant", "ok", f"echo: {first}"),
+        ("user", "cancelled", slow),  # the server's prompt stays, closed as cut off
+        ("assistant", "cancelled", "[interrupted by the user]"),
+        ("user", "ok", "Пока сервер думает: вопрос из терминала"),
+        ("assistant", "ok", "echo: Пока сервер думает: вопрос из терминала"),
+    ]
+    after = client.chat.completions.create(
+        model="scripted", messages=[{"role": "user", "content": "and now?"}], extra_headers={"X-Co-Session": session_id}
+    )
+    assert after.choices[0].message.content == "echo: and now?"
+    sent = _request_with(model, "and now?")
+    assert slow in sent and answer not in sent  # the server's conversation was rebuilt from what was saved
 
 
 @pytest.mark.parametrize(

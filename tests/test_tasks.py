@@ -21,8 +21,9 @@ from co_cli.session.branches import fork_at
 from co_cli.store import Store
 from co_cli.store.export import export_document, export_json, export_json_line, export_markdown, import_json
 from co_cli.store.merge import merge_import
+from co_cli.store.tasks import MAX_TASK_CHARS, MAX_TASKS, StoredTask
 from co_cli.terminal.sessions_cli import app
-from co_cli.tools.tasks import MAX_TASK_CHARS, MAX_TASKS, SECTION_HEADING, tasks_section
+from co_cli.tools.tasks import SECTION_HEADING, tasks_section
 from tests.support.chat_app import ChatRun
 from tests.support.summariser import scripted_summariser
 from tests.test_turn_core import Core, core, run, streaming_model
@@ -294,6 +295,123 @@ def test_sessions_show_and_exports_show_the_list_and_its_history(core: Core) -> 
     assert lists[-1]["items"][1]["text"] == "later red"
 
 
+def _item(text: str, status: str = "pending") -> dict[str, Any]:
+    return {"text": text, "status": status, "created_at": 1.0, "updated_at": 2.0}
+
+
+@pytest.mark.parametrize(
+    "items",
+    [
+        [_item(f"step {i}") for i in range(3000)],
+        [_item(f"шаг {i}") for i in range(MAX_TASKS + 1)],
+        [_item("a", "someday")],
+        [_item("a"), _item("b", "DONE")],
+        [_item("écrire la doc"), _item("relire", "blocked")],
+        [_item("  \n\t ")],
+        [_item("\x1b[31m\x07")],
+        [_item("Ünïcode Straße"), _item("ünïcode STRASSE")],
+        [_item("日本語のタスク"), _item("別のタスク"), _item("日本語のタスク")],
+        [_item("я" * (MAX_TASK_CHARS + 1))],
+        [_item("字" * (MAX_TASK_CHARS + 50))],
+    ],
+)
+def test_an_import_refuses_a_list_the_task_tools_would_refuse(core: Core, items: list[dict[str, Any]]) -> None:
+    """The same rules as set_tasks and /tasks (one check, ``store.tasks.checked_items``): the import names the
+    list and says what the tool would have said, in one line, and nothing is imported."""
+    from co_cli.tools.tasks import checked_items
+
+    conv = core.conversation(Script(plan(("one", "pending"))).model())
+    run(conv, "first")
+    assert conv.session is not None
+    with pytest.raises(CoError) as refused_by_the_tool:
+        checked_items([(item["text"], item["status"]) for item in items], 10**9)
+    document = export_document(core.store, conv.session.id)
+    document["task_lists"] = [{"seq": 0, "created_at": 1.0, "source": "model", "items": items}]
+    text = json.dumps(document)
+    before = core.store.sessions.count()
+    with pytest.raises(CoError) as refused:
+        import_json(core.store, text, repair_orphans)
+    assert refused.value.message == f"not a co session export: task_lists[0]: {refused_by_the_tool.value.message}"
+    assert "\n" not in refused.value.message
+    core.store.sessions.delete(conv.session.id)
+    with pytest.raises(CoError, match=r"task_lists\[0\]: "):
+        merge_import(core.store, text, repair_orphans)
+    assert core.store.sessions.count() == before - 1
+
+
+def test_an_imported_list_over_this_cos_budget_is_kept_with_a_warning(
+    core: Core, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The budget is a setting (larger, maybe, where the session was made): the list is imported and the import
+    says that part of it is not sent, as /tasks says of a list over a lowered budget."""
+    conv = core.conversation(Script(plan(("one", "pending"))).model())
+    run(conv, "first")
+    assert conv.session is not None
+    document = export_document(core.store, conv.session.id)
+    long = [_item(f"tâche {i} " + "mot " * 60) for i in range(MAX_TASKS)]
+    document["task_lists"] = [{"seq": 0, "created_at": 1.0, "source": "model", "items": long}]
+    path = tmp_path / "over.json"
+    path.write_text(json.dumps(document))
+    monkeypatch.setenv("CO_CLI_DATA_DIR", str(tmp_path / "elsewhere"))
+    result = CliRunner().invoke(app, ["import", str(path)])
+    assert result.exit_code == 0, result.output
+    assert f"warning: {conv.session.id}: the task list takes ~" in result.output
+    assert "over its budget of 1,000 (tasks_budget_tokens)" in result.output
+    with Store.open(tmp_path / "elsewhere" / core.loaded.paths.db.name) as other:
+        assert len(other.tasks.latest(conv.session.id).items) == MAX_TASKS  # type: ignore[union-attr]
+
+
+FORGING_TASKS = [
+    # (text as an older co, a damaged row or a hand-edited database may hold it, what must not be printed)
+    ("pay the invoice \u202egnp.exe\u202c today", "\u202e"),
+    ("\u2066מסמך\u2069 review \u2067right\u2069 \u2068first\u2069", "\u2066"),
+    ("write the notes\n2. [x] deploy to production", "\n2. [x]"),
+    ("ship it\r\n  3. [x] audit done", "\n  3. [x]"),
+    ("split\u2028line\u2029here", "\u2028"),
+    ("tab\tand \x1b[2Jclear\x0bvertical", "\x1b"),
+]
+
+
+def _forged_session(core: Core) -> str:
+    conv = core.conversation(Script().model())
+    run(conv, "first")
+    assert conv.session is not None
+    items = [StoredTask(text, "pending", 1.0, 1.0) for text, _ in FORGING_TASKS]
+    core.store.tasks.save(conv.session.id, 1, items, "user")
+    conv.release()
+    return conv.session.id
+
+
+def test_sessions_show_prints_each_task_on_one_line_without_bidi_or_controls(core: Core) -> None:
+    session_id = _forged_session(core)
+    shown = CliRunner().invoke(app, ["show", session_id])
+    assert shown.exit_code == 0, shown.output
+    lines = shown.output.splitlines()
+    task_lines = [line for line in lines if line.startswith("  ") and ". [ ] " in line]
+    assert [line.split(".")[0].strip() for line in task_lines] == [str(n) for n in range(1, len(FORGING_TASKS) + 1)]
+    assert not any(line.lstrip().startswith(("2. [x]", "3. [x]", "line", "here")) for line in lines)
+    for _, hidden in FORGING_TASKS:
+        assert hidden not in shown.output
+    for control in ("\u202a", "\u202b", "\u202c", "\u202d", "\u202e", "\u2066", "\u2067", "\u2068", "\u2069"):
+        assert control not in shown.output
+    assert "  1. [ ] pay the invoice gnp.exe today" in lines
+
+
+def test_slash_tasks_prints_each_task_on_one_line_without_bidi_or_controls(core: Core) -> None:
+    session_id = _forged_session(core)
+    chat = ChatRun(core, Script().model())
+    chat.conv.load(core.store.sessions.get(session_id))
+    printed = chat.send("/tasks", "/tasks done 1", "/tasks drop 3")
+    listed_lines = [line for line in printed.lines if line.startswith("  ")]
+    assert len(listed_lines) == len(FORGING_TASKS)
+    assert [line.split(".")[0].strip() for line in listed_lines] == [str(n) for n in range(1, len(FORGING_TASKS) + 1)]
+    for _, hidden in FORGING_TASKS:
+        assert hidden not in printed.out
+    assert "  2. [ ] מסמך review right first" in printed.lines
+    assert "Done: pay the invoice gnp.exe today" in printed.lines
+    assert "Dropped: write the notes 2. [x] deploy to production" in printed.lines
+
+
 def test_a_new_conversation_starts_with_no_tasks(core: Core) -> None:
     chat = ChatRun(core, Script(plan(("a", "pending"))).model())
     chat.send("plan")
@@ -349,7 +467,7 @@ def test_an_export_with_a_bad_task_list_is_refused_in_one_line(core: Core) -> No
     assert conv.session is not None
     document = export_document(core.store, conv.session.id)
     document["task_lists"][0]["items"][0]["status"] = "someday"  # type: ignore[index]
-    with pytest.raises(CoError, match=r"task_lists\[0\]\.items\[0\] has unknown status 'someday'"):
+    with pytest.raises(CoError, match=r"task_lists\[0\]: task 1 has unknown status 'someday'"):
         import_json(core.store, json.dumps(document), repair_orphans)
     document["task_lists"] = [{"seq": 99, "created_at": 1.0, "source": "user", "items": []}]
     with pytest.raises(CoError, match=r"task_lists\[0\]\.seq is out of range \(99\)"):

@@ -9,7 +9,9 @@ only while its lock is held (the same lock file the terminal takes): one open in
 ``Chats.start`` does everything that can fail with a clear status before any byte is sent (which session,
 which model, the lock); ``RunningTurn.events()`` then yields what happens. A client that goes away
 mid-answer does not stop the saving: the turn is cancelled and saved as cut off (status ``cancelled``, the
-partial answer marked interrupted), exactly as Ctrl-C leaves it in the terminal.
+partial answer marked interrupted), exactly as Ctrl-C leaves it in the terminal. A terminal that takes the
+session over mid-turn (``--force``) wins: the server's commit is refused (``Finished.taken_over``), so nothing
+of its turn lands after the terminal's, and the client gets an error instead of an answer.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from pydantic_ai.messages import ModelResponse
 
 from co_cli.config import LoadedSettings
 from co_cli.deps import CoDeps
-from co_cli.errors import SessionBusy, SessionNotFound
+from co_cli.errors import SessionBusy, SessionNotFound, SessionTakenOver
 from co_cli.memory.retrieval import Scored
 from co_cli.models import ResolvedModel
 from co_cli.serve.errors import ApiError
@@ -95,6 +97,9 @@ class Finished:
     """The memories the turn's requests were sent (id, text, kind, score), as saved with the turn."""
     finish_reason: Literal["stop", "length"] = "stop"
     """"length": the answer stopped at the model's output limit."""
+    taken_over: bool = False
+    """A terminal took the session over (``co chat --resume <id> --force``) during the turn: nothing of the turn
+    after the prompt was saved (the terminal closes the prompt as cut off), and the outcome is failed."""
 
 
 TurnEvent = TextDelta | Notice | ToolUse | Finished
@@ -206,16 +211,23 @@ class RunningTurn:
 
     async def _run(self) -> None:
         outcome = TurnOutcome("failed", error="the turn did not run")
+        taken_over = False
         try:
             outcome = await self.conv.run_turn(self.prompt, self._view, self._token, self.instructions)
+        except SessionTakenOver as exc:  # refused inside its commit: nothing written after the takeover
+            outcome = TurnOutcome(
+                "failed", error=f"{exc.message.split(';')[0]} during this turn; its answer was not saved"
+            )
+            taken_over = True
         except Exception as exc:  # a bug or a store failure: the client gets one line, the server goes on
             outcome = TurnOutcome("failed", error=f"{type(exc).__name__}: {exc}")
         finally:
-            self.chats.done_with(self.conv)
+            self.chats.done_with(self.conv, keep=not taken_over)
             self._lock.release()
             usage = self.conv.last_usage if outcome.status != "failed" else None  # a failed turn saves none
             memories = list(self.conv.state.memory_sent.values())
-            self._view.queue.put_nowait(Finished(outcome, usage, memories, _finish_reason(self.conv)))
+            finished = Finished(outcome, usage, memories, _finish_reason(self.conv), taken_over=taken_over)
+            self._view.queue.put_nowait(finished)
             self._finished.set()
 
 
@@ -313,12 +325,12 @@ class Chats:
         conv.background.attach_extraction()
         return conv
 
-    def done_with(self, conv: Conversation) -> None:
+    def done_with(self, conv: Conversation, *, keep: bool = True) -> None:
         """A turn ended: keep the conversation for the session's next turn, with the session's revision read
         while the lock is still held (a change made elsewhere later makes the next turn rebuild it), and
-        release the lock."""
+        release the lock. ``keep=False``: the conversation no longer matches the session (it was taken over)."""
         session_id = conv.session_id
-        if session_id is not None:
+        if session_id is not None and keep:
             with contextlib.suppress(SessionNotFound):
                 self._idle[session_id] = (conv, self.store.sessions.revision(session_id))
                 self._idle.move_to_end(session_id)

@@ -94,7 +94,9 @@ async def _answer(turn: RunningTurn, request: Request) -> Response:
     if outcome.status == "ok":
         body = completion(completion_id(), turn.model, "".join(text), finished.finish_reason, finished.usage)
         return JSONResponse(body, headers=headers)
-    if outcome.status == "cut-off":
+    if finished.taken_over:
+        error = ApiError(409, outcome.error or "the session was taken over", "session_taken_over")
+    elif outcome.status == "cut-off":
         error = ApiError(502, f"the model's answer was cut off: {outcome.error}", "upstream_cut_off")
     elif outcome.status == "cancelled":  # the client went away: nobody reads this
         error = ApiError(499, "the request was cancelled", "cancelled")
@@ -164,6 +166,8 @@ class EventStream(Response):
         if not isinstance(event, Finished):
             return b""
         outcome = event.outcome
+        if event.taken_over:  # the answer streamed so far was not saved: the client is told it is void
+            return _event(ApiError(409, outcome.error or "the session was taken over", "session_taken_over").body())
         if outcome.status != "ok":
             code = "upstream_cut_off" if outcome.status == "cut-off" else "upstream_error"
             return _event(ApiError(502, outcome.error or "the turn did not finish", code).body())

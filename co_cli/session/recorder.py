@@ -6,12 +6,17 @@ compactions made during it, the pins a summary found, the task list if the turn 
 memories its requests were sent and the memory-extraction queue item — in one.
 ``seqs_for`` tells the seqs a turn's messages will get before anything is written, so compaction spans are
 computed first.
+
+Every write of the session's record (a prompt, a turn, a closing note, a compaction, a pin, a task list) checks,
+inside its transaction, that this co still holds the session: once another co has taken it over (``--force``),
+a write is refused with SessionTakenOver and nothing of it is saved.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,6 +38,7 @@ from co_cli.store import (
     usage,
 )
 from co_cli.store.codec import is_prompt_request
+from co_cli.store.db import Transaction
 from co_cli.store.tasks import StoredTask
 from co_cli.store.tool_calls import ToolCallRow
 from co_cli.store.turn_memories import SentMemory
@@ -129,10 +135,21 @@ class Recorder:
             self.store.locks.acquire(self.state.info.id, record_owner=self.records_owner)
         return self.state.info.id
 
+    @contextmanager
+    def _writing(self, session_id: str) -> Iterator[Transaction]:
+        """A write transaction on the live session; SessionTakenOver, with nothing written, if another co has
+        taken the session over (``--force``). The check runs inside the transaction, and a takeover happens
+        inside one too: this co's write lands whole before the takeover, or not at all."""
+        with self.store.db.transaction() as tx:
+            self.store.locks.check_held(session_id)
+            yield tx
+
     # ----- turns ------------------------------------------------------------------------------------------
     def begin(self, prompt: str) -> int:
         """Commit the user's prompt (creating the session on its first); return the prompt's seq."""
-        seq = self.store.messages.begin_turn(self._ensure_session(prompt), prompt)
+        session_id = self._ensure_session(prompt)
+        with self._writing(session_id) as tx:
+            seq = messages.begin(tx, session_id, prompt)
         self._next_seq = seq + 1
         return seq
 
@@ -149,7 +166,7 @@ class Recorder:
         session_id = self._session_id()
         chat = next((u for u in turn.usage if u.role == "chat"), None)
         now = time.time()
-        with self.store.db.transaction() as tx:
+        with self._writing(session_id) as tx:
             seqs = messages.append_turn(
                 tx,
                 session_id,
@@ -177,7 +194,9 @@ class Recorder:
 
     def close_open_turn(self, note: ModelMessage, prompt_seq: int) -> int | None:
         """Save the closing note of a turn a crash cut off (found on resume); its seq."""
-        saved = self.store.messages.finish_turn(self._session_id(), prompt_seq, [note], status="cancelled")
+        session_id = self._session_id()
+        with self._writing(session_id) as tx:
+            saved = messages.append_turn(tx, session_id, prompt_seq, [note], "cancelled")
         if saved:
             self._next_seq = saved[-1] + 1
         return saved[0] if saved else None
@@ -189,7 +208,7 @@ class Recorder:
         """Save a compaction made outside a turn (``/compact``, after an overflow), the pins its summary found and
         what the summariser spent, in one transaction; return the pin ids."""
         session_id = self._session_id()
-        with self.store.db.transaction() as tx:
+        with self._writing(session_id) as tx:
             compactions.insert(tx, session_id, record)
             if spent is not None:
                 usage.insert(tx, session_id, spent)
@@ -200,7 +219,9 @@ class Recorder:
 
     def pin(self, text: str, source: PinSource) -> int:
         """Save a pin (a pin made before the first prompt creates the session it belongs to)."""
-        return self.store.pins.add(self._ensure_session(""), text, source)
+        session_id = self._ensure_session("")
+        with self._writing(session_id) as tx:
+            return pins.insert(tx, session_id, text, source)
 
     def unpin(self, pin_id: int) -> None:
         self.store.pins.remove(self._session_id(), pin_id)
@@ -209,7 +230,8 @@ class Recorder:
         """Save the task list the user changed (/tasks), as it stands after the transcript's last message (a
         list made before the first prompt creates the session it belongs to)."""
         session_id = self._ensure_session("")
-        self.store.tasks.save(session_id, self._next_seq - 1, stored_tasks(items), "user")
+        with self._writing(session_id) as tx:
+            tasks.insert(tx, session_id, self._next_seq - 1, stored_tasks(items), "user")
 
     # ----- the session's record -----------------------------------------------------------------------------
     def title(self, session_id: str, first_title: str, title: str, spent: TurnUsage | None) -> bool:

@@ -10,8 +10,8 @@ from co_cli.config import Settings
 from co_cli.deps import SessionState, Task
 from co_cli.errors import CoError
 from co_cli.session.recorder import Recorder
-from co_cli.store.tasks import StoredTask
-from co_cli.tools.tasks import clean_task_text, in_force, open_count, over_budget, updated_list
+from co_cli.store.tasks import StoredTask, clean_task_text
+from co_cli.tools.tasks import in_force, open_count, over_budget, updated_list
 from co_cli.vocabulary import TASK_STATUSES, TaskStatus
 
 

@@ -279,7 +279,7 @@ class Turns:
             extraction=self.background.extraction(prompt) if status == "ok" else None,
         )
         written = await off_loop(lambda: self.recorder.finish(record))
-        if written.seqs != seqs:  # another process wrote to the session meanwhile (taken over with --force)
+        if written.seqs != seqs:  # not expected: the lock keeps other writers out, and a takeover refuses the commit
             context = self.state.context.extended(all_messages, written.seqs)
         offered = self.pins.adopt(found, written.pin_ids)
         if offered:

@@ -2,7 +2,11 @@
 
 An import must not put into the database anything a live co would not have written: a time that cannot
 be shown, a count SQLite cannot store, an id that is not an id, a message pydantic-ai cannot read, a
-compaction pointing outside the transcript. Anything like that is refused with one line naming the field.
+compaction pointing outside the transcript, a task list the set_tasks tool would refuse (too many tasks, an
+empty, repeated or overlong one, an unknown status: ``store.tasks.checked_items``). Anything like that is
+refused with one line naming the field. A list over the importing co's ``tasks_budget_tokens`` is not refused
+(the budget is a setting, which may have been larger where the session was made): the import says so, as
+``/tasks`` does of a list over a lowered budget.
 """
 
 from __future__ import annotations
@@ -18,8 +22,8 @@ from co_cli.store.compactions import CompactionRecord
 from co_cli.store.messages import StoredMessage
 from co_cli.store.schema import MESSAGE_KINDS, MESSAGE_STATUSES
 from co_cli.store.sessions import SessionInfo, is_session_id
-from co_cli.store.tasks import StoredTask, TaskSnapshot
-from co_cli.vocabulary import SESSION_ORIGINS, TASK_STATUSES
+from co_cli.store.tasks import StoredTask, TaskSnapshot, checked_items
+from co_cli.vocabulary import SESSION_ORIGINS
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
@@ -164,10 +168,13 @@ def _parse_task_list(item: Any, index: int, message_count: int) -> TaskSnapshot:
         if not isinstance(task, dict):
             raise invalid(f"{at} is not an object")
         status = _require(task, "status", str, at)
-        if status not in TASK_STATUSES:
-            raise invalid(f"{at} has unknown status {status!r}")
         created, updated = _timestamp(task, "created_at", at), _timestamp(task, "updated_at", at)
         tasks.append(StoredTask(_text(task, "text", at), status, created, updated))
+    try:  # the rules the set_tasks tool and /tasks keep, so no list comes in that they would refuse
+        cleaned = checked_items([(task.text, task.status) for task in tasks])
+    except CoError as exc:
+        raise invalid(f"{where}: {exc.message}") from None
+    tasks = [task._replace(text=text) for task, (text, _) in zip(tasks, cleaned, strict=True)]
     seq = _count(item, "seq", where, low=-1, high=message_count - 1)
     return TaskSnapshot(seq, _timestamp(item, "created_at", where), source, tasks)
 

@@ -11,7 +11,8 @@ still the one at the path; otherwise the attempt starts again.
 A takeover (``--force``) renames the holder's file to ``<id>.lock.taken-…`` rather than removing it: the
 old holder still runs and still holds its lock there, so a later co without ``--force`` sees it and is
 refused, even once the co that took over has released the session. A renamed file whose holder has ended
-is removed by whoever finds it.
+is removed by whoever finds it. The old holder tells it was taken over (``taken``): its file is no longer the
+one at the path, and every write of a live session checks that inside its transaction (``store.locks``).
 """
 
 from __future__ import annotations
@@ -41,6 +42,12 @@ class SessionLocks:
 
     def holds(self, session_id: str) -> bool:
         return session_id in self._held
+
+    def taken(self, session_id: str) -> bool:
+        """Whether this process held the session's lock and another took it over since: its file is no longer the
+        one at the path (a takeover renames it, and it is never renamed back)."""
+        fd = self._held.get(session_id)
+        return fd is not None and not _is_current(fd, self.path(session_id))
 
     def acquire(self, session_id: str, *, force: bool = False) -> bool:
         """Lock the session for this process; False if another process holds it.

@@ -2,6 +2,11 @@
 
 The lock itself is a lock file (``co_cli.store.lockfiles``) the kernel releases when its process ends;
 ``owner_pid`` in the sessions table only says who holds it, for messages and for other tools.
+
+A takeover (``--force``) renames the holder's lock file while it holds the database's write lock (inside a
+``BEGIN IMMEDIATE`` transaction), and the writer of a live session checks it still holds its lock inside each
+of its own write transactions (``check_held``). SQLite lets one write transaction run at a time, so the old
+holder's write lands either whole before the takeover (and the co taking over reads it) or not at all.
 """
 
 from __future__ import annotations
@@ -11,8 +16,8 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from co_cli.errors import SessionBusy, SessionNotFound
-from co_cli.store.db import Database
+from co_cli.errors import SessionBusy, SessionNotFound, SessionTakenOver
+from co_cli.store.db import Database, Transaction
 
 
 class OpenSessions:
@@ -30,19 +35,41 @@ class OpenSessions:
         ``record_owner=False`` takes the lock file alone (it is what refuses other processes): for a holder that
         takes and releases the session for every request, two writes fewer each time."""
         with self.db.lock:
-            self._take(session_id, force=force)
+            if force:
+                self._take_over(session_id, record_owner)
+                return
+            self._take(session_id)
             if not record_owner:
                 self._unrecorded.add(session_id)
                 return
             try:
                 with self.db.transaction() as tx:
-                    tx.execute(
-                        "UPDATE sessions SET owner_pid = ?, owner_since = ? WHERE id = ?",
-                        (os.getpid(), time.time(), session_id),
-                    )
+                    _record_owner(tx, session_id)
             except BaseException:
                 self.db.lock_files.release(session_id)
                 raise
+
+    def _take_over(self, session_id: str, record_owner: bool) -> None:
+        """Take the session from a live holder inside a write transaction: no write of the holder can run
+        between its lock file being renamed and the holder's next check (``check_held``)."""
+        try:
+            with self.db.transaction() as tx:
+                self._take(session_id, force=True)
+                if record_owner:
+                    _record_owner(tx, session_id)
+        except BaseException:
+            self.db.lock_files.release(session_id)
+            raise
+        if not record_owner:
+            self._unrecorded.add(session_id)
+
+    def check_held(self, session_id: str) -> None:
+        """SessionTakenOver if another co has taken the session from this process (``--force``). Called inside
+        the write transaction it guards, so the answer holds until that transaction ends."""
+        if self.db.lock_files.taken(session_id):
+            raise SessionTakenOver(
+                f"session {session_id} was taken over by another co (--force); this co no longer writes to it"
+            )
 
     def release(self, session_id: str) -> None:
         with self.db.lock:
@@ -97,3 +124,10 @@ class OpenSessions:
             f"session {session_id} is open in another co process{by}; close it there, "
             "continue a copy with --fork, or take it over with --force"
         )
+
+
+def _record_owner(tx: Transaction, session_id: str) -> None:
+    """Say in the sessions table that this process holds the session (for messages and other tools)."""
+    tx.execute(
+        "UPDATE sessions SET owner_pid = ?, owner_since = ? WHERE id = ?", (os.getpid(), time.time(), session_id)
+    )

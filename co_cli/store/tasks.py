@@ -1,8 +1,11 @@
-"""The task_lists table: the session's task list, one snapshot per change.
+"""The task_lists table: the session's task list, one snapshot per change, and what a list may hold.
 
 A snapshot holds the whole list as it stood after message ``seq`` of the transcript (-1: before any), so a
 fork at any message takes the list of that point; snapshots are never changed or removed (done tasks pruned
 from the list stay in the history ``co sessions show`` prints).
+
+``checked_items`` is the one check of a list's items, for every writer: the model's set_tasks tool and /tasks
+(``tools.tasks``, which also hold a list to its token budget) and an imported session document.
 """
 
 from __future__ import annotations
@@ -10,9 +13,45 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
+from co_cli.errors import CoError
 from co_cli.store.db import Database, Transaction
+from co_cli.terminal_text import without_control_sequences
+from co_cli.vocabulary import TASK_STATUSES, TaskStatus
+
+MAX_TASKS = 30
+"""A task list is a plan, not a backlog: longer lists belong in a file."""
+MAX_TASK_CHARS = 300
+
+
+def clean_task_text(text: str) -> str:
+    """Task text as it is kept and shown: one line of plain text (control characters removed, whitespace
+    collapsed)."""
+    return " ".join(without_control_sequences(text).split())
+
+
+def checked_items(items: Sequence[tuple[str, str]]) -> list[tuple[str, TaskStatus]]:
+    """The items with their text cleaned, or CoError saying what is wrong with the list (one line, numbered as
+    the list is): more than ``MAX_TASKS`` items, an empty or repeated one, one over ``MAX_TASK_CHARS``, or a
+    status other than pending, in_progress and done."""
+    if len(items) > MAX_TASKS:
+        raise CoError(f"a task list holds at most {MAX_TASKS} tasks (this one has {len(items):,}); merge or drop some")
+    cleaned: list[tuple[str, TaskStatus]] = []
+    seen: dict[str, int] = {}
+    for n, (raw, status) in enumerate(items, 1):
+        if status not in TASK_STATUSES:
+            raise CoError(f"task {n} has unknown status {status!r} (use {', '.join(TASK_STATUSES)})")
+        text = clean_task_text(raw)
+        if not text:
+            raise CoError(f"task {n} is empty")
+        if len(text) > MAX_TASK_CHARS:
+            raise CoError(f"task {n} has {len(text):,} characters, more than {MAX_TASK_CHARS}; say it shorter")
+        if text.casefold() in seen:
+            raise CoError(f"task {n} repeats task {seen[text.casefold()]}: {text}")
+        seen[text.casefold()] = n
+        cleaned.append((text, cast(TaskStatus, status)))
+    return cleaned
 
 
 class StoredTask(NamedTuple):

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from co_cli.errors import CoError
-from co_cli.terminal_text import counted, printable
+from co_cli.terminal_text import counted, printable, printable_line
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -242,17 +242,17 @@ def _print_tasks(console: Console, history: list[TaskSnapshot]) -> None:
     now = time.time()
     current = in_force(from_stored(latest.items), now, load_settings().settings.tasks_keep_done_hours)
 
-    def say(text: str) -> None:
-        console.print(printable(text), style="dim", markup=False, highlight=False, soft_wrap=True)
+    def say(text: str, indent: str = "") -> None:  # one line each: a task's text cannot start a line of its own
+        console.print(indent + printable_line(text), style="dim", markup=False, highlight=False, soft_wrap=True)
 
     say(f"tasks {describe_list(current)} · set by the {latest.source} {format_time(latest.created_at, now)}")
     for line in task_lines(current):
-        say(f"  {line}")
+        say(line, "  ")
     gone = earlier_tasks(history, stored_tasks(current))
     if gone:
         say("earlier tasks (no longer on the list):")
         for task in gone:
-            say(f"  {task.text} ({status_word(task.status)}, {format_time(task.updated_at, now)})")
+            say(f"{task.text} ({status_word(task.status)}, {format_time(task.updated_at, now)})", "  ")
 
 
 @app.command("search")
@@ -341,6 +341,8 @@ def import_session(
     store, _ = _open_store()
     with store:
         report = merge_import(store, text, repair_orphans)
+        touched = [*report.imported, *(info for info, _ in report.appended), *(info for info, _ in report.forked)]
+        over = _task_lists_over_budget(store, [info.id for info in touched])
     for info in report.imported:
         typer.echo(
             f"imported {info.id} ({printable(info.title) or 'untitled'}, {counted(info.message_count, 'message')})"
@@ -351,7 +353,27 @@ def import_session(
         typer.echo(f"diverged: imported {info.id} as a fork of {local} at #{info.fork_seq}")
     for session_id in report.busy:
         typer.echo(f"not merged: {session_id} is open in another co; import again after closing it")
+    for session_id, warning in over:
+        print(printable(f"warning: {session_id}: {warning}"), file=sys.stderr)
     typer.echo(report.summary())
+
+
+def _task_lists_over_budget(store: Store, session_ids: list[str]) -> list[tuple[str, str]]:
+    """(session id, warning) for each imported session whose task list is over this co's tasks_budget_tokens
+    (kept: the budget may have been larger where it was made; the model is sent what fits, as /tasks says)."""
+    from co_cli.config import load_settings
+    from co_cli.session.tasks import from_stored
+    from co_cli.tools.tasks import in_force, over_budget
+
+    settings = load_settings().settings
+    found: list[tuple[str, str]] = []
+    for session_id in session_ids:
+        latest = store.tasks.latest(session_id)
+        current = in_force(from_stored(latest.items), time.time(), settings.tasks_keep_done_hours) if latest else []
+        warning = over_budget(current, settings.tasks_budget_tokens)
+        if warning is not None:
+            found.append((session_id, warning))
+    return found
 
 
 @app.command("rename")

@@ -1,8 +1,9 @@
 """The session's task list: the model keeps it with one tool that sets the whole list (``set_tasks``), the user
 with ``/tasks``; every request's instructions carry it verbatim, so no summary can lose it.
 
-The rules of a list are here, shared by the tool and ``/tasks``: plain one-line text, no empty or repeated items,
-at most ``MAX_TASKS`` of ``MAX_TASK_CHARS`` each, within the ``tasks_budget_tokens`` setting. Done tasks older
+The rules of a list are shared by the tool, ``/tasks`` and an imported session (``store.tasks.checked_items``):
+plain one-line text, no empty or repeated items, at most ``MAX_TASKS`` of ``MAX_TASK_CHARS`` each, a known
+status; the tool and ``/tasks`` also keep a list within the ``tasks_budget_tokens`` setting. Done tasks older
 than ``tasks_keep_done_hours`` leave the list (``in_force``); the saved history keeps them.
 """
 
@@ -16,25 +17,16 @@ from pydantic_ai.toolsets import FunctionToolset
 
 from co_cli.deps import CoDeps, Task
 from co_cli.errors import CoError
-from co_cli.terminal_text import without_control_sequences
+from co_cli.store import tasks as task_rows
 from co_cli.text_tokens import estimate_text_tokens
 from co_cli.vocabulary import TaskStatus
 
-MAX_TASKS = 30
-"""A task list is a plan, not a backlog: longer lists belong in a file."""
-MAX_TASK_CHARS = 300
 SET_TASKS_RETRIES = 3
 """How many corrected calls the model gets after a refused list before the turn fails."""
 
 _MARKS: dict[str, str] = {"pending": "[ ]", "in_progress": "[~]", "done": "[x]"}
 _WORDS: dict[str, str] = {"pending": "pending", "in_progress": "in progress", "done": "done"}
 SECTION_HEADING = "## Task list"
-
-
-def clean_task_text(text: str) -> str:
-    """Task text as it is kept and shown: one line of plain text (control characters removed, whitespace
-    collapsed)."""
-    return " ".join(without_control_sequences(text).split())
 
 
 def status_word(status: str) -> str:
@@ -97,21 +89,8 @@ def over_budget(tasks: Sequence[Task], budget_tokens: int) -> str | None:
 
 def checked_items(items: Sequence[tuple[str, TaskStatus]], budget_tokens: int) -> list[tuple[str, TaskStatus]]:
     """The items with their text cleaned, or CoError saying what is wrong with the list (one line, numbered as
-    the list is)."""
-    if len(items) > MAX_TASKS:
-        raise CoError(f"a task list holds at most {MAX_TASKS} tasks (this one has {len(items)}); merge or drop some")
-    cleaned: list[tuple[str, TaskStatus]] = []
-    seen: dict[str, int] = {}
-    for n, (raw, status) in enumerate(items, 1):
-        text = clean_task_text(raw)
-        if not text:
-            raise CoError(f"task {n} is empty")
-        if len(text) > MAX_TASK_CHARS:
-            raise CoError(f"task {n} has {len(text):,} characters, more than {MAX_TASK_CHARS}; say it shorter")
-        if text.casefold() in seen:
-            raise CoError(f"task {n} repeats task {seen[text.casefold()]}: {text}")
-        seen[text.casefold()] = n
-        cleaned.append((text, status))
+    the list is): the rules every list keeps (``store.tasks.checked_items``), and ``budget_tokens``."""
+    cleaned = task_rows.checked_items(items)
     tokens = section_tokens([Task(text, status, 0.0, 0.0) for text, status in cleaned])
     if tokens > budget_tokens:
         raise CoError(
