@@ -497,6 +497,8 @@ PROJECT_SCOPES: dict[str, ProjectScope] = {
     "tasks_keep_done_hours": _PROJECT,
     "trash_retention_days": ProjectScope("user", "it purges the trash of every project"),
     "serve_max_request_bytes": ProjectScope("user", "co serve answers for every project"),
+    "serve_request_timeout": ProjectScope("user", "co serve answers for every project"),
+    "serve_search_timeout": ProjectScope("user", "co serve answers for every project"),
     "auto_title": _PROJECT,
     "mcp_servers": _PROVIDER,
     "mcp_schema_budget_tokens": _PROJECT,
