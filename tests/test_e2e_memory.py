@@ -9,17 +9,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.co_process import expect_prompt, run_co, send_line, spawn_co
+from tests.support.readings import WRITES_GO
 from tests.support.scripted_server import ScriptedServer, Text, ToolCalls
-
-WRITES_GO = {
-    "text": "I write Go at work every day",
-    "quote": "I write Go at work every day",
-    "about": "user",
-    "topic": "work_language",
-    "kind": "fact",
-    "replaces": None,
-}
-"""The reading of "I write Go at work every day, keep that in mind" as a model answers it."""
 
 pytestmark = pytest.mark.e2e
 

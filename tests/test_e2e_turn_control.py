@@ -10,20 +10,11 @@ import pexpect
 import pytest
 
 from tests.support.co_process import ctrl_c, expect_prompt, send_line, spawn_co
+from tests.support.readings import WRITES_GO
 from tests.support.screen import screen_lines
 from tests.support.scripted_server import ScriptedServer, Text, ToolCalls
 from tests.test_e2e_chat import repl
 from tests.test_tools_shell import wait_for_file
-
-WRITES_GO = {
-    "text": "I write Go at work every day",
-    "quote": "I write Go at work every day",
-    "about": "user",
-    "topic": "work_language",
-    "kind": "fact",
-    "replaces": None,
-}
-"""The reading of "I write Go at work every day, keep that in mind" as a model answers it."""
 
 pytestmark = pytest.mark.e2e
 

@@ -19,17 +19,8 @@ from co_cli.serve.errors import ApiError
 from co_cli.serve.history import ChatMessage
 from co_cli.serve.server import make_context
 from co_cli.store import Store
+from tests.support.readings import WRITES_GO
 from tests.support.scripted_server import ScriptedServer, Text, ToolCalls
-
-WRITES_GO = {
-    "text": "I write Go at work every day",
-    "quote": "I write Go at work every day",
-    "about": "user",
-    "topic": "work_language",
-    "kind": "fact",
-    "replaces": None,
-}
-"""The reading of "I write Go at work every day, keep that in mind" as a model answers it."""
 
 pytestmark = pytest.mark.allow_model_requests
 
