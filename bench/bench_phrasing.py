@@ -207,7 +207,7 @@ def model(args: argparse.Namespace, texts: Sequence[str]) -> list[Reader]:
 
     from co_cli.config import load_settings
     from co_cli.memory.extract import Reading, read_message
-    from co_cli.memory.structured_answer import ProseAnswer
+    from co_cli.models.structured_answer import ProseAnswer
     from co_cli.models import resolve_model
     from co_cli.secrets import find_secret
     from co_cli.store import Store

@@ -11,7 +11,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from co_cli.memory.extract import Reading
 from co_cli.memory.grounding import from_a_secret, grounded, names, normalise, quoted, said
-from co_cli.memory.structured_answer import ask
+from co_cli.models.structured_answer import ask
 
 pytestmark = pytest.mark.allow_model_requests
 

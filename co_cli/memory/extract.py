@@ -40,7 +40,7 @@ from co_cli.cues import memory_suggestions
 from co_cli.errors import CoError
 from co_cli.memory.grounding import from_a_secret, grounded, normalise, quoted, said
 from co_cli.memory.retrieval import near_duplicate, query_terms
-from co_cli.memory.structured_answer import ProseAnswer, ask
+from co_cli.models.structured_answer import ProseAnswer, ask
 from co_cli.secrets import find_secret
 from co_cli.store.memories import NO_SUBJECT, TOPIC_MAX_CHARS, Memories, Memory, Subject, parse_ref
 from co_cli.store.queue import ExtractionQueue, QueuedTurn
