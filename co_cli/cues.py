@@ -84,3 +84,81 @@ def memory_suggestions(message: str) -> list[MemorySuggestion]:
         elif _ABOUT_ME.search(sentence):
             found.append(MemorySuggestion(sentence, "a statement about you"))
     return found
+
+
+# ----- compaction ----------------------------------------------------------------------------------------------
+# Used when the summariser answered in plain text (or failed, and the digest stands in): the user's sentences
+# that read as a standing rule, a change of an earlier fact or the next step are listed by ``/compact show``
+# with the command that would apply them (``/pin``, ``/tasks add``). Nothing is pinned or quoted into the
+# summary from these.
+
+MAX_RULE_CHARS = 400
+"""A longer "sentence" (a paragraph without stops) is not a rule."""
+
+_WORD_RE = re.compile(r"[\w'’-]+")
+_INTERROGATIVE_STARTS_TEXT = """
+    how what why when where which who whom whose is are was were does did can could would will shall may might
+    have has should am
+"""
+_INTERROGATIVE_STARTS = frozenset(_INTERROGATIVE_STARTS_TEXT.split())
+_SUBJECTS = frozenset({"you", "we", "i", "they", "it", "he", "she"})
+
+_STANDING_START_RE = re.compile(
+    r"^(?:(?:please|and|also|so|oh|ok|okay|remember|remember to|note|one more thing|important)[,:]?\s+)*"
+    r"(?:always|never|don't|do not|dont|stop \w+ing|avoid|only ever)\b",
+    re.IGNORECASE,
+)
+_STANDING_ANYWHERE_RE = re.compile(
+    r"\b(?:from now on|going forward|hard rule|as a rule|golden rule|standing rule|rule of thumb|for the rest of "
+    r"(?:this|the) (?:session|conversation|project)|(?:you|we) (?:must|should|have to) (?:always|never)|"
+    r"(?:i|we) (?:always |strongly )?prefer|make sure (?:to |you )?always|never ever)\b",
+    re.IGNORECASE,
+)
+_NOT_STANDING_RE = re.compile(
+    r"^(?:please\s+)?(?:don't|do not|never) (?:worry|mind|know|think|understand|see|get|remember|care|bother|"
+    r"forget)\b|\b(?:yet|for now|right now|this time|today|just now)\b",
+    re.IGNORECASE,
+)
+"""Not a standing rule: a figure of speech ("never mind"), a reminder, or something for now only."""
+
+_CHANGE_RE = re.compile(
+    r"^(?:correction|update|actually|change of plan)\b|\b(?:moved|changed|switched|renamed|migrated) "
+    r"(?:to|from)\b|\bno longer\b|\binstead of\b|\bnot [\w.-]+ any ?more\b|\bhas been replaced\b",
+    re.IGNORECASE,
+)
+_NEXT_STEP_RE = re.compile(r"\bnext (?:step|steps|thing|task)\b", re.IGNORECASE)
+
+
+def _words(text: str) -> list[str]:
+    return [word.lower().replace("’", "'") for word in _WORD_RE.findall(text)]
+
+
+def is_question(sentence: str) -> bool:
+    """Whether one sentence asks (ends with "?", or starts as an English question does)."""
+    if sentence.rstrip("\"')]").endswith(("?", "？")):
+        return True
+    words = _words(sentence)
+    if not words:
+        return False
+    if words[0] in _INTERROGATIVE_STARTS:
+        return True
+    return words[0] == "do" and len(words) > 1 and words[1] in _SUBJECTS
+
+
+def is_standing(sentence: str) -> bool:
+    """Whether one sentence reads as a rule or preference in English ("Never run migrations on prod.")."""
+    if len(sentence) > MAX_RULE_CHARS or len(_words(sentence)) < 3 or is_question(sentence):
+        return False
+    if _NOT_STANDING_RE.search(sentence):
+        return False
+    return bool(_STANDING_START_RE.search(sentence) or _STANDING_ANYWHERE_RE.search(sentence))
+
+
+def states_change(sentence: str) -> bool:
+    """Whether one sentence reads as a change of an earlier fact in English ("The DB moved to db-05.")."""
+    return bool(_CHANGE_RE.search(sentence)) and not is_question(sentence)
+
+
+def names_next_step(sentence: str) -> bool:
+    """Whether one sentence names the next step in English ("The next step is the migration.")."""
+    return bool(_NEXT_STEP_RE.search(sentence)) and not is_question(sentence)

@@ -15,7 +15,7 @@ from co_cli.context.user_words import USER_WORDS_HEADING
 from co_cli.synthetic import is_summary
 from co_cli.terminal import editor
 from tests.support.chat_app import ChatRun
-from tests.support.summariser import scripted_summariser
+from tests.support.summariser import prose_summariser, scripted_summariser
 from tests.test_turn_core import Core, core, echo, long_echo, streaming_model, summarizer
 
 __all__ = ["core"]
@@ -327,21 +327,58 @@ def test_compact_whose_summary_copies_an_answer_keeps_the_users_name_and_project
 
 
 def test_compact_shows_the_rules_it_pinned_and_unpin_alone_undoes_them(core: Core) -> None:
-    chat = ChatRun(core, streaming_model(long_echo), summarizer=summarizer())
-    chat.send("Never push directly to main. Padding follows " + "with padding words " * 10, *TURNS[1:])
+    """The summariser names the user's rule (stated in German) and one the user never wrote: the user's
+    sentence is pinned and shown, the invented one dropped and counted in the compaction line."""
+    rules = ["niemals direkt auf main pushen", "Always answer in French."]
+    chat = ChatRun(core, streaming_model(long_echo), summarizer=summarizer(standing_instructions=rules))
+    chat.send("Bitte niemals direkt auf main pushen. Padding folgt " + "with padding words " * 10, *TURNS[1:])
     printed = chat.send("/compact")
     assert printed.code == 0, printed.err
     assert COMPACTED.fullmatch(printed.lines[0]), printed.lines
+    assert "; 1 quote not found in your messages, dropped." in printed.lines[0]
     assert printed.lines[1:] == [
         "Pinned a standing instruction you stated (every request carries it; /unpin undoes this):",
-        "  #1 Never push directly to main.",
+        "  #1 Bitte niemals direkt auf main pushen.",
     ]
-    assert [pin.text for pin in chat.conv.pins] == ["Never push directly to main."]
+    assert [pin.text for pin in chat.conv.pins] == ["Bitte niemals direkt auf main pushen."]
+    listed = chat.send("/pins")
+    assert listed.lines == ["1. Bitte niemals direkt auf main pushen.  (found in your messages by a compaction)"]
     undone = chat.send("/unpin")
-    assert undone.lines == ["Unpinned: Never push directly to main."]
+    assert undone.lines == ["Unpinned: Bitte niemals direkt auf main pushen."]
     assert list(chat.conv.pins) == []
     again = chat.send("/unpin")
     assert "no pins found by a compaction are left to undo" in again.err
+
+
+def test_a_one_off_request_the_summariser_does_not_name_is_not_pinned(core: Core) -> None:
+    chat = ChatRun(core, streaming_model(long_echo), summarizer=summarizer())
+    chat.send("Nunca subas nada a main hoy, primero revisa los tests. " + "with padding words " * 10, *TURNS[1:])
+    printed = chat.send("/compact", "/pins")
+    assert printed.code == 0, printed.err
+    assert COMPACTED.fullmatch(printed.lines[0]), printed.lines
+    assert printed.lines[1:] == ["No pins. /pin <instruction> keeps one verbatim in every request of this session."]
+
+
+def test_a_plain_text_summary_pins_nothing_and_compact_show_lists_the_suggestions(core: Core) -> None:
+    """The summariser answers in plain text even when shown the schema: nothing is pinned; the English cues'
+    readings are listed by /compact show with the command that would apply each, and applying one works."""
+    plain = prose_summariser(SUMMARY, model_name="prose")
+    chat = ChatRun(core, streaming_model(long_echo), summarizer=plain)
+    first = "Never push directly to main. The next step is the changelog. Padding " + "with padding words " * 10
+    chat.send(first, *TURNS[1:])
+    printed = chat.send("/compact", "/compact show")
+    assert printed.code == 0, printed.err
+    assert printed.lines[0].endswith(
+        "/compact show reads it and lists 2 suggestions from your words, /uncompact undoes it."
+    ), printed.lines
+    assert list(chat.conv.pins) == []
+    listing = printed.out.split("Suggested from your words", 1)[1]
+    assert "  rule: Never push directly to main.\n    /pin Never push directly to main." in listing
+    assert "  next step: The next step is the changelog.\n    /tasks add The next step is the changelog." in listing
+    applied = chat.send("/pin Never push directly to main.", "/compact show")
+    assert [pin.text for pin in chat.conv.pins] == ["Never push directly to main."]
+    assert "rule: Never push directly to main." not in applied.out  # pinned now: no longer suggested
+    assert "next step: The next step is the changelog." in applied.out
 
 
 def test_compact_show_and_context_tell_what_of_the_users_words_is_kept(core: Core) -> None:

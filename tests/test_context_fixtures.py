@@ -19,7 +19,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
 from co_cli.synthetic import STATIC_MARKER, ack_response, upgrade_legacy
-from tests.support.summariser import scripted_summariser
+from tests.support.summariser import scripted_summariser, typed_summary
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -106,7 +106,8 @@ def texts_of(messages: Sequence[ModelMessage]) -> str:
 
 
 def recording_model(answer: Callable[[str], str] | str = "A short summary.") -> tuple[FunctionModel, list[str]]:
-    """A summariser model that records each prompt it receives and answers with ``answer``."""
+    """A summariser model that records each prompt it receives and answers with ``answer`` as its summary (a
+    typed answer with no other field; plain text where text is asked for)."""
     prompts: list[str] = []
 
     def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -118,7 +119,7 @@ def recording_model(answer: Callable[[str], str] | str = "A short summary.") -> 
         )
         prompts.append(prompt)
         text = answer(prompt) if callable(answer) else answer
-        return ModelResponse(parts=[TextPart(text)])
+        return typed_summary(info, text)
 
     return scripted_summariser(respond), prompts
 

@@ -28,7 +28,7 @@ from co_cli.context.governor import ContextGovernor, GovernorEvent
 from co_cli.context.policy import FALLBACK_COOLDOWN_REQUESTS, GovernorConfig
 from co_cli.context.repair import tool_pairs_valid
 from co_cli.synthetic import is_summary
-from tests.support.summariser import scripted_summariser
+from tests.support.summariser import scripted_summariser, typed_summary
 from tests.test_context_fixtures import (
     calls,
     conversation,
@@ -69,7 +69,7 @@ class CountingModel:
         self.calls += 1
         if self.fail:
             raise RuntimeError("provider down")
-        return ModelResponse(parts=[TextPart("Short summary.")])
+        return typed_summary(info, "Short summary.")
 
 
 async def _send(governor: ContextGovernor, messages: list[ModelMessage], run_id: str = "run-1") -> list[ModelMessage]:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse
 from pydantic_ai.models import ModelRequestContext, ModelRequestParameters
 from pydantic_ai.models.function import FunctionModel
 
@@ -27,7 +27,7 @@ from co_cli.context.policy import GovernorConfig
 from co_cli.context.repair import repair_orphans, tool_pairs_valid
 from co_cli.context.tokens import estimate_messages_tokens
 from co_cli.message_view import user_text
-from tests.support.summariser import scripted_summariser
+from tests.support.summariser import scripted_summariser, typed_summary
 from tests.test_context_fixtures import ack, calls, reply, returns, static_marker, summary_message, texts_of, user
 
 OUTPUT_SIZES = (5, 120, 900, 6000)
@@ -77,7 +77,7 @@ def _summarizer(kind: str) -> FunctionModel:
     def respond(messages: list[ModelMessage], info: Any) -> ModelResponse:
         if kind == "fail":
             raise RuntimeError("down")
-        return ModelResponse(parts=[TextPart("Short summary." if kind == "ok" else "long " * 4000)])
+        return typed_summary(info, "Short summary." if kind == "ok" else "long " * 4000)
 
     return scripted_summariser(respond)
 

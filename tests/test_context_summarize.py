@@ -1,12 +1,16 @@
-"""The summariser: prompt contents, focus, previous summaries, chunking."""
+"""The summariser: prompt contents, focus, previous summaries, chunking, and its typed answer (forced tool,
+prompted JSON, plain text)."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
 import pytest
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
+from pydantic_ai.models.function import AgentInfo
 
-from co_cli.context.summarize import render_transcript, summarize_messages
+from co_cli.context.summarize import SummaryMode, render_transcript, summarize_messages
+from tests.support.summariser import scripted_summariser, typed_summary
 from tests.test_context_fixtures import (
     calls,
     conversation,
@@ -29,7 +33,7 @@ def anyio_backend() -> str:
 async def test_prompt_asks_for_what_must_survive() -> None:
     model, prompts = recording_model("Goal: fix the parser.")
     summary = await summarize_messages(conversation(2), model)
-    assert summary == "Goal: fix the parser."
+    assert summary.text == "Goal: fix the parser." and summary.typed
     prompt = prompts[0]
     for needle in ("latest instructions", "verbatim", "Decisions", "Constraints", "Errors", "failed", "next step"):
         assert needle in prompt
@@ -64,7 +68,7 @@ async def test_big_middle_is_summarised_in_chunks_then_merged() -> None:
     assert f"part 1 of {len(chunk_prompts)}" in chunk_prompts[0]
     assert all(len(p) // 4 <= 2000 for p in chunk_prompts)
     assert len(merge_prompts) == 1 and merge_prompts[0].count("<part>") == len(chunk_prompts)
-    assert summary == "merged"
+    assert summary.text == "merged"
 
 
 async def test_small_middle_is_one_call_even_with_a_budget() -> None:
@@ -100,7 +104,8 @@ async def test_the_summary_request_is_streamed() -> None:
         for chunk in ("Goal: fix ", "the parser."):
             yield chunk
 
-    assert await summarize_messages(conversation(2), FunctionModel(stream_function=stream)) == "Goal: fix the parser."
+    summary = await summarize_messages(conversation(2), FunctionModel(stream_function=stream))
+    assert summary.text == "Goal: fix the parser." and not summary.typed  # prose, even when shown the schema
 
 
 def test_a_summary_request_is_never_retried_and_waits_for_silence_only() -> None:
@@ -108,3 +113,109 @@ def test_a_summary_request_is_never_retried_and_waits_for_silence_only() -> None
 
     limits = summary_time_limits("openai:gpt-4o-mini", 120.0)
     assert limits == {"timeout": 120.0, "first_event_timeout": 120.0, "max_retries": 0}
+
+
+# --- the typed answer ---------------------------------------------------------------------------------------
+
+
+def _part_answer(prompt: str, info: AgentInfo) -> ModelResponse:
+    """Each part names its own rule, change, person and next step; a merge request gets plain text."""
+    if "<transcript>" not in prompt:
+        return typed_summary(info, "merged")
+    n = prompt.split("This is part ", 1)[1].split(" ", 1)[0]
+    return typed_summary(
+        info,
+        f"part {n}",
+        standing_instructions=[f"regla {n}", "regla común"],
+        changes=[{"quote": f"cambio {n}", "old": "a", "new": "b"}],
+        next_step=f"paso {n}" if n != "3" else None,
+        people=["Lucía", f"Persona {n}"],
+    )
+
+
+async def test_the_answer_is_typed_and_its_fields_are_returned_unverified() -> None:
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        assert info.output_tools and not info.function_tools  # a forced output tool, no other tool
+        return typed_summary(
+            info, "## Goal\nDocs.", standing_instructions=["Schreib kurz."], next_step="Dann testen.", people=["Ada"]
+        )
+
+    summary = await summarize_messages(conversation(2), scripted_summariser(respond))
+    assert summary.typed
+    assert summary.answer.standing_instructions == ["Schreib kurz."]
+    assert (summary.answer.next_step, summary.answer.people) == ("Dann testen.", ["Ada"])
+
+
+async def test_chunks_carry_their_fields_into_the_merge_the_later_next_step_wins() -> None:
+    prompts: list[str] = []
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        prompt = str(messages[-1].parts[-1].content)  # type: ignore[union-attr]
+        prompts.append(prompt)
+        return _part_answer(prompt, info)
+
+    summary = await summarize_messages(
+        conversation(30, "o" * 1500), scripted_summariser(respond), max_input_tokens=2000
+    )
+    parts = sum("<transcript>" in p for p in prompts)
+    assert parts >= 3 and summary.typed and summary.text == "merged"
+    answer = summary.answer
+    assert answer.standing_instructions == ["regla 1", "regla común", *(f"regla {n}" for n in range(2, parts + 1))]
+    assert [c.quote for c in answer.changes] == [f"cambio {n}" for n in range(1, parts + 1)]
+    assert answer.people == ["Lucía", *(f"Persona {n}" for n in range(1, parts + 1))]
+    assert answer.next_step == (f"paso {parts}" if parts != 3 else "paso 2")  # part 3 names none
+
+
+async def test_a_prose_answer_switches_to_prompted_json_once_for_the_session() -> None:
+    modes: list[str] = []
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        mode = info.model_request_parameters.output_mode
+        modes.append(mode)
+        if mode == "tool":  # a server that ignores the forced tool call
+            return ModelResponse(parts=[TextPart("## Goal\nprose")])
+        return typed_summary(info, "## Goal\njson", next_step="Потом тесты.")
+
+    model, mode = scripted_summariser(respond), SummaryMode()
+    first = await summarize_messages(conversation(2), model, mode=mode)
+    assert (first.typed, first.text, first.answer.next_step) == (True, "## Goal\njson", "Потом тесты.")
+    assert modes == ["tool", "prompted"] and mode.prompted
+    await summarize_messages(conversation(2), model, mode=mode)
+    assert modes == ["tool", "prompted", "prompted"]  # asked as prompted JSON from the start now
+
+
+async def test_prose_even_when_shown_the_schema_is_a_plain_text_summary() -> None:
+    requests: list[str] = []
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        requests.append(info.model_request_parameters.output_mode)
+        return ModelResponse(parts=[TextPart("## Goal\nplain words")])
+
+    summary = await summarize_messages(conversation(2), scripted_summariser(respond))
+    assert (summary.typed, summary.text, requests) == (False, "## Goal\nplain words", ["tool", "prompted"])
+    assert summary.answer.standing_instructions == [] and summary.answer.next_step is None
+
+
+async def test_a_model_that_is_prompted_anyway_is_not_asked_twice() -> None:
+    """The embedded engine's profile asks for prompted output: its prose answer is taken as plain text at
+    once (asking again would repeat the same slow request)."""
+    from pydantic_ai.profiles import ModelProfile
+
+    requests: list[str] = []
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        requests.append(info.model_request_parameters.output_mode)
+        return ModelResponse(parts=[TextPart("## Goal\nlocal words")])
+
+    model = scripted_summariser(respond)
+    model._profile = ModelProfile(default_structured_output_mode="prompted")
+    summary = await summarize_messages(conversation(2), model)
+    assert (summary.typed, summary.text, requests) == (False, "## Goal\nlocal words", ["prompted"])
+
+
+async def test_a_broken_json_object_is_no_summary() -> None:
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[TextPart('{"summary": "## Goal\\nunfinished')])
+
+    with pytest.raises(RuntimeError, match="neither a summary nor the object asked for"):
+        await summarize_messages(conversation(2), scripted_summariser(respond))

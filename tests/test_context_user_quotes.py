@@ -1,80 +1,261 @@
-"""The next step and the changes the user stated, quoted into an accepted summary."""
+"""What compaction does with the summariser's typed answer: every quote checked against the user's own words,
+rules offered as pins, the next step quoted under "Pending", changes placed last, invented quotes dropped and
+counted; and without a typed answer, English cues that only suggest. In several languages."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pytest
 
-from co_cli.context.compact import CompactionResult, compact_middle
-from co_cli.context.summarize import standing_instruction_quotes
-from co_cli.context.user_quotes import CHANGES, NEXT_STEP, quote_user, stated
+from co_cli.context.compact import CompactionResult, compact_all, compact_middle, compaction_line
+from co_cli.context.summarize import Change, SummaryAnswer
+from co_cli.context.user_quotes import (
+    CHANGES_HEADING,
+    NEXT_STEP_HEADING,
+    StatedChange,
+    Suggestion,
+    carried_suggestions,
+    changes_block,
+    quote_next_step,
+    read_answer,
+    suggest,
+)
 from co_cli.context.user_words import USER_WORDS_HEADING, Entry
-from tests.test_context_fixtures import recording_model, texts_of
+from tests.support.summariser import prose_summariser, typed_summariser
+from tests.test_context_fixtures import texts_of
 from tests.test_context_user_words import chatty
 
 pytestmark = pytest.mark.anyio
 
-
-def test_the_users_stated_next_step_is_quoted_under_the_summarys_pending_heading() -> None:
-    entries = [
-        Entry("The demo is on March 14. Next step once we are done here: write scripts/backfill.py."),
-        Entry("What is the next step for the parser?"),  # a question states no step
-    ]
-    quotes = stated(entries, NEXT_STEP)
-    assert quotes == ["Next step once we are done here: write scripts/backfill.py."]
-    body = "## Goal\nShip the ledger.\n\n## Pending and next step\n- Add an outbox table.\n"
-    text = quote_user(body, NEXT_STEP, quotes)
-    assert text.index("## Pending and next step") < text.index(NEXT_STEP.heading) < text.index("> Next step once")
-    assert text.index("> Next step once") < text.index("- Add an outbox table.")
-    # no such heading: at the end; already there: not repeated; nothing to quote: unchanged
-    assert quote_user("## Goal\nShip it.", NEXT_STEP, quotes).endswith(
-        "> Next step once we are done here: write scripts/backfill.py."
-    )
-    assert quote_user(text, NEXT_STEP, quotes) == text
-    assert quote_user(body, NEXT_STEP, []) == body
+BODY = "## Goal\nShip v3.2.\n\n## Pending and next step\n- Review the linter output of tools/check.py."
 
 
-def test_the_changes_the_user_stated_are_quoted_newest_last_and_never_become_pins() -> None:
-    entries = [
-        Entry("The staging database is on staging-db-02 for now."),
-        Entry("~ Correction: the staging database moved to staging-db-05 this morning. … [staging-db-05]"),
-        Entry("We no longer deploy on Fridays. Why did the build fail?"),
-        Entry("Could we switch to Postgres instead of SQLite?"),  # a question changes nothing
-    ]
-    quotes = stated(entries, CHANGES)
-    assert quotes == [
-        "Correction: the staging database moved to staging-db-05 this morning.",
-        "We no longer deploy on Fridays.",
-    ]
-    body = "## Goal\nShip it.\n\n## Standing instructions\n> none"
-    text = quote_user(body, CHANGES, quotes)
-    # before the summary's standing instructions, whose "> " lines are read as rules to pin
-    assert text.index(CHANGES.heading) < text.index("## Standing instructions")
-    assert standing_instruction_quotes(text) == []
-    assert text.endswith("## Standing instructions\n> none")
+@dataclass(frozen=True)
+class Said:
+    """One conversation's sentences in one language, and what a summariser's typed answer quotes of them."""
+
+    rule: str
+    one_off: str
+    change: str
+    old: str
+    next_step: str
+    person: str
+    rule_fragment: str
+    change_fragment: str
+    step_fragment: str
+    invented_rule: str
+
+    def prompts(self) -> list[str]:
+        return [self.rule, self.one_off, f"{self.change} {self.person}", self.next_step]
+
+    def answer(self) -> dict[str, object]:
+        return {
+            "standing_instructions": [self.rule_fragment, self.invented_rule],
+            "changes": [{"quote": self.change_fragment, "old": self.old, "new": "?"}],
+            "next_step": self.step_fragment,
+            "people": [self.person.split()[0]],
+        }
 
 
-async def test_an_accepted_summary_quotes_the_next_step_and_the_change_the_user_stated() -> None:
-    """A summariser writes its own idea of the next step under "Pending"; the user's stated one is quoted
-    right under that heading, the user's correction at the end of the summary, each once only after a later
-    compaction."""
-    prompts = [
-        "The demo is on March 14. Next step once we are done here: write scripts/backfill.py for last month.",
-        "How does the outbox table work?",
-        "Correction: the staging database moved to staging-db-05 this morning.",
-    ]
-    body = "## Goal\nShip the ledger service.\n\n## Pending and next step\n- Create the outbox table."
-    model, _ = recording_model(body)
-    result = await compact_middle(chatty(prompts), model, max_history_messages=4)
+ENGLISH = Said(
+    rule="From now on, write every commit message in the imperative mood.",
+    one_off="Please run the linter on tools/check.py now.",
+    change="Small update: the review meeting moved from Tuesday to Thursday.",
+    old="Tuesday",
+    next_step="The next step, once that is merged: draft the release notes for v3.2.",
+    person="Priya reads the notes.",
+    rule_fragment="write every commit message in the imperative mood",
+    change_fragment="the review meeting moved from Tuesday to Thursday",
+    step_fragment="draft the release notes for v3.2",
+    invented_rule="Always answer in French.",
+)
+GERMAN = Said(
+    rule="Schreib Commit-Nachrichten ab sofort immer im Imperativ.",
+    one_off="Lass bitte jetzt den Linter über tools/check.py laufen.",
+    change="Kleine Änderung: das Review-Treffen ist von Dienstag auf Donnerstag verschoben.",
+    old="Dienstag",
+    next_step="Danach entwerfen wir die Release-Notizen für v3.2.",
+    person="Jürgen prüft die Notizen.",
+    rule_fragment="Commit-Nachrichten ab sofort immer im Imperativ",
+    change_fragment="das Review-Treffen ist von Dienstag auf Donnerstag verschoben",
+    step_fragment="entwerfen wir die Release-Notizen für v3.2",
+    invented_rule="Antworte immer auf Französisch.",
+)
+SPANISH = Said(
+    rule="A partir de ahora, escribe los mensajes de commit siempre en imperativo.",
+    one_off="Ejecuta ahora el linter sobre tools/check.py, por favor.",
+    change="Un cambio: la reunión de revisión pasó del martes al jueves.",
+    old="martes",
+    next_step="Después redactamos las notas de la versión v3.2.",
+    person="Lucía revisa las notas.",
+    rule_fragment="escribe los mensajes de commit siempre en imperativo",
+    change_fragment="la reunión de revisión pasó del martes al jueves",
+    step_fragment="redactamos las notas de la versión v3.2",
+    invented_rule="Responde siempre en francés.",
+)
+JAPANESE = Said(
+    rule="これからはコミットメッセージを必ず命令形で書いてください。",
+    one_off="今すぐ tools/check.py にリンターをかけてください。",
+    change="変更です：レビュー会議は火曜日から木曜日に移りました。",
+    old="火曜日",
+    next_step="その後、v3.2のリリースノートを書きます。",
+    person="佐藤 さんがノートを確認します。",
+    rule_fragment="コミットメッセージを必ず命令形で書いて",
+    change_fragment="レビュー会議は火曜日から木曜日に移りました",
+    step_fragment="v3.2のリリースノートを書きます",
+    invented_rule="常にフランス語で答えてください。",
+)
+RUSSIAN = Said(
+    rule="Отныне всегда пиши сообщения коммитов в повелительном наклонении.",
+    one_off="Запусти сейчас линтер на tools/check.py.",
+    change="Изменение: встреча по ревью перенесена со вторника на четверг.",
+    old="вторника",
+    next_step="Потом пишем заметки к релизу v3.2.",
+    person="Ольга проверяет заметки.",
+    rule_fragment="всегда пиши сообщения коммитов в повелительном наклонении",
+    change_fragment="встреча по ревью перенесена со вторника на четверг",
+    step_fragment="пишем заметки к релизу v3.2",
+    invented_rule="Всегда отвечай по-французски.",
+)
+LANGUAGES = pytest.mark.parametrize(
+    "said", [ENGLISH, GERMAN, SPANISH, JAPANESE, RUSSIAN], ids=["en", "de", "es", "ja", "ru"]
+)
+
+
+def summary_of(result: CompactionResult) -> str:
+    return texts_of([result.replacement[result.head]])
+
+
+@LANGUAGES
+async def test_a_typed_answer_is_verified_then_acted_on(said: Said) -> None:
+    model = typed_summariser(BODY, **said.answer())
+    result = await compact_middle(chatty(said.prompts()), model, max_history_messages=4)
     assert isinstance(result, CompactionResult) and result.method == "summary"
-    text = texts_of([result.replacement[result.head]])
-    quote = "> Next step once we are done here: write scripts/backfill.py for last month."
-    assert text.index("## Pending and next step") < text.index(quote) < text.index("- Create the outbox table.")
-    change = "> Correction: the staging database moved to staging-db-05 this morning."
-    assert text.index("- Create the outbox table.") < text.index(change) < text.index(USER_WORDS_HEADING)
-    later = [*result.messages[:-1], *chatty(["Now about logging?", "And the log format?", "Which level?"])]
-    copied = texts_of([result.replacement[result.head]]).split("\n\n" + USER_WORDS_HEADING)[0]
-    model, _ = recording_model(copied)  # a summariser that copies the earlier summary, quote and all
-    second = await compact_middle(later, model, max_history_messages=4)
+    # the verified rule is offered as a pin, as the user wrote it; the one-off request the model did not list
+    # is not, and neither is the rule the model invented: that one is dropped and counted
+    assert result.standing_instructions == (said.rule,)
+    assert said.one_off not in result.standing_instructions
+    assert result.dropped_quotes == 1 and result.dropped_names == 0
+    assert "; 1 quote not found in your messages, dropped." in compaction_line(result)
+    assert result.suggestions == ()
+    text = summary_of(result)
+    # the next step, the user's sentence, right under the summary's "Pending" heading
+    step = text.index(f"{NEXT_STEP_HEADING}\n> {said.next_step}")
+    assert text.index("## Pending and next step") < step < text.index("- Review the linter output")
+    # the change closes the summary: after the user's words, the last thing before the recent messages
+    assert text.index(USER_WORDS_HEADING) < text.index(CHANGES_HEADING)
+    assert text.rstrip().endswith(f"{CHANGES_HEADING}\n> {said.change}  (before: {said.old})")
+
+
+@LANGUAGES
+async def test_without_a_typed_answer_nothing_is_pinned_or_quoted_and_cues_only_suggest(said: Said) -> None:
+    model = prose_summariser(BODY + "\n\n## Standing instructions\n> " + said.rule)
+    result = await compact_middle(chatty(said.prompts()), model, max_history_messages=4)
+    assert isinstance(result, CompactionResult) and result.method == "summary"
+    assert result.standing_instructions == ()
+    text = summary_of(result)
+    assert NEXT_STEP_HEADING not in text and CHANGES_HEADING not in text
+    expected = (
+        (
+            Suggestion("rule", ENGLISH.rule),
+            Suggestion("change", ENGLISH.change),
+            Suggestion("next step", ENGLISH.next_step),
+        )
+        if said is ENGLISH
+        else ()  # the cues know English phrasings only
+    )
+    assert result.suggestions == expected
+    assert carried_suggestions(result.replacement[result.head]) == list(expected)
+    if expected:
+        assert "/compact show reads it and lists 3 suggestions from your words" in compaction_line(result)
+        assert [s.command for s in expected] == [
+            f"/pin {ENGLISH.rule}",
+            f"/pin {ENGLISH.change}",
+            f"/tasks add {ENGLISH.next_step}",
+        ]
+
+
+async def test_a_digest_suggests_too_and_pins_nothing() -> None:
+    result = await compact_middle(chatty(ENGLISH.prompts()), None, max_history_messages=4)
+    assert isinstance(result, CompactionResult) and result.method == "digest"
+    assert result.standing_instructions == ()
+    assert Suggestion("rule", ENGLISH.rule) in result.suggestions
+    assert carried_suggestions(result.replacement[result.head]) == list(result.suggestions)
+
+
+def test_read_answer_checks_every_quote_name_and_earlier_value() -> None:
+    users = ["Ab morgen liegt das Archiv auf nas-7 statt auf nas-2.", "Frag bitte Henrike, bevor du löschst."]
+    stretch = [*users, "Verstanden, ich frage Henrike vorher."]
+    answer = SummaryAnswer(
+        summary="…",
+        changes=[
+            Change(quote="das Archiv auf nas-7 statt auf nas-2", old="nas-2", new="nas-7"),
+            Change(quote="Das Archiv liegt jetzt auf nas-9.", old="nas-7", new="nas-9"),  # invented
+            Change(quote="liegt das Archiv auf nas-7", old="nas-1", new="nas-7"),  # the same sentence again
+        ],
+        next_step="Henrike fragen",  # not the user's words (they wrote "Frag bitte Henrike")
+        people=["Henrike", "Konstantin"],
+    )
+    reading = read_answer(answer, users, stretch)
+    assert reading.changes == (StatedChange("Ab morgen liegt das Archiv auf nas-7 statt auf nas-2.", "nas-2"),)
+    assert reading.next_step is None
+    assert reading.people == ("Henrike",)
+    assert (reading.dropped_quotes, reading.dropped_names) == (2, 1)
+    unknown_old = read_answer(answer.model_copy(update={"changes": [answer.changes[2]]}), users, stretch)
+    assert unknown_old.changes == (StatedChange("Ab morgen liegt das Archiv auf nas-7 statt auf nas-2."),)
+
+
+def test_the_next_step_goes_under_the_pending_heading_or_at_the_end() -> None:
+    text = quote_next_step(BODY, "Después redactamos las notas.")
+    assert text.index("## Pending and next step") < text.index(NEXT_STEP_HEADING) < text.index("- Review the")
+    assert quote_next_step("## Goal\nShip it.", "Next: the notes.").endswith(f"{NEXT_STEP_HEADING}\n> Next: the notes.")
+    assert quote_next_step(text, "después redactamos las notas.") == text  # held already
+    assert quote_next_step(BODY, None) == BODY
+
+
+def test_changes_block() -> None:
+    assert changes_block(()) == ""
+    assert changes_block([StatedChange("Сервер теперь в Казани.", "Москва"), StatedChange("B moved.")]) == (
+        f"{CHANGES_HEADING}\n> Сервер теперь в Казани.  (before: Москва)\n> B moved."
+    )
+
+
+def test_suggestions_come_from_english_cues_over_the_users_sentences_only() -> None:
+    entries = [
+        Entry("Never force-push to the release branch. How do tags work?"),
+        Entry("~ Correction: the bucket moved to eu-north-1. … [eu-north-1]"),
+        Entry("Nie wieder auf den Release-Branch force-pushen."),  # German: no cue reads it
+        Entry("What is the next step?"),  # a question suggests nothing
+    ]
+    assert suggest(entries) == (
+        Suggestion("rule", "Never force-push to the release branch."),
+        Suggestion("change", "Correction: the bucket moved to eu-north-1."),
+    )
+
+
+async def test_a_later_compaction_keeps_each_quote_once_and_the_changes_last() -> None:
+    """A summariser that copies the earlier summary (its quotes too) and lists nothing new: the earlier
+    next step and change are carried, verified against what the earlier summary quoted, each once, and the
+    change still closes the summary."""
+    model = typed_summariser(BODY, **SPANISH.answer())
+    first = await compact_middle(chatty(SPANISH.prompts()), model, max_history_messages=4)
+    assert isinstance(first, CompactionResult)
+    copied = summary_of(first).split("\n", 1)[1].split("\n\n" + USER_WORDS_HEADING)[0]
+    copied += f"\n\n{CHANGES_HEADING}\n> {SPANISH.change}  (before: {SPANISH.old})"
+    later = [*first.messages[:-1], *chatty(["¿Y el registro?", "¿Qué nivel?", "¿Y el formato?"])]
+    second = await compact_middle(later, typed_summariser(copied), max_history_messages=4)
     assert isinstance(second, CompactionResult) and second.method == "summary"
-    assert texts_of([second.replacement[second.head]]).count(quote) == 1
-    assert texts_of([second.replacement[second.head]]).count(change) == 1
+    text = summary_of(second)
+    assert text.count(f"> {SPANISH.next_step}") == 1 and text.count(f"> {SPANISH.change}") == 1
+    assert text.rstrip().endswith(f"> {SPANISH.change}  (before: {SPANISH.old})")
+    assert second.dropped_quotes == 0
+
+
+async def test_compact_all_verifies_as_compact_middle_does() -> None:
+    messages = chatty(GERMAN.prompts())
+    result = await compact_all(messages, typed_summariser(BODY, **GERMAN.answer()))
+    assert result.method == "summary"
+    assert result.standing_instructions == (GERMAN.rule,)
+    assert result.dropped_quotes == 1
+    assert summary_of(result).count(f"> {GERMAN.change}") == 1

@@ -1,5 +1,5 @@
-"""The user's own words beside a summary, a summary holding none of them rejected, and the standing instructions
-found without the summariser."""
+"""The user's own words beside a summary, a summary holding none of them rejected, and no rule pinned for its
+wording alone."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import pytest
 from pydantic_ai.messages import ModelMessage
 
 from co_cli.context.compact import CompactionResult, compact_all, compact_middle, compaction_line
-from co_cli.context.pins import detect_standing_instructions
 from co_cli.context.policy import GovernorConfig, user_words_budget
 from co_cli.context.report import context_report
 from co_cli.context.user_content import reject_reason
@@ -90,10 +89,12 @@ def test_shorten_keeps_the_sentences_that_say_something_not_the_greeting() -> No
     assert shorten("Hi! The codename is PHOENIX7. We ship soon. We deploy to eu-central-2.") == (
         "The codename is PHOENIX7. … We deploy to eu-central-2."
     )
-    # a rule with no identifier is content too
+    # no identifier: the first sentence of some length, whatever the words seem to say (no cue reads them)
     assert shorten("Thanks. Never answer with more than three bullet points. Carry on.") == (
         "Never answer with more than three bullet points. …"
     )
+    assert shorten("Gut so, danke dir. Antworte nie mit mehr als drei Punkten.") == "Gut so, danke dir. …"
+    assert shorten("Vale, ya lo tengo claro. Nunca borres la tabla de pedidos.") == "Vale, ya lo tengo claro. …"
     # nothing stands out: the first sentence of some length
     assert (
         shorten("Ok. Let us look at the retry logic next week. Thanks.")
@@ -235,42 +236,24 @@ async def test_an_empty_summary_is_not_accepted() -> None:
     assert "RuntimeError: the summariser returned an empty summary" in compaction_line(result)
 
 
-# --- standing instructions, found without the summariser -------------------------------------------------
+# --- no rule pinned for its wording alone ----------------------------------------------------------------
 
 
-def test_rules_and_preferences_are_found_by_their_wording() -> None:
-    messages = [
-        user(
-            "Hi. Never run migrations against prod-db-01 without a fresh snapshot. Don't worry about the tests. "
-            "From now on, answer in British English. Should we always retry? Hard rule: no force pushes to main."
-        ),
-        reply("Never say never."),  # the assistant's words are not the user's rules
-        user("please always cite the file you read. I prefer f-strings over str.format(). We never got it to work."),
-        user("Don't push yet. Stop the server. Don't forget the tests. Stop adding comments to every line."),
-    ]
-    assert detect_standing_instructions(messages) == [
-        "Never run migrations against prod-db-01 without a fresh snapshot.",
-        "From now on, answer in British English.",
-        "Hard rule: no force pushes to main.",
-        "please always cite the file you read.",
-        "I prefer f-strings over str.format().",
-        "Stop adding comments to every line.",
-    ]
-
-
-async def test_a_summary_that_writes_none_still_offers_the_users_rules() -> None:
+async def test_a_rule_the_summariser_does_not_name_is_not_pinned() -> None:
+    """The typed answer names no standing instruction: a sentence that reads like one is not pinned."""
     messages = chatty(["Always answer in British English. How do retries work?", "And jitter?"])
-    model, _ = recording_model("## Goal\nExplain retries and jitter.\n## Standing instructions\n> none")
+    model, _ = recording_model("## Goal\nExplain retries and jitter.")
     result = await compact_middle(messages, model, max_history_messages=4)
     assert isinstance(result, CompactionResult) and result.method == "summary"
-    assert result.standing_instructions == ("Always answer in British English.",)
+    assert result.standing_instructions == () and result.suggestions == ()
 
 
-async def test_a_digest_offers_the_users_rules_too() -> None:
+async def test_a_digest_pins_nothing_and_suggests_the_users_rule() -> None:
     messages = chatty(["Never push directly to main. How do retries work?", "And jitter?"])
     result = await compact_middle(messages, None, max_history_messages=4)
     assert isinstance(result, CompactionResult) and result.method == "digest"
-    assert result.standing_instructions == ("Never push directly to main.",)
+    assert result.standing_instructions == ()
+    assert [(s.kind, s.text) for s in result.suggestions] == [("rule", "Never push directly to main.")]
     assert is_summary(result.replacement[result.head])
 
 

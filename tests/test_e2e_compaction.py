@@ -181,12 +181,55 @@ def test_a_summariser_that_writes_slowly_but_steadily_is_not_cut_off(
     co_server_env: dict[str, str], workdir: Path, scripted_server: ScriptedServer
 ) -> None:
     """request_timeout bounds the summariser's silences, not the time it takes to write the whole summary."""
-    from tests.support.scripted_server import Text
-    from tests.test_e2e_context import is_summariser_request
+    from tests.support.scripted_server import JSON, Reply
+    from tests.test_e2e_context import is_summariser_request, summariser_reply
 
-    slow = Text(SUMMARY, chunk_size=8, delay=0.4)  # ~3.5 s in all, never more than 0.4 s of silence
-    scripted_server.responder = lambda body: slow if is_summariser_request(body) else None
+    def slow(body: JSON) -> Reply | None:  # ~4 s in all, never more than 0.4 s of silence
+        return summariser_reply(body, SUMMARY, delay=0.4) if is_summariser_request(body) else None
+
+    scripted_server.responder = slow
     env = {**co_server_env, "CO_CLI_REQUEST_TIMEOUT": "1.5"}
     result = run_co(["chat"], env, workdir, input="\n".join([long_prompt(1), long_prompt(2), "/compact"]) + "\n")
     assert result.returncode == 0, result.stderr
     assert "Compacted (summary, manual)" in result.stdout, result.stdout + result.stderr
+
+
+def test_a_rule_stated_in_german_is_pinned_by_compact_and_an_invented_one_is_not(
+    co_server_env: dict[str, str], workdir: Path, scripted_server: ScriptedServer
+) -> None:
+    """The summariser's typed answer names the user's rule (a fragment of it) and one the user never wrote:
+    /compact pins the user's whole German sentence, counts the invented one as dropped, /pins and /compact show
+    list the pin, and the next request carries it."""
+    rule = "Antworte mir ab jetzt bitte immer auf Deutsch, auch bei Fehlermeldungen."
+    scripted_server.responder = summariser_answers(
+        SUMMARY, standing_instructions=["ab jetzt bitte immer auf Deutsch", "Duze mich nie."]
+    )
+    first = f"{rule} Zuerst geht es um die Checkliste in notes/plan.md. " + long_prompt(1)
+    lines = [first, long_prompt(2), "/compact", "/pins", "/compact show", "weiter"]
+    result = run_co(["chat"], co_server_env, workdir, input="\n".join(lines) + "\n")
+    assert result.returncode == 0, result.stderr
+    assert "; 1 quote not found in your messages, dropped." in result.stdout
+    assert f"Pinned a standing instruction you stated (every request carries it; /unpin undoes this):\n  #1 {rule}" in (
+        result.stdout
+    )
+    assert f"1. {rule}  (found in your messages by a compaction)" in result.stdout  # /pins
+    assert f"Pins:\n1. {rule}" in result.stdout  # /compact show
+    assert "Duze mich nie." not in result.stdout
+    after = chat_turns(scripted_server)[-1]
+    assert rule in instructions_of(after) and "Duze mich nie." not in instructions_of(after)
+
+
+def test_a_summary_in_plain_text_pins_nothing_and_compact_show_suggests(
+    co_server_env: dict[str, str], workdir: Path, scripted_server: ScriptedServer
+) -> None:
+    from tests.test_e2e_context import summariser_prose
+
+    scripted_server.responder = summariser_prose(SUMMARY)
+    first = "Never commit generated files. Then: " + long_prompt(1)
+    lines = [first, long_prompt(2), "/compact", "/compact show", "/pins"]
+    result = run_co(["chat"], co_server_env, workdir, input="\n".join(lines) + "\n")
+    assert result.returncode == 0, result.stderr
+    assert "lists 1 suggestion from your words" in result.stdout
+    assert "Pinned" not in result.stdout
+    assert "  rule: Never commit generated files.\n    /pin Never commit generated files." in result.stdout
+    assert "No pins." in result.stdout

@@ -52,8 +52,32 @@ def is_summariser_request(body: JSON | None) -> bool:
     return any(m.get("role") == "system" and SUMMARISER_INSTRUCTIONS in message_text(m) for m in messages)
 
 
-def summariser_answers(text: str) -> Responder:
-    """A responder that answers summariser requests with ``text`` and leaves chat requests to the script."""
+def summariser_reply(body: JSON, text: str, *, delay: float = 0.0, **fields: Any) -> Reply:
+    """The summariser's typed answer with ``text`` as its summary and ``fields`` (standing_instructions,
+    changes, next_step, people): a call of the output tool the request offers; the JSON object as text when the
+    request asks for prompted output (the schema in its instructions); ``text`` alone for a plain-text request
+    (a merge of partial summaries)."""
+    answer = {"summary": text, **fields}
+    tools = [tool["function"]["name"] for tool in body.get("tools", []) if tool.get("type") == "function"]
+    if tools:
+        return ToolCalls([(tools[0], answer)], delay=delay)
+    if any('"SummaryAnswer"' in message_text(m) for m in body.get("messages", []) if m.get("role") == "system"):
+        return Text(json.dumps(answer), delay=delay)
+    return Text(text, delay=delay)
+
+
+def summariser_answers(text: str, **fields: Any) -> Responder:
+    """A responder that answers summariser requests with a typed answer (``summariser_reply``) and leaves chat
+    requests to the script."""
+
+    def respond(body: JSON) -> Reply | None:
+        return summariser_reply(body, text, **fields) if is_summariser_request(body) else None
+
+    return respond
+
+
+def summariser_prose(text: str) -> Responder:
+    """A responder that answers summariser requests in plain text, whatever they ask for."""
 
     def respond(body: JSON) -> Reply | None:
         return Text(text) if is_summariser_request(body) else None
@@ -407,7 +431,7 @@ def test_context_length_exceeded_compacts_and_retries_once(
 
     def respond(body: JSON) -> Reply | None:
         if is_summariser_request(body):
-            return Text(SUMMARY_TEXT)
+            return summariser_reply(body, SUMMARY_TEXT)
         if last_user_text(body) == prompts[-1] and not failed:
             failed.append(True)
             return Error(

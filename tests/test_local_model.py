@@ -386,3 +386,34 @@ def test_directories_left_by_killed_engines_are_removed(tmp_path: Path) -> None:
     assert sorted(removed) == sorted([no_socket, dead])
     assert live.exists() and young.exists() and other.exists()
     assert not no_socket.exists() and not dead.exists()
+
+
+# --- the summariser's typed answer on the embedded engine --------------------------------------------------
+
+
+@pytest.mark.allow_model_requests
+def test_the_summariser_asks_the_embedded_model_for_prompted_json(scripted: Any) -> None:
+    """The embedded engine has no forced tool call: the typed summary is asked as prompted JSON (the schema in
+    the system prompt) in one request, and its answer parsed into the fields."""
+    from co_cli.context.summarize import summarize_messages
+
+    answer = '{"summary": "## Goal\\nDie Notizen.", "standing_instructions": ["Antworte kurz."], "people": ["Ada"]}'
+    model, engine = scripted([answer])
+    history = [ModelRequest(parts=[UserPromptPart("Antworte kurz. Ada schreibt die Notizen.")])]
+    summary = asyncio.run(summarize_messages(history, model))
+    assert summary.typed and summary.text == "## Goal\nDie Notizen."
+    assert summary.answer.standing_instructions == ["Antworte kurz."] and summary.answer.people == ["Ada"]
+    assert len(engine.requests) == 1
+    system = engine.requests[0]["messages"][0]["content"]
+    assert "You summarise conversations" in system and '"SummaryAnswer"' in system and "<tool_call>" not in system
+
+
+@pytest.mark.allow_model_requests
+def test_a_prose_summary_from_the_embedded_model_is_taken_as_plain_text_at_once(scripted: Any) -> None:
+    from co_cli.context.summarize import summarize_messages
+
+    model, engine = scripted(["## Goal\nDie Notizen schreiben."])
+    history = [ModelRequest(parts=[UserPromptPart("Ada schreibt die Notizen.")])]
+    summary = asyncio.run(summarize_messages(history, model))
+    assert not summary.typed and summary.text == "## Goal\nDie Notizen schreiben."
+    assert len(engine.requests) == 1  # not asked again: the engine was shown the schema already

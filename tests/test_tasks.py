@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, RetryPromptPart, TextPart
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, RetryPromptPart
 from pydantic_ai.models.function import AgentInfo
 from typer.testing import CliRunner
 
@@ -25,7 +25,7 @@ from co_cli.store.tasks import MAX_TASK_CHARS, MAX_TASKS, StoredTask
 from co_cli.terminal.sessions_cli import app
 from co_cli.tools.tasks import SECTION_HEADING, tasks_section
 from tests.support.chat_app import ChatRun
-from tests.support.summariser import scripted_summariser
+from tests.support.summariser import scripted_summariser, typed_summary
 from tests.test_turn_core import Core, core, run, streaming_model
 
 __all__ = ["core"]
@@ -192,7 +192,7 @@ def test_compaction_never_drops_the_list(core: Core) -> None:
 
     def summary_step(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         prompts.append(str(messages[-1].parts[-1].content))  # type: ignore[union-attr]
-        return ModelResponse(parts=[TextPart("SUMMARY: the user asked for a migration.")])
+        return typed_summary(info, "SUMMARY: the user asked for a migration.")
 
     chat = ChatRun(core, script.model(), summarizer=scripted_summariser(summary_step, model_name="summariser"))
     chat.send("plan the migration " + "padding words " * 30, *[f"turn {i} " + "padding words " * 30 for i in range(3)])

@@ -201,16 +201,13 @@ def test_a_failed_turn_keeps_the_prompt_for_retry_and_the_context_unchanged(core
     assert [user_text(m) for m in conv.working if isinstance(m, ModelRequest)] == ["try this"]
 
 
-def summarizer() -> FunctionModel:
-    async def summary(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str]:
-        yield "SUMMARY: the user said hello several times, with padding words."
+def summarizer(**fields: Any) -> FunctionModel:
+    """The summariser's typed answer: one summary, and ``fields`` (its reading of the user's words)."""
+    from tests.support.summariser import typed_summariser
 
-    def plain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        from pydantic_ai.messages import TextPart
-
-        return ModelResponse(parts=[TextPart("SUMMARY: the user said hello several times, with padding words.")])
-
-    return FunctionModel(plain, stream_function=summary, model_name="summariser")
+    return typed_summariser(
+        "SUMMARY: the user said hello several times, with padding words.", model_name="summariser", **fields
+    )
 
 
 def long_echo(messages: list[ModelMessage]) -> str:
@@ -236,29 +233,34 @@ def test_a_compaction_during_a_turn_is_recorded_and_adopted(core: Core, monkeypa
     assert conv.context.seqs[:2] == [None, None] and conv.context.seqs[-1] is not None
 
 
-def test_an_automatic_compaction_pins_the_rules_the_user_stated_and_says_so(
+def test_an_automatic_compaction_pins_the_rules_the_summariser_named_and_the_user_wrote(
     core: Core, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The summariser's typed answer names a rule (a fragment of the user's sentence) and one the user never
+    wrote: the user's whole sentence is pinned and said so, the invented one dropped and counted."""
     monkeypatch.setenv("CO_CLI_MAX_HISTORY_MESSAGES", "6")
     monkeypatch.setenv("CO_CLI_COMPACT_MIN_SPAN_TOKENS", "0")
     core.loaded = load_settings(cwd=core.cwd)
-    conv = core.conversation(streaming_model(long_echo), summarizer=summarizer())
+    rules = ["antworte bitte immer auf Deutsch", "Always use tabs."]
+    conv = core.conversation(streaming_model(long_echo), summarizer=summarizer(standing_instructions=rules))
     views = [RecordingView() for _ in range(6)]
     run(conv, "hello first " + "with padding words " * 10, views[0])
-    run(conv, "From now on, answer in British English. Padding " + "with padding words " * 10, views[1])
+    run(conv, "Ab jetzt antworte bitte immer auf Deutsch. Padding " + "with padding words " * 10, views[1])
     for i, view in enumerate(views[2:], start=2):
         run(conv, f"hello number {i} " + "with padding words " * 10, view)
     notices = [n for v in views for n in v.notices if n.startswith("Pinned")]
     assert notices == [
         "Pinned a standing instruction you stated (every request carries it; /unpin undoes this):\n"
-        "  #1 From now on, answer in British English."
+        "  #1 Ab jetzt antworte bitte immer auf Deutsch."
     ]
-    assert [(pin.text, pin.source) for pin in conv.pins] == [("From now on, answer in British English.", "summary")]
+    compacted = [n for v in views for n in v.notices if n.startswith("Compacted")]
+    assert compacted and "; 1 quote not found in your messages, dropped" in compacted[0]
+    assert [(pin.text, pin.source) for pin in conv.pins] == [("Ab jetzt antworte bitte immer auf Deutsch.", "summary")]
     assert conv.session is not None
     conv.release()
     resumed = core.conversation(streaming_model(long_echo), summarizer=summarizer())
     resumed.load(core.store.sessions.get(conv.session.id))
-    assert [pin.text for pin in resumed.pins] == ["From now on, answer in British English."]
+    assert [pin.text for pin in resumed.pins] == ["Ab jetzt antworte bitte immer auf Deutsch."]
 
 
 def test_resume_rebuilds_exactly_what_the_live_session_had(core: Core, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -368,7 +370,10 @@ def test_pins_reach_every_request_and_survive_resume_and_fork(core: Core) -> Non
     assert "Always answer" not in seen[-1]
 
 
-def test_a_summary_pins_the_standing_instructions_it_quotes(core: Core) -> None:
+def test_a_plain_text_summary_pins_nothing_and_only_suggests(core: Core) -> None:
+    """A summariser that answers in plain text (whatever it is asked): its "> " lines are not read, the
+    English cue's reading of the user's sentence is kept as a suggestion, and nothing is pinned."""
+
     def plain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         from pydantic_ai.messages import TextPart
 
@@ -378,8 +383,13 @@ def test_a_summary_pins_the_standing_instructions_it_quotes(core: Core) -> None:
     conv = core.conversation(streaming_model(long_echo), summarizer=scripted_summariser(plain, model_name="s"))
     run(conv, "Never push directly to main. How do I tag a release? " + "padding words " * 20)
     run(conv, "what else " + "padding words " * 20)
-    asyncio.run(conv.compactions.compact(None))
-    assert [(p.text, p.source) for p in conv.pins] == [("Never push directly to main.", "summary")]
+    result = asyncio.run(conv.compactions.compact(None))
+    assert result.method == "summary" and conv.pins.all() == []
+    suggested = conv.compactions.current_suggestions()
+    assert [(s.kind, s.text, s.command) for s in suggested] == [
+        ("rule", "Never push directly to main.", "/pin Never push directly to main.")
+    ]
+    assert conv.engine.governor.summary_mode.prompted  # the prose answer switched it to prompted JSON
 
 
 def test_memory_extraction_is_not_attached_with_the_embedded_model_as_summariser(core: Core, tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic_ai.messages import ModelMessage, ModelRequest
 from pydantic_ai.models import Model
@@ -29,16 +29,28 @@ from co_cli.context.ledger import (
     select_missing,
     split_kept_verbatim,
 )
-from co_cli.context.pins import detect_standing_instructions, verify_pins
-from co_cli.context.summarize import standing_instruction_quotes, summarize_messages
+from co_cli.context.summarize import SummaryMode, summarize_messages
 from co_cli.context.tokens import estimate_messages_tokens
 from co_cli.context.trim import is_plain_tool_return
 from co_cli.context.user_content import reject_reason
-from co_cli.context.user_quotes import CHANGES, NEXT_STEP, quote_user, stated
+from co_cli.context.user_quotes import (
+    CHANGES_HEADING,
+    NEXT_STEP_HEADING,
+    Reading,
+    Suggestion,
+    carry_earlier,
+    changes_block,
+    quote_next_step,
+    read_answer,
+    suggest,
+    suggestions_info,
+    take_block,
+)
 from co_cli.context.user_words import Entry, UserWords, keep_user_words, user_entries
 from co_cli.errors import CoError
-from co_cli.message_view import content_text, part_text
+from co_cli.message_view import answer_text, content_text, part_text
 from co_cli.synthetic import ack_response, covers, is_ack, is_summary, summary_request
+from co_cli.terminal_text import counted
 
 __all__ = [
     "CompactionError",
@@ -97,8 +109,15 @@ class CompactionResult:
     tiers: tuple[str, ...] = ()
     """The cheap passes that had already run on what was sent (offload, trim, superseded reads, ...)."""
     standing_instructions: tuple[str, ...] = ()
-    """Standing instructions found in the user's messages of the span (the rules and preferences they stated,
-    and any the summariser quoted), verbatim: offered as pins."""
+    """The standing instructions the summariser named in its typed answer and co found in the user's messages
+    of the span, each the user's sentence verbatim: offered as pins."""
+    dropped_quotes: int = 0
+    """Quotes of the summariser's typed answer found in none of the user's messages (dropped, not acted on)."""
+    dropped_names: int = 0
+    """Names of the summariser's typed answer found nowhere in the span (dropped)."""
+    suggestions: tuple[Suggestion, ...] = ()
+    """When no typed answer was had: the user's sentences English word cues read as a rule, a change or the
+    next step, only shown (``/compact show``) with the command that would apply them."""
     detail: str = ""
     """What triggered it, in words ("auto at 83% of the window", "overflow", "manual")."""
     user_words: str = ""
@@ -202,10 +221,16 @@ it is a failed summary (small models asked to merge a summary often return a fra
 
 @dataclass(frozen=True)
 class _Summary:
-    """A summariser answer that passed the checks, and the standing instructions it quoted (verified)."""
+    """A summariser answer that passed the checks, and what of its typed fields was verified (None: it came
+    as plain text, and word cues only suggest)."""
 
     body: str
-    instructions: tuple[str, ...]
+    reading: Reading | None
+
+
+def _stretch_texts(span: Sequence[ModelMessage], entries: Sequence[Entry]) -> list[str]:
+    """Everything written in ``span`` that a name may be checked against: the user's words and the answers."""
+    return [entry.text for entry in entries] + [text for message in span if (text := answer_text(message))]
 
 
 async def _checked_summary(
@@ -215,12 +240,15 @@ async def _checked_summary(
     focus: str | None,
     max_input_tokens: int | None,
     model_settings: ModelSettings | None,
+    mode: SummaryMode | None,
 ) -> _Summary:
-    """The summariser's summary of ``span``. Raises SummaryRejected when the answer is not a summary, holds
-    none of the user's content, or drops most of an earlier summary."""
-    body = await summarize_messages(
-        span, model, focus=focus, max_input_tokens=max_input_tokens, model_settings=model_settings
+    """The summariser's summary of ``span``, and its verified reading of the user's words. Raises
+    SummaryRejected when the answer is not a summary, holds none of the user's content, or drops most of an
+    earlier summary."""
+    answer = await summarize_messages(
+        span, model, focus=focus, max_input_tokens=max_input_tokens, model_settings=model_settings, mode=mode
     )
+    body = answer.text
     if _looks_like_acknowledgement(body):
         raise SummaryRejected("the summariser answered with an acknowledgement, not a summary")
     reason = reject_reason(body, span)
@@ -228,15 +256,31 @@ async def _checked_summary(
         raise SummaryRejected(reason)
     # What the user wrote is carried beside the summary whatever the summariser keeps of it, and an earlier
     # summary's "Kept verbatim" list by the ledger: what is checked is what only the earlier prose held.
-    words = "\n".join(entry.text for entry in user_entries(span)[0])
+    entries = user_entries(span)[0]
+    words = "\n".join(entry.text for entry in entries)
     earlier = _earlier_prose_identifiers(span)
     kept_earlier = check_summary(f"{body}\n{words}", earlier).kept
     if earlier and len(kept_earlier) < MIN_KEPT_FROM_EARLIER * len(earlier):
         raise SummaryRejected(
             f"the summary kept {len(kept_earlier)} of the {len(earlier)} identifiers of the earlier summary"
         )
-    quotes = verify_pins(standing_instruction_quotes(body), span)
-    return _Summary(body, tuple(quotes))
+    if not answer.typed:
+        return _Summary(body, None)
+    body, typed = carry_earlier(body, answer.answer)
+    user_texts = [entry.text for entry in entries] + _earlier_quotes(span)
+    return _Summary(body, read_answer(typed, user_texts, _stretch_texts(span, entries)))
+
+
+def _earlier_quotes(span: Sequence[ModelMessage]) -> list[str]:
+    """The user's sentences that earlier summaries in ``span`` quoted (verified when they were made; the user's
+    words those summaries carry may hold them only shortened by now)."""
+    quotes: list[str] = []
+    for message in span:
+        if is_summary(message):
+            text = summary_text_of(message)
+            quoted = take_block(text, NEXT_STEP_HEADING)[1] + take_block(text, CHANGES_HEADING)[1]
+            quotes += [quote for quote, _ in quoted]
+    return quotes
 
 
 def _earlier_prose_identifiers(span: Sequence[ModelMessage]) -> list[Identifier]:
@@ -250,22 +294,31 @@ def _earlier_prose_identifiers(span: Sequence[ModelMessage]) -> list[Identifier]
     return list(found.values())
 
 
+def _identifiers(span: Sequence[ModelMessage], reading: Reading | None) -> list[Identifier]:
+    """The span's ledger, with the people the summariser named (found in the span) among the user's names."""
+    identifiers = extract_identifiers(span)
+    known = {ident.text for ident in identifiers}
+    people = [Identifier(name, "proper", "user") for name in (reading.people if reading else ()) if name not in known]
+    return [*people, *identifiers] if people else identifiers
+
+
 def _with_user_words(
-    body: str, words: UserWords, span: Sequence[ModelMessage], entries: Sequence[Entry]
+    body: str, words: UserWords, span: Sequence[ModelMessage], reading: Reading | None
 ) -> tuple[str, str]:
     """The summary's text: the summariser's ``body`` with bare file names completed to their paths and the
-    next step and the changes the user stated quoted into it (``user_quotes``), the user's own words, and the
-    identifiers all these lack ("Kept verbatim"); and the check line, which counts what the summariser itself
-    kept."""
-    identifiers = extract_identifiers(span)
+    next step the user stated quoted under its "Pending" heading, the user's own words, the identifiers all
+    these lack ("Kept verbatim"), and last the changes the user stated (``user_quotes``); and the check line,
+    which counts what the summariser itself kept."""
+    identifiers = _identifiers(span, reading)
     own = check_summary(body, identifiers)
     text = complete_paths(body, identifiers)
-    for kind in (NEXT_STEP, CHANGES):
-        text = quote_user(text, kind, stated(entries, kind))
+    text = quote_next_step(text, reading.next_step if reading else None)
     text = f"{text.rstrip()}\n\n{words.render()}" if words else text
-    full = check_summary(text, identifiers)
+    changes = changes_block(reading.changes if reading else ())
+    full = check_summary(f"{text}\n{changes}", identifiers)
     appended = len(select_missing(full))
     text = append_missing(text, full)
+    text = f"{text.rstrip()}\n\n{changes}" if changes else text
     if not own.total:
         return text, ""  # nothing to say when the span named nothing
     line = f"summary kept {len(own.kept)}/{own.total} identifiers"
@@ -288,7 +341,7 @@ class _Fitted:
 
 
 def _fit_user_words(
-    body: str,
+    checked: _Summary,
     span: Sequence[ModelMessage],
     entries: Sequence[Entry],
     omitted: int,
@@ -298,15 +351,18 @@ def _fit_user_words(
     *,
     n: int,
     latest: str | None,
+    carried: dict[str, Any],
 ) -> _Fitted:
-    """The summary message for ``body`` with as much of the user's own words as keeps its size (``size_of``)
+    """The summary message for ``checked`` with as much of the user's own words as keeps its size (``size_of``)
     within ``target`` tokens: the budget is what the bare summary leaves, shrunk by what the appended
-    identifiers take, at last to nothing. ``size`` over ``target`` means even the bare summary is too big."""
+    identifiers take, at last to nothing. ``size`` over ``target`` means even the bare summary is too big.
+    ``carried`` rides in the message's metadata beside the user's words."""
+    body = checked.body
     budget = max(0, min(budget_tokens, target - size_of(summary_request(n, body, latest))))
     for attempt in range(3):
         words = keep_user_words(entries, budget, omitted=omitted)
-        text, check = _with_user_words(body, words, span, entries)
-        summary = summary_request(n, text, latest, words.info() if words else None)
+        text, check = _with_user_words(body, words, span, checked.reading)
+        summary = summary_request(n, text, latest, {**(words.info() if words else {}), **carried})
         size = size_of(summary)
         if size <= target or budget == 0:
             break
@@ -329,6 +385,33 @@ class SummaryRejected(Exception):
     """The summariser's answer cannot stand for the span (it is kept out; the fallback is used)."""
 
 
+@dataclass(frozen=True)
+class _Found:
+    """What a compaction found of the user's words: verified from a typed answer, or only suggested."""
+
+    rules: tuple[str, ...] = ()
+    dropped_quotes: int = 0
+    dropped_names: int = 0
+    suggestions: tuple[Suggestion, ...] = ()
+
+    @classmethod
+    def of(cls, checked: _Summary | None, entries: Sequence[Entry]) -> _Found:
+        """The verified reading of a typed answer; without one (plain text, digest, marker), the cues'
+        suggestions over the user's ``entries``."""
+        reading = checked.reading if checked is not None else None
+        if reading is None:
+            return cls(suggestions=suggest(entries))
+        return cls(reading.rules, reading.dropped_quotes, reading.dropped_names)
+
+    def fields(self) -> dict[str, Any]:
+        return {
+            "standing_instructions": self.rules,
+            "dropped_quotes": self.dropped_quotes,
+            "dropped_names": self.dropped_names,
+            "suggestions": self.suggestions,
+        }
+
+
 async def compact_middle(
     messages: Sequence[ModelMessage],
     model: Model | str | None,
@@ -341,6 +424,7 @@ async def compact_middle(
     must_fit: bool = False,
     model_settings: ModelSettings | None = None,
     user_words_tokens: int = DEFAULT_USER_WORDS_TOKENS,
+    mode: SummaryMode | None = None,
 ) -> CompactionResult | Skipped | None:
     """Keep the head and the tail, replace the middle by one user-role message. None when there is no
     middle to replace.
@@ -353,8 +437,9 @@ async def compact_middle(
     Beside an accepted summary the user's own messages of the middle are kept verbatim, newest first within
     ``user_words_tokens`` and the room the summary leaves (older ones shortened to a line); what the summary
     and those words lack of the identifier ledger is appended verbatim. The user's latest prompt, if it falls
-    in the middle, is copied verbatim. The standing instructions the user stated in the middle are found
-    whatever the summariser writes.
+    in the middle, is copied verbatim. The standing instructions, changes and next step of the summariser's
+    typed answer are acted on only as far as they are found in the user's messages; without a typed answer,
+    word cues only suggest.
     """
     plan = plan_middle(messages, max_history_messages=max_history_messages, max_tail_tokens=max_tail_tokens)
     if plan is None:
@@ -367,7 +452,7 @@ async def compact_middle(
     if middle_tokens < min_span_tokens and not must_fit:
         return Skipped(f"the span to summarise (~{middle_tokens} tokens) is under ~{min_span_tokens} tokens")
     entries, omitted = user_entries(middle, exclude_latest=latest)
-    found_rules = detect_standing_instructions(middle)
+    everything = user_entries(middle)[0]
 
     def added_tokens(summary: ModelRequest) -> int:
         return estimate_messages_tokens(_replacement(messages, head_end, tail_start, summary)[head_end:])
@@ -376,8 +461,8 @@ async def compact_middle(
         summary: ModelRequest,
         method: CompactionMethod,
         error: str | None,
+        found: _Found,
         check: str = "",
-        quoted: tuple[str, ...] = (),
         words: UserWords | None = None,
     ) -> CompactionResult:
         replacement = _replacement(messages, head_end, tail_start, summary)
@@ -395,9 +480,9 @@ async def compact_middle(
             n_replaced=len(middle),
             method=method,
             check=check,
-            standing_instructions=_merged(found_rules, quoted),
             user_words=words.describe() if words else "",
             timed_out=timed_out,
+            **found.fields(),
         )
 
     error: str | None = None
@@ -405,40 +490,39 @@ async def compact_middle(
     if model is not None:
         try:
             checked = await _checked_summary(
-                middle, model, focus=focus, max_input_tokens=max_input_tokens, model_settings=model_settings
-            )
+                middle, model, focus=focus, max_input_tokens=max_input_tokens, model_settings=model_settings,
+                mode=mode,
+            )  # fmt: skip
         except SummaryRejected as exc:
             error = f"summary rejected: {exc}"
         except Exception as exc:  # any provider or network failure: the digest stands in
             error = describe_error(exc)
             timed_out = is_timeout(exc)
         else:
+            found = _Found.of(checked, everything)
             target = math.ceil(INFLATION_RATIO * middle_tokens) - 1  # the largest size clearly smaller
             fitted = _fit_user_words(
-                checked.body, middle, entries, omitted, user_words_tokens, target, added_tokens, n=n, latest=latest
-            )
+                checked, middle, entries, omitted, user_words_tokens, target, added_tokens, n=n, latest=latest,
+                carried=suggestions_info(found.suggestions),
+            )  # fmt: skip
             if fitted.size <= target:
-                return result(fitted.summary, "summary", None, fitted.check, checked.instructions, fitted.words)
+                return result(fitted.summary, "summary", None, found, fitted.check, fitted.words)
             size = fitted.size
             error = f"summary rejected: {size} tokens is not clearly smaller than the {middle_tokens} it replaces"
             if not must_fit:
                 return Skipped(error, summary_tokens=size)
+    found = _Found.of(None, everything)
     carried = keep_user_words(entries, user_words_tokens, omitted=omitted)
-    digest = summary_request(n, extractive_digest(middle), latest, carried.info() if carried else None)
+    info = {**(carried.info() if carried else {}), **suggestions_info(found.suggestions)}
+    digest = summary_request(n, extractive_digest(middle), latest, info or None)
     if added_tokens(digest) < middle_tokens:
-        return result(digest, "digest", error)
+        return result(digest, "digest", error, found)
     if not must_fit:
         return Skipped("no digest of the span is smaller than it")
-    marker = summary_request(n, None, latest)
+    marker = summary_request(n, None, latest, suggestions_info(found.suggestions) or None)
     if added_tokens(marker) >= middle_tokens:
         return None
-    return result(marker, "marker", error)
-
-
-def _merged(found: Sequence[str], quoted: Sequence[str]) -> tuple[str, ...]:
-    """The standing instructions found in the user's messages, then those only the summariser quoted."""
-    seen = {" ".join(text.split()).casefold() for text in found}
-    return (*found, *(q for q in quoted if " ".join(q.split()).casefold() not in seen))
+    return result(marker, "marker", error, found)
 
 
 async def compact_all(
@@ -449,6 +533,7 @@ async def compact_all(
     max_input_tokens: int | None = None,
     model_settings: ModelSettings | None = None,
     user_words_tokens: int = DEFAULT_USER_WORDS_TOKENS,
+    mode: SummaryMode | None = None,
 ) -> CompactionResult:
     """Summarise the whole history (manual /compact) into a summary message and an acknowledgement.
 
@@ -466,22 +551,26 @@ async def compact_all(
     latest = _latest_prompt(messages, 0, len(messages))
     n = covered_count(messages)
     entries, omitted = user_entries(messages, exclude_latest=latest)
+    everything = user_entries(messages)[0]
     before = estimate_messages_tokens(messages)
     error: str | None = None
     check = ""
-    quoted: tuple[str, ...] = ()
     try:
         checked = await _checked_summary(
-            messages, model, focus=focus, max_input_tokens=max_input_tokens, model_settings=model_settings
-        )
+            messages, model, focus=focus, max_input_tokens=max_input_tokens, model_settings=model_settings,
+            mode=mode,
+        )  # fmt: skip
     except SummaryRejected as exc:
         error = f"summary rejected: {exc}"
+        found = _Found.of(None, everything)
         words = keep_user_words(entries, user_words_tokens, omitted=omitted)
-        summary = summary_request(n, extractive_digest(messages), latest, words.info() if words else None)
+        info = {**(words.info() if words else {}), **suggestions_info(found.suggestions)}
+        summary = summary_request(n, extractive_digest(messages), latest, info or None)
         method: CompactionMethod = "digest"
     else:
+        found = _Found.of(checked, everything)
         fitted = _fit_user_words(
-            checked.body,
+            checked,
             messages,
             entries,
             omitted,
@@ -490,10 +579,10 @@ async def compact_all(
             lambda summary: estimate_messages_tokens([summary, ack_response()]),
             n=n,
             latest=latest,
+            carried=suggestions_info(found.suggestions),
         )
         summary, check, words = fitted.summary, fitted.check, fitted.words
         method = "summary"
-        quoted = checked.instructions
     replacement: list[ModelMessage] = [summary, ack_response()]
     after = estimate_messages_tokens(replacement)
     if after >= before:
@@ -513,8 +602,8 @@ async def compact_all(
         n_replaced=len(messages),
         method=method,
         check=check,
-        standing_instructions=_merged(detect_standing_instructions(messages), quoted),
         user_words=words.describe() if method == "summary" else "",
+        **found.fields(),
     )
 
 
@@ -549,13 +638,26 @@ def drop_tool_outputs(messages: Sequence[ModelMessage]) -> list[ModelMessage]:
 
 
 def compaction_line(result: CompactionResult) -> str:
-    """One line saying what a compaction did, what it kept of the user's own words, why a summary was not
-    used, and how to read or undo it."""
+    """One line saying what a compaction did, what it kept of the user's own words, what of the summariser's
+    quotes it dropped, why a summary was not used, and how to read or undo it."""
     check = f"; {result.check}" if result.check else ""
     words = f"; {result.user_words}" if result.user_words else ""
     why = f" ({result.error})" if result.error and result.method != "summary" else ""
     trigger = f", {result.detail}" if result.detail else ""
+    show = "/compact show reads it"
+    if result.suggestions:
+        show += f" and lists {counted(len(result.suggestions), 'suggestion')} from your words"
     return (
         f"Compacted ({result.method}{trigger}){why}: {result.n_replaced} messages, ~{result.tokens_before:,} -> "
-        f"~{result.tokens_after:,} tokens{check}{words}. /compact show reads it, /uncompact undoes it."
+        f"~{result.tokens_after:,} tokens{check}{words}{_dropped(result)}. {show}, /uncompact undoes it."
     )
+
+
+def _dropped(result: CompactionResult) -> str:
+    """What of the summariser's typed answer was not found, and so not acted on ("" for nothing)."""
+    text = ""
+    if result.dropped_quotes:
+        text += f"; {counted(result.dropped_quotes, 'quote')} not found in your messages, dropped"
+    if result.dropped_names:
+        text += f"; {counted(result.dropped_names, 'name')} not found in the conversation, dropped"
+    return text

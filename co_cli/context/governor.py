@@ -27,6 +27,7 @@ from co_cli.context.compaction_cache import CompactionCache
 from co_cli.context.pipeline import Processed, SendPipeline
 from co_cli.context.policy import CompactionPolicy, GovernorConfig
 from co_cli.context.repair import repair_orphans
+from co_cli.context.summarize import SummaryMode
 from co_cli.context.tiers import MIN_CLAMP_CHARS, TierResult, clamp_oversized_parts, drop_superseded_reads
 from co_cli.context.tokens import TokenEstimate
 from co_cli.models import summary_time_limits
@@ -78,6 +79,8 @@ class ContextGovernor(AbstractCapability[Any]):
         self.pipeline = SendPipeline(config, offload_dir, overhead_tokens)
         self.policy = CompactionPolicy(config)
         self.cache = CompactionCache()
+        self.summary_mode = SummaryMode()
+        """How the summariser's typed answer is asked for (switched to prompted JSON by its first prose answer)."""
         self._last_estimate: TokenEstimate | None = None
         self._compactions = 0
 
@@ -209,6 +212,7 @@ class ContextGovernor(AbstractCapability[Any]):
             must_fit=must_fit,
             model_settings=summary_time_limits(model, self.config.request_timeout) if model is not None else None,
             user_words_tokens=self.config.user_words_budget,
+            mode=self.summary_mode,
         )
         if isinstance(result, Skipped):
             self.policy.skipped(result)

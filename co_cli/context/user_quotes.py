@@ -1,12 +1,18 @@
-"""The user's own sentences quoted into a summary where a small model looks for them.
+"""What compaction does with the user's words the summariser quoted: verified, then placed where a model reads
+them; and, when no typed answer could be had, what English word cues only suggest.
 
 A summariser writes its own idea of what comes next under its "Pending" heading, and keeps the value the user
-later corrected as often as the correction; a small model then answers "what is the next step?" or "which
-host is it on now?" from the summary's prose, although the user's words sit beside it. So two kinds of the
-user's sentences are quoted into an accepted summary's text: the next step the user named, right under the
-summary's "Pending and next step" heading, and the changes the user stated ("Correction: the staging
-database moved to staging-db-05"), at the end of the summary, as what holds over anything above them. Pure
-functions over the user's entries (``user_words.user_entries``).
+later changed as often as the change; a small model then answers "what is the next step?" or "which host is it
+on now?" from the summary's prose, although the user's words sit beside it. The summariser's typed answer
+(``summarize.SummaryAnswer``) names the user's next step, the changes they stated, their standing instructions
+and the people named; ``read_answer`` keeps what really occurs in the user's text (``pins``), as the user's own
+sentences, and counts what does not. The next step is quoted right under the summary's "Pending and next step"
+heading; the changes close the summary's text (after the user's words and the "Kept verbatim" list), the last
+thing the model reads before the recent messages; the rules become pins.
+
+When the summariser answered in plain text (or failed), ``suggest`` lists the user's sentences that English
+word cues (``co_cli.cues``) read as a rule, a change or the next step, each with the command that would apply
+it. They are only shown (``/compact show``): nothing is pinned or quoted into the summary from them.
 """
 
 from __future__ import annotations
@@ -14,74 +20,207 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, Literal
 
-from co_cli.context.pins import is_question, sentences
-from co_cli.context.user_words import Entry, clip_sentence
+from pydantic_ai.messages import ModelMessage
 
-__all__ = ["CHANGES", "NEXT_STEP", "QuoteKind", "quote_user", "stated"]
+from co_cli.context.pins import find_quote, normalise, occurs, sentences, verify_quotes
+from co_cli.context.summarize import Change, SummaryAnswer
+from co_cli.context.user_words import Entry
+from co_cli.cues import MAX_RULE_CHARS, is_standing, names_next_step, states_change
+from co_cli.synthetic import carried_info
 
-_STANDING_HEADING_RE = re.compile(r"^[ \t#*_]*Standing instructions\b.*$", re.IGNORECASE | re.MULTILINE)
+__all__ = [
+    "CHANGES_HEADING",
+    "NEXT_STEP_HEADING",
+    "SUGGESTIONS_KEY",
+    "Reading",
+    "StatedChange",
+    "Suggestion",
+    "carried_suggestions",
+    "carry_earlier",
+    "changes_block",
+    "quote_next_step",
+    "read_answer",
+    "suggest",
+    "suggestions_info",
+    "take_block",
+]
+
+NEXT_STEP_HEADING = "The next step, as the user stated it:"
+CHANGES_HEADING = "Changed since, as the user stated it (this holds over anything above):"
+SUGGESTIONS_KEY = "suggestions"
+"""Where a summary message carries the suggestions of its compaction (``synthetic.carried_info``)."""
+
+_PENDING_HEADING_RE = re.compile(
+    r"^[ \t]*(?:#{1,6}[ \t]*|\*\*)?[^\n]{0,30}\b(?:pending|next steps?)\b[^\n]{0,30}$", re.IGNORECASE | re.MULTILINE
+)
+"""The summary's own "Pending and next step" heading (co asks for it in English, in any conversation)."""
 
 
 @dataclass(frozen=True)
-class QuoteKind:
-    """One kind of sentence of the user's that a summary gets quoted into it."""
+class StatedChange:
+    """A change the user stated: their sentence, and the value it replaces when that occurs in the stretch."""
 
-    heading: str
-    """The line above the quotes."""
-    sentence: re.Pattern[str]
-    """What makes a sentence of the user's one of this kind (questions never are)."""
-    limit: int
-    """The newest this many are quoted."""
-    under: re.Pattern[str] | None = None
-    """The summary heading the quotes go right under; without one (or when the summary has none), at the end
-    of the summary, before its "Standing instructions" (whose "> " lines become pins)."""
+    text: str
+    old: str = ""
+
+    def line(self) -> str:
+        return f"> {self.text}" + (f"{_BEFORE}{self.old})" if self.old else "")
 
 
-NEXT_STEP = QuoteKind(
-    "The next step, as the user stated it:",
-    re.compile(r"\bnext (?:step|steps|thing|task)\b", re.IGNORECASE),
-    2,
-    re.compile(
-        r"^[ \t]*(?:#{1,6}[ \t]*|\*\*)?[^\n]{0,30}\b(?:pending|next steps?)\b[^\n]{0,30}$",
-        re.IGNORECASE | re.MULTILINE,
-    ),
-)
-CHANGES = QuoteKind(
-    "Changed since, as the user stated it (this holds over anything above):",
-    re.compile(
-        r"^(?:correction|update|actually|change of plan)\b|\b(?:moved|changed|switched|renamed|migrated) "
-        r"(?:to|from)\b|\bno longer\b|\binstead of\b|\bnot [\w.-]+ any ?more\b|\bhas been replaced\b",
-        re.IGNORECASE,
-    ),
-    3,
-)
+@dataclass(frozen=True)
+class Reading:
+    """What compaction acts on from a typed answer, every quote found in the user's own text."""
+
+    rules: tuple[str, ...] = ()
+    changes: tuple[StatedChange, ...] = ()
+    next_step: str | None = None
+    people: tuple[str, ...] = ()
+    dropped_quotes: int = 0
+    """Quotes of the answer found in none of the user's messages (dropped)."""
+    dropped_names: int = 0
+    """Names of the answer found nowhere in the stretch (dropped)."""
 
 
-def stated(entries: Sequence[Entry], kind: QuoteKind) -> list[str]:
-    """The user's sentences of ``kind`` in ``entries`` (their messages, or the shortened lines of older ones),
-    each once, the newest last, at most ``kind.limit``."""
-    found: list[str] = []
-    for entry in entries:
-        for sentence in sentences(entry.text.removeprefix("~ ")):
-            if kind.sentence.search(sentence) and not is_question(sentence):
-                found.append(clip_sentence(sentence))
-    return list(dict.fromkeys(found))[-kind.limit :]
+_BEFORE = "  (before: "
 
 
-def quote_user(body: str, kind: QuoteKind, quotes: Sequence[str]) -> str:
-    """A summary ``body`` with ``quotes`` under ``kind``'s heading, placed as ``QuoteKind.under`` says;
-    quotes the body already holds (in any case) are not repeated."""
-    held = body.casefold()
-    new = [quote for quote in quotes if quote.casefold() not in held]
-    if not new:
+def take_block(body: str, heading: str) -> tuple[str, list[tuple[str, str]]]:
+    """``body`` without the blocks under ``heading`` it holds (copied from an earlier summary's text), and the
+    quotes of their "> " lines, oldest first, each with its "(before: …)" note ("" for none)."""
+    pattern = re.compile(rf"^[ \t]*{re.escape(heading)}[ \t]*\n((?:[ \t]*>[^\n]*(?:\n|$))*)", re.MULTILINE)
+    quotes: list[tuple[str, str]] = []
+    for match in pattern.finditer(body):
+        for line in match.group(1).splitlines():
+            quote, _, before = line.strip().removeprefix(">").strip().partition(_BEFORE.strip())
+            if quote.strip():
+                quotes.append((quote.strip(), before.strip().removesuffix(")").strip()))
+    if not quotes:
+        return body, []
+    return re.sub(r"\n{3,}", "\n\n", pattern.sub("", body)).strip(), quotes
+
+
+def carry_earlier(body: str, answer: SummaryAnswer) -> tuple[str, SummaryAnswer]:
+    """``body`` without the next step and changes an earlier summary quoted (a summariser copies them with its
+    text), and ``answer`` with them as its oldest items, to be verified again: the changes first among its own,
+    the next step where it names none."""
+    body, steps = take_block(body, NEXT_STEP_HEADING)
+    body, changed = take_block(body, CHANGES_HEADING)
+    changes = [Change(quote=quote, old=old) for quote, old in changed] + list(answer.changes)
+    next_step = answer.next_step or (steps[-1][0] if steps else None)
+    return body, answer.model_copy(update={"changes": changes, "next_step": next_step})
+
+
+def read_answer(answer: SummaryAnswer, user_texts: Sequence[str], stretch_texts: Sequence[str]) -> Reading:
+    """The verified part of ``answer``: its quotes found in ``user_texts`` (what the user wrote in the stretch),
+    each widened to the user's sentence; its names found in ``stretch_texts`` (anything written in it); the
+    value a change replaces kept only when it occurs there too."""
+    rules = verify_quotes(answer.standing_instructions, user_texts)
+    changes: list[StatedChange] = []
+    seen: set[str] = set()
+    dropped = rules.dropped
+    for change in answer.changes:
+        found = find_quote(change.quote, user_texts)
+        if found is None:
+            dropped += 1
+        elif normalise(found) not in seen:
+            seen.add(normalise(found))
+            old = change.old.strip()
+            changes.append(StatedChange(found, old if old and occurs(old, stretch_texts) else ""))
+    next_step = None
+    if answer.next_step and answer.next_step.strip():
+        next_step = find_quote(answer.next_step, user_texts)
+        dropped += 1 if next_step is None else 0
+    names = [name.strip() for name in answer.people if name.strip()]
+    people = tuple(dict.fromkeys(name for name in names if occurs(name, stretch_texts)))
+    return Reading(
+        rules=rules.kept,
+        changes=tuple(changes),
+        next_step=next_step,
+        people=people,
+        dropped_quotes=dropped,
+        dropped_names=len(set(names)) - len(people),
+    )
+
+
+def quote_next_step(body: str, next_step: str | None) -> str:
+    """A summary ``body`` with the user's ``next_step`` quoted right under its "Pending" heading (at its end
+    when it has none); unchanged when it holds the sentence already (in any case)."""
+    if not next_step or next_step.casefold() in body.casefold():
         return body
-    block = "\n".join([kind.heading, *(f"> {quote}" for quote in new)])
-    under = kind.under.search(body) if kind.under is not None else None
+    block = f"{NEXT_STEP_HEADING}\n> {next_step}"
+    under = _PENDING_HEADING_RE.search(body)
     if under is not None:
         return f"{body[: under.end()]}\n{block}{body[under.end() :]}"
-    standing = list(_STANDING_HEADING_RE.finditer(body))
-    if standing:
-        at = standing[-1].start()
-        return f"{body[:at].rstrip()}\n\n{block}\n\n{body[at:]}"
     return f"{body.rstrip()}\n\n{block}"
+
+
+def changes_block(changes: Sequence[StatedChange]) -> str:
+    """The lines that close a summary's text: the changes the user stated, in their words ("" for none)."""
+    if not changes:
+        return ""
+    return "\n".join([CHANGES_HEADING, *(change.line() for change in changes)])
+
+
+# --- suggestions, when no typed answer could be had ------------------------------------------------------------
+
+SuggestionKind = Literal["rule", "change", "next step"]
+SUGGESTION_LIMITS: dict[SuggestionKind, int] = {"rule": 8, "change": 3, "next step": 2}
+"""The newest this many of each kind are listed."""
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    """A sentence of the user's that a word cue reads as ``kind``; shown, never applied by co."""
+
+    kind: SuggestionKind
+    text: str
+
+    @property
+    def command(self) -> str:
+        """The command that would apply it: a rule or a change is pinned, a next step is a task."""
+        return f"/tasks add {self.text}" if self.kind == "next step" else f"/pin {self.text}"
+
+    def info(self) -> dict[str, str]:
+        return {"kind": self.kind, "text": self.text}
+
+
+def suggest(entries: Sequence[Entry]) -> tuple[Suggestion, ...]:
+    """The user's sentences in ``entries`` that English cues read as a standing rule, a change or the next
+    step, each once, the newest of each kind (``SUGGESTION_LIMITS``), in the order the user wrote them."""
+    found: dict[SuggestionKind, list[str]] = {"rule": [], "change": [], "next step": []}
+    for entry in entries:
+        for sentence in sentences(entry.text.removeprefix("~ ")):
+            if len(sentence) > MAX_RULE_CHARS or sentence.endswith("…"):
+                continue  # too long to pin, or cut short
+            if is_standing(sentence):
+                found["rule"].append(sentence)
+            elif states_change(sentence):
+                found["change"].append(sentence)
+            elif names_next_step(sentence):
+                found["next step"].append(sentence)
+    return tuple(
+        Suggestion(kind, text)
+        for kind, texts in found.items()
+        for text in list(dict.fromkeys(texts))[-SUGGESTION_LIMITS[kind] :]
+    )
+
+
+def suggestions_info(suggestions: Sequence[Suggestion]) -> dict[str, Any]:
+    """What a summary message carries of them (empty for none)."""
+    return {SUGGESTIONS_KEY: [s.info() for s in suggestions]} if suggestions else {}
+
+
+def carried_suggestions(message: ModelMessage) -> list[Suggestion]:
+    """The suggestions a summary message carries (none for any other message)."""
+    value = carried_info(message, SUGGESTIONS_KEY)
+    if not isinstance(value, list):
+        return []
+    kinds: tuple[SuggestionKind, ...] = ("rule", "change", "next step")
+    found: list[Suggestion] = []
+    for item in value:
+        if isinstance(item, dict) and item.get("kind") in kinds and isinstance(item.get("text"), str):
+            kind = next(k for k in kinds if k == item["kind"])
+            found.append(Suggestion(kind, item["text"]))
+    return found

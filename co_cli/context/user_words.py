@@ -3,7 +3,8 @@
 A summary loses what the user said in plain words first: a rule about how to answer, the person who must
 approve a change, the library whose upgrade failed. So beside a summary co keeps the user's messages of the
 replaced stretch verbatim, the newest first within a budget; each older message keeps one shortened line
-(its sentences that carry an identifier or a rule, and every other identifier in it). The list is carried
+(its sentences that carry an identifier, else its first sentence of some length, and every other identifier
+in it: no sentence is chosen by what its words seem to mean). The list is carried
 in the summary message's metadata, so a later compaction that summarises this summary carries it on
 (re-budgeted, newest first: a shortened line stays shortened). Pure functions over messages; the budget
 comes from the caller.
@@ -18,7 +19,7 @@ from typing import Any
 from pydantic_ai.messages import ModelMessage
 
 from co_cli.context.ledger import find_identifiers
-from co_cli.context.pins import is_standing, sentences
+from co_cli.context.pins import sentences
 from co_cli.message_view import user_text
 from co_cli.synthetic import carried_info, carried_request, is_ack, is_summary
 from co_cli.text_tokens import estimate_text_tokens
@@ -139,11 +140,6 @@ def user_entries(messages: Sequence[ModelMessage], *, exclude_latest: str | None
     return entries, omitted
 
 
-def _says_something(sentence: str, identifiers: Sequence[str]) -> bool:
-    """Whether a sentence carries content of its own: an identifier, or a rule the user stated."""
-    return bool(identifiers) or is_standing(sentence)
-
-
 def clip_sentence(sentence: str) -> str:
     """A sentence cut at ``SHORT_SENTENCE_CHARS`` (with "…")."""
     if len(sentence) <= SHORT_SENTENCE_CHARS:
@@ -152,15 +148,15 @@ def clip_sentence(sentence: str) -> str:
 
 
 def shorten(text: str) -> str:
-    """One line for an older message: the sentences that say something (each with an identifier, or a rule
-    the user stated), in order and within ``SHORT_LINE_CHARS``, else its first sentence of some length; then
-    every identifier of the message those sentences lack. "Not yet. All settings live in a/b.toml. Please
-    read it." keeps its middle sentence, not the greeting."""
+    """One line for an older message: the sentences that hold an identifier, in order and within
+    ``SHORT_LINE_CHARS``, else its first sentence of some length; then every identifier of the message those
+    sentences lack. "Not yet. All settings live in a/b.toml. Please read it." keeps its middle sentence, not
+    the greeting."""
     parts = sentences(text)
     if not parts:
         return clip_sentence(" ".join(text.split()))
     found = [[name for name, _ in find_identifiers(part)] for part in parts]
-    chosen = [i for i, part in enumerate(parts) if _says_something(part, found[i])]
+    chosen = [i for i, part in enumerate(parts) if found[i]]
     if not chosen:
         long_enough = [i for i, part in enumerate(parts) if len(part.split()) >= MIN_SENTENCE_WORDS]
         chosen = long_enough[:1] or [0]

@@ -19,6 +19,7 @@ from co_cli.context.compact import (
 )
 from co_cli.context.policy import SLOW_SUMMARISER_HINT, user_words_budget
 from co_cli.context.tokens import estimate_history
+from co_cli.context.user_quotes import Suggestion, carried_suggestions
 from co_cli.context.working import CompactedSpan, WorkingContext
 from co_cli.deps import Pin, PinSource, SessionState
 from co_cli.failure_text import describe_provider_error
@@ -80,9 +81,9 @@ class Compactions:
         )
 
     def found_pins(self, result: CompactionResult) -> list[tuple[str, PinSource]]:
-        """Standing instructions the user stated in the compacted messages (found by their wording, or quoted
-        by the summary and verified): they hold from now on as pins, outside the history, so no later
-        compaction can drop them."""
+        """Standing instructions the user stated in the compacted messages (named by the summariser's typed
+        answer and found in the user's messages): they hold from now on as pins, outside the history, so no
+        later compaction can drop them."""
         return self.pins.new_ones(result.standing_instructions, "summary")
 
     async def preview(self, focus: str | None) -> CompactionResult:
@@ -99,6 +100,7 @@ class Compactions:
             max_input_tokens=self.engine.resolved.context_window // 2,
             model_settings=self._time_limits(),
             user_words_tokens=self._user_words_budget(),
+            mode=self.engine.governor.summary_mode,
         )
         return replace(result, detail="manual")
 
@@ -153,6 +155,14 @@ class Compactions:
                 return "\n".join(view.text for view in views(message) if view.kind == "user")
         return None
 
+    def current_suggestions(self) -> list[Suggestion]:
+        """What word cues suggested when the summary in force was made without a typed answer, less what is
+        pinned already (nothing of it was applied)."""
+        for message in self.state.context.messages:
+            if is_summary(message):
+                return [s for s in carried_suggestions(message) if s.kind == "next step" or self.pins.is_new(s.text)]
+        return []
+
     async def compact_harder(self, notice: Callable[[str], None]) -> bool:
         """After the provider said the context is too long: summarise the middle without tool outputs so it
         surely fits (or at least drop the tool outputs); False when nothing could be made smaller."""
@@ -167,6 +177,7 @@ class Compactions:
                 must_fit=True,
                 model_settings=self._time_limits(),
                 user_words_tokens=self._user_words_budget(),
+                mode=self.engine.governor.summary_mode,
             )
         except Exception as exc:
             notice(f"Compaction failed: {describe_provider_error(exc)}")

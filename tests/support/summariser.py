@@ -1,26 +1,59 @@
 """Scripted summarisers: a FunctionModel answers both plain and streamed requests (co streams its summary
-requests) with the same function."""
+requests) with the same function.
+
+co asks the summariser for a typed answer (``context.summarize.SummaryAnswer``) through its output tool, or
+as prompted JSON once the model answered in prose; ``typed_summary`` answers either way with the same fields.
+"""
 
 from __future__ import annotations
 
 import inspect
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
-from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
 
 Respond = Callable[[list[ModelMessage], AgentInfo], ModelResponse | Awaitable[ModelResponse]]
 
 
+def typed_summary(info: AgentInfo, summary: str, **fields: Any) -> ModelResponse:
+    """The summariser's typed answer with ``summary`` and ``fields`` (standing_instructions, changes,
+    next_step, people): a call of the output tool when one is offered, else the JSON object as text (prompted
+    output); a plain-text request (a merge of partial summaries) gets ``summary`` alone."""
+    arguments = {"summary": summary, **fields}
+    if info.output_tools:
+        return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, arguments)])
+    if info.model_request_parameters.output_mode == "prompted":
+        return ModelResponse(parts=[TextPart(json.dumps(arguments, ensure_ascii=False))])
+    return ModelResponse(parts=[TextPart(summary)])
+
+
 def scripted_summariser(respond: Respond, *, model_name: str | None = None) -> FunctionModel:
-    """A model that answers with ``respond``'s response, whole or as one streamed chunk."""
+    """A model that answers with ``respond``'s response, whole or as one streamed chunk (a tool call as one
+    delta)."""
 
     async def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         response = respond(messages, info)
         return await response if inspect.isawaitable(response) else response
 
-    async def stream(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str]:
+    async def stream(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str | DeltaToolCalls]:
         response = await answer(messages, info)
+        calls = [part for part in response.parts if isinstance(part, ToolCallPart)]
+        if calls:
+            yield {i: DeltaToolCall(call.tool_name, call.args_as_json_str()) for i, call in enumerate(calls)}
+            return
         yield "".join(part.content for part in response.parts if isinstance(part, TextPart))
 
     return FunctionModel(answer, stream_function=stream, model_name=model_name)
+
+
+def typed_summariser(summary: str, *, model_name: str | None = None, **fields: Any) -> FunctionModel:
+    """A summariser whose every answer is ``typed_summary(summary, **fields)``."""
+    return scripted_summariser(lambda messages, info: typed_summary(info, summary, **fields), model_name=model_name)
+
+
+def prose_summariser(summary: str, *, model_name: str | None = None) -> FunctionModel:
+    """A summariser that answers in plain text whatever it is asked (no typed answer can be had from it)."""
+    return scripted_summariser(lambda messages, info: ModelResponse(parts=[TextPart(summary)]), model_name=model_name)

@@ -73,11 +73,25 @@ def _show_compaction(host: CommandHost) -> None:
         if USER_WORDS_HEADING in summary:
             host.info(
                 "Your own messages are kept word for word beside the summary (the newest first; older ones as "
-                "their sentences that hold an identifier or a rule): a summary loses what you said in plain words "
-                "first."
+                "their sentences that hold an identifier): a summary loses what you said in plain words first."
             )
+        _show_suggestions(host)
     if host.conv.pins:
         host.show("\n".join(["Pins:", *(f"{n}. {pin.text}" for n, pin in enumerate(host.conv.pins, 1))]))
+
+
+def _show_suggestions(host: CommandHost) -> None:
+    """What English word cues read in your messages when the summariser gave no typed answer: nothing of it
+    was applied; each line ends with the command that would apply it."""
+    suggestions = host.conv.compactions.current_suggestions()
+    if not suggestions:
+        return
+    lines = [
+        "Suggested from your words (the summariser gave no typed answer, so nothing was pinned; English word cues "
+        "read these and may be wrong; each command applies one):"
+    ]
+    lines += [f"  {s.kind}: {s.text}\n    {s.command}" for s in suggestions]
+    host.show("\n".join(lines))
 
 
 async def _review_preview(host: CommandHost, result: CompactionResult) -> CompactionResult | None:
