@@ -259,3 +259,41 @@ async def test_compact_all_verifies_as_compact_middle_does() -> None:
     assert result.standing_instructions == (GERMAN.rule,)
     assert result.dropped_quotes == 1
     assert summary_of(result).count(f"> {GERMAN.change}") == 1
+
+
+@pytest.mark.parametrize(
+    ("users", "answer"),
+    [
+        (
+            ["Pasa ahora el linter sobre tools/check.py, por favor.", "Desde hoy la demo es el jueves."],
+            {
+                "standing_instructions": ["Pasa ahora el linter sobre tools/check.py", "la demo es el jueves"],
+                "changes": [{"quote": "Pasa ahora el linter sobre tools/check.py, por favor."}],
+                "next_step": "Desde hoy la demo es el jueves.",
+            },
+        ),
+        (
+            ["今すぐ tools/check.py にリンターをかけてください。", "デモは木曜日に変わりました。"],
+            {
+                "standing_instructions": ["リンターをかけてください", "デモは木曜日に変わりました"],
+                "changes": [{"quote": "デモは木曜日に変わりました"}],
+                "next_step": "今すぐ tools/check.py にリンターをかけてください。",
+            },
+        ),
+    ],
+    ids=["es", "ja"],
+)
+def test_a_sentence_the_model_puts_under_two_kinds_is_not_pinned(users: list[str], answer: dict[str, object]) -> None:
+    """A small model lists one sentence as a rule and as a change or the next step: it is not pinned (counted
+    apart), and still placed as the change or next step it was also named."""
+    reading = read_answer(SummaryAnswer(summary="…", **answer), users, users)  # type: ignore[arg-type]
+    assert reading.rules == () and reading.unsure_rules == 2 and reading.dropped_quotes == 0
+    assert reading.changes and reading.next_step
+
+
+async def test_the_compaction_line_counts_the_rules_not_pinned() -> None:
+    said = ENGLISH
+    answer = {**said.answer(), "standing_instructions": [said.one_off], "changes": [{"quote": said.one_off}]}
+    result = await compact_middle(chatty(said.prompts()), typed_summariser(BODY, **answer), max_history_messages=4)
+    assert isinstance(result, CompactionResult) and result.standing_instructions == ()
+    assert "; 1 rule also named as a change or the next step, not pinned." in compaction_line(result)

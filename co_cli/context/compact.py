@@ -115,6 +115,8 @@ class CompactionResult:
     """Quotes of the summariser's typed answer found in none of the user's messages (dropped, not acted on)."""
     dropped_names: int = 0
     """Names of the summariser's typed answer found nowhere in the span (dropped)."""
+    unsure_rules: int = 0
+    """Rules of the typed answer the summariser also named as a change or the next step (found, not pinned)."""
     suggestions: tuple[Suggestion, ...] = ()
     """When no typed answer was had: the user's sentences English word cues read as a rule, a change or the
     next step, only shown (``/compact show``) with the command that would apply them."""
@@ -392,6 +394,7 @@ class _Found:
     rules: tuple[str, ...] = ()
     dropped_quotes: int = 0
     dropped_names: int = 0
+    unsure_rules: int = 0
     suggestions: tuple[Suggestion, ...] = ()
 
     @classmethod
@@ -401,13 +404,14 @@ class _Found:
         reading = checked.reading if checked is not None else None
         if reading is None:
             return cls(suggestions=suggest(entries))
-        return cls(reading.rules, reading.dropped_quotes, reading.dropped_names)
+        return cls(reading.rules, reading.dropped_quotes, reading.dropped_names, reading.unsure_rules)
 
     def fields(self) -> dict[str, Any]:
         return {
             "standing_instructions": self.rules,
             "dropped_quotes": self.dropped_quotes,
             "dropped_names": self.dropped_names,
+            "unsure_rules": self.unsure_rules,
             "suggestions": self.suggestions,
         }
 
@@ -654,10 +658,12 @@ def compaction_line(result: CompactionResult) -> str:
 
 
 def _dropped(result: CompactionResult) -> str:
-    """What of the summariser's typed answer was not found, and so not acted on ("" for nothing)."""
+    """What of the summariser's typed answer was not found or not sure, and so not acted on ("" for nothing)."""
     text = ""
     if result.dropped_quotes:
         text += f"; {counted(result.dropped_quotes, 'quote')} not found in your messages, dropped"
     if result.dropped_names:
         text += f"; {counted(result.dropped_names, 'name')} not found in the conversation, dropped"
+    if result.unsure_rules:
+        text += f"; {counted(result.unsure_rules, 'rule')} also named as a change or the next step, not pinned"
     return text

@@ -60,7 +60,8 @@ quote, the user's words saying it, copied word for word; old, what held before; 
 - next_step: the next step as the user stated it, copied word for word from the user's message; null when \
 the user did not say.
 - people: the names of the people the conversation mentions, as written.
-Quotes are the user's own words: never the assistant's, never reworded or translated."""
+Quotes are the user's own words: never the assistant's, never reworded or translated. Each of the user's \
+sentences goes under one of these fields at most; a request for the current task only goes under none."""
 
 MERGE_REQUEST = """\
 Below are summaries of consecutive parts of one conversation, oldest first. Merge them into one summary \

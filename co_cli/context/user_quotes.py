@@ -81,6 +81,8 @@ class Reading:
     """Quotes of the answer found in none of the user's messages (dropped)."""
     dropped_names: int = 0
     """Names of the answer found nowhere in the stretch (dropped)."""
+    unsure_rules: int = 0
+    """Rules the answer also named as a change or as the next step: found, but not pinned."""
 
 
 _BEFORE = "  (before: "
@@ -115,7 +117,8 @@ def carry_earlier(body: str, answer: SummaryAnswer) -> tuple[str, SummaryAnswer]
 def read_answer(answer: SummaryAnswer, user_texts: Sequence[str], stretch_texts: Sequence[str]) -> Reading:
     """The verified part of ``answer``: its quotes found in ``user_texts`` (what the user wrote in the stretch),
     each widened to the user's sentence; its names found in ``stretch_texts`` (anything written in it); the
-    value a change replaces kept only when it occurs there too."""
+    value a change replaces kept only when it occurs there too. A rule the answer also names as a change or as
+    the next step is not one to pin (small models list one sentence under every kind): it is counted apart."""
     rules = verify_quotes(answer.standing_instructions, user_texts)
     changes: list[StatedChange] = []
     seen: set[str] = set()
@@ -134,14 +137,23 @@ def read_answer(answer: SummaryAnswer, user_texts: Sequence[str], stretch_texts:
         dropped += 1 if next_step is None else 0
     names = [name.strip() for name in answer.people if name.strip()]
     people = tuple(dict.fromkeys(name for name in names if occurs(name, stretch_texts)))
+    others = [change.text for change in changes] + ([next_step] if next_step else [])
+    sure = tuple(rule for rule in rules.kept if not _overlaps(rule, others))
     return Reading(
-        rules=rules.kept,
+        rules=sure,
         changes=tuple(changes),
         next_step=next_step,
         people=people,
         dropped_quotes=dropped,
         dropped_names=len(set(names)) - len(people),
+        unsure_rules=len(rules.kept) - len(sure),
     )
+
+
+def _overlaps(sentence: str, others: Sequence[str]) -> bool:
+    """Whether the user's ``sentence`` is (part of) one of ``others``, or holds one."""
+    own = normalise(sentence)
+    return any(own in (other := normalise(text)) or other in own for text in others)
 
 
 def quote_next_step(body: str, next_step: str | None) -> str:
