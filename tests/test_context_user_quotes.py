@@ -201,9 +201,12 @@ def test_read_answer_checks_every_quote_name_and_earlier_value() -> None:
     assert reading.changes == (StatedChange("Ab morgen liegt das Archiv auf nas-7 statt auf nas-2.", "nas-2"),)
     assert reading.next_step is None
     assert reading.people == ("Henrike",)
-    assert (reading.dropped_quotes, reading.dropped_names) == (2, 1)
-    unknown_old = read_answer(answer.model_copy(update={"changes": [answer.changes[2]]}), users, stretch)
-    assert unknown_old.changes == (StatedChange("Ab morgen liegt das Archiv auf nas-7 statt auf nas-2."),)
+    assert (reading.dropped_quotes, reading.dropped_names, reading.unsure_changes) == (2, 1, 0)
+    # the value it replaces occurs nowhere, or is not named: the model's "change" is not placed (counted)
+    for old in ("nas-1", ""):
+        change = Change(quote="liegt das Archiv auf nas-7", old=old, new="nas-7")
+        unsure = read_answer(answer.model_copy(update={"changes": [change]}), users, stretch)
+        assert unsure.changes == () and unsure.unsure_changes == 1
 
 
 def test_the_next_step_goes_under_the_pending_heading_or_at_the_end() -> None:
@@ -216,8 +219,8 @@ def test_the_next_step_goes_under_the_pending_heading_or_at_the_end() -> None:
 
 def test_changes_block() -> None:
     assert changes_block(()) == ""
-    assert changes_block([StatedChange("Сервер теперь в Казани.", "Москва"), StatedChange("B moved.")]) == (
-        f"{CHANGES_HEADING}\n> Сервер теперь в Казани.  (before: Москва)\n> B moved."
+    assert changes_block([StatedChange("Сервер теперь в Казани.", "Москве"), StatedChange("B moved.", "A")]) == (
+        f"{CHANGES_HEADING}\n> Сервер теперь в Казани.  (before: Москве)\n> B moved.  (before: A)"
     )
 
 
@@ -265,18 +268,18 @@ async def test_compact_all_verifies_as_compact_middle_does() -> None:
     ("users", "answer"),
     [
         (
-            ["Pasa ahora el linter sobre tools/check.py, por favor.", "Desde hoy la demo es el jueves."],
+            ["Pasa ahora el linter sobre tools/check.py, por favor.", "La demo ya no es el martes, es el jueves."],
             {
-                "standing_instructions": ["Pasa ahora el linter sobre tools/check.py", "la demo es el jueves"],
-                "changes": [{"quote": "Pasa ahora el linter sobre tools/check.py, por favor."}],
-                "next_step": "Desde hoy la demo es el jueves.",
+                "standing_instructions": ["Pasa ahora el linter sobre tools/check.py", "la demo ya no es el martes"],
+                "changes": [{"quote": "La demo ya no es el martes, es el jueves.", "old": "martes"}],
+                "next_step": "Pasa ahora el linter sobre tools/check.py, por favor.",
             },
         ),
         (
-            ["今すぐ tools/check.py にリンターをかけてください。", "デモは木曜日に変わりました。"],
+            ["今すぐ tools/check.py にリンターをかけてください。", "デモは火曜日から木曜日に変わりました。"],
             {
-                "standing_instructions": ["リンターをかけてください", "デモは木曜日に変わりました"],
-                "changes": [{"quote": "デモは木曜日に変わりました"}],
+                "standing_instructions": ["リンターをかけてください", "デモは火曜日から木曜日に変わりました"],
+                "changes": [{"quote": "デモは火曜日から木曜日に変わりました", "old": "火曜日"}],
                 "next_step": "今すぐ tools/check.py にリンターをかけてください。",
             },
         ),
@@ -291,9 +294,14 @@ def test_a_sentence_the_model_puts_under_two_kinds_is_not_pinned(users: list[str
     assert reading.changes and reading.next_step
 
 
-async def test_the_compaction_line_counts_the_rules_not_pinned() -> None:
+async def test_the_compaction_line_counts_what_was_found_but_not_acted_on() -> None:
+    """The one-off request named a rule and a change (with no earlier value): neither pinned nor placed."""
     said = ENGLISH
     answer = {**said.answer(), "standing_instructions": [said.one_off], "changes": [{"quote": said.one_off}]}
     result = await compact_middle(chatty(said.prompts()), typed_summariser(BODY, **answer), max_history_messages=4)
     assert isinstance(result, CompactionResult) and result.standing_instructions == ()
-    assert "; 1 rule also named as a change or the next step, not pinned." in compaction_line(result)
+    assert CHANGES_HEADING not in summary_of(result)
+    assert (
+        "; 1 rule also named as a change or the next step, not pinned; 1 change without the earlier value, "
+        "not placed." in compaction_line(result)
+    )

@@ -117,6 +117,8 @@ class CompactionResult:
     """Names of the summariser's typed answer found nowhere in the span (dropped)."""
     unsure_rules: int = 0
     """Rules of the typed answer the summariser also named as a change or the next step (found, not pinned)."""
+    unsure_changes: int = 0
+    """Changes of the typed answer without the earlier value they replace (found, not placed)."""
     suggestions: tuple[Suggestion, ...] = ()
     """When no typed answer was had: the user's sentences English word cues read as a rule, a change or the
     next step, only shown (``/compact show``) with the command that would apply them."""
@@ -231,8 +233,14 @@ class _Summary:
 
 
 def _stretch_texts(span: Sequence[ModelMessage], entries: Sequence[Entry]) -> list[str]:
-    """Everything written in ``span`` that a name may be checked against: the user's words and the answers."""
-    return [entry.text for entry in entries] + [text for message in span if (text := answer_text(message))]
+    """Everything written in ``span`` that a name or an earlier value may be checked against: the user's words,
+    the answers and earlier summaries."""
+    texts = [entry.text for entry in entries]
+    for message in span:
+        text = summary_text_of(message) if is_summary(message) else answer_text(message)
+        if text:
+            texts.append(text)
+    return texts
 
 
 async def _checked_summary(
@@ -395,6 +403,7 @@ class _Found:
     dropped_quotes: int = 0
     dropped_names: int = 0
     unsure_rules: int = 0
+    unsure_changes: int = 0
     suggestions: tuple[Suggestion, ...] = ()
 
     @classmethod
@@ -404,7 +413,9 @@ class _Found:
         reading = checked.reading if checked is not None else None
         if reading is None:
             return cls(suggestions=suggest(entries))
-        return cls(reading.rules, reading.dropped_quotes, reading.dropped_names, reading.unsure_rules)
+        return cls(
+            reading.rules, reading.dropped_quotes, reading.dropped_names, reading.unsure_rules, reading.unsure_changes
+        )
 
     def fields(self) -> dict[str, Any]:
         return {
@@ -412,6 +423,7 @@ class _Found:
             "dropped_quotes": self.dropped_quotes,
             "dropped_names": self.dropped_names,
             "unsure_rules": self.unsure_rules,
+            "unsure_changes": self.unsure_changes,
             "suggestions": self.suggestions,
         }
 
@@ -666,4 +678,6 @@ def _dropped(result: CompactionResult) -> str:
         text += f"; {counted(result.dropped_names, 'name')} not found in the conversation, dropped"
     if result.unsure_rules:
         text += f"; {counted(result.unsure_rules, 'rule')} also named as a change or the next step, not pinned"
+    if result.unsure_changes:
+        text += f"; {counted(result.unsure_changes, 'change')} without the earlier value, not placed"
     return text

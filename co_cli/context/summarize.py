@@ -56,7 +56,8 @@ identifiers, Errors and fixes, Failed approaches, Pending and next step. Leave o
 conversation (how to answer, what to always or never do), each copied word for word from the user's \
 message, in the user's language. Not a request for one task only, not a question. Empty when there is none.
 - changes: every fact the user said has changed (a value, a place, a name or a plan that no longer holds): \
-quote, the user's words saying it, copied word for word; old, what held before; new, what holds now.
+quote, the user's words saying it, copied word for word; old, the earlier value it replaces, as the \
+conversation wrote it; new, what holds now.
 - next_step: the next step as the user stated it, copied word for word from the user's message; null when \
 the user did not say.
 - people: the names of the people the conversation mentions, as written.
@@ -75,7 +76,7 @@ class Change(BaseModel):
     """A fact the user said has changed."""
 
     quote: str = Field(description="the user's words saying it changed, copied word for word")
-    old: str = Field(default="", description="what held before")
+    old: str = Field(default="", description="the earlier value it replaces, as the conversation wrote it")
     new: str = Field(default="", description="what holds now")
 
 

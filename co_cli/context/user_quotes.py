@@ -60,13 +60,13 @@ _PENDING_HEADING_RE = re.compile(
 
 @dataclass(frozen=True)
 class StatedChange:
-    """A change the user stated: their sentence, and the value it replaces when that occurs in the stretch."""
+    """A change the user stated: their sentence, and the value it replaces (which occurs in the stretch)."""
 
     text: str
-    old: str = ""
+    old: str
 
     def line(self) -> str:
-        return f"> {self.text}" + (f"{_BEFORE}{self.old})" if self.old else "")
+        return f"> {self.text}{_BEFORE}{self.old})"
 
 
 @dataclass(frozen=True)
@@ -83,6 +83,8 @@ class Reading:
     """Names of the answer found nowhere in the stretch (dropped)."""
     unsure_rules: int = 0
     """Rules the answer also named as a change or as the next step: found, but not pinned."""
+    unsure_changes: int = 0
+    """Changes whose earlier value the answer did not name, or that occurs nowhere in the stretch: not placed."""
 
 
 _BEFORE = "  (before: "
@@ -116,29 +118,34 @@ def carry_earlier(body: str, answer: SummaryAnswer) -> tuple[str, SummaryAnswer]
 
 def read_answer(answer: SummaryAnswer, user_texts: Sequence[str], stretch_texts: Sequence[str]) -> Reading:
     """The verified part of ``answer``: its quotes found in ``user_texts`` (what the user wrote in the stretch),
-    each widened to the user's sentence; its names found in ``stretch_texts`` (anything written in it); the
-    value a change replaces kept only when it occurs there too. A rule the answer also names as a change or as
-    the next step is not one to pin (small models list one sentence under every kind): it is counted apart."""
+    each widened to the user's sentence; its names found in ``stretch_texts`` (anything written in it). Two
+    checks of the model's classification, neither reading the words (small models list one sentence under
+    every kind): a change is placed only when the value it replaces occurs in ``stretch_texts`` too (a change
+    of an earlier fact names it), and a rule the answer also names as a change or the next step is not pinned.
+    Both are counted apart."""
     rules = verify_quotes(answer.standing_instructions, user_texts)
-    changes: list[StatedChange] = []
-    seen: set[str] = set()
     dropped = rules.dropped
+    stated: list[str] = []
+    changes: list[StatedChange] = []
+    unsure_changes = 0
     for change in answer.changes:
         found = find_quote(change.quote, user_texts)
         if found is None:
             dropped += 1
-        elif normalise(found) not in seen:
-            seen.add(normalise(found))
+        elif all(normalise(found) != normalise(text) for text in stated):
+            stated.append(found)
             old = change.old.strip()
-            changes.append(StatedChange(found, old if old and occurs(old, stretch_texts) else ""))
+            if old and occurs(old, stretch_texts):
+                changes.append(StatedChange(found, old))
+            else:
+                unsure_changes += 1
     next_step = None
     if answer.next_step and answer.next_step.strip():
         next_step = find_quote(answer.next_step, user_texts)
         dropped += 1 if next_step is None else 0
     names = [name.strip() for name in answer.people if name.strip()]
     people = tuple(dict.fromkeys(name for name in names if occurs(name, stretch_texts)))
-    others = [change.text for change in changes] + ([next_step] if next_step else [])
-    sure = tuple(rule for rule in rules.kept if not _overlaps(rule, others))
+    sure = tuple(rule for rule in rules.kept if not _overlaps(rule, [*stated, *([next_step] if next_step else [])]))
     return Reading(
         rules=sure,
         changes=tuple(changes),
@@ -147,6 +154,7 @@ def read_answer(answer: SummaryAnswer, user_texts: Sequence[str], stretch_texts:
         dropped_quotes=dropped,
         dropped_names=len(set(names)) - len(people),
         unsure_rules=len(rules.kept) - len(sure),
+        unsure_changes=unsure_changes,
     )
 
 

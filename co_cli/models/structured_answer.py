@@ -34,7 +34,7 @@ class ProseAnswer(Exception):
     the model did not follow the schema it was shown)."""
 
     def __init__(self, text: str) -> None:
-        super().__init__(f"the model answered in prose instead of calling the output tool: {text[:80]!r}")
+        super().__init__(f"the model answered in prose, not with the object asked for: {text[:80]!r}")
         self.text = text
 
 
