@@ -176,19 +176,17 @@ class Reader:
 def fallback(args: argparse.Namespace, texts: Sequence[str]) -> list[Reader]:
     """co's word lists and regexes, each called on the message (or its sentences) as co calls it."""
     del args, texts  # nothing to fetch ahead
-    from co_cli.context.pins import is_standing, sentences
-    from co_cli.context.user_quotes import CHANGES, NEXT_STEP, QuoteKind, stated
-    from co_cli.context.user_words import Entry
-    from co_cli.cues import asks, cue_sentences, passing
+    from co_cli.context.pins import sentences
+    from co_cli.cues import asks, cue_sentences, is_standing, names_next_step, passing, states_change
     from co_cli.secrets import find_secret
 
-    def quoted(kind: QuoteKind) -> Callable[[str], bool]:
-        return lambda text: bool(stated([Entry(text)], kind))
+    def any_sentence(cue: Callable[[str], bool]) -> Callable[[str], bool]:
+        return lambda text: any(cue(s) for s in sentences(text))
 
     return [
-        Reader("rule", "pins.is_standing, any sentence", lambda text: any(is_standing(s) for s in sentences(text))),
-        Reader("change", "user_quotes.stated(CHANGES)", quoted(CHANGES)),
-        Reader("next_step", "user_quotes.stated(NEXT_STEP)", quoted(NEXT_STEP)),
+        Reader("rule", "cues.is_standing, any sentence", any_sentence(is_standing)),
+        Reader("change", "cues.states_change, any sentence", any_sentence(states_change)),
+        Reader("next_step", "cues.names_next_step, any sentence", any_sentence(names_next_step)),
         Reader("about=other", "no fallback"),
         Reader("passing", "cues.passing, any sentence", lambda text: any(passing(s) for s in cue_sentences(text))),
         Reader("question_only", "cues.asks, every sentence", lambda text: all(asks(s) for s in cue_sentences(text))),
@@ -207,8 +205,8 @@ def model(args: argparse.Namespace, texts: Sequence[str]) -> list[Reader]:
 
     from co_cli.config import load_settings
     from co_cli.memory.extract import Reading, read_message
-    from co_cli.models.structured_answer import ProseAnswer
     from co_cli.models import resolve_model
+    from co_cli.models.structured_answer import ProseAnswer
     from co_cli.secrets import find_secret
     from co_cli.store import Store
 
