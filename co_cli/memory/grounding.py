@@ -18,6 +18,7 @@ import os
 import re
 import unicodedata
 
+from co_cli.context import pins
 from co_cli.secrets import find_secret
 
 MIN_QUOTE_CHARS = 2
@@ -26,8 +27,6 @@ ENDING_CHARS = 2
 """A name may differ from the message's word in its last characters ("Dana's", "Danas", "Москве" for "Москва")."""
 MIN_STEM_CHARS = 3
 
-_IGNORED = frozenset("PZC")
-"""Unicode categories left out of a comparison: punctuation, separators (spaces), control and format."""
 _QUOTED = re.compile(r"`([^`]+)`|[\"“„«「『]([^\"”“»」』]+)[\"”“»」』]")
 _TOKEN = re.compile(r"\S+")
 _SENTENCE_END = re.compile(r"[.!?。！？]$")
@@ -38,9 +37,10 @@ _CLAUSE_END = re.compile(r"[.!?;。！？；\n]+")
 
 
 def normalise(text: str) -> str:
-    """``text`` compared as characters: NFKC, case folded, without whitespace and punctuation."""
-    folded = unicodedata.normalize("NFKC", text).casefold()
-    return "".join(ch for ch in folded if unicodedata.category(ch)[0] not in _IGNORED)
+    """``text`` compared as characters: as compaction compares quotes (``context.pins.normalise``: NFKC-equivalent,
+    case folded, letters, digits and marks only), recomposed (NFC) so that a letter and its accent are one
+    character when endings are compared by length ("Ольгой" and "Ольга")."""
+    return unicodedata.normalize("NFC", pins.normalise(text))
 
 
 def quoted(quote: str, message: str) -> bool:
