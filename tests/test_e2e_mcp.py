@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -16,10 +17,20 @@ from typing import Any
 import pexpect
 import pytest
 
-from tests.support.co_process import ctrl_d, expect_prompt, run_co, send_line, spawn_co, transcript
+from tests.support.co_process import (
+    CO_COMMAND,
+    co_environment,
+    ctrl_d,
+    expect_prompt,
+    run_co,
+    send_line,
+    spawn_co,
+    transcript,
+)
 from tests.support.scripted_server import ScriptedServer, Text, ToolCalls
 from tests.test_e2e_sessions import assert_ok
 from tests.test_mcp import http_server
+from tests.test_tools_shell import wait_for_file
 
 __all__ = ["http_server"]
 
@@ -243,6 +254,45 @@ def test_no_server_process_outlives_co(
     finally:
         if child.isalive():
             child.terminate(force=True)
+
+
+@pytest.mark.timeout(120)
+def test_what_a_co_killed_with_sigkill_left_running_ends_when_the_next_co_starts(
+    co_server_env: dict[str, str], workdir: Path, scripted_server: ScriptedServer, tmp_path: Path
+) -> None:
+    """kill -9 gives co no chance to end anything: its MCP server (one that outlives its stdin, and one process it
+    detached) and its running command (with a child that left the group) go on. The next co ends them all, even
+    one with no MCP server configured."""
+    pid_file, detached_file = tmp_path / "pids", tmp_path / "detached.pid"
+    spec = server_spec(pid_file, args=[SERVER, "stdio", "--linger", "--detach", str(detached_file)])
+    command = "echo $$ > shell.pid; setsid sleep 300 >/dev/null 2>&1 </dev/null & echo $! > escaped.pid; sleep 300"
+    scripted_server.script(ToolCalls([("run_shell", {"command": command})]), Text("never reached"))
+    co = subprocess.Popen(
+        [*CO_COMMAND, "chat", "-p", "run it", "--approve-all"],
+        env=co_environment(with_servers(co_server_env, busy=spec)),
+        cwd=workdir,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        left = [
+            int(wait_for_file(path, 30)) for path in (workdir / "shell.pid", workdir / "escaped.pid", detached_file)
+        ]
+        [server] = pids(pid_file)
+        left.append(server)
+        co.kill()
+        co.wait(timeout=10)
+    finally:
+        if co.poll() is None:
+            co.kill()
+    time.sleep(0.5)
+    assert all(alive(pid) for pid in left), "nothing ends them while no co runs"
+
+    scripted_server.script(Text("hello again"))
+    assert_ok(run_co(["chat", "-p", "hi"], co_server_env, workdir))
+    for pid in left:
+        assert wait_gone(pid), f"{pid} outlived the co that started it and the next one"
 
 
 def test_the_repl_asks_with_always_for_this_tool_and_shows_mcp(

@@ -279,6 +279,29 @@ def test_stopping_leaves_no_server_process(core: Core) -> None:
     assert not _alive(pid)
 
 
+@pytest.mark.parametrize("ending", ["stopped", "died mid-call"])
+def test_a_process_the_server_detached_ends_with_it(core: Core, tmp_path: Path, ending: str) -> None:
+    """A process the server started in a session of its own (``setsid``) is no member of the server's group; the
+    mark in its environment still ties it to the server."""
+    from tests.test_tools_shell import assert_dies, process_alive, wait_for_file
+
+    pid_file = tmp_path / "detached.pid"
+    script = Script([("mcp__t__crash", {}), "it failed"] if ending == "died mid-call" else [])
+
+    async def scenario(conv: Conversation, hub: McpServers) -> int:
+        await hub.wait_started()
+        detached = int(await asyncio.to_thread(wait_for_file, pid_file))
+        assert process_alive(detached)
+        if ending == "died mid-call":
+            await turn(conv, "crash it")
+            assert hub.states["t"].status == "failed"
+            await asyncio.to_thread(assert_dies, detached)  # before co stops anything
+        return detached
+
+    detached = run_with_servers(core, {"t": stdio("--detach", str(pid_file), trust=True)}, script, scenario)
+    assert_dies(detached)
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
 from pathlib import Path
@@ -16,12 +17,12 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from co_cli.deps import CoDeps
 from co_cli.tools import build_toolset
 from co_cli.tools.approval import make_approval_handler
+from co_cli.tools.processes import kill_started_processes, marked_pids, owner_id, owner_of
 from co_cli.tools.shell import (
     SHELL_REASON,
     BoundedCapture,
     effective_timeout,
     execute_command,
-    kill_live_groups,
     run_shell,
     split_budget,
 )
@@ -180,6 +181,34 @@ def test_a_process_that_left_the_group_is_killed_on_cancel(deps: CoDeps, command
     assert_dies(int(pid_file.read_text()))
 
 
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("escape", ["setsid sleep 300 &", "( sleep 300 & ) ;"], ids=["setsid", "double fork"])
+def test_a_cancel_at_any_moment_of_the_start_returns_and_leaves_nothing(deps: CoDeps, escape: str) -> None:
+    """Cancelled while bash is starting (its pipes not yet connected), with a child that holds them: the tool
+    still returns at once and nothing it started goes on."""
+
+    def ours() -> set[int]:
+        return set(marked_pids(lambda mark: owner_of(mark) == owner_id()))
+
+    async def cancel_after(steps: int) -> float:
+        task = asyncio.ensure_future(run_shell(ctx_for(deps, approved=True), f"{escape} sleep 30"))
+        for _ in range(steps):
+            await asyncio.sleep(0)
+        started = time.monotonic()
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.wait_for(task, 10)
+        return time.monotonic() - started
+
+    before = ours()
+    for steps in range(16):  # each a different point of the start (and, past it, of the run)
+        assert asyncio.run(cancel_after(steps)) < 5
+        deadline = time.monotonic() + 5
+        while left := ours() - before:
+            assert time.monotonic() < deadline, f"left running after a cancel at step {steps}: {left}"
+            time.sleep(0.02)
+
+
 @pytest.mark.timeout(60)
 def test_a_finished_command_escaped_child_is_killed_at_exit(deps: CoDeps) -> None:
     pid_file = deps.cwd / "escaped.pid"
@@ -187,8 +216,30 @@ def test_a_finished_command_escaped_child_is_killed_at_exit(deps: CoDeps) -> Non
     assert result.startswith("exit code: 0")
     escaped = int(wait_for_file(pid_file))
     assert process_alive(escaped)
-    kill_live_groups()  # what co runs at exit
+    kill_started_processes()  # what co runs at exit
     assert_dies(escaped)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    "escape",
+    ["setsid /bin/sh {script} {quiet} & echo $! > {pid}", "( /bin/sh {script} {quiet} & echo $! > {pid} ) &"],
+    ids=["setsid", "double fork"],
+)
+def test_escaped_children_caught_in_an_exec_are_killed_at_exit(deps: CoDeps, escape: str) -> None:
+    """Each child runs ``exec`` over and over: its environment reads empty now and then, which must neither make
+    co forget the command's mark when it finishes nor hide the child at exit."""
+    script = deps.cwd / "loop.sh"
+    script.write_text('exec /bin/sh "$0"\n')
+    escaped = []
+    for n in range(12):
+        pid_file = deps.cwd / f"escaped-{n}.pid"
+        command = escape.format(script=script, pid=pid_file, quiet=">/dev/null 2>&1 </dev/null")
+        assert shell(deps, command).startswith("exit code: 0")
+        escaped.append(int(wait_for_file(pid_file)))
+    kill_started_processes()
+    for pid in escaped:
+        assert_dies(pid)
 
 
 def test_output_limit_keeps_head_and_tail(deps: CoDeps) -> None:

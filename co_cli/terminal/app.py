@@ -61,6 +61,8 @@ class ChatApp:
         self._builder: Callable[[], Conversation] | None = None
         self._pending: asyncio.Future[Conversation] | None = None
         self._background_started = False
+        self._orphans: asyncio.Future[int] | None = None
+        """Ending what a co killed with SIGKILL left running (a thread, started once the conversation is built)."""
         if callable(conv):
             self._builder = conv
         else:
@@ -103,6 +105,9 @@ class ChatApp:
         if not self._background_started:
             self._background_started = True
             self._conv.background.start_extraction()  # what an earlier co left queued
+            from co_cli.tools.processes import end_orphans  # pydantic-ai is loaded by now
+
+            self._orphans = asyncio.ensure_future(asyncio.to_thread(end_orphans))  # and what it left running
             if self._conv.mcp is not None:
                 start_mcp_servers(self, self._conv.mcp)
         return self._conv
@@ -112,6 +117,9 @@ class ChatApp:
         stays queued for the next co)."""
         if self._conv is None:
             return
+        if self._orphans is not None:
+            with contextlib.suppress(Exception):
+                await self._orphans
         await self._conv.finish_background()
         worker = self._conv.background.memory_worker
         if worker is None:
@@ -207,7 +215,7 @@ class ChatApp:
     def _on_sigint(self, loop: asyncio.AbstractEventLoop, cancel: Callable[[], object]) -> Iterator[None]:
         """Ctrl-C while a turn (or a compaction) runs cancels that only, not co. SIGTERM and SIGHUP (terminal
         closed) cancel it too, which kills the commands it started, then end co with status 128 + signal."""
-        from co_cli.tools.shell import EXIT_SIGNALS, install_exit_handlers
+        from co_cli.tools.processes import EXIT_SIGNALS, install_exit_handlers
 
         # asyncio signal handlers exist only on Unix and only in the main thread; elsewhere Ctrl-C stays default.
         installed = sys.platform != "win32" and threading.current_thread() is threading.main_thread()

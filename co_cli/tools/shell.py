@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 import asyncio
-import atexit
 import contextlib
-import itertools
 import os
 import signal
-import threading
 import time
-from types import FrameType
 
 from pydantic_ai import ApprovalRequired, RunContext
 
 from co_cli.deps import CoDeps
 from co_cli.tools.paths import working_dir
+from co_cli.tools.processes import (
+    forget_process_group,
+    group_alive,
+    kill_marks,
+    marked_environment,
+    new_mark,
+    signal_group,
+    track_process_group,
+)
 
 SHELL_REASON = "runs a shell command"
 READ_CHUNK_BYTES = 65536
@@ -93,127 +98,6 @@ def effective_timeout(requested: float | None, configured: float) -> float:
     return min(requested, configured)
 
 
-EXIT_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
-
-_live_groups: set[int] = set()
-"""Process groups of commands started by this process that may still have members (their ids are the
-commands' pids). Each command runs in its own session, so closing the terminal does not reach it: co
-kills these groups when it exits."""
-
-COMMAND_MARK = "CO_CLI_COMMAND"
-"""Every command's environment holds ``CO_CLI_COMMAND=<co's pid>-<n>``, which whatever it starts inherits:
-a process that left the command's group (``setsid``, a double fork) is still found by it (on Linux, through
-``/proc/<pid>/environ``) and killed with the group."""
-_live_marks: set[str] = set()
-_mark_count = itertools.count(1)
-
-
-def _new_mark() -> str:
-    return f"{os.getpid()}-{next(_mark_count)}"
-
-
-def _marked_processes(marks: set[str]) -> list[int]:
-    """Pids of this user's processes whose environment carries one of ``marks`` (none where ``/proc`` is
-    missing)."""
-    if not marks:
-        return []
-    wanted = {f"{COMMAND_MARK}={mark}".encode() for mark in marks}
-    found: list[int] = []
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return []
-    own = os.getpid()
-    for entry in entries:
-        if not entry.isdigit() or int(entry) == own:
-            continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as handle:
-                variables = handle.read().split(b"\0")
-        except OSError:  # gone, or another user's
-            continue
-        if any(variable in wanted for variable in variables):
-            found.append(int(entry))
-    return found
-
-
-def _kill_marked(marks: set[str]) -> int:
-    """SIGKILL every process carrying one of ``marks``, until none is left; how many were killed."""
-    killed = 0
-    for _ in range(5):  # a process may fork while the others are killed
-        pids = _marked_processes(marks)
-        if not pids:
-            break
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-                killed += 1
-    return killed
-
-
-def track_process_group(pgid: int) -> None:
-    """Kill this process group too when co exits, however it exits (e.g. an MCP server, which runs in a session
-    of its own and may outlive its stdin)."""
-    _live_groups.add(pgid)
-    install_exit_handlers()
-
-
-def forget_process_group(pgid: int) -> None:
-    _live_groups.discard(pgid)
-
-
-def _signal_group(pid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, sig)
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except (ProcessLookupError, PermissionError):  # gone (or the id now belongs to someone else's group)
-        return False
-    return True
-
-
-def live_groups() -> set[int]:
-    """The process groups of commands this process started that still have members."""
-    for pgid in [pgid for pgid in _live_groups if not _group_alive(pgid)]:
-        _live_groups.discard(pgid)
-    return set(_live_groups)
-
-
-def kill_live_groups() -> None:
-    """SIGKILL every process group a command started that is still alive, and every process that left one
-    (at exit: nothing may outlive co)."""
-    for pgid in live_groups():
-        _signal_group(pgid, signal.SIGKILL)
-        _live_groups.discard(pgid)
-    _kill_marked(_live_marks)
-    _live_marks.clear()
-
-
-atexit.register(kill_live_groups)
-
-
-def _kill_groups_and_die(signum: int, frame: FrameType | None) -> None:
-    kill_live_groups()
-    signal.signal(signum, signal.SIG_DFL)
-    os.kill(os.getpid(), signum)
-
-
-def install_exit_handlers() -> None:
-    """Make SIGTERM and SIGHUP (terminal closed) kill the commands' process groups before co ends.
-
-    Only replaces the default action, and only in the main thread (where Python runs signal handlers);
-    while a turn runs, the chat loop's own handlers cancel the turn instead.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        return
-    for sig in EXIT_SIGNALS:
-        if signal.getsignal(sig) == signal.SIG_DFL:
-            signal.signal(sig, _kill_groups_and_die)
-
-
 async def _exited(process: asyncio.subprocess.Process, seconds: float) -> bool:
     """Whether the command's own process has exited within ``seconds``. Not ``process.wait()``: that also
     waits for the output pipes to close, which a process that left the group may keep open for ever."""
@@ -228,10 +112,10 @@ async def _exited(process: asyncio.subprocess.Process, seconds: float) -> bool:
 async def kill_process_group(process: asyncio.subprocess.Process, mark: str) -> None:
     """SIGTERM the command's process group, give it a moment, then SIGKILL whatever is left of it and every
     process it started elsewhere."""
-    _signal_group(process.pid, signal.SIGTERM)
+    signal_group(process.pid, signal.SIGTERM)
     await _exited(process, TERM_GRACE_SECONDS)
-    _signal_group(process.pid, signal.SIGKILL)
-    _kill_marked({mark})
+    signal_group(process.pid, signal.SIGKILL)
+    await asyncio.to_thread(kill_marks, {mark})
     await _exited(process, TERM_GRACE_SECONDS)
 
 
@@ -262,11 +146,14 @@ def format_result(exit_code: int | None, stdout: str, stderr: str, timed_out_aft
 
 
 async def _start(command: str, cwd: str, mark: str) -> asyncio.subprocess.Process:
-    """Start ``bash -c command`` in a new process group, tracked in ``_live_groups``.
+    """Start ``bash -c command`` in a new process group, tracked until it has no members
+    (``processes.track_process_group``).
 
     The start is shielded from cancellation: cancelled while it connects the pipes, asyncio would kill
     bash alone and then wait for every pipe to close, which a background child holding them never does.
-    Here a cancelled start lets the process come up, kills its whole group, then lets the cancellation on.
+    Here a cancelled start lets the process come up, kills its whole group and every process carrying its
+    mark, waits for bash's exit only (not for its pipes: a child that left the group may hold them for ever),
+    then lets the cancellation on.
     """
     starting = asyncio.ensure_future(
         asyncio.create_subprocess_exec(
@@ -278,7 +165,7 @@ async def _start(command: str, cwd: str, mark: str) -> asyncio.subprocess.Proces
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             start_new_session=True,
-            env={**os.environ, COMMAND_MARK: mark},
+            env={**os.environ, **marked_environment(mark)},
         )
     )
     try:
@@ -286,11 +173,13 @@ async def _start(command: str, cwd: str, mark: str) -> asyncio.subprocess.Proces
     except asyncio.CancelledError:
         with contextlib.suppress(OSError):
             process = await starting
-            _live_groups.add(process.pid)
-            _signal_group(process.pid, signal.SIGKILL)
-            await process.wait()
+            track_process_group(process.pid)
+            signal_group(process.pid, signal.SIGKILL)
+            kill_marks({mark})
+            await _exited(process, TERM_GRACE_SECONDS)
+            _close_pipes(process)
         raise
-    _live_groups.add(process.pid)
+    track_process_group(process.pid)
     return process
 
 
@@ -302,10 +191,10 @@ async def execute_command(command: str, *, cwd: str, timeout: float, output_limi
 
     The environment is the user's own, unfiltered, API keys included: the command is the one the user
     read and approved, run as if typed in their shell, and stripping variables would break the tools
-    (git, cloud CLIs, package managers) that the user expects to work there. co adds ``COMMAND_MARK``.
+    (git, cloud CLIs, package managers) that the user expects to work there. co adds its mark
+    (``processes.MARK_VARIABLE``), by which whatever the command starts is found and killed with it.
     """
-    mark = _new_mark()
-    _live_marks.add(mark)
+    mark = new_mark("shell")
     try:
         process = await _start(command, cwd, mark)
     except OSError as exc:
@@ -326,20 +215,18 @@ async def execute_command(command: str, *, cwd: str, timeout: float, output_limi
             # A process that escaped (a cleared environment) may still hold the pipes: read a little more.
             await asyncio.wait(pumps, timeout=DRAIN_SECONDS)
     except BaseException:  # cancelled (Ctrl-C, SIGTERM, SIGHUP): nothing the command started may go on
-        _signal_group(process.pid, signal.SIGKILL)
-        _kill_marked({mark})
+        signal_group(process.pid, signal.SIGKILL)
+        kill_marks({mark})
         raise
     finally:
         for task in (waiter, *pumps):
             task.cancel()
         if process.returncode is None:
-            _signal_group(process.pid, signal.SIGKILL)
+            signal_group(process.pid, signal.SIGKILL)
             await asyncio.shield(_exited(process, TERM_GRACE_SECONDS))
         _close_pipes(process)
-        if not _group_alive(process.pid):  # else something it started in the background lives on until exit
-            _live_groups.discard(process.pid)
-        if not _marked_processes({mark}):
-            _live_marks.discard(mark)
+        if not group_alive(process.pid):  # else something it started in the background lives on until exit
+            forget_process_group(process.pid)
     out_budget, err_budget = split_budget(out.size(), err.size(), output_limit)
     return format_result(process.returncode, out.shortened(out_budget), err.shortened(err_budget), timed_out_after)
 

@@ -6,7 +6,8 @@
 Tools: ``echo``, ``add`` (annotated read-only: co must ask anyway), ``big`` (a huge output), ``slow``, ``crash``
 (the process exits mid-call), ``env_value``; ``--tools N`` adds N generated tools with realistic schemas (the
 50-tool server of the schema-cost measurements). ``--fail-start`` writes to stderr and exits before serving;
-``--linger`` stays alive after its stdin closes, as careless servers do. With
+``--linger`` stays alive after its stdin closes, as careless servers do; ``--detach FILE`` starts a process in a
+session of its own (as ``setsid`` does) and writes its pid to FILE. With
 ``MCP_TEST_PID_FILE`` in its environment, the server appends its pid to that file.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 import time
 
@@ -76,8 +78,16 @@ def main() -> None:
     parser.add_argument("--tools", type=int, default=0)
     parser.add_argument("--fail-start", action="store_true")
     parser.add_argument("--linger", action="store_true", help="stay alive after stdin closes (a careless server)")
+    parser.add_argument("--detach", metavar="FILE", help="start a process that leaves the server's session")
     args = parser.parse_args()
     print(f"co-test-server starting ({args.transport})", file=sys.stderr, flush=True)
+    if args.detach:
+        detached = subprocess.Popen(
+            ["sleep", "300"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )  # fmt: skip
+        with open(args.detach, "w") as f:
+            f.write(f"{detached.pid}\n")
     pid_file = os.environ.get("MCP_TEST_PID_FILE")
     if pid_file:  # tests check that co leaves no server process behind
         with open(pid_file, "a") as f:

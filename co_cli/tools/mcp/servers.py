@@ -4,7 +4,9 @@ Each server runs in a task of its own on the chat's event loop, which enters the
 (a stdio process or a streamable-HTTP session) and holds it until ``stop()``; the agent's runs only use the
 session it holds, so a turn never starts or stops a server. A server that fails to start, or dies, is one line
 for the user (``notices``) and the chat goes on without it. A stdio server's stderr goes to
-``<data dir>/mcp-logs/<name>.log`` (0600); its process group is killed when co exits, however it exits.
+``<data dir>/mcp-logs/<name>.log`` (0600); its process group, and every process carrying its mark (one it
+detached with ``setsid`` included: ``tools.processes``), is killed when it stops and when co exits, however co
+exits.
 
 Nothing here imports pydantic-ai or the MCP client at module level: they load in a worker thread once the
 prompt is drawn.
@@ -23,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from co_cli.config import McpServer, Paths
-from co_cli.tools.shell import forget_process_group, track_process_group
+from co_cli.tools.processes import forget_process_group, kill_marks, marked_environment, new_mark, track_process_group
 
 if TYPE_CHECKING:
     from pydantic_ai.mcp import MCPToolset
@@ -57,6 +59,8 @@ class ServerState:
     """Its tools as the server describes them (its own names)."""
     toolset: MCPToolset[CoDeps] | None = None
     pid: int | None = None
+    mark: str | None = None
+    """In the environment of its process and of every process it starts (``tools.processes``)."""
     log: Path | None = None
     log_start: int = 0
     """The log's size when this run of the server started (what it wrote since is its stderr now)."""
@@ -130,20 +134,25 @@ class McpServers:
                 task.cancel()
             if pending:
                 await asyncio.wait(pending, timeout=1.0)
-        for state in self.states.values():
-            self._kill(state)
+        self._kill(*self.states.values())
 
     def kill_all(self) -> None:
         """Kill every server process at once (co is ending without a chance to stop them gently)."""
-        for state in self.states.values():
-            self._kill(state)
+        self._kill(*self.states.values())
 
-    def _kill(self, state: ServerState) -> None:
-        if state.pid is not None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(state.pid, signal.SIGKILL)
-            forget_process_group(state.pid)
-            state.pid = None
+    def _kill(self, *states: ServerState) -> None:
+        """Kill these servers' process groups and every process they started elsewhere (``setsid``)."""
+        marks = set()
+        for state in states:
+            if state.pid is not None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(state.pid, signal.SIGKILL)
+                forget_process_group(state.pid)
+                state.pid = None
+            if state.mark is not None:
+                marks.add(state.mark)
+                state.mark = None
+        kill_marks(marks)
 
     async def _serve(self, state: ServerState) -> None:
         watch: asyncio.Task[None] | None = None
@@ -210,10 +219,11 @@ class McpServers:
         command, args = spec.command, list(spec.args)
         if os.name == "posix":
             command, args = "/bin/sh", ["-c", _PID_WRAPPER, str(self._pid_file(state.name)), command, *args]
+        state.mark = new_mark("mcp")
         transport = StdioTransport(
             command,
             args,
-            env=dict(spec.env) or None,
+            env={**spec.env, **marked_environment(state.mark)},
             cwd=spec.cwd or str(self.cwd),
             keep_alive=False,
             log_file=state.log,
