@@ -242,6 +242,36 @@ def test_a_server_that_fails_to_start_is_one_line_with_its_own_words(core: Core)
     assert "co-test-server starting" in log.read_text() and (log.stat().st_mode & 0o777) == 0o600
 
 
+@pytest.mark.parametrize("noise", [70_000, 3_000_000, 60_000_000], ids=["past the head", "3 MB", "60 MB"])
+def test_a_talkative_server_that_fails_to_start_costs_a_bounded_log_and_bounded_memory(core: Core, noise: int) -> None:
+    """Whatever a server writes to stderr, its log stays about a megabyte (the start of the run and the latest
+    output), and explaining a failed start reads only what co keeps in memory."""
+    import tracemalloc
+
+    import fastmcp.client.transports  # noqa: F401  (imported before measuring: the import is no part of it)
+    import pydantic_ai.mcp  # noqa: F401
+
+    async def start() -> tuple[McpServers, int]:
+        hub = McpServers({"bad": stdio("--stderr-bytes", str(noise), "--fail-start")}, core.loaded.paths, core.cwd)
+        tracemalloc.start()
+        try:
+            await hub.wait_started()
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+            await hub.stop()
+        return hub, peak
+
+    hub, peak = asyncio.run(start())
+    [notice] = hub.take_notices()
+    assert "MCP server bad failed to start: co-test-server: cannot start: missing configuration" in notice
+    log = core.loaded.paths.data_dir / "mcp-logs" / "bad.log"
+    saved = log.read_bytes()
+    assert saved.startswith(b"co-test-server starting") and saved.endswith(b"missing configuration\n")
+    assert len(saved) <= 1_100_000 and (log.stat().st_mode & 0o777) == 0o600
+    assert peak < 8_000_000, peak
+
+
 def test_a_hung_call_is_bounded_by_the_servers_timeout(core: Core) -> None:
     script = Script([("mcp__t__slow", {"seconds": 30}), "ok"])
 

@@ -7,7 +7,8 @@ Tools: ``echo``, ``add`` (annotated read-only: co must ask anyway), ``big`` (a h
 (the process exits mid-call), ``env_value``; ``--tools N`` adds N generated tools with realistic schemas (the
 50-tool server of the schema-cost measurements). ``--fail-start`` writes to stderr and exits before serving;
 ``--linger`` stays alive after its stdin closes, as careless servers do; ``--detach FILE`` starts a process in a
-session of its own (as ``setsid`` does) and writes its pid to FILE. With
+session of its own (as ``setsid`` does) and writes its pid to FILE; ``--stderr-bytes N`` writes N bytes of noise
+to stderr before anything else. With
 ``MCP_TEST_PID_FILE`` in its environment, the server appends its pid to that file.
 """
 
@@ -71,6 +72,20 @@ def _add_generated(server: MCPServer, index: int) -> None:
     server.add_tool(tool, name=f"search_collection_{index}", description=description)
 
 
+def _noise(count: int) -> None:
+    """``count`` bytes to stderr, in lines, cheaply (a server that logs without end)."""
+    line = b"co-test-server: debug: nothing to see here, just a very talkative server writing one more line\n"
+    block = line * ((1 << 20) // len(line))
+    out = sys.stderr.buffer
+    left = count - 1
+    while left > 0:
+        piece = block[:left]
+        out.write(piece)
+        left -= len(piece)
+    out.write(b"\n" if count > 0 else b"")  # the last line ends
+    out.flush()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("transport", choices=["stdio", "http"])
@@ -79,8 +94,10 @@ def main() -> None:
     parser.add_argument("--fail-start", action="store_true")
     parser.add_argument("--linger", action="store_true", help="stay alive after stdin closes (a careless server)")
     parser.add_argument("--detach", metavar="FILE", help="start a process that leaves the server's session")
+    parser.add_argument("--stderr-bytes", type=int, default=0, help="bytes of noise written to stderr at start")
     args = parser.parse_args()
     print(f"co-test-server starting ({args.transport})", file=sys.stderr, flush=True)
+    _noise(args.stderr_bytes)
     if args.detach:
         detached = subprocess.Popen(
             ["sleep", "300"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

@@ -4,9 +4,9 @@ Each server runs in a task of its own on the chat's event loop, which enters the
 (a stdio process or a streamable-HTTP session) and holds it until ``stop()``; the agent's runs only use the
 session it holds, so a turn never starts or stops a server. A server that fails to start, or dies, is one line
 for the user (``notices``) and the chat goes on without it. A stdio server's stderr goes to
-``<data dir>/mcp-logs/<name>.log`` (0600); its process group, and every process carrying its mark (one it
-detached with ``setsid`` included: ``tools.processes``), is killed when it stops and when co exits, however co
-exits.
+``<data dir>/mcp-logs/<name>.log`` (0600, within a fixed size: ``stderr_log``); its process group, and every
+process carrying its mark (one it detached with ``setsid`` included: ``tools.processes``), is killed when it
+stops and when co exits, however co exits.
 
 Nothing here imports pydantic-ai or the MCP client at module level: they load in a worker thread once the
 prompt is drawn.
@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from co_cli.config import McpServer, Paths
+from co_cli.tools.mcp.stderr_log import StderrLog
 from co_cli.tools.processes import forget_process_group, kill_marks, marked_environment, new_mark, track_process_group
 
 if TYPE_CHECKING:
@@ -61,9 +62,9 @@ class ServerState:
     pid: int | None = None
     mark: str | None = None
     """In the environment of its process and of every process it starts (``tools.processes``)."""
-    log: Path | None = None
-    log_start: int = 0
-    """The log's size when this run of the server started (what it wrote since is its stderr now)."""
+    stderr: StderrLog | None = None
+    stderr_start: int = 0
+    """What it had written to stderr when it started running (what it writes after may say why it stops)."""
     ready: asyncio.Event = field(default_factory=asyncio.Event)
     stop: asyncio.Event = field(default_factory=asyncio.Event)
     task: asyncio.Task[None] | None = None
@@ -155,6 +156,13 @@ class McpServers:
         kill_marks(marks)
 
     async def _serve(self, state: ServerState) -> None:
+        try:
+            await self._run(state)
+        finally:
+            if state.stderr is not None:
+                state.stderr.close()  # the client is done with it (its context has been left)
+
+    async def _run(self, state: ServerState) -> None:
         watch: asyncio.Task[None] | None = None
         try:
             toolset = await asyncio.to_thread(self._build, state)
@@ -162,9 +170,9 @@ class McpServers:
             async with asyncio.timeout(STARTUP_TIMEOUT):
                 await toolset.__aenter__()
         except Exception as exc:
-            said = self._last_log_line(state)
-            self._failed(state, f"failed to start: {said or one_line(exc)}")
             self._kill(state)
+            said = await self._last_words(state)
+            self._failed(state, f"failed to start: {said or one_line(exc)}")
             state.ready.set()
             return
         finally:
@@ -181,9 +189,8 @@ class McpServers:
                 self._failed(state, f"failed to list its tools: {one_line(exc)}")
                 return
             state.status, state.detail = "running", ""
-            if state.log is not None:  # what it writes from now on may say why it stops
-                with contextlib.suppress(OSError):
-                    state.log_start = state.log.stat().st_size
+            if state.stderr is not None:  # what it writes from now on may say why it stops
+                state.stderr_start = state.stderr.written
             state.ready.set()
             self._changed()
             await state.stop.wait()
@@ -214,8 +221,7 @@ class McpServers:
 
         if shutil.which(spec.command, path=spec.env.get("PATH") or os.environ.get("PATH")) is None:
             raise FileNotFoundError(f"command not found: {spec.command}")
-        state.log = self._log_file(state.name)
-        state.log_start = state.log.stat().st_size
+        state.stderr = StderrLog(self._log_dir(), state.name)
         command, args = spec.command, list(spec.args)
         if os.name == "posix":
             command, args = "/bin/sh", ["-c", _PID_WRAPPER, str(self._pid_file(state.name)), command, *args]
@@ -226,7 +232,7 @@ class McpServers:
             env={**spec.env, **marked_environment(state.mark)},
             cwd=spec.cwd or str(self.cwd),
             keep_alive=False,
-            log_file=state.log,
+            log_file=state.stderr.writer,
         )
         return MCPToolset(
             transport, id=state.name, tool_error_behavior="failed", init_timeout=STARTUP_TIMEOUT,
@@ -249,23 +255,15 @@ class McpServers:
             os.chmod(directory, 0o700)
         return directory
 
-    def _log_file(self, name: str) -> Path:
-        path = self._log_dir() / f"{name}.log"
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
-        return path
-
-    def _last_log_line(self, state: ServerState) -> str:
-        """The last line the server wrote to stderr in this run (often why it stopped), or ''."""
-        if state.log is None:
+    async def _last_words(self, state: ServerState, since: int = 0) -> str:
+        """The last line the stopped server wrote to stderr (after ``since`` bytes; often why it stopped), or
+        ''. Only what co keeps in memory is read, whatever the log's size."""
+        if state.stderr is None:
             return ""
-        try:
-            with state.log.open("rb") as f:
-                f.seek(state.log_start)
-                text = f.read()[-4000:].decode("utf-8", "replace")
-        except OSError:
-            return ""
-        lines = [line.strip() for line in text.splitlines() if line.strip()]
-        return one_line(Exception(lines[-1])) if lines else ""
+        state.stderr.detach()
+        await asyncio.to_thread(state.stderr.settle)  # what its last processes wrote, read to the end
+        said = state.stderr.last_line(since)
+        return one_line(Exception(said)) if said else ""
 
     def _pid_file(self, name: str) -> Path:
         path = self._log_dir() / f".{name}.pid"
@@ -302,20 +300,21 @@ class McpServers:
         return self.paths.data_dir / LOG_DIR / f".{name}.pid"
 
     # ----- state changes -----------------------------------------------------------------------------------
-    def _failed(self, state: ServerState, detail: str) -> None:
-        was_running = state.status == "running"
+    def _failed(self, state: ServerState, detail: str, *, was_running: bool = False) -> None:
         state.status, state.detail = "failed", detail
-        log = f" (log: {state.log})" if state.log is not None else ""
+        log = f" (log: {state.stderr.path})" if state.stderr is not None else ""
         self.notice(f"MCP server {state.name} {detail}{log}")
         if was_running:
             self._changed()
 
-    def died(self, name: str, exc: BaseException) -> None:
+    async def died(self, name: str, exc: BaseException) -> None:
         """A call found the server gone: one line, and its tools are no longer offered."""
         state = self.states[name]
         if state.status == "running":
-            self._failed(state, f"stopped: {self._last_log_line(state) or one_line(exc)}")
+            state.status = "failed"  # at once: no other call goes to it meanwhile
             self._kill(state)
+            said = await self._last_words(state, state.stderr_start)
+            self._failed(state, f"stopped: {said or one_line(exc)}", was_running=True)
             state.stop.set()
 
     def notice(self, message: str) -> None:

@@ -92,7 +92,7 @@ class McpToolset(AbstractToolset[CoDeps]):
             try:
                 server_tools = await state.toolset.get_tools(ctx)
             except Exception as exc:
-                self.servers.died(state.name, exc)
+                await self.servers.died(state.name, exc)
                 continue
             for tool in server_tools.values():
                 name = offered_name(state.name, tool.tool_def.name)
@@ -137,12 +137,12 @@ class McpToolset(AbstractToolset[CoDeps]):
         except (ModelRetry, ToolFailed) as exc:
             if not _connection_lost(exc):
                 raise  # the tool's own error: the model sees it
-            self.servers.died(state.name, exc)
+            await self.servers.died(state.name, exc)
             raise ToolFailed(f"The MCP server {state.name} is not available: {state.detail}.") from None
         except (ApprovalRequired, CallDeferred):
             raise
         except Exception as exc:
-            self.servers.died(state.name, exc)
+            await self.servers.died(state.name, exc)
             raise ToolFailed(f"The MCP server {state.name} is not available: {state.detail}.") from None
 
 
