@@ -423,6 +423,84 @@ def test_past_the_schema_budget_names_are_sent_and_a_schema_loads_on_demand(core
     assert 0 < sent < 4_000  # the listing, not the ~56 schemas
 
 
+def _hub_with_tools(core: Core, tools_per_server: dict[str, int], description: str = "") -> McpServers:
+    """Servers that are running as far as the listing can tell, with that many generated tools each."""
+    from pydantic_ai.tools import ToolDefinition
+
+    from co_cli.tools.mcp.servers import ServerState
+
+    hub = McpServers({}, core.loaded.paths, core.cwd)
+    schema = {"type": "object", "properties": {"query": {"type": "string"}, "limit": {"type": "integer"}}}
+    for name, count in tools_per_server.items():
+        state = ServerState(name, McpServer(command="unused"), status="running")
+        state.toolset = object()  # type: ignore[assignment]
+        text = description or "Search the issue tracker's collection number {n} for items matching a query."
+        state.tool_defs = [
+            ToolDefinition(name=f"search_collection_{n}", description=text.format(n=n), parameters_json_schema=schema)
+            for n in range(count)
+        ]
+        hub.states[name] = state
+    return hub
+
+
+@pytest.mark.parametrize(
+    ("tools", "budget"),
+    [
+        ({"big": 3_000}, 4_000),
+        ({"a": 1_000, "b": 1_000, "c": 1_000}, 4_000),
+        ({f"s{n}": 100 for n in range(40)}, 4_000),
+        ({"big": 3_000}, 1_500),
+        ({"big": 5_000}, 30_000),
+    ],
+    ids=["3000 tools", "3 servers", "40 servers", "small budget", "large budget"],
+)
+def test_the_listing_sent_past_the_budget_stays_within_it(core: Core, tools: dict[str, int], budget: int) -> None:
+    from co_cli.text_tokens import estimate_text_tokens
+    from co_cli.tools.mcp.toolset import SEARCH_TOOL_TOKENS, budget_note, listing, sent_schema_tokens
+
+    hub = _hub_with_tools(core, tools)
+    sent = listing(hub, budget)
+    total = sum(tools.values())
+    assert sent.listed + sent.left_out == total and sent.left_out > 0
+    assert estimate_text_tokens(sent.text) + SEARCH_TOOL_TOKENS <= budget
+    assert sent_schema_tokens(hub, budget) <= budget
+    lines = sent.text.splitlines()
+    listed = [line.split(":", 1)[0][2:] for line in lines[1:-1]]
+    everything = [
+        offered_name(server, f"search_collection_{n}") for server, count in tools.items() for n in range(count)
+    ]
+    assert listed == everything[: sent.listed]  # the first ones, in order
+    assert lines[-1].startswith(f"- ... and {sent.left_out:,} more tools (") and "search_tools finds them" in lines[-1]
+    cut = {server_of(name) for name in everything[sent.listed :]}
+    if len(cut) > 5:
+        assert f"of {len(cut) - 5} other servers" in lines[-1]
+    assert f"of {sent.listed:,} of the {total:,} tools" in budget_note(hub, budget)
+
+
+def test_the_listing_budget_counts_wide_characters(core: Core) -> None:
+    from co_cli.text_tokens import estimate_text_tokens
+    from co_cli.tools.mcp.toolset import SEARCH_TOOL_TOKENS, listing
+
+    hub = _hub_with_tools(core, {"docs": 2_000}, description="検索 {n}: 問題追跡システムの項目を検索します。" * 3)
+    sent = listing(hub, 4_000)
+    assert sent.left_out > 0 and estimate_text_tokens(sent.text) + SEARCH_TOOL_TOKENS <= 4_000
+
+
+def test_a_tool_left_out_of_the_listing_still_loads_through_search(core: Core) -> None:
+    script = Script(
+        [("search_tools", {"queries": ["collection 280"]}), ("mcp__big__search_collection_280", {"query": "x"}), "ok"]
+    )
+
+    async def scenario(conv: Conversation, hub: McpServers) -> Any:
+        await turn(conv, "find it")
+
+    run_with_servers(core, {"big": stdio("--tools", "300")}, script, scenario, ask=Asker("y"))
+    instructions = script.seen[0][0].instructions or ""
+    assert "- mcp__big__search_collection_280:" not in instructions and "more tools (" in instructions
+    assert "mcp__big__search_collection_280" in script.offered[1]
+    assert [r.content for r in returns(script.seen[2])][-1] == "tool 280: x"
+
+
 def test_under_the_schema_budget_schemas_are_sent_whole(core: Core) -> None:
     script = Script(["ok"])
 

@@ -77,11 +77,12 @@ class McpToolset(AbstractToolset[CoDeps]):
         return None
 
     async def get_instructions(self, ctx: RunContext[CoDeps]) -> str | None:
-        """Over the schema budget, the deferred tools' names and one-line descriptions (their schemas load on
-        demand through search_tools)."""
-        if not over_budget(self.servers, ctx.deps.settings.mcp_schema_budget_tokens):
+        """Over the schema budget, the deferred tools' names and one-line descriptions, within the same budget
+        (their schemas load on demand through search_tools)."""
+        budget = ctx.deps.settings.mcp_schema_budget_tokens
+        if not over_budget(self.servers, budget):
             return None
-        return deferred_listing(self.servers)
+        return deferred_listing(self.servers, budget)
 
     async def get_tools(self, ctx: RunContext[CoDeps]) -> dict[str, ToolsetTool[CoDeps]]:
         await self.servers.wait_started()
@@ -196,28 +197,70 @@ def over_budget(servers: McpServers | None, budget: int) -> bool:
     return budget > 0 and total_schema_tokens(servers) > budget
 
 
-def deferred_listing(servers: McpServers) -> str:
-    """What the model is told of deferred tools: each name and the first line of its description."""
+LISTING_END_TOKENS = 80
+"""Room kept in the budget for the line that counts the tools left out of the listing."""
+LISTED_SERVERS = 5
+"""Servers named in that line (the rest are counted)."""
+
+
+@dataclass(frozen=True)
+class Listing:
+    text: str
+    listed: int
+    left_out: int
+
+
+def listing(servers: McpServers, budget: int) -> Listing:
+    """What the model is told of deferred tools: each name and the first line of its description, in server
+    order, while they fit in ``budget`` tokens with the search tool (0: all of them); then one line counting
+    the rest, which search_tools finds like the listed ones."""
+    from co_cli.text_tokens import estimate_text_tokens
+
     lines = [DEFERRED_HEADER]
+    room = budget - SEARCH_TOOL_TOKENS - LISTING_END_TOKENS - estimate_text_tokens(DEFERRED_HEADER)
+    left_out: dict[str, int] = {}
     for state in servers.running():
         for own, offered in zip(state.tool_defs, offered_defs(state), strict=True):
             first = (own.description or "").strip().split("\n", 1)[0]
             if len(first) > 100:
                 first = first[:99] + "…"
-            lines.append(f"- {offered.name}: {first}" if first else f"- {offered.name}")
-    return "\n".join(lines)
+            line = f"- {offered.name}: {first}" if first else f"- {offered.name}"
+            cost = estimate_text_tokens(line) + 1
+            if budget > 0 and (left_out or cost > room):  # once one is left out, so are the rest: a prefix
+                left_out[state.name] = left_out.get(state.name, 0) + 1
+                continue
+            lines.append(line)
+            room -= cost
+    if left_out:
+        lines.append(_left_out_line(left_out))
+    return Listing("\n".join(lines), len(lines) - 1 - bool(left_out), sum(left_out.values()))
+
+
+def _left_out_line(left_out: dict[str, int]) -> str:
+    named = [f"{count:,} of {name}" for name, count in list(left_out.items())[:LISTED_SERVERS]]
+    others = len(left_out) - len(named)
+    if others:
+        named.append(f"{sum(list(left_out.values())[LISTED_SERVERS:]):,} of {others:,} other servers")
+    return (
+        f"- ... and {sum(left_out.values()):,} more tools ({', '.join(named)}), not listed to keep within the "
+        "budget: search_tools finds them by words from their names or descriptions."
+    )
+
+
+def deferred_listing(servers: McpServers, budget: int) -> str:
+    return listing(servers, budget).text
 
 
 def sent_schema_tokens(servers: McpServers | None, budget: int) -> int:
     """Tokens the MCP tools add to every request as they are sent: their schemas whole, or over ``budget`` the
-    listing of names and one-line descriptions plus the search tool."""
+    listing of names and one-line descriptions (itself within ``budget``) plus the search tool."""
     if servers is None:
         return 0
     if not over_budget(servers, budget):
         return total_schema_tokens(servers)
     from co_cli.text_tokens import estimate_text_tokens
 
-    return estimate_text_tokens(deferred_listing(servers)) + SEARCH_TOOL_TOKENS
+    return estimate_text_tokens(deferred_listing(servers, budget)) + SEARCH_TOOL_TOKENS
 
 
 @dataclass(frozen=True)
@@ -265,8 +308,10 @@ def budget_note(servers: McpServers, budget: int) -> str:
     whole = total_schema_tokens(servers)
     if not over_budget(servers, budget):
         return f"The model is sent these schemas whole: ~{whole:,} tokens per request."
+    listed = listing(servers, budget)
+    which = f" of {listed.listed:,} of the {listed.listed + listed.left_out:,} tools" if listed.left_out else ""
     return (
         f"The schemas (~{whole:,} tokens) pass mcp_schema_budget_tokens ({budget:,}): the model is sent names and "
-        f"one-line descriptions (~{sent_schema_tokens(servers, budget):,} tokens) and loads a schema with "
+        f"one-line descriptions{which} (~{sent_schema_tokens(servers, budget):,} tokens) and loads a schema with "
         "search_tools when it needs it."
     )
