@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import copy
+import json
 import stat
 from pathlib import Path
 
+import pytest
 from pydantic_ai.messages import ToolReturnPart
 
-from co_cli.context.offload import list_offloaded, offload_large_outputs, read_tool_output, ref_for
+from co_cli.context.offload import (
+    STORED_OUTPUT_CEILING,
+    bound_for_transcript,
+    list_offloaded,
+    offload_large_outputs,
+    offloaded_refs,
+    read_tool_output,
+    ref_for,
+)
 from tests.test_context_fixtures import calls, reply, returns, user
 
 BIG = "\n".join(f"line {i:04d} " + "x" * 40 for i in range(1000))
@@ -117,3 +127,45 @@ def test_reused_call_id_with_different_output_keeps_both(tmp_path: Path) -> None
 
 def test_list_offloaded_on_missing_directory(tmp_path: Path) -> None:
     assert list_offloaded(tmp_path / "none") == []
+
+
+@pytest.mark.parametrize("threshold", [500, 2_000, 10_000])
+def test_a_preview_is_never_offloaded_again(tmp_path: Path, threshold: int) -> None:
+    """Even under a threshold shorter than the preview itself (saved, then read back under other settings)."""
+    once = offload_large_outputs(_history(), threshold, tmp_path)
+    twice = offload_large_outputs(once, threshold // 2 or 1, tmp_path)
+    assert _content(twice) == _content(once) and offloaded_refs(twice[2]) == {"call_1": "call_1"}
+    assert list_offloaded(tmp_path) == [("call_1", len(BIG))]
+
+
+@pytest.mark.parametrize(
+    ("offload_chars", "size", "bounded"),
+    [
+        (40_000, 40_000, False),
+        (40_000, 40_001, True),
+        (40_000, 400_000, True),
+        (0, STORED_OUTPUT_CEILING, False),  # offloading off: whole up to the ceiling
+        (0, STORED_OUTPUT_CEILING + 1, True),
+        (5_000_000, STORED_OUTPUT_CEILING + 1, True),
+    ],
+)
+def test_the_transcript_keeps_a_huge_output_as_its_preview(
+    tmp_path: Path, offload_chars: int, size: int, bounded: bool
+) -> None:
+    text = ("0123456789abcdef\n" * (size // 17 + 1))[:size]
+    stored = bound_for_transcript(_history(text), offload_chars, tmp_path)
+    shown = _content(stored)
+    if not bounded:
+        assert shown == text and list_offloaded(tmp_path) == []
+        return
+    assert len(shown) < 3_000 and f"[Full output ({size} chars) saved as ref=call_1;" in shown
+    assert (tmp_path / "call_1.txt").read_text() == text
+    assert stat.S_IMODE((tmp_path / "call_1.txt").stat().st_mode) == 0o600
+
+
+def test_the_transcript_bounds_structured_outputs_too(tmp_path: Path) -> None:
+    content = {"rows": [{"id": i, "name": "x" * 30} for i in range(5_000)]}
+    stored = bound_for_transcript(_history(content), 40_000, tmp_path)
+    shown = _content(stored)
+    assert isinstance(shown, str) and len(shown) < 3_000 and "saved as ref=call_1" in shown
+    assert json.loads((tmp_path / "call_1.txt").read_text()) == content

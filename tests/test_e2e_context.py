@@ -413,11 +413,16 @@ def test_tool_outputs_trimmed_later_and_offloaded_with_ref(
     later = turns[5].all_text
     assert f"ref={ref}" in later and "line 02500" not in later
 
-    document = export_json(env, workdir, only_session(env, workdir)["id"])
+    # the transcript (and so the export) holds what the model was sent: the preview and its ref; the whole
+    # output is the session's private file
+    session_id = only_session(env, workdir)["id"]
+    document = export_json(env, workdir, session_id)
     returns = [p["content"] for p in exported_parts(document, "tool-return") if p["tool_name"] == "run_shell"]
     assert len(returns) == 2
     assert "y" * 1200 in returns[0]
-    assert "line 02500" in returns[1] and "line 04999" in returns[1] and len(returns[1]) > 50000
+    assert returns[1] == big_preview and "line 02500" not in returns[1]
+    saved = Path(env["CO_CLI_DATA_DIR"]) / "tool-outputs" / session_id / f"{ref}.txt"
+    assert "line 02500" in saved.read_text() and "line 04999" in saved.read_text() and saved.stat().st_size > 50000
 
 
 # ----- 6. the provider says the context is too long -------------------------------------------------

@@ -1,4 +1,10 @@
-"""Save very large tool results to private files; the context keeps a head/tail preview and a reference."""
+"""Save very large tool results to private files; the context keeps a head/tail preview and a reference.
+
+The transcript keeps the same: a turn is saved with its outputs bounded (``bound_for_transcript``), so a
+preview and its reference are what the session holds, and the file holds the whole output. A request whose
+output was replaced says so in its metadata (``OFFLOADED_KEY``: tool call id -> ref, never sent to a model),
+so a preview is never offloaded again, whatever the threshold is later.
+"""
 
 from __future__ import annotations
 
@@ -27,6 +33,9 @@ READER_TOOL = "read_tool_output"
 """Its results are pages of an offloaded output (at most ``MAX_READ_LIMIT`` chars): never offloaded again,
 or the model would get another ref instead of the text it asked for."""
 REFERENCE = "[Full output ({n} chars) saved as ref={ref}; call read_tool_output(ref, offset, limit) to read it]"
+OFFLOADED_KEY = "co_cli_offloaded"
+STORED_OUTPUT_CEILING = 1_000_000
+"""Characters of one tool output the transcript keeps whole at most, even when offloading is off."""
 
 _SAFE_REF = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}$")
 _UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9_.-]")
@@ -115,10 +124,18 @@ def preview(text: str, ref: str) -> str:
     return "\n".join(pieces)
 
 
+def offloaded_refs(msg: ModelMessage) -> dict[str, str]:
+    """The outputs of ``msg`` already replaced by their preview: tool call id -> ref."""
+    refs = (msg.metadata or {}).get(OFFLOADED_KEY) if isinstance(msg, ModelRequest) else None
+    return refs if isinstance(refs, dict) else {}
+
+
 def _offload_message(msg: ModelRequest, threshold: int, directory: Path) -> ModelRequest:
     new_parts = None
+    done = offloaded_refs(msg)
+    refs: dict[str, str] = {}
     for part_index, part in enumerate(msg.parts):
-        if not is_plain_tool_return(part) or part.tool_name == READER_TOOL:
+        if not is_plain_tool_return(part) or part.tool_name == READER_TOOL or part.tool_call_id in done:
             continue
         content = part.content
         if isinstance(content, str) and len(content) <= threshold:
@@ -133,7 +150,11 @@ def _offload_message(msg: ModelRequest, threshold: int, directory: Path) -> Mode
         if new_parts is None:
             new_parts = list(msg.parts)
         new_parts[part_index] = replace(part, content=shown)
-    return msg if new_parts is None else replace(msg, parts=new_parts)
+        refs[part.tool_call_id] = ref
+    if new_parts is None:
+        return msg
+    metadata = {**(msg.metadata or {}), OFFLOADED_KEY: {**done, **refs}}
+    return replace(msg, parts=new_parts, metadata=metadata)
 
 
 def offload_large_outputs(
@@ -163,6 +184,20 @@ def offload_large_outputs(
     if memo is not None:
         memo.prune(messages)
     return result
+
+
+def stored_threshold(offload_threshold: int) -> int:
+    """Characters past which a tool output is saved in the transcript as its preview and reference: the offload
+    threshold (so the transcript holds what the model was sent), never more than ``STORED_OUTPUT_CEILING``."""
+    return min(offload_threshold, STORED_OUTPUT_CEILING) if offload_threshold > 0 else STORED_OUTPUT_CEILING
+
+
+def bound_for_transcript(
+    messages: Sequence[ModelMessage], offload_threshold: int, directory: Path
+) -> list[ModelMessage]:
+    """``messages`` as the transcript keeps them: every tool output past ``stored_threshold`` saved whole under
+    ``directory`` (0600) and replaced by the preview that names it (the one the model is sent)."""
+    return offload_large_outputs(messages, stored_threshold(offload_threshold), directory)
 
 
 def _resolve(directory: Path, ref: str) -> Path | None:

@@ -75,7 +75,7 @@ class Conversation:
         self.compactions = Compactions(self.state, self.engine, self.recorder, self.pins, self._rebuilt)
         self.background = Background(store, self.state, self.engine, self.recorder)
         self.turns = Turns(self.state, self.engine, self.recorder, self.compactions, self.pins, self.background)
-        self.branches = Branches(store, self.state, self.load)
+        self.branches = Branches(store, self.state, self.load, deps.paths.tool_outputs)
         self.window = ContextWindow(store, self.state, self.engine)
 
     # ----- what the conversation is -----------------------------------------------------------------------

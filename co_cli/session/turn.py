@@ -30,6 +30,7 @@ from pydantic_ai.models import Model
 
 from co_cli.context.compact import CompactionResult, compaction_line
 from co_cli.context.governor import GovernorEvent
+from co_cli.context.offload import bound_for_transcript
 from co_cli.context.repair import repair_orphans
 from co_cli.deps import PinSource, SessionState, Task
 from co_cli.failure_text import describe_provider_error, is_context_overflow
@@ -181,7 +182,7 @@ class Turns:
         partial = repair_orphans(run.partial)
         failed = TurnRecord(
             prompt_seq,
-            partial,
+            self._as_stored(partial),
             "failed",
             tasks=self._changed_tasks(),
             tool_calls=tool_calls_of(partial, self.state.tool_seconds),
@@ -266,9 +267,10 @@ class Turns:
             found = self.pins.new_ones([text for r in self._made for text in r.standing_instructions], "summary")
         self._made.clear()
         spent = [u for u in (self.engine.drain_summary_usage(), self.engine.drain_memory_usage()) if u is not None]
+        stored = self._as_stored(new)
         record = TurnRecord(
             prompt_seq,
-            new,
+            stored,
             status,
             usage=[turn_usage, *spent],
             compactions=records,
@@ -284,12 +286,20 @@ class Turns:
         offered = self.pins.adopt(found, written.pin_ids)
         if offered:
             view.notice(self.pins.offered_notice(offered))
+        # The run's messages (the context's last ones) as saved: a huge output as its preview.
+        context.messages = [*context.messages[: len(context.messages) - len(new)], *stored]
         if adopted is not None:
             context.apply(adopted)
         # As saved (instructions left out: every request gets the current ones), so the live context is the
         # one a resume rebuilds.
         context.messages = as_saved(context.messages)
         self.state.context = context
+
+    def _as_stored(self, messages: list[ModelMessage]) -> list[ModelMessage]:
+        """The run's messages as the transcript keeps them: a tool output past the offload threshold as the
+        preview the model is sent, the whole output in the session's private file it names."""
+        threshold = self.engine.governor.config.offload_threshold
+        return bound_for_transcript(messages, threshold, self.engine.deps.tool_output_dir)
 
     def _memories_sent(self) -> list[SentMemory]:
         """The memories the running turn's requests were sent, as saved with it."""

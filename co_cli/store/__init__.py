@@ -77,11 +77,15 @@ class Store:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def fork(self, session_id: str, upto_seq: int | None = None) -> SessionInfo:
-        """Continue a copy of the session (up to message ``upto_seq``) under a new id (``copies.fork``)."""
+    def fork(self, session_id: str, upto_seq: int | None = None, files_root: Path | None = None) -> SessionInfo:
+        """Continue a copy of the session (up to message ``upto_seq``) under a new id (``copies.fork``); the
+        session's files under ``files_root`` (its offloaded tool outputs, which its transcript names) go with it."""
         from co_cli.store import copies
 
-        return copies.fork(self.db, session_id, upto_seq)
+        info = copies.fork(self.db, session_id, upto_seq)
+        if files_root is not None:
+            copies.copy_files(Path(files_root) / session_id, Path(files_root) / info.id)
+        return info
 
     def import_session(
         self,

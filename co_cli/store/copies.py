@@ -5,8 +5,12 @@ Each is one transaction over the sessions, messages, compactions and task lists 
 
 from __future__ import annotations
 
+import contextlib
+import os
+import shutil
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 from co_cli.errors import CoError
 from co_cli.store import compactions, messages, pins, sessions, tasks
@@ -55,6 +59,25 @@ def fork(db: Database, session_id: str, upto_seq: int | None = None) -> SessionI
         pins.copy(tx, session_id, info.id)
         tasks.copy(tx, session_id, info.id, upto)
     return info
+
+
+def copy_files(source: Path, target: Path) -> None:
+    """A fork's copy of its session's files: hard links where the file system allows (no second copy of a big
+    output), private copies elsewhere; the directory is 0700, the files stay 0600."""
+    if not source.is_dir() or source.is_symlink():
+        return
+    target.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(target, 0o700)
+    for path in source.iterdir():
+        if path.is_symlink() or not path.is_file():
+            continue
+        copy = target / path.name
+        with contextlib.suppress(FileExistsError):
+            try:
+                os.link(path, copy)
+            except OSError:
+                shutil.copyfile(path, copy)
+                os.chmod(copy, 0o600)
 
 
 def import_session(

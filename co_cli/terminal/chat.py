@@ -210,7 +210,7 @@ def _build_conversation(
         from co_cli.session.branches import fork_at
 
         # Only once the model is known to work: no stray forks.
-        session = fork_at(store, session.id, options.fork_at)
+        session = fork_at(store, session.id, options.fork_at, files_root=loaded.paths.tool_outputs)
     deps = CoDeps(settings=settings, paths=loaded.paths, cwd=Path.cwd(), store=store)
     conv = Conversation(
         resolved=resolved,

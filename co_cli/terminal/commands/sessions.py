@@ -85,7 +85,7 @@ async def _pick(host: CommandHost, store: Store) -> None:
     if choice.action == "fork":
         from co_cli.session.branches import fork_at
 
-        forked = fork_at(store, choice.session_id)
+        forked = fork_at(store, choice.session_id, files_root=host.loaded.paths.tool_outputs)
         await _switch_to(host, forked)
         host.info(f"Forked {store.sessions.short_id(choice.session_id)} -> {forked.id}; you are now in the fork.")
         return
