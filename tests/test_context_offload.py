@@ -169,3 +169,12 @@ def test_the_transcript_bounds_structured_outputs_too(tmp_path: Path) -> None:
     shown = _content(stored)
     assert isinstance(shown, str) and len(shown) < 3_000 and "saved as ref=call_1" in shown
     assert json.loads((tmp_path / "call_1.txt").read_text()) == content
+
+
+def test_an_output_that_cannot_be_saved_stays_whole_in_the_transcript(tmp_path: Path) -> None:
+    """The sending path says it cannot write (the turn fails with that line); the transcript loses nothing."""
+    blocked = tmp_path / "outputs"
+    blocked.write_text("a file where a directory should be")
+    assert _content(bound_for_transcript(_history(), 1_000, blocked / "session")) == BIG
+    with pytest.raises(OSError):
+        offload_large_outputs(_history(), 1_000, blocked / "session")

@@ -164,3 +164,18 @@ def test_offloading_off_keeps_outputs_whole_up_to_the_ceiling(core: Core) -> Non
     [(_, text_len, _, text)] = [row for row in stored_rows(core) if row[0] == "tool-return"]
     assert text_len > OFFLOAD and "saved as ref=" not in text
     assert json.loads(export_json(core.store, conv.session_id or ""))  # exports as before
+
+
+def test_outputs_that_cannot_be_saved_are_kept_whole(core: Core) -> None:
+    """The offload directory is broken: the turn fails with one line, and the transcript keeps the output."""
+    write_big(core)
+    core.loaded.paths.tool_outputs.write_text("a file where co keeps a directory")
+
+    def step(messages: list[ModelMessage]) -> Any:
+        return "ok" if tool_returns(messages) else READ_BIG
+
+    view = RecordingView()
+    outcome = run(core.conversation(streaming_model(step)), "read it", view)
+    assert outcome.status == "failed" and "cannot access" in (outcome.error or "")
+    [(_, text_len, _, text)] = [row for row in stored_rows(core) if row[0] == "tool-return"]
+    assert text_len > OFFLOAD and "row 001000" in text

@@ -130,7 +130,9 @@ def offloaded_refs(msg: ModelMessage) -> dict[str, str]:
     return refs if isinstance(refs, dict) else {}
 
 
-def _offload_message(msg: ModelRequest, threshold: int, directory: Path) -> ModelRequest:
+def _offload_message(msg: ModelRequest, threshold: int, directory: Path, *, keep_unsaved: bool = False) -> ModelRequest:
+    """``msg`` with its outputs past ``threshold`` saved and previewed. An output that cannot be saved raises
+    OSError, or with ``keep_unsaved`` stays whole (nothing is lost)."""
     new_parts = None
     done = offloaded_refs(msg)
     refs: dict[str, str] = {}
@@ -143,7 +145,12 @@ def _offload_message(msg: ModelRequest, threshold: int, directory: Path) -> Mode
         text = content_text(content)
         if len(text) <= threshold:
             continue
-        ref = _store(directory, part.tool_call_id, text)
+        try:
+            ref = _store(directory, part.tool_call_id, text)
+        except OSError:
+            if not keep_unsaved:
+                raise
+            continue
         shown = preview(text, ref)
         if len(shown) >= len(text):
             continue
@@ -196,8 +203,13 @@ def bound_for_transcript(
     messages: Sequence[ModelMessage], offload_threshold: int, directory: Path
 ) -> list[ModelMessage]:
     """``messages`` as the transcript keeps them: every tool output past ``stored_threshold`` saved whole under
-    ``directory`` (0600) and replaced by the preview that names it (the one the model is sent)."""
-    return offload_large_outputs(messages, stored_threshold(offload_threshold), directory)
+    ``directory`` (0600) and replaced by the preview that names it (the one the model is sent). An output that
+    cannot be saved there (the directory is broken, the disk full) is kept whole: the turn is still saved."""
+    threshold = stored_threshold(offload_threshold)
+    return [
+        _offload_message(msg, threshold, directory, keep_unsaved=True) if isinstance(msg, ModelRequest) else msg
+        for msg in messages
+    ]
 
 
 def _resolve(directory: Path, ref: str) -> Path | None:
