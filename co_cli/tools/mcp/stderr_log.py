@@ -45,7 +45,8 @@ class BoundedLog:
         self.head = head
         self.tail = tail
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
-        os.fchmod(self._fd, 0o600)
+        if hasattr(os, "fchmod"):  # an existing file keeps its mode through O_CREAT
+            os.fchmod(self._fd, 0o600)
         self.size = 0
         """The file's size."""
         self.tail_start = 0
