@@ -585,6 +585,9 @@ def hermetic_env(root: Path, server: ScriptedServer) -> dict[str, str]:
     return env
 
 
+AFTER_CRASH = ("user", "after the crash")
+
+
 @pytest.fixture(scope="module")
 def killed_turn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KilledTurn]:
     """A turn (a tool call, then a slowly streamed answer) killed with SIGKILL mid-stream, then resumed."""
@@ -616,7 +619,9 @@ def killed_turn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KilledTurn
         integrity = query(db, "PRAGMA integrity_check")
         resumed = run_co(["chat", "-c", "-p", "after the crash"], env, workdir)
         killed_request = server.chat_requests[1]
-        yield KilledTurn(db, session_id, rows, integrity, resumed, killed_request, server.chat_requests[-1])
+        # The resumed turn's request (memory extraction may ask the model about the prompt after it).
+        next_request = next(r for r in reversed(server.chat_requests) if conversation(r)[-1:] == [AFTER_CRASH])
+        yield KilledTurn(db, session_id, rows, integrity, resumed, killed_request, next_request)
 
 
 def test_kill_9_keeps_the_prompt_and_the_database(killed_turn: KilledTurn) -> None:
@@ -633,7 +638,7 @@ def test_kill_9_keeps_the_prompt_and_the_database(killed_turn: KilledTurn) -> No
     tool_calls = [c["id"] for m in sent for c in m.get("tool_calls") or []]
     tool_results = [m["tool_call_id"] for m in sent if m.get("role") == "tool"]
     assert sorted(tool_calls) == sorted(tool_results)
-    assert conversation(killed_turn.next_request)[-1] == ("user", "after the crash")
+    assert conversation(killed_turn.next_request)[-1] == AFTER_CRASH
     assert query(killed_turn.db, "PRAGMA integrity_check") == [("ok",)]
     final = [t[3] for t in stored_texts(killed_turn.db, killed_turn.session_id)]
     # The crash-closed turn's note is saved on resume, so every later reader sees the same transcript.
