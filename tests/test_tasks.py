@@ -223,11 +223,11 @@ def test_fork_and_fork_at_copy_the_list_as_it_stood(core: Core) -> None:
     end_of_first = core.store.sessions.get(conv.session.id).message_count - 1
     run(conv, "two")
     source = conv.session.id
-    whole = fork_at(core.store, source)
+    whole = fork_at(core.store, source, files_root=None)
     assert listed(core, whole.id) == [("first", "done"), ("second", "in_progress")]
-    earlier = fork_at(core.store, source, end_of_first)
+    earlier = fork_at(core.store, source, end_of_first, files_root=None)
     assert listed(core, earlier.id) == [("first", "in_progress")]
-    before_any = fork_at(core.store, source, -1)  # an empty conversation: no list yet
+    before_any = fork_at(core.store, source, -1, files_root=None)  # an empty conversation: no list yet
     assert core.store.tasks.latest(before_any.id) is None
     # The live conversation continues in the fork with that list.
     conv.branches.fork(end_of_first)
