@@ -10,10 +10,11 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
-from pydantic_ai import Agent, AgentRunResult, AgentRunResultEvent
+from pydantic import BaseModel, Field
+from pydantic_ai import Agent, AgentRunResult, AgentRunResultEvent, NativeOutput
 from pydantic_ai.messages import (
     ModelRequest,
     ModelResponse,
@@ -309,6 +310,51 @@ def test_unknown_tool_in_text_is_shown_as_text(scripted: Any) -> None:
     calls: list[str] = []
     result = asyncio.run(_weather_agent(model, calls).run("hi"))
     assert calls == [] and result.output == text
+
+
+class Chore(BaseModel):
+    task: str
+    when: Literal["today", "someday"]
+    helper: str | None = None
+
+
+class Chores(BaseModel):
+    chores: list[Chore] = Field(max_length=3)
+
+
+@pytest.mark.allow_model_requests
+def test_native_output_has_the_engine_constrain_the_answer_to_the_schema(scripted: Any) -> None:
+    model, llama = scripted(['{"chores": [{"task": "den Müll rausbringen", "when": "today"}]}', '{"chores": []}'])
+    agent = Agent(model, output_type=NativeOutput(Chores), instructions="List the chores.")
+    result = asyncio.run(agent.run("Heute bringe ich den Müll raus."))
+    assert result.output == Chores(chores=[Chore(task="den Müll rausbringen", when="today")])
+    body = llama.requests[0]
+    schema = body["json_schema"]
+    assert schema["properties"]["chores"]["maxItems"] == 3 and schema["$defs"]["Chore"]["required"] == ["task", "when"]
+    # no keys but the schema's: a small model would spend tokens on others
+    assert schema["additionalProperties"] is False and schema["$defs"]["Chore"]["additionalProperties"] is False
+    system = body["messages"][0]["content"]
+    assert "List the chores." in system and "<tool_call>" not in system  # no output tool, no tool protocol
+    # an output type without a mode is native on this model too: the strongest it has
+    assert asyncio.run(Agent(model, output_type=Chores).run("nichts")).output == Chores(chores=[])
+    assert "json_schema" in llama.requests[1]
+
+
+@pytest.mark.allow_model_requests
+def test_with_function_tools_offered_the_answer_is_left_free(scripted: Any) -> None:
+    """The schema would forbid the text of a tool call, so it is not sent while tools are offered."""
+    model, llama = scripted(['{"chores": [{"task": "regar las plantas", "when": "someday"}]}'])
+    agent = Agent(model, output_type=NativeOutput(Chores))
+
+    @agent.tool_plain
+    def calendar(day: str) -> str:
+        """The user's calendar for a day."""
+        return "free"
+
+    result = asyncio.run(agent.run("Algún día regaré las plantas."))
+    assert result.output.chores[0].when == "someday"
+    assert "json_schema" not in llama.requests[0] and "calendar" in llama.requests[0]["messages"][0]["content"]
+    assert llama.requests[0]["temperature"] == 0.4  # co's sampling, unchanged by the output mode
 
 
 @pytest.mark.allow_model_requests

@@ -135,8 +135,12 @@ class Engine:
     def chat(self, body: dict[str, Any], on_chunk: Callable[[dict[str, Any]], bool]) -> None:
         """Stream a chat completion; ``on_chunk`` gets each chunk and returns True to stop generating.
 
-        Blocks until the answer is complete or stopped; run it in a worker thread."""
+        A ``json_schema`` in ``body`` constrains the answer to it, through ``json_grammar``. Blocks until the
+        answer is complete or stopped; run it in a worker thread."""
         failure: list[str] = []
+        if "json_schema" in body:
+            body = dict(body)
+            body["grammar"] = json_grammar(body.pop("json_schema"))
 
         def callback(chunk: Any) -> bool:
             if isinstance(chunk, dict) and "error" in chunk and "choices" not in chunk:
@@ -174,6 +178,18 @@ def _error_text(error: Any) -> str:
     if isinstance(error, dict):
         return " ".join(str(error.get("message") or error).split())[:300]
     return " ".join(str(error).split())[:300]
+
+
+def json_grammar(schema: dict[str, Any]) -> str:
+    """The engine's grammar for JSON that follows ``schema``, written compactly (no free whitespace).
+
+    The engine would build a grammar from a ``response_format`` itself, but that one lets whitespace run to
+    twenty characters between any two tokens, which a small model fills with tabs until ``max_tokens``; the
+    binding's own converter (llguidance) takes its options from the schema's ``x-guidance`` key."""
+    import xllamacpp
+
+    options = {"whitespace_flexible": False}
+    return str(xllamacpp.json_schema_to_grammar(json.dumps({**schema, "x-guidance": options})))
 
 
 def remove_stale_runtime_dirs(parent: Path, min_age_s: float = STALE_AFTER_S) -> list[Path]:

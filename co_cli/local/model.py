@@ -3,7 +3,11 @@
 The weights are loaded once per process (lazily, on the first request or ``ensure_loaded()``) and
 generation runs in a worker thread, so cancelling the run stops it after the current token. The model
 has no tool-call channel: tools are described in the system prompt and calls are parsed out of the
-text it writes (see ``co_cli.local.toolcalls``).
+text it writes (see ``co_cli.local.toolcalls``). A structured answer in native mode (pydantic-ai's
+``NativeOutput``) is enforced by the engine: a grammar built from the output's JSON schema goes with the
+request and the engine samples only tokens it allows, so the text always has the schema's shape (unless the
+answer is cut at ``max_tokens``: bound lists and strings in the schema). With function tools offered the
+answer is left free, since the schema would forbid the text of a tool call.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse, check_allow_model_requests
+from pydantic_ai.output import OutputObjectDefinition
 from pydantic_ai.profiles import ModelProfile
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import ToolDefinition
@@ -562,9 +567,9 @@ class LocalModel(Model):
         self.repeat_penalty = repeat_penalty
         profile = ModelProfile(
             supports_tools=True,
-            supports_json_schema_output=False,
+            supports_json_schema_output=True,
             supports_json_object_output=False,
-            default_structured_output_mode="prompted",
+            default_structured_output_mode="native",
             supports_image_input=False,
             supports_document_input=False,
             supports_audio_file_input=False,
@@ -662,6 +667,8 @@ class LocalModel(Model):
         chat = chat_messages(fitted)
         prompt_tokens = await asyncio.to_thread(loaded.count_prompt_tokens, chat)
         sampling = self._sampling(settings, max_tokens, loaded.stop)
+        if params.output_mode == "native" and params.output_object is not None and not params.function_tools:
+            sampling.update(output_constraint(params.output_object))
         generation = _Generation(loaded=loaded, chat=chat, sampling=sampling)
         generation.start()
         return LocalStreamedResponse(
@@ -688,6 +695,30 @@ class LocalModel(Model):
         if "seed" in settings:
             sampling["seed"] = settings["seed"]
         return sampling
+
+
+def output_constraint(output: OutputObjectDefinition) -> dict[str, Any]:
+    """The request field that has the engine constrain an answer to ``output``'s JSON schema (llama.cpp's
+    server's ``json_schema``; ``Engine.chat`` sends it as a compact grammar), with no keys but the schema's."""
+    return {"json_schema": closed_schema(output.json_schema)}
+
+
+def closed_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with ``additionalProperties: false`` on every object that does not say otherwise: keys the
+    output type does not have are tokens a small model spends on nothing (pydantic ignores them anyway)."""
+
+    def close(node: Any) -> Any:
+        if isinstance(node, list):
+            return [close(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        closed = {key: close(value) for key, value in node.items()}
+        if isinstance(closed.get("properties"), dict):
+            closed.setdefault("additionalProperties", False)
+        return closed
+
+    result: dict[str, Any] = close(schema)
+    return result
 
 
 def load_local_model(spec: str, *, n_ctx: int, max_tokens: int, cache_dir: Path | None = None) -> LocalModel:
