@@ -106,9 +106,11 @@ def bench_next_prompt(runs: int) -> None:
     from co_cli.store import Store
 
     async def chat(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        if info.output_tools:  # the extraction call: a slow summariser
+        if info.model_request_parameters.output_mode != "text":  # the extraction call: a slow summariser
             await asyncio.sleep(0.3)
-            return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, {"facts": []})])
+            if info.output_tools:
+                return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, {"facts": []})])
+            return ModelResponse(parts=[TextPart('{"facts": []}')])
         return ModelResponse(parts=[TextPart("ok")])
 
     class Quiet:

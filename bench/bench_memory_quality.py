@@ -51,6 +51,7 @@ from pydantic_ai.messages import (  # noqa: E402
 )
 from pydantic_ai.models import Model  # noqa: E402
 from pydantic_ai.models.function import AgentInfo, FunctionModel  # noqa: E402
+from pydantic_ai.profiles import ModelProfile  # noqa: E402
 
 from co_cli.memory.extract import ExtractionWorker, read_message  # noqa: E402
 from co_cli.store.db import Database  # noqa: E402
@@ -466,7 +467,8 @@ def scripted_model(variant: Variant, tool_calls: bool = False) -> FunctionModel:
             return ModelResponse(parts=[TextPart("Here is what I found about the user.")])
         return ModelResponse(parts=[TextPart(json.dumps(payload, ensure_ascii=False))])
 
-    return FunctionModel(answer)
+    # a server at base_url: co asks it with a forced tool, not a JSON schema (co_cli.models)
+    return FunctionModel(answer, profile=ModelProfile(supports_json_schema_output=False))
 
 
 class Counting:

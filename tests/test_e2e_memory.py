@@ -138,6 +138,9 @@ def test_print_mode_finishes_extraction_before_exit(
     extraction = scripted_server.chat_requests[-1]
     assert "I write Go at work every day" in json.dumps(extraction.messages)
     assert "Noted, Go it is." not in json.dumps(extraction.messages)  # the user's words only
+    # a server at base_url is not assumed to honour a JSON schema: the answer is asked for with a forced tool
+    assert extraction.body and extraction.body.get("tool_choice") == "required"
+    assert "response_format" not in extraction.body
     listed = json.loads(run_co(["memory", "list", "--all", "--json"], env, workdir).stdout)
     assert [(m["text"], m["status"]) for m in listed] == [("I write Go at work every day", "proposed")]
     review = run_co(["memory", "review"], env, workdir, input="e\nThe user writes Go daily at work\n")

@@ -54,7 +54,7 @@ def model():  # type: ignore[no-untyped-def]
 
 @pytest.mark.parametrize("message", MESSAGES)
 def test_the_embedded_models_typed_answer_always_validates(model, message: str) -> None:  # type: ignore[no-untyped-def]
-    from co_cli.memory.structured_answer import answer_mode, ask
+    from co_cli.models.structured_answer import answer_mode, ask
 
     assert answer_mode(model) == "native"
     answer = asyncio.run(ask(model, Mentions, INSTRUCTIONS, message))

@@ -10,7 +10,9 @@ from typing import Any
 import pytest
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, UserPromptPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.profiles import ModelProfile
 
+from co_cli.config import Settings
 from co_cli.memory.extract import (
     ExtractionWorker,
     Fact,
@@ -22,6 +24,7 @@ from co_cli.memory.extract import (
 )
 from co_cli.memory.inject import relevant_memories, render_memory_section
 from co_cli.memory.review import describe
+from co_cli.models import ModelChoice, build_model
 from co_cli.store.memories import Memories, Subject
 from co_cli.store.queue import ExtractionQueue
 from tests.support.scripted_server import ScriptedServer, Text
@@ -29,6 +32,8 @@ from tests.support.scripted_server import ScriptedServer, Text
 pytestmark = pytest.mark.allow_model_requests
 PROJECT = "/repo/one"
 USER = Subject(about="user")
+TOOL_ONLY = ModelProfile(supports_json_schema_output=False)
+"""A model asked with a forced output tool (a server co cannot name), not a JSON schema."""
 
 
 def fact(text: str, quote: str | None = None, **fields: Any) -> dict[str, Any]:
@@ -45,13 +50,20 @@ def _prompt_of(messages: list[ModelMessage]) -> str:
     return ""
 
 
+def reply(info: AgentInfo, payload: dict[str, Any]) -> ModelResponse:
+    """``payload`` as the structured answer asked for: the output tool's call, or the JSON text (native output)."""
+    if info.output_tools:
+        return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, payload)])
+    return ModelResponse(parts=[TextPart(json.dumps(payload))])
+
+
 def reading(facts: list[dict[str, Any]] | None = None, calls: list[str] | None = None) -> FunctionModel:
-    """A model that answers every message with the reading ``facts`` (through the output tool)."""
+    """A model that answers every message with the reading ``facts`` (in the mode it is asked in)."""
 
     def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         if calls is not None:
             calls.append(_prompt_of(messages))
-        return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, {"facts": facts or []})])
+        return reply(info, {"facts": facts or []})
 
     return FunctionModel(answer)
 
@@ -323,7 +335,7 @@ def prose(calls: list[str]) -> FunctionModel:
         calls.append(_prompt_of(messages))
         return ModelResponse(parts=[TextPart("Sure! The user seems nice and uses fish.")])
 
-    return FunctionModel(answer)
+    return FunctionModel(answer, profile=TOOL_ONLY)
 
 
 def test_no_readable_answer_suggests_by_word_cues_without_acting(store: Memories) -> None:
@@ -384,9 +396,25 @@ def test_an_invalid_tool_answer_is_asked_again_as_json_at_once(store: Memories) 
             return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, {"facts": [{"text": "I use Nix"}]})])
         return ModelResponse(parts=[TextPart(json.dumps({"facts": [fact("I use Nix on every machine")]}))])
 
-    worker = run_worker(store, FunctionModel(answer), "I use Nix on every machine", "auto")
+    worker = run_worker(store, FunctionModel(answer, profile=TOOL_ONLY), "I use Nix on every machine", "auto")
     assert active(store) == ["I use Nix on every machine"] and len(calls) == 2
     assert not worker.prompted  # the server honours tool calls: the next message is asked the same way
+
+
+def test_a_native_answer_cut_short_is_asked_again_as_json_without_switching(store: Memories) -> None:
+    """A schema-constrained answer cut at the token cap is not prose: asked again at once as prompted JSON, and
+    the next message is asked with the schema again."""
+    modes: list[str] = []
+
+    def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        modes.append(info.model_request_parameters.output_mode)
+        if info.model_request_parameters.output_mode == "native":
+            return ModelResponse(parts=[TextPart('{"facts": [{"text": "Ich nutze Nix überall", "quote": "Ich nu')])
+        return reply(info, {"facts": [fact("Ich nutze Nix auf jedem Rechner")]})
+
+    worker = run_worker(store, FunctionModel(answer), "Ich nutze Nix auf jedem Rechner", "auto")
+    assert modes == ["native", "prompted"] and active(store) == ["Ich nutze Nix auf jedem Rechner"]
+    assert not worker.prompted
 
 
 def test_worker_never_blocks_the_caller_and_drains_at_exit(store: Memories) -> None:
@@ -394,7 +422,7 @@ def test_worker_never_blocks_the_caller_and_drains_at_exit(store: Memories) -> N
 
     async def slow(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         await release.wait()
-        return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, {"facts": [fact("I write Go daily")]})])
+        return reply(info, {"facts": [fact("I write Go daily")]})
 
     async def go() -> tuple[bool, list[str]]:
         model = FunctionModel(slow)
@@ -433,11 +461,9 @@ def test_queued_work_of_an_interrupted_co_is_resumed(store: Memories) -> None:
 
 
 def _server_model(server: ScriptedServer) -> Any:
-    from pydantic_ai.models.openai import OpenAIChatModel
-    from pydantic_ai.providers.openai_compatible import OpenAICompatibleProvider
-
-    provider = OpenAICompatibleProvider("scripted", base_url=server.base_url, api_key="test-key")
-    return OpenAIChatModel("scripted", provider=provider)
+    """The server as co builds a ``base_url`` model (not assumed to honour a JSON schema: a forced tool first)."""
+    settings = Settings(data_dir="/nonexistent/data", config_dir="/nonexistent/config", api_key="test-key")
+    return build_model(ModelChoice("scripted", "test", base_url=server.base_url), settings)
 
 
 def _ignores_tool_choice(prose: str, facts: list[dict[str, Any]]) -> Any:

@@ -6,8 +6,9 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.profiles import ModelProfile
 
 from co_cli.memory.extract import Reading
 from co_cli.memory.grounding import from_a_secret, grounded, names, normalise, quoted, said
@@ -104,12 +105,16 @@ def test_nothing_comes_from_the_sentence_that_holds_a_secret() -> None:
     assert from_a_secret("GITHUB_TOKEN=abc123def456ghi7", "ok")
 
 
-def test_structured_answers_are_asked_for_at_temperature_zero() -> None:
+@pytest.mark.parametrize("native", [True, False])
+def test_structured_answers_are_asked_for_at_temperature_zero(native: bool) -> None:
     seen: list[object] = []
 
     def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         seen.append((info.model_settings or {}).get("temperature"))
-        return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, {"facts": []})])
+        if info.output_tools:
+            return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, {"facts": []})])
+        return ModelResponse(parts=[TextPart('{"facts": []}')])
 
-    asyncio.run(ask(FunctionModel(answer), Reading, "instructions", "prompt"))
+    profile = ModelProfile(supports_json_schema_output=native)
+    asyncio.run(ask(FunctionModel(answer, profile=profile), Reading, "instructions", "prompt"))
     assert seen == [0.0]

@@ -7,8 +7,9 @@ stretch can be cut into chunks at any message boundary.
 
 The answer is typed (``SummaryAnswer``): beside the summary's Markdown, the user's standing instructions,
 the changes they stated, the next step and the people named, each quoted from the user's words. It is asked
-through ``models.structured_answer`` (a forced output tool; prompted JSON on a server that ignores it, and on
-the embedded engine), streamed. The fields are the model's reading, not yet facts: ``context.pins`` checks
+through ``models.structured_answer`` (in the strongest mode the model enforces: its JSON schema where the
+profile says so, the embedded engine included; else a forced output tool; prompted JSON on a server that
+ignores it), streamed. The fields are the model's reading, not yet facts: ``context.pins`` checks
 every quote against the user's own text before compaction acts on it. When no typed answer can be had (the
 model answered in prose even when shown the schema), its text is the summary and ``typed`` is False.
 """

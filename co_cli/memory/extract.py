@@ -367,7 +367,7 @@ class ExtractionWorker:
         except Exception as exc:
             if self.prompted or not unreadable(exc):
                 raise
-            if isinstance(exc, ProseAnswer):
+            if isinstance(exc, ProseAnswer) and not exc.constrained:  # a schema-held answer cut short says nothing
                 self.prompted = True
             return await extract_changes(self.model(), self.store, item.text, item.project, prompted=True)
 

@@ -18,6 +18,7 @@ from co_cli.terminal_text import printable
 
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
+    from pydantic_ai.profiles import ModelProfile
     from pydantic_ai.settings import ModelSettings
 
 ASSUMED_CONTEXT_WINDOW = 128_000
@@ -141,6 +142,15 @@ def build_model(choice: ModelChoice, settings: Settings, paths: Paths | None = N
         raise ModelConfigError(f"cannot use model {spec!r}: {_first_line(str(exc))}") from None
 
 
+def _unknown_server_profile() -> ModelProfile:
+    """What co assumes of a server it cannot name (a ``base_url``, Ollama of any version): that it may ignore a
+    JSON schema sent as ``response_format``, so structured answers are asked for with a forced tool instead
+    (``models/structured_answer.py``). pydantic-ai's profile for these claims the schema is honoured."""
+    from pydantic_ai.profiles import ModelProfile
+
+    return ModelProfile(supports_json_schema_output=False)
+
+
 def _compatible_model(name: str, base_url: str, settings: Settings) -> Model:
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai_compatible import OpenAICompatibleProvider
@@ -151,7 +161,7 @@ def _compatible_model(name: str, base_url: str, settings: Settings) -> Model:
         base_url=base_url,
         api_key=settings.api_key.get_secret_value() or None,
     )
-    return OpenAIChatModel(name, provider=provider)
+    return OpenAIChatModel(name, provider=provider, profile=_unknown_server_profile())
 
 
 def _ollama_model(name: str) -> Model:
@@ -160,7 +170,7 @@ def _ollama_model(name: str) -> Model:
     from pydantic_ai.providers.ollama import OllamaProvider
 
     base_url = os.environ.get("OLLAMA_BASE_URL") or OLLAMA_DEFAULT_URL
-    return OpenAIChatModel(name, provider=OllamaProvider(base_url=base_url))
+    return OpenAIChatModel(name, provider=OllamaProvider(base_url=base_url), profile=_unknown_server_profile())
 
 
 def context_window_for(model: Model, settings: Settings) -> tuple[int, str]:
