@@ -1,6 +1,6 @@
 """Benchmark the embedded local model.
 
-Three measures, each printed as a table with the machine's load average:
+Four measures, each printed as a table with the machine's load average:
 
     python bench/bench_local.py [--n-ctx 4096] [--max-tokens 128] [--threads N] [--model local]
         in process: load time, then per prompt the time to first token, tokens per second and the CPU time
@@ -11,6 +11,10 @@ Three measures, each printed as a table with the machine's load average:
     python bench/bench_local.py --from-scratch
         a fresh clone, a new venv and an empty pip cache, then the README's set-up command with
         `co chat -p` in place of `co chat`: the time of each step and in all
+    python bench/bench_local.py --structured [--max-tokens 512]
+        typed answers (``structured_answer.ask``) to 20 messages in six languages, in each mode (the output
+        tool in the text protocol, prompted JSON, native: the engine's grammar): how many validate, how many
+        of the quotes asked for are the message's own words, the time per answer and why the others failed
 
 The in-process measure uses only ``LocalModel``'s public API, so it also runs against an earlier checkout
 (``PYTHONPATH=/path/to/checkout python bench/bench_local.py``) for a side-by-side figure.
@@ -20,6 +24,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
+import functools
 import os
 import resource
 import shutil
@@ -27,7 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -147,6 +153,152 @@ async def run_in_process(spec: str, n_ctx: int, max_tokens: int, n_threads: int 
     print_table(load_s, model, n_threads or default_threads(), rows)
 
 
+# --- typed answers ------------------------------------------------------------------------------------------
+
+STRUCTURED_MESSAGES = (
+    "My sister Ines runs a bakery in Porto and I help her with the accounts on Sundays.",
+    "From now on, never use tabs in Python files; four spaces only.",
+    "We moved the release from March 3 to March 17 because QA found a crash.",
+    "Next, rename the config loader and then rerun the integration tests.",
+    "Is there a way to make git forget a file without deleting it?",
+    "I'm worn out, the CI has been red all afternoon.",
+    "Unser Team nutzt seit letzter Woche Forgejo statt GitLab.",
+    "Bitte schreib Commit-Nachrichten immer auf Englisch.",
+    "Als Nächstes baue ich den Cache für die Suchergebnisse um.",
+    "Mein Kollege Lars testet alles nur mit pytest-xdist.",
+    "Vivo en Valencia desde enero y trabajo desde casa.",
+    "Recuerda: las fechas siempre en formato ISO, nunca día/mes.",
+    "Ya no uso PostgreSQL 12, ahora todo corre en la 16.",
+    "¿Cuál es la diferencia entre un proceso y un hilo?",
+    "Mon équipe déploie uniquement le mardi matin.",
+    "Ensuite, on migre les tests vers la nouvelle API.",
+    "私は毎朝Rustのコードをレビューしています。",
+    "今後、変数名は必ず英語で書いてください。",
+    "Я перешёл с VS Code на Neovim в прошлом месяце.",
+    "Сначала почини сборку, потом обнови документацию.",
+)
+STATEMENTS_PROMPT = (
+    "Split the user's message into statements. For each, copy the user's words exactly as the quote, say its "
+    "kind (rule: a standing instruction; change: something that replaced an earlier fact; next_step: work to do "
+    "next; fact: anything else true about the user; question) and, when it is about someone other than the "
+    "user, whom."
+)
+
+
+@functools.cache
+def statements_type(bounded: bool) -> type:
+    """The output type of the statements task; ``bounded``: at most 4 statements and short strings, so the
+    whole answer fits in a few hundred tokens whatever the model writes."""
+    from typing import Literal
+
+    from pydantic import BaseModel, Field
+
+    quote_cap, about_cap, items_cap = (160, 40, 4) if bounded else (None, None, None)
+
+    class Statement(BaseModel):
+        quote: str = Field(max_length=quote_cap, description="the user's own words, copied exactly")
+        kind: Literal["rule", "change", "next_step", "fact", "question"]
+        about: str | None = Field(None, max_length=about_cap, description="whom it is about, when not the user")
+
+    class Statements(BaseModel):
+        statements: list[Statement] = Field(max_length=items_cap)
+
+    return Statements
+
+
+def _as_mode(model: object, mode: str) -> object:
+    """``model`` as ``structured_answer.ask`` would see it with ``mode`` as its strongest mode: native as it is;
+    tool (the output tool in the text protocol) behind a profile that claims no native support; native with
+    the schema in the instructions too (as pydantic-ai's prompted mode writes it) through the profile's
+    ``native_output_requires_schema_in_instructions``."""
+    from pydantic_ai.models.wrapper import WrapperModel
+    from pydantic_ai.profiles import ModelProfile
+
+    from co_cli.local.model import LocalModel
+
+    class WithoutNative(WrapperModel):
+        @property
+        def profile(self) -> ModelProfile:
+            without = {"supports_json_schema_output": False, "default_structured_output_mode": "tool"}
+            return {**self.wrapped.profile, **without}  # type: ignore[typeddict-item]
+
+    class SchemaInInstructions(LocalModel):
+        @property
+        def profile(self) -> ModelProfile:
+            return {**super().profile, "native_output_requires_schema_in_instructions": True}
+
+    if mode == "tool":
+        return WithoutNative(model)  # type: ignore[arg-type]
+    if mode == "native+schema":
+        local: LocalModel = model  # type: ignore[assignment]
+        return SchemaInInstructions(local.weights_path, n_ctx=local.n_ctx, max_tokens=local.max_tokens)
+    return model
+
+
+@dataclass
+class ModeResult:
+    mode: str
+    task: str
+    valid: int = 0
+    asked: int = 0
+    quotes: int = 0
+    quotes_own: int = 0
+    items: int = 0
+    seconds: float = 0.0
+    failures: list[str] = field(default_factory=list)
+
+
+async def _ask_one(model: object, mode: str, task: str, message: str, result: ModeResult) -> None:
+    from co_cli.memory.extract import FACTS_PROMPT, Facts
+    from co_cli.memory.structured_answer import ask
+
+    output, instructions, prompt = (
+        (Facts, FACTS_PROMPT, f"The user's message:\n<message>\n{message}\n</message>")
+        if task == "facts"
+        else (statements_type(task == "statements, bounded"), STATEMENTS_PROMPT, message)
+    )
+    start = time.perf_counter()
+    result.asked += 1
+    try:
+        answer: object = await ask(_as_mode(model, mode), output, instructions, prompt, prompted=mode == "prompted")  # type: ignore[arg-type]
+    except Exception as exc:  # what the caller would see as a failed answer
+        result.failures.append(type(exc).__name__)
+    else:
+        result.valid += 1
+        result.items += len(getattr(answer, "facts", getattr(answer, "statements", [])))
+        for statement in getattr(answer, "statements", []):
+            result.quotes += 1
+            result.quotes_own += statement.quote.strip() != "" and statement.quote.strip() in message
+    result.seconds += time.perf_counter() - start
+
+
+async def run_structured(spec: str, n_ctx: int, max_tokens: int, n_threads: int | None) -> None:
+    from co_cli.local.model import LocalModel
+    from co_cli.local.weights import resolve_weights
+
+    model = LocalModel(resolve_weights(spec), n_ctx=n_ctx, max_tokens=max_tokens, n_threads=n_threads)
+    model.ensure_loaded()
+    print(f"model {model.model_name}  n_ctx {n_ctx}  max_tokens {model.max_tokens}  load average {load_average()}")
+    print(f"{len(STRUCTURED_MESSAGES)} messages; temperature 0 (as structured_answer.ask asks)\n")
+    header = f"{'task':<20} {'mode':<13} {'valid':>6} {'items':>6} {'quotes verbatim':>16} {'s/answer':>9}  failures"
+    print(header)
+    print("-" * len(header))
+    for task in ("facts", "statements", "statements, bounded"):
+        for mode in ("tool", "prompted", "native", "native+schema"):
+            r = ModeResult(mode, task)
+            for message in STRUCTURED_MESSAGES:
+                await _ask_one(model, mode, task, message, r)
+            quotes = f"{r.quotes_own}/{r.quotes}" if r.task != "facts" else "-"
+            failures = ", ".join(f"{count} {kind}" for kind, count in collections.Counter(r.failures).most_common())
+            print(
+                f"{r.task:<20} {r.mode:<13} {f'{r.valid}/{r.asked}':>6} {r.items:>6} {quotes:>16} "
+                f"{r.seconds / r.asked:>9.1f}  "
+                f"{failures or '-'}",
+                flush=True,
+            )
+    print(f"\nload average after: {load_average()}")
+
+
 # --- new processes -------------------------------------------------------------------------------------------
 
 
@@ -205,17 +357,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--model", default="local", help="'local' or 'local:/path/model.gguf'")
     parser.add_argument("--n-ctx", type=int, default=4096)
-    parser.add_argument("--max-tokens", type=int, default=128)
+    parser.add_argument("--max-tokens", type=int, default=None, help="default 128 (512, co's own, with --structured)")
     parser.add_argument("--threads", type=int, default=None, help="generation threads (default: half the CPUs)")
     parser.add_argument("--processes", type=int, default=0, help="time N `co chat -p` processes instead")
     parser.add_argument("--from-scratch", action="store_true", help="time the README's set-up from a fresh clone")
+    parser.add_argument("--structured", action="store_true", help="typed answers in each mode: how many validate")
     args = parser.parse_args()
-    if args.from_scratch:
+    if args.structured:
+        asyncio.run(run_structured(args.model, args.n_ctx, args.max_tokens or 512, args.threads))
+    elif args.from_scratch:
         run_from_scratch()
     elif args.processes:
         run_processes(args.processes, args.n_ctx)
     else:
-        asyncio.run(run_in_process(args.model, args.n_ctx, args.max_tokens, args.threads))
+        asyncio.run(run_in_process(args.model, args.n_ctx, args.max_tokens or 128, args.threads))
 
 
 if __name__ == "__main__":
