@@ -183,9 +183,9 @@ def _error_text(error: Any) -> str:
 def json_grammar(schema: dict[str, Any]) -> str:
     """The engine's grammar for JSON that follows ``schema``, written compactly (no free whitespace).
 
-    The engine would build a grammar from a ``response_format`` itself, but that one lets whitespace run to
-    twenty characters between any two tokens, which a small model fills with tabs until ``max_tokens``; the
-    binding's own converter (llguidance) takes its options from the schema's ``x-guidance`` key."""
+    The engine would build a grammar from a ``response_format`` itself, but that one allows free whitespace
+    between any two tokens, which a small model fills with tabs until ``max_tokens`` (docs/performance.md);
+    the binding's own converter (llguidance) takes its options from the schema's ``x-guidance`` key."""
     import xllamacpp
 
     options = {"whitespace_flexible": False}
