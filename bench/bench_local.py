@@ -13,8 +13,10 @@ Four measures, each printed as a table with the machine's load average:
         `co chat -p` in place of `co chat`: the time of each step and in all
     python bench/bench_local.py --structured [--max-tokens 512]
         typed answers (``structured_answer.ask``) to 20 messages in six languages, in each mode (the output
-        tool in the text protocol, prompted JSON, native: the engine's grammar): how many validate, how many
-        of the quotes asked for are the message's own words, the time per answer and why the others failed
+        tool in the text protocol, prompted JSON, native: the engine's grammar, native with the schema in the
+        instructions too): how many validate, how many items they hold, how many of their quotes co's check
+        finds in the message, the time per answer and why the others failed. Tasks: co's memory reading
+        (``memory.extract.Reading``, no memories shown) and a statements schema, unbounded and bounded
 
 The in-process measure uses only ``LocalModel``'s public API, so it also runs against an earlier checkout
 (``PYTHONPATH=/path/to/checkout python bench/bench_local.py``) for a side-by-side figure.
@@ -249,12 +251,13 @@ class ModeResult:
 
 
 async def _ask_one(model: object, mode: str, task: str, message: str, result: ModeResult) -> None:
-    from co_cli.memory.extract import FACTS_PROMPT, Facts
+    from co_cli.memory.extract import INSTRUCTIONS, Reading, reading_prompt
+    from co_cli.memory.grounding import quoted
     from co_cli.memory.structured_answer import ask
 
     output, instructions, prompt = (
-        (Facts, FACTS_PROMPT, f"The user's message:\n<message>\n{message}\n</message>")
-        if task == "facts"
+        (Reading, INSTRUCTIONS, reading_prompt(message, [], []))
+        if task == "reading"
         else (statements_type(task == "statements, bounded"), STATEMENTS_PROMPT, message)
     )
     start = time.perf_counter()
@@ -265,10 +268,10 @@ async def _ask_one(model: object, mode: str, task: str, message: str, result: Mo
         result.failures.append(type(exc).__name__)
     else:
         result.valid += 1
-        result.items += len(getattr(answer, "facts", getattr(answer, "statements", [])))
-        for statement in getattr(answer, "statements", []):
-            result.quotes += 1
-            result.quotes_own += statement.quote.strip() != "" and statement.quote.strip() in message
+        items = getattr(answer, "facts", None) or getattr(answer, "statements", None) or []
+        result.items += len(items)
+        result.quotes += len(items)
+        result.quotes_own += sum(quoted(item.quote, message) for item in items)
     result.seconds += time.perf_counter() - start
 
 
@@ -280,18 +283,18 @@ async def run_structured(spec: str, n_ctx: int, max_tokens: int, n_threads: int 
     model.ensure_loaded()
     print(f"model {model.model_name}  n_ctx {n_ctx}  max_tokens {model.max_tokens}  load average {load_average()}")
     print(f"{len(STRUCTURED_MESSAGES)} messages; temperature 0 (as structured_answer.ask asks)\n")
-    header = f"{'task':<20} {'mode':<13} {'valid':>6} {'items':>6} {'quotes verbatim':>16} {'s/answer':>9}  failures"
+    header = f"{'task':<20} {'mode':<13} {'valid':>6} {'items':>6} {'quotes found':>13} {'s/answer':>9}  failures"
     print(header)
     print("-" * len(header))
-    for task in ("facts", "statements", "statements, bounded"):
+    for task in ("reading", "statements", "statements, bounded"):
         for mode in ("tool", "prompted", "native", "native+schema"):
             r = ModeResult(mode, task)
             for message in STRUCTURED_MESSAGES:
                 await _ask_one(model, mode, task, message, r)
-            quotes = f"{r.quotes_own}/{r.quotes}" if r.task != "facts" else "-"
+            quotes = f"{r.quotes_own}/{r.quotes}"
             failures = ", ".join(f"{count} {kind}" for kind, count in collections.Counter(r.failures).most_common())
             print(
-                f"{r.task:<20} {r.mode:<13} {f'{r.valid}/{r.asked}':>6} {r.items:>6} {quotes:>16} "
+                f"{r.task:<20} {r.mode:<13} {f'{r.valid}/{r.asked}':>6} {r.items:>6} {quotes:>13} "
                 f"{r.seconds / r.asked:>9.1f}  "
                 f"{failures or '-'}",
                 flush=True,
