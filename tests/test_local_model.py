@@ -35,6 +35,7 @@ from co_cli.local.model import (
     ChatTurn,
     LoadedModel,
     LocalModel,
+    closed_schema,
     fit_turns,
     load_local_model,
     render_turns,
@@ -338,6 +339,20 @@ def test_native_output_has_the_engine_constrain_the_answer_to_the_schema(scripte
     # an output type without a mode is native on this model too: the strongest it has
     assert asyncio.run(Agent(model, output_type=Chores).run("nichts")).output == Chores(chores=[])
     assert "json_schema" in llama.requests[1]
+
+
+def test_the_schema_sent_is_closed_to_other_keys_but_data_and_field_names_are_left_alone() -> None:
+    class Entry(BaseModel):
+        properties: dict[str, int] = Field(default_factory=dict)  # a field's name, not a keyword
+        settings: dict[str, Any] = Field(default={"properties": {"x": 1}})  # data, not a schema
+        children: list[Entry] = Field(default_factory=list)
+
+    schema = closed_schema(Entry.model_json_schema())
+    entry = schema["$defs"]["Entry"]
+    assert entry["additionalProperties"] is False
+    assert set(entry["properties"]) == {"properties", "settings", "children"}
+    assert entry["properties"]["properties"]["additionalProperties"] == {"type": "integer"}  # a map stays a map
+    assert entry["properties"]["settings"]["default"] == {"properties": {"x": 1}}
 
 
 @pytest.mark.allow_model_requests

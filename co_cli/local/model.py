@@ -706,19 +706,27 @@ def output_constraint(output: OutputObjectDefinition) -> dict[str, Any]:
 def closed_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """``schema`` with ``additionalProperties: false`` on every object that does not say otherwise: keys the
     output type does not have are tokens a small model spends on nothing (pydantic ignores them anyway)."""
+    closed: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in _SCHEMA_MAPS and isinstance(value, dict):  # names -> schemas
+            closed[key] = {name: _closed(sub) for name, sub in value.items()}
+        elif key in _SCHEMA_VALUES:  # data, not schemas: left as written
+            closed[key] = value
+        else:
+            closed[key] = _closed(value)
+    if isinstance(closed.get("properties"), dict):
+        closed.setdefault("additionalProperties", False)
+    return closed
 
-    def close(node: Any) -> Any:
-        if isinstance(node, list):
-            return [close(item) for item in node]
-        if not isinstance(node, dict):
-            return node
-        closed = {key: close(value) for key, value in node.items()}
-        if isinstance(closed.get("properties"), dict):
-            closed.setdefault("additionalProperties", False)
-        return closed
 
-    result: dict[str, Any] = close(schema)
-    return result
+_SCHEMA_MAPS = frozenset({"properties", "$defs", "definitions", "patternProperties", "dependentSchemas"})
+_SCHEMA_VALUES = frozenset({"default", "const", "enum", "examples", "required"})
+
+
+def _closed(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_closed(item) for item in node]
+    return closed_schema(node) if isinstance(node, dict) else node
 
 
 def load_local_model(spec: str, *, n_ctx: int, max_tokens: int, cache_dir: Path | None = None) -> LocalModel:
