@@ -62,8 +62,10 @@ def test_the_embedded_models_typed_answer_always_validates(model, message: str) 
     assert all(mention.sort in ("person", "place", "tool", "other") for mention in answer.mentions)
 
 
-def test_the_answer_is_compact_json_with_only_the_schemas_keys(model) -> None:  # type: ignore[no-untyped-def]
-    """No free whitespace (which a small model fills with tabs until the token cap) and no keys of its own."""
+def test_the_answer_is_json_with_one_space_after_separators_and_only_the_schemas_keys(model) -> None:  # type: ignore[no-untyped-def]
+    """No free whitespace (which a small model fills with tabs until the token cap), one space after each comma
+    and colon as models write JSON (compact JSON pushes a 1.5B model to answer an empty list), no keys of its
+    own."""
     from pydantic_ai import Agent, NativeOutput
     from pydantic_ai.messages import ModelResponse, TextPart
 
@@ -72,6 +74,6 @@ def test_the_answer_is_compact_json_with_only_the_schemas_keys(model) -> None:  
     response = result.all_messages()[-1]
     assert isinstance(response, ModelResponse)
     text = "".join(part.content for part in response.parts if isinstance(part, TextPart))
-    assert text.startswith('{"mentions":[') and "\n" not in text and "\t" not in text
+    assert text.startswith('{"mentions": [') and "\n" not in text and "\t" not in text and "  " not in text
     for mention in json.loads(text)["mentions"]:
         assert set(mention) <= {"words", "sort", "detail"}

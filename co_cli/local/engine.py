@@ -181,14 +181,17 @@ def _error_text(error: Any) -> str:
 
 
 def json_grammar(schema: dict[str, Any]) -> str:
-    """The engine's grammar for JSON that follows ``schema``, written compactly (no free whitespace).
+    """The engine's grammar for JSON that follows ``schema``, on one line with one space after each comma and
+    colon (``{"a": 1, "b": [2, 3]}``), as models are used to writing JSON.
 
     The engine would build a grammar from a ``response_format`` itself, but that one allows free whitespace
     between any two tokens, which a small model fills with tabs until ``max_tokens`` (docs/performance.md);
-    the binding's own converter (llguidance) takes its options from the schema's ``x-guidance`` key."""
+    compact JSON (no space at all) is not what models write, and pushed a 1.5B model to answer an empty list
+    for every message. The binding's own converter (llguidance) takes its options from the schema's
+    ``x-guidance`` key."""
     import xllamacpp
 
-    options = {"whitespace_flexible": False}
+    options = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
     return str(xllamacpp.json_schema_to_grammar(json.dumps({**schema, "x-guidance": options})))
 
 

@@ -67,32 +67,37 @@ For each fact:
 - text: one standalone statement, true without the conversation, in the language and the words of the message.
   Never translate it, never rewrite "I" as "the user", keep names exactly as written (my-app stays my-app).
 - quote: the words of the message the fact comes from, copied exactly.
-- about: "user" when it is about the user (their life, work, projects, tools, likes, rules for you); "other"
-  when it is about another person, with person: that person's name as written (or how the message calls them);
-  "none" when it is about no one (general knowledge, something that happened once).
+- about: whose fact it is, by the subject of the statement. "user" when the user is the subject (their life,
+  work, projects, tools, likes, rules for you). "other" when someone else is the subject (a colleague, a friend,
+  a relative, named or not: "my brother Luis flies cargo planes", "Keiko left Osaka" are about Luis and Keiko),
+  with person: that person's name as written (or how the message calls them, "my aunt"). "none" when it is
+  about no one (general knowledge, something that happened once).
 - topic: a short snake_case key in English for the attribute the fact states (home_city, editor, employer,
   commit_style). A memory shown below on the same attribute of the same person: use its key. A fact that adds
   to a memory instead of superseding it (a second language, another pet) gets a key of its own.
 - kind: "rule" for a standing instruction to the assistant (how to answer or work from now on); "passing" for a
-  passing state (a mood, being tired or busy, something for today only); otherwise "fact".
+  passing state that will not hold next week (a mood, being tired, ill or busy, anything "today" or "right now");
+  otherwise "fact".
 - replaces: the id (such as m12) of a memory shown below that this fact supersedes (the same attribute with a
   new value: another city, another editor, a new date), else null.
 Never include passwords, keys or tokens. Never add what you know yourself: only what the message says.
 
 Examples (memories shown: m4 | user | home_city | Ich wohne in Linz):
-"Seit März wohne ich in Graz." -> {"facts": [{"text": "Seit März wohne ich in Graz", "quote": "Seit März wohne
-ich in Graz", "about": "user", "person": null, "topic": "home_city", "kind": "fact", "replaces": "m4"}]}
-"My teammate Priya reviews every migration" -> {"facts": [{"text": "My teammate Priya reviews every migration",
-"quote": "Priya reviews every migration", "about": "other", "person": "Priya", "topic": "reviews_migrations",
+"Seit März wohne ich in Graz." -> {"facts": [{"about": "user", "person": null, "text": "Seit März wohne ich in
+Graz", "quote": "Seit März wohne ich in Graz", "topic": "home_city", "kind": "fact", "replaces": "m4"}]}
+"My teammate Priya reviews every migration" -> {"facts": [{"about": "other", "person": "Priya", "text": "My
+teammate Priya reviews every migration", "quote": "Priya reviews every migration", "topic": "reviews_migrations",
 "kind": "fact", "replaces": null}]}
 "¿Cómo formateo una fecha en Go?" -> {"facts": []}"""
 
 
 class Fact(BaseModel):
-    text: str = Field(description="one standalone statement, in the language and words of the user's message")
-    quote: str = Field(description="the words of the message it comes from, copied exactly")
+    # Whom it is about comes first: a small model writing the statement first takes "my colleague ..." as the
+    # user's own fact more often.
     about: Literal["user", "other", "none"] = Field(description="whom it is about")
     person: str | None = Field(None, description='for about "other": the person\'s name as the message writes it')
+    text: str = Field(description="one standalone statement, in the language and words of the user's message")
+    quote: str = Field(description="the words of the message it comes from, copied exactly")
     topic: str = Field(description="a short snake_case key of the attribute (home_city, editor)")
     kind: Literal["fact", "rule", "passing"] = Field("fact", description="a fact, a standing rule, a passing state")
     replaces: str | None = Field(None, description="the id (m12) of a memory shown that this fact supersedes")
