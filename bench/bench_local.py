@@ -15,8 +15,9 @@ Four measures, each printed as a table with the machine's load average:
         typed answers (``structured_answer.ask``) to 20 messages in six languages, in each mode (the output
         tool in the text protocol, prompted JSON, native: the engine's grammar, native with the schema in the
         instructions too): how many validate, how many items they hold, how many of their quotes co's check
-        finds in the message, the time per answer and why the others failed. Tasks: co's memory reading
-        (``memory.extract.Reading``, no memories shown) and a statements schema, unbounded and bounded
+        finds in the message, the time per answer and why the others failed. Tasks (``--tasks``): co's
+        memory reading (``memory.extract.Reading``, no memories shown), co's compaction summary of the message
+        and a short reply (``context.summarize.SummaryAnswer``), a statements schema, unbounded and bounded
 
 The in-process measure uses only ``LocalModel``'s public API, so it also runs against an earlier checkout
 (``PYTHONPATH=/path/to/checkout python bench/bench_local.py``) for a side-by-side figure.
@@ -250,16 +251,42 @@ class ModeResult:
     failures: list[str] = field(default_factory=list)
 
 
-async def _ask_one(model: object, mode: str, task: str, message: str, result: ModeResult) -> None:
-    from co_cli.memory.extract import INSTRUCTIONS, Reading, reading_prompt
-    from co_cli.memory.grounding import quoted
-    from co_cli.memory.structured_answer import ask
+TASKS = ("reading", "summary", "statements", "statements, bounded")
 
-    output, instructions, prompt = (
-        (Reading, INSTRUCTIONS, reading_prompt(message, [], []))
-        if task == "reading"
-        else (statements_type(task == "statements, bounded"), STATEMENTS_PROMPT, message)
-    )
+
+def _task(task: str, message: str) -> tuple[type, str, str]:
+    """The output type, instructions and prompt of ``task`` for ``message``."""
+    from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
+
+    from co_cli.context.summarize import SUMMARIZER_INSTRUCTIONS, SummaryAnswer, build_summary_prompt, render_transcript
+    from co_cli.memory.extract import INSTRUCTIONS, Reading, reading_prompt
+
+    if task == "reading":
+        return Reading, INSTRUCTIONS, reading_prompt(message, [], [])
+    if task == "summary":  # a compaction of the message and a short reply
+        exchange: list[ModelMessage] = [
+            ModelRequest(parts=[UserPromptPart(message)]),
+            ModelResponse(parts=[TextPart("Noted.")]),
+        ]
+        return SummaryAnswer, SUMMARIZER_INSTRUCTIONS, build_summary_prompt("\n\n".join(render_transcript(exchange)))
+    return statements_type(task == "statements, bounded"), STATEMENTS_PROMPT, message
+
+
+def _quotes(answer: object) -> list[str]:
+    """The quotes of the user's words an answer holds (a summary's rules, changes and next step)."""
+    items = getattr(answer, "facts", None) or getattr(answer, "statements", None)
+    if items is not None:
+        return [item.quote for item in items]
+    quotes = [*getattr(answer, "standing_instructions", []), *(c.quote for c in getattr(answer, "changes", []))]
+    next_step = getattr(answer, "next_step", None)
+    return [*quotes, next_step] if next_step else quotes
+
+
+async def _ask_one(model: object, mode: str, task: str, message: str, result: ModeResult) -> None:
+    from co_cli.memory.grounding import quoted
+    from co_cli.models.structured_answer import ask
+
+    output, instructions, prompt = _task(task, message)
     start = time.perf_counter()
     result.asked += 1
     try:
@@ -268,14 +295,16 @@ async def _ask_one(model: object, mode: str, task: str, message: str, result: Mo
         result.failures.append(type(exc).__name__)
     else:
         result.valid += 1
-        items = getattr(answer, "facts", None) or getattr(answer, "statements", None) or []
-        result.items += len(items)
-        result.quotes += len(items)
-        result.quotes_own += sum(quoted(item.quote, message) for item in items)
+        quotes = _quotes(answer)
+        result.items += len(quotes)
+        result.quotes += len(quotes)
+        result.quotes_own += sum(quoted(quote, message) for quote in quotes)
     result.seconds += time.perf_counter() - start
 
 
-async def run_structured(spec: str, n_ctx: int, max_tokens: int, n_threads: int | None) -> None:
+async def run_structured(
+    spec: str, n_ctx: int, max_tokens: int, n_threads: int | None, tasks: tuple[str, ...] = TASKS
+) -> None:
     from co_cli.local.model import LocalModel
     from co_cli.local.weights import resolve_weights
 
@@ -286,7 +315,7 @@ async def run_structured(spec: str, n_ctx: int, max_tokens: int, n_threads: int 
     header = f"{'task':<20} {'mode':<13} {'valid':>6} {'items':>6} {'quotes found':>13} {'s/answer':>9}  failures"
     print(header)
     print("-" * len(header))
-    for task in ("reading", "statements", "statements, bounded"):
+    for task in tasks:
         for mode in ("tool", "prompted", "native", "native+schema"):
             r = ModeResult(mode, task)
             for message in STRUCTURED_MESSAGES:
@@ -365,9 +394,12 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=0, help="time N `co chat -p` processes instead")
     parser.add_argument("--from-scratch", action="store_true", help="time the README's set-up from a fresh clone")
     parser.add_argument("--structured", action="store_true", help="typed answers in each mode: how many validate")
+    parser.add_argument("--tasks", default=",".join(TASKS), help=f"with --structured: some of {', '.join(TASKS)}")
     args = parser.parse_args()
     if args.structured:
-        asyncio.run(run_structured(args.model, args.n_ctx, args.max_tokens or 512, args.threads))
+        asyncio.run(
+            run_structured(args.model, args.n_ctx, args.max_tokens or 512, args.threads, tuple(args.tasks.split(",")))
+        )
     elif args.from_scratch:
         run_from_scratch()
     elif args.processes:

@@ -8,9 +8,10 @@ from collections.abc import AsyncIterator
 import pytest
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
 from pydantic_ai.models.function import AgentInfo
+from pydantic_ai.profiles import ModelProfile
 
 from co_cli.context.summarize import SummaryMode, render_transcript, summarize_messages
-from tests.support.summariser import scripted_summariser, typed_summary
+from tests.support.summariser import TOOL_ONLY, scripted_summariser, typed_summary
 from tests.test_context_fixtures import (
     calls,
     conversation,
@@ -118,6 +119,10 @@ def test_a_summary_request_is_never_retried_and_waits_for_silence_only() -> None
 # --- the typed answer ---------------------------------------------------------------------------------------
 
 
+def _profile(native: bool) -> ModelProfile | None:
+    return None if native else TOOL_ONLY  # FunctionModel's own profile claims native structured output
+
+
 def _part_answer(prompt: str, info: AgentInfo) -> ModelResponse:
     """Each part names its own rule, change, person and next step; a merge request gets plain text."""
     if "<transcript>" not in prompt:
@@ -133,14 +138,19 @@ def _part_answer(prompt: str, info: AgentInfo) -> ModelResponse:
     )
 
 
-async def test_the_answer_is_typed_and_its_fields_are_returned_unverified() -> None:
+@pytest.mark.parametrize("native", [True, False])
+async def test_the_answer_is_typed_and_its_fields_are_returned_unverified(native: bool) -> None:
     def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        assert info.output_tools and not info.function_tools  # a forced output tool, no other tool
+        assert not info.function_tools
+        if native:  # the schema itself, where the model's profile says it is enforced
+            assert info.model_request_parameters.output_mode == "native" and not info.output_tools
+        else:  # a forced output tool
+            assert info.output_tools
         return typed_summary(
             info, "## Goal\nDocs.", standing_instructions=["Schreib kurz."], next_step="Dann testen.", people=["Ada"]
         )
 
-    summary = await summarize_messages(conversation(2), scripted_summariser(respond))
+    summary = await summarize_messages(conversation(2), scripted_summariser(respond, profile=_profile(native)))
     assert summary.typed
     assert summary.answer.standing_instructions == ["Schreib kurz."]
     assert (summary.answer.next_step, summary.answer.people) == ("Dann testen.", ["Ada"])
@@ -176,7 +186,7 @@ async def test_a_prose_answer_switches_to_prompted_json_once_for_the_session() -
             return ModelResponse(parts=[TextPart("## Goal\nprose")])
         return typed_summary(info, "## Goal\njson", next_step="Потом тесты.")
 
-    model, mode = scripted_summariser(respond), SummaryMode()
+    model, mode = scripted_summariser(respond, profile=TOOL_ONLY), SummaryMode()
     first = await summarize_messages(conversation(2), model, mode=mode)
     assert (first.typed, first.text, first.answer.next_step) == (True, "## Goal\njson", "Потом тесты.")
     assert modes == ["tool", "prompted"] and mode.prompted
@@ -191,24 +201,21 @@ async def test_prose_even_when_shown_the_schema_is_a_plain_text_summary() -> Non
         requests.append(info.model_request_parameters.output_mode)
         return ModelResponse(parts=[TextPart("## Goal\nplain words")])
 
-    summary = await summarize_messages(conversation(2), scripted_summariser(respond))
+    summary = await summarize_messages(conversation(2), scripted_summariser(respond, profile=TOOL_ONLY))
     assert (summary.typed, summary.text, requests) == (False, "## Goal\nplain words", ["tool", "prompted"])
     assert summary.answer.standing_instructions == [] and summary.answer.next_step is None
 
 
 async def test_a_model_that_is_prompted_anyway_is_not_asked_twice() -> None:
-    """The embedded engine's profile asks for prompted output: its prose answer is taken as plain text at
-    once (asking again would repeat the same slow request)."""
-    from pydantic_ai.profiles import ModelProfile
-
+    """A model whose profile asks for prompted output (and claims no JSON schema): its prose answer is taken as
+    plain text at once (asking again would repeat the same request)."""
     requests: list[str] = []
 
     def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         requests.append(info.model_request_parameters.output_mode)
         return ModelResponse(parts=[TextPart("## Goal\nlocal words")])
 
-    model = scripted_summariser(respond)
-    model._profile = ModelProfile(default_structured_output_mode="prompted")
+    model = scripted_summariser(respond, profile=ModelProfile(default_structured_output_mode="prompted"))
     summary = await summarize_messages(conversation(2), model)
     assert (summary.typed, summary.text, requests) == (False, "## Goal\nlocal words", ["prompted"])
 

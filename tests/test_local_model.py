@@ -453,9 +453,9 @@ def test_directories_left_by_killed_engines_are_removed(tmp_path: Path) -> None:
 
 
 @pytest.mark.allow_model_requests
-def test_the_summariser_asks_the_embedded_model_for_prompted_json(scripted: Any) -> None:
-    """The embedded engine has no forced tool call: the typed summary is asked as prompted JSON (the schema in
-    the system prompt) in one request, and its answer parsed into the fields."""
+def test_the_summariser_asks_the_embedded_model_in_its_schema(scripted: Any) -> None:
+    """The typed summary is asked with the schema as the engine's constraint (native output), not in the system
+    prompt, in one request, and its answer parsed into the fields."""
     from co_cli.context.summarize import summarize_messages
 
     answer = '{"summary": "## Goal\\nDie Notizen.", "standing_instructions": ["Antworte kurz."], "people": ["Ada"]}'
@@ -465,16 +465,23 @@ def test_the_summariser_asks_the_embedded_model_for_prompted_json(scripted: Any)
     assert summary.typed and summary.text == "## Goal\nDie Notizen."
     assert summary.answer.standing_instructions == ["Antworte kurz."] and summary.answer.people == ["Ada"]
     assert len(engine.requests) == 1
+    assert "standing_instructions" in engine.requests[0]["json_schema"]["properties"]
     system = engine.requests[0]["messages"][0]["content"]
-    assert "You summarise conversations" in system and '"SummaryAnswer"' in system and "<tool_call>" not in system
+    assert "You summarise conversations" in system and '"SummaryAnswer"' not in system and "<tool_call>" not in system
 
 
 @pytest.mark.allow_model_requests
-def test_a_prose_summary_from_the_embedded_model_is_taken_as_plain_text_at_once(scripted: Any) -> None:
-    from co_cli.context.summarize import summarize_messages
+def test_a_summary_cut_at_the_token_cap_is_asked_again_as_prompted_json(scripted: Any) -> None:
+    """A schema-held summary cut short holds no object: asked again at once with the schema in the instructions;
+    a prose answer then is the summary, without fields, and the session's later summaries are asked that way."""
+    from co_cli.context.summarize import SummaryMode, summarize_messages
 
-    model, engine = scripted(["## Goal\nDie Notizen schreiben."])
+    cut = '{"summary": "## Goal\\nDie Notizen schreiben, und dann'
+    model, engine = scripted([cut, "## Goal\nDie Notizen schreiben."])
     history = [ModelRequest(parts=[UserPromptPart("Ada schreibt die Notizen.")])]
-    summary = asyncio.run(summarize_messages(history, model))
+    mode = SummaryMode()
+    summary = asyncio.run(summarize_messages(history, model, mode=mode))
     assert not summary.typed and summary.text == "## Goal\nDie Notizen schreiben."
-    assert len(engine.requests) == 1  # not asked again: the engine was shown the schema already
+    assert len(engine.requests) == 2 and mode.prompted
+    assert "json_schema" in engine.requests[0] and "json_schema" not in engine.requests[1]
+    assert '"SummaryAnswer"' in engine.requests[1]["messages"][0]["content"]

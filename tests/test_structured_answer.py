@@ -10,7 +10,6 @@ from typing import Any, Literal
 
 import pytest
 from pydantic import BaseModel, Field
-from pydantic_ai.exceptions import UnexpectedModelBehavior
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
@@ -18,8 +17,8 @@ from pydantic_ai.profiles import ModelProfile
 
 from co_cli.config import Settings
 from co_cli.local.model import LocalModel
-from co_cli.models.structured_answer import ProseAnswer, answer_mode, ask
 from co_cli.models import ModelChoice, build_model
+from co_cli.models.structured_answer import ProseAnswer, answer_mode, ask
 
 pytestmark = pytest.mark.allow_model_requests
 
@@ -116,13 +115,14 @@ def test_tool_mode_and_prompted_mode_are_kept_for_models_without_a_schema() -> N
     assert seen.schemas[0] is None and '"errands"' in seen.instructions[1]  # prompted: the schema is in the text
 
 
-def test_an_invalid_native_answer_fails_after_one_request_and_is_not_taken_for_prose() -> None:
-    """A constrained answer cut short (at the token cap) is a failure of that request, not a sign that the server
-    ignores structured output: no ProseAnswer (which would switch the caller to prompted JSON for good)."""
+def test_a_native_answer_cut_short_is_no_object_but_says_nothing_about_the_server() -> None:
+    """A schema-held answer cut at the token cap holds no object (``ProseAnswer`` with its text, so the caller
+    can ask again or use the text), marked ``constrained``: unlike prose, it is no sign that the server ignores
+    structured output, and nothing switches to prompted JSON for good because of it."""
     seen = Seen('{"errands": [{"what": "Milch kaufen", "urg')
-    with pytest.raises(UnexpectedModelBehavior) as failure:
+    with pytest.raises(ProseAnswer) as failure:
         asyncio.run(ask(FunctionModel(seen), Errands, "List the errands.", "Milch kaufen"))
-    assert not isinstance(failure.value, ProseAnswer)
+    assert failure.value.constrained and failure.value.text.startswith('{"errands"')
     assert seen.modes == ["native"]
 
 
@@ -131,5 +131,6 @@ def test_a_prose_answer_to_a_forced_tool_still_asks_the_caller_for_prompted_json
         return ModelResponse(parts=[TextPart("Сначала хлеб, потом звонок.")])
 
     model = FunctionModel(prose, profile=ModelProfile(supports_json_schema_output=False))
-    with pytest.raises(ProseAnswer):
+    with pytest.raises(ProseAnswer) as failure:
         asyncio.run(ask(model, Errands, "List the errands.", "Купи хлеб и позвони Марте."))
+    assert not failure.value.constrained

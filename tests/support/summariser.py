@@ -1,8 +1,9 @@
 """Scripted summarisers: a FunctionModel answers both plain and streamed requests (co streams its summary
 requests) with the same function.
 
-co asks the summariser for a typed answer (``context.summarize.SummaryAnswer``) through its output tool, or
-as prompted JSON once the model answered in prose; ``typed_summary`` answers either way with the same fields.
+co asks the summariser for a typed answer (``context.summarize.SummaryAnswer``) in its JSON schema (native
+output: FunctionModel's profile claims it), through its output tool, or as prompted JSON once the model
+answered in prose; ``typed_summary`` answers every way with the same fields.
 """
 
 from __future__ import annotations
@@ -14,25 +15,30 @@ from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
+from pydantic_ai.profiles import ModelProfile
 
 Respond = Callable[[list[ModelMessage], AgentInfo], ModelResponse | Awaitable[ModelResponse]]
+TOOL_ONLY = ModelProfile(supports_json_schema_output=False)
+"""The profile of a server co cannot name: a structured answer is asked with a forced output tool."""
 
 
 def typed_summary(info: AgentInfo, summary: str, **fields: Any) -> ModelResponse:
     """The summariser's typed answer with ``summary`` and ``fields`` (standing_instructions, changes,
-    next_step, people): a call of the output tool when one is offered, else the JSON object as text (prompted
-    output); a plain-text request (a merge of partial summaries) gets ``summary`` alone."""
+    next_step, people): a call of the output tool when one is offered, else the JSON object as text (native or
+    prompted output); a plain-text request (a merge of partial summaries) gets ``summary`` alone."""
     arguments = {"summary": summary, **fields}
     if info.output_tools:
         return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, arguments)])
-    if info.model_request_parameters.output_mode == "prompted":
+    if info.model_request_parameters.output_mode in ("native", "prompted"):
         return ModelResponse(parts=[TextPart(json.dumps(arguments, ensure_ascii=False))])
     return ModelResponse(parts=[TextPart(summary)])
 
 
-def scripted_summariser(respond: Respond, *, model_name: str | None = None) -> FunctionModel:
+def scripted_summariser(
+    respond: Respond, *, model_name: str | None = None, profile: ModelProfile | None = None
+) -> FunctionModel:
     """A model that answers with ``respond``'s response, whole or as one streamed chunk (a tool call as one
-    delta)."""
+    delta). ``profile``: FunctionModel's own (which claims native structured output) unless given."""
 
     async def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         response = respond(messages, info)
@@ -46,7 +52,7 @@ def scripted_summariser(respond: Respond, *, model_name: str | None = None) -> F
             return
         yield "".join(part.content for part in response.parts if isinstance(part, TextPart))
 
-    return FunctionModel(answer, stream_function=stream, model_name=model_name)
+    return FunctionModel(answer, stream_function=stream, model_name=model_name, profile=profile)
 
 
 def typed_summariser(summary: str, *, model_name: str | None = None, **fields: Any) -> FunctionModel:
