@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field, ValidationError
+from pydantic.json_schema import JsonDict
 
 from co_cli.cues import memory_suggestions
 from co_cli.errors import CoError
@@ -91,20 +92,46 @@ teammate Priya reviews every migration", "quote": "Priya reviews every migration
 "¿Cómo formateo una fecha en Go?" -> {"facts": []}"""
 
 
+MAX_TEXT_CHARS = 300
+"""The longest statement or quote a reading's JSON schema allows: a bound for an engine that writes only what the
+schema allows (it keeps a small model from repeating itself until the token cap), not checked on answers."""
+
+
+def _bounded(chars: int) -> JsonDict:
+    return {"maxLength": chars}
+
+
 class Fact(BaseModel):
     # Whom it is about comes first: a small model writing the statement first takes "my colleague ..." as the
     # user's own fact more often.
     about: Literal["user", "other", "none"] = Field(description="whom it is about")
-    person: str | None = Field(None, description='for about "other": the person\'s name as the message writes it')
-    text: str = Field(description="one standalone statement, in the language and words of the user's message")
-    quote: str = Field(description="the words of the message it comes from, copied exactly")
-    topic: str = Field(description="a short snake_case key of the attribute (home_city, editor)")
+    person: str | None = Field(
+        None,
+        description='for about "other": the person\'s name as the message writes it',
+        json_schema_extra=_bounded(80),
+    )
+    text: str = Field(
+        description="one standalone statement, in the language and words of the user's message",
+        json_schema_extra=_bounded(MAX_TEXT_CHARS),
+    )
+    quote: str = Field(
+        description="the words of the message it comes from, copied exactly", json_schema_extra=_bounded(MAX_TEXT_CHARS)
+    )
+    topic: str = Field(
+        description="a short snake_case key of the attribute (home_city, editor)", json_schema_extra=_bounded(60)
+    )
     kind: Literal["fact", "rule", "passing"] = Field("fact", description="a fact, a standing rule, a passing state")
-    replaces: str | None = Field(None, description="the id (m12) of a memory shown that this fact supersedes")
+    replaces: str | None = Field(
+        None, description="the id (m12) of a memory shown that this fact supersedes", json_schema_extra=_bounded(12)
+    )
 
 
 class Reading(BaseModel):
-    facts: list[Fact] = Field(default_factory=list, description="0 to 3 facts; empty when there is nothing to keep")
+    facts: list[Fact] = Field(
+        default_factory=list,
+        description="0 to 3 facts; empty when there is nothing to keep",
+        json_schema_extra={"maxItems": MAX_PROPOSALS},
+    )
 
 
 @dataclass(frozen=True)
