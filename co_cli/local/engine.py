@@ -57,6 +57,9 @@ class _UnixConnection(http.client.HTTPConnection):
         self.sock = sock
 
 
+CLOSE_WAIT_S = 30.0
+"""How long closing waits for the engine to stop (see ``Engine.close``)."""
+
 @dataclass
 class Engine:
     """A started engine: the in-process server, its private socket and key."""
@@ -169,8 +172,15 @@ class Engine:
             if self.closed:
                 return
             self.closed = True
-            server, self.server = self.server, None
-            del server  # the last reference: the engine stops here, not at interpreter shutdown
+            held = [self.server]
+            self.server = None
+            # Dropping the last reference stops the engine here, not at interpreter shutdown. The binding's
+            # destructor joins the engine's threads and has been seen to wait for ever when the engine is closed
+            # while still starting on a busy machine: it runs in a thread of its own, waited for at most
+            # CLOSE_WAIT_S, so that closing never hangs co (the files go either way).
+            stopper = threading.Thread(target=held.clear, name="co-engine-close", daemon=True)
+            stopper.start()
+            stopper.join(CLOSE_WAIT_S)
             shutil.rmtree(self.runtime_dir, ignore_errors=True)
 
 
