@@ -60,6 +60,7 @@ class _UnixConnection(http.client.HTTPConnection):
 CLOSE_WAIT_S = 30.0
 """How long closing waits for the engine to stop (see ``Engine.close``)."""
 
+
 @dataclass
 class Engine:
     """A started engine: the in-process server, its private socket and key."""
