@@ -1,5 +1,5 @@
 """The house rules, read from the code with ``ast``: which room may import which, where SQL and terminal
-libraries live, no import cycles, a small package root and no class that takes every feature.
+libraries live, no import cycles, a small package root, no class that takes every feature, and word cues in one module.
 
 The direction (docs/architecture.md): the front ends (terminal, serve) -> session -> tools -> deps -> context /
 memory / models -> store / local -> the package root. A module may import its own room, a room on its floor, or any
@@ -9,6 +9,7 @@ room below.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "co_cli"
@@ -34,6 +35,25 @@ MAX_METHODS = 25
 TERMINAL_LIBRARIES = ("rich", "prompt_toolkit", "typer")
 SERVER_LIBRARIES = ("starlette", "uvicorn")
 FRONT_ENDS = ("terminal", "serve")
+
+ORDINARY_WORDS = frozenset(
+    """the a an and or to of in on that this is are i i'm my me we our you your it do don't not no please always
+    never now today next what how why when where who which can could should would will""".split()
+)
+"""Words of ordinary English speech. A regex, or a list of short words, naming three or more of them reads
+people's words: a word cue (the probe only finds them; it is not a cue itself)."""
+CUE_MODULE = "co_cli.cues"
+WORD_LISTS_ALLOWED = {
+    "co_cli.context.ledger": "which words are not identifiers (names, packages, dates): it only adds what a "
+    "summary must keep verbatim and decides nothing about what the user means",
+    "co_cli.memory.retrieval": "stop words a memory search leaves out of its query: a word of any other language "
+    "is searched",
+    "co_cli.context.user_content": "stop words left out when checking that a summary holds the user's own terms",
+}
+"""Modules with word lists that are not cues, and why. Everything that reads what the user means (a rule, a
+change, the next step, whose fact, a passing state, a question) lives in ``cues.py`` and only suggests."""
+RE_FUNCTIONS = frozenset({"compile", "search", "match", "fullmatch", "findall", "finditer", "sub", "subn", "split"})
+MAX_LIST_WORD_CHARS = 30
 
 
 def module_name(path: Path) -> str:
@@ -188,6 +208,67 @@ def test_no_class_takes_every_feature() -> None:
     assert large == []
 
 
+def _strings(node: ast.AST, constants: dict[str, str]) -> list[str]:
+    """The string constants in ``node``, with module-level string constants it names."""
+    found = []
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Constant) and isinstance(inner.value, str):
+            found.append(inner.value)
+        elif isinstance(inner, ast.Name) and inner.id in constants:
+            found.append(constants[inner.id])
+    return found
+
+
+def _word_lists(tree: ast.Module) -> list[tuple[int, list[str]]]:
+    """The regexes (a ``re`` call's pattern), short-word collections and ``"...".split()`` lists of a module."""
+    constants = {}
+    for statement in tree.body:
+        target = statement.targets[0] if isinstance(statement, ast.Assign) else getattr(statement, "target", None)
+        value = getattr(statement, "value", None)
+        if isinstance(target, ast.Name) and isinstance(value, ast.Constant | ast.JoinedStr | ast.BinOp):
+            constants[target.id] = "".join(_strings(value, {}))
+    lists = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call | ast.Set | ast.List | ast.Tuple):
+            continue
+        if isinstance(node, ast.Call):
+            function = node.func
+            if not isinstance(function, ast.Attribute):
+                continue
+            is_re = isinstance(function.value, ast.Name) and function.value.id == "re"
+            if is_re and function.attr in RE_FUNCTIONS and node.args:
+                lists.append((node.lineno, _strings(node.args[0], constants)))
+            elif function.attr == "split" and not node.args and not is_re:
+                lists.append((node.lineno, _strings(function.value, constants)))
+        elif len(node.elts) >= 3 and all(
+            isinstance(e, ast.Constant) and isinstance(e.value, str) and len(e.value) <= MAX_LIST_WORD_CHARS
+            for e in node.elts
+        ):
+            lists.append((node.lineno, [e.value for e in node.elts if isinstance(e, ast.Constant)]))
+    return lists
+
+
+def word_cues(tree: ast.Module) -> list[int]:
+    """The lines of a module's word lists that name three or more ordinary words."""
+    cues = []
+    for line, texts in _word_lists(tree):
+        words = set(re.findall(r"[a-z]+(?:['’][a-z]+)?", " ".join(texts).lower()))
+        if len(words & ORDINARY_WORDS) >= 3:
+            cues.append(line)
+    return sorted(cues)
+
+
+def test_word_cues_live_only_in_the_cue_module() -> None:
+    found = sorted(
+        f"{name}:{line}"
+        for name, tree in sources().items()
+        if name != CUE_MODULE and name not in WORD_LISTS_ALLOWED
+        for line in word_cues(tree)
+    )
+    assert found == []
+    assert word_cues(sources()[CUE_MODULE])
+
+
 def test_the_guards_can_fail() -> None:
     """A store module importing the session, a cycle, and a package importing its own module are caught."""
     edges = {
@@ -198,3 +279,8 @@ def test_the_guards_can_fail() -> None:
     assert cycles(edges) == [["co_cli.session.conversation", "co_cli.store.sessions", "co_cli.session.conversation"]]
     tree = ast.parse("from co_cli.store import copies\nimport sqlite3\n")
     assert imported_modules(tree, frozenset({"co_cli.store.copies"})) == {"co_cli.store.copies", "sqlite3"}
+    cued = ast.parse(
+        'import re\nRULE = re.compile(r"\\b(?:always|never|from now on)\\b")\n'
+        'WORDS = frozenset({"my", "our", "we", "us"})\nSTOP = "the of and".split()\nOK = re.compile(r"[a-z]+")\n'
+    )
+    assert word_cues(cued) == [2, 3, 4]
