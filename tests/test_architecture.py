@@ -37,8 +37,52 @@ SERVER_LIBRARIES = ("starlette", "uvicorn")
 FRONT_ENDS = ("terminal", "serve")
 
 ORDINARY_WORDS = frozenset(
-    """the a an and or to of in on that this is are i i'm my me we our you your it do don't not no please always
-    never now today next what how why when where who which can could should would will""".split()
+    [
+        "the",
+        "a",
+        "an",
+        "and",
+        "or",
+        "to",
+        "of",
+        "in",
+        "on",
+        "that",
+        "this",
+        "is",
+        "are",
+        "i",
+        "i'm",
+        "my",
+        "me",
+        "we",
+        "our",
+        "you",
+        "your",
+        "it",
+        "do",
+        "don't",
+        "not",
+        "no",
+        "please",
+        "always",
+        "never",
+        "now",
+        "today",
+        "next",
+        "what",
+        "how",
+        "why",
+        "when",
+        "where",
+        "who",
+        "which",
+        "can",
+        "could",
+        "should",
+        "would",
+        "will",
+    ]
 )
 """Words of ordinary English speech. A regex, or a list of short words, naming three or more of them reads
 people's words: a word cue (the probe only finds them; it is not a cue itself)."""
