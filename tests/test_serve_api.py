@@ -15,6 +15,7 @@ import openai
 import pytest
 
 from co_cli.store import Store
+from co_cli.synthetic import failure_of
 from tests.support.scripted_server import Error, ScriptedServer, Text, ToolCalls, last_user_text
 from tests.support.serve_process import ServeProcess, serve_env
 
@@ -458,3 +459,35 @@ def test_an_answer_at_the_output_limit_says_length_and_its_conversation_continue
     history += [{"role": "assistant", "content": answer.message.content}, {"role": "user", "content": "go on"}]
     again = client.chat.completions.with_raw_response.create(model="scripted", messages=history)
     assert again.headers["x-co-session"] == raw.headers["x-co-session"]
+
+
+def test_a_client_s_retries_of_a_failed_request_continue_the_session_it_made(
+    served: ServeProcess, model: ScriptedServer
+) -> None:
+    client = served.client()  # the SDK's default: a 502 is tried twice more
+    model.script(Error(500, "overloaded"), Error(500, "still overloaded"), Text("Egrets nest in colonies."))
+    first = [{"role": "user", "content": "where do egrets nest, retried?"}]
+    raw = client.chat.completions.with_raw_response.create(model="scripted", messages=first)
+    assert raw.parse().choices[0].message.content == "Egrets nest in colonies."
+    session_id = raw.headers["x-co-session"]
+    with Store.open(_db(served), reads_only=True) as store:
+        assert store.search.sessions_with_prompt("where do egrets nest, retried?") == [session_id], "one session"
+        saved = store.messages.transcript(session_id)
+        assert [(m.kind, m.status) for m in saved] == [("user", "failed")] * 2 + [("user", "ok"), ("assistant", "ok")]
+        assert "overloaded" in (failure_of(saved[0].message) or "")
+    # The conversation as the client has it (the prompt once, the answer it got) continues that session, and a
+    # retried request of a conversation in progress stays in it too.
+    later = [*first, {"role": "assistant", "content": "Egrets nest in colonies."}]
+    later.append({"role": "user", "content": "and herons, retried?"})
+    model.script(Error(500, "overloaded"), Text("Herons too."))
+    again = client.chat.completions.with_raw_response.create(model="scripted", messages=later)
+    assert again.headers["x-co-session"] == session_id and again.parse().choices[0].message.content == "Herons too."
+    with Store.open(_db(served), reads_only=True) as store:
+        assert store.sessions.get(session_id).message_count == 7
+    # A request that fails every time it is tried leaves one session, each try a failed turn of it.
+    model.script(*[Error(500, "down")] * 3)
+    with pytest.raises(openai.InternalServerError):
+        client.chat.completions.create(model="scripted", messages=[{"role": "user", "content": "never answered"}])
+    with Store.open(_db(served), reads_only=True) as store:
+        (failed,) = store.search.sessions_with_prompt("never answered")
+        assert [m.status for m in store.messages.transcript(failed)] == ["failed"] * 3

@@ -35,7 +35,7 @@ from co_cli.errors import SessionBusy, SessionNotFound, SessionTakenOver
 from co_cli.memory.retrieval import Scored
 from co_cli.models import ResolvedModel
 from co_cli.serve.errors import ApiError
-from co_cli.serve.history import ChatMessage, seed_history, session_matching
+from co_cli.serve.history import ChatMessage, seed_history, session_matching, session_retried
 from co_cli.serve.served_models import ServedModels
 from co_cli.session import Conversation, TurnOutcome, off_loop
 from co_cli.store import SessionInfo, Store
@@ -61,7 +61,8 @@ class TurnRequest:
     """The earlier user and assistant messages the client sent (they choose the session when no id is given,
     and start a new session's transcript)."""
     session: str | None = None
-    """A session id or unique prefix (the ``X-Co-Session`` header); None: matched by ``history``, else new."""
+    """A session id or unique prefix (the ``X-Co-Session`` header); None: the session this request is the retry of
+    (the same request, failed moments ago), else the one matched by ``history``, else new."""
     model: str | None = None
     """A model name (None: the configured one)."""
     instructions: str = ""
@@ -274,6 +275,9 @@ class Chats:
                 return self.store.sessions.get(request.session)
             except SessionNotFound as exc:
                 raise ApiError(404, exc.message, "session_not_found") from None
+        retried = session_retried(self.store, request.history, request.prompt)
+        if retried is not None:  # the same request again after it failed: its session, not a new one
+            return retried
         if request.history:
             return session_matching(self.store, request.history)
         return None
