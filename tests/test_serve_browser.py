@@ -308,12 +308,18 @@ def test_a_model_failing_mid_answer_shows_the_saved_failed_turn_and_the_error(
     model.script(Error(500, "the model is overloaded"))
     page.fill("#prompt", "will this work?")
     page.press("#prompt", "Enter")
-    error = page.locator("#transcript .error-line")
+    error = page.locator("#transcript article.msg .msg-error")
     error.wait_for()
     assert "the model is overloaded" in error.inner_text()
+    assert page.locator("#transcript .error-line").count() == 0, "said once, with the turn"
     prompt = page.locator("#transcript article.msg").nth(2)
     assert "will this work?" in prompt.inner_text() and "failed" in prompt.inner_text(), "saved, marked failed"
     assert page.input_value("#prompt") == ""
+    # Opened again later, the failed turn still says why it failed.
+    page.reload()
+    error = page.locator("#transcript article.msg.failed .msg-error")
+    error.wait_for()
+    assert "the model is overloaded" in error.inner_text()
     context.close()
 
 

@@ -114,3 +114,20 @@ def test_the_page_ships_as_package_data() -> None:
     shipped = {path.relative_to(static.parent).as_posix() for path in static.iterdir()}
     assert shipped == {"static/index.html", *(f"static/{name}" for name in browser.STATIC_FILES)}
     assert all(any(fnmatch(name, pattern) for pattern in patterns) for name in shipped)
+
+
+def test_a_failed_turn_says_why(store: Store) -> None:
+    from co_cli.synthetic import with_failure
+
+    sid = store.sessions.create(model="m", cwd="/w", title="failing").id
+    seq = store.messages.begin_turn(sid, "will it work?")
+    saved = with_failure([], "will it work?", "the provider is overloaded (HTTP 529)")
+    store.messages.finish_turn(sid, seq, saved, status="failed")
+    _turn(store, sid, "and now?", "yes")
+    items = session_json.session_record(store, sid)["items"]
+    assert [(i["status"], i["error"]) for i in items] == [
+        ("failed", "the provider is overloaded (HTTP 529)"),
+        ("ok", None),
+        ("ok", None),
+    ]
+    assert items[0]["parts"][0]["text"] == "will it work?"

@@ -20,6 +20,7 @@ from co_cli.store.search import SNIPPET_CLOSE, SNIPPET_OPEN
 from co_cli.store.sessions import SessionInfo
 from co_cli.store.turn_memories import SentMemory
 from co_cli.store.usage import TurnUsage
+from co_cli.synthetic import failure_of
 
 PART_SHOWN_CHARS = 20_000
 """A part longer than this (a big tool output) is cut, and says so: the page stays quick on long sessions."""
@@ -152,6 +153,7 @@ def _message(stored: StoredMessage) -> dict[str, Any]:
         "created_at": stored.created_at,
         "kind": stored.kind,
         "status": stored.status,
+        "error": failure_of(stored.message),
         "parts": parts,
     }
 

@@ -266,6 +266,7 @@ function messageNode(item) {
   const body = el("div", "msg-body");
   for (const part of item.parts) body.appendChild(partNode(part));
   node.appendChild(body);
+  if (item.error) node.appendChild(el("div", "msg-error", item.error)); // why the turn failed, as co said it
   return node;
 }
 
@@ -510,7 +511,9 @@ async function onSubmit(event) {
     if (location.hash !== `#/s/${sessionId}`) history.pushState(null, "", `#/s/${sessionId}`);
     await openSession(sessionId).catch(() => {});
   }
-  if (failure) $("transcript").appendChild(el("div", "error-line", failure.message));
+  // An error the saved turn does not show already (a refusal, a takeover) is said under the transcript.
+  const shown = [...$("transcript").querySelectorAll(".msg-error")].some((node) => failure && failure.message.includes(node.textContent));
+  if (failure && !shown) $("transcript").appendChild(el("div", "error-line", failure.message));
   $("transcript").scrollTop = $("transcript").scrollHeight;
   if (!$("search").value.trim()) await loadSessions().catch(showListError);
 }
