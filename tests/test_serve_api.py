@@ -491,3 +491,29 @@ def test_a_client_s_retries_of_a_failed_request_continue_the_session_it_made(
     with Store.open(_db(served), reads_only=True) as store:
         (failed,) = store.search.sessions_with_prompt("never answered")
         assert [m.status for m in store.messages.transcript(failed)] == ["failed"] * 3
+
+
+def test_a_streaming_answer_stops_as_esc_stops_it_in_the_terminal(served: ServeProcess, model: ScriptedServer) -> None:
+    model.script(Text("long words " * 60, chunk_size=6, delay=0.05))
+    auth = {"Authorization": f"Bearer {served.token}"}
+    body = {"model": "scripted", "stream": True, "messages": [{"role": "user", "content": "a long answer to stop"}]}
+    events: list[str] = []
+    with httpx.stream("POST", f"{served.url}/v1/chat/completions", json=body, headers=auth, timeout=30) as response:
+        session_id = response.headers["x-co-session"]
+        lines = response.iter_lines()
+        for line in lines:
+            if "long" in line:
+                break  # part of the answer has arrived
+        stopped = httpx.post(f"{served.url}/api/sessions/{session_id[:10]}/stop", headers=auth, timeout=30)
+        assert stopped.status_code == 200 and stopped.json() == {"stopped": True}
+        events = [line for line in lines if line.startswith("data:")]
+    # The stop answers once the turn is saved: cancelled, the answer so far kept and marked interrupted.
+    with Store.open(_db(served), reads_only=True) as store:
+        saved = store.messages.transcript(session_id)
+    assert [(m.kind, m.status) for m in saved] == [("user", "cancelled"), ("assistant", "cancelled")]
+    assert saved[1].text.startswith("long") and saved[1].text.endswith("[interrupted by the user]")
+    assert json.loads(events[-1].removeprefix("data: "))["error"]["code"] == "cancelled"
+    again = httpx.post(f"{served.url}/api/sessions/{session_id}/stop", headers=auth)
+    assert again.json() == {"stopped": False}, "nothing runs there any more"
+    assert httpx.post(f"{served.url}/api/sessions/ffffffffff/stop", headers=auth).status_code == 404
+    assert httpx.post(f"{served.url}/api/sessions/{session_id}/stop").status_code == 401

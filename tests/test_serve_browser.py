@@ -323,6 +323,41 @@ def test_a_model_failing_mid_answer_shows_the_saved_failed_turn_and_the_error(
     context.close()
 
 
+def test_stop_ends_a_streaming_answer_as_interrupted_and_keeps_what_came(
+    served: tuple[ServeProcess, str, str], model: ScriptedServer, browser: Any
+) -> None:
+    server, _, _ = served
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    _signed_in(page, server)
+    model.script(Text("Storks circle on thermals for hours " * 30, chunk_size=5, delay=0.05))
+    page.fill("#prompt", "tell me everything about storks")
+    page.press("#prompt", "Enter")
+    _partial_answer(page)
+    assert page.locator("#send").is_hidden(), "Stop takes Send's place while the answer streams"
+    page.click("#stop")
+    page.wait_for_selector(".streaming", state="detached")
+    answer = page.locator("#transcript article.msg").last
+    answer.locator(".badge.bad", has_text="cut off").wait_for()
+    assert "Storks" in answer.inner_text() and "[interrupted by the user]" in answer.inner_text()
+    assert page.locator("#transcript .error-line, #transcript .msg-error").count() == 0, "a stop is no error"
+    assert page.locator("#send").is_visible() and page.locator("#stop").is_hidden()
+    session_id = page.url.split("#/s/")[1]
+    with Store.open(Path(server.env["CO_CLI_DATA_DIR"]) / "co-cli.db", reads_only=True) as store:
+        saved = store.messages.transcript(session_id)
+    assert [m.status for m in saved] == ["cancelled", "cancelled"]
+    assert len(saved[1].text) < len("Storks circle on thermals for hours " * 30)
+    # Esc stops it too, as in the terminal.
+    model.script(Text("Cranes dance in pairs " * 40, chunk_size=5, delay=0.05))
+    page.fill("#prompt", "and cranes?")
+    page.press("#prompt", "Enter")
+    _partial_answer(page)
+    page.keyboard.press("Escape")
+    page.wait_for_selector(".streaming", state="detached")
+    page.locator("#transcript article.msg").nth(3).locator(".badge.bad", has_text="cut off").wait_for()
+    context.close()
+
+
 class _OtherLocalServer:
     """Another local server on another port of 127.0.0.1 (a dev server, a notebook): it records the headers
     every request brings, and serves a page that tries to use co serve from there."""

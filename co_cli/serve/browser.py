@@ -83,6 +83,10 @@ def routes(ctx: ServeContext) -> list[BaseRoute]:
         )
         return JSONResponse(body, headers=PAGE_HEADERS)
 
+    async def stop(request: Request) -> Response:
+        stopped = await ctx.chats.stop(request.path_params["id"])
+        return JSONResponse({"stopped": stopped}, headers=PAGE_HEADERS)
+
     async def sign_in(request: Request) -> Response:
         try:
             data = json.loads(await request.body())
@@ -99,6 +103,7 @@ def routes(ctx: ServeContext) -> list[BaseRoute]:
         Route("/static/{name}", static, methods=["GET"]),
         Route("/api/sessions", sessions, methods=["GET"]),
         Route("/api/sessions/{id}", session, methods=["GET"]),
+        Route("/api/sessions/{id}/stop", stop, methods=["POST"]),
         Route("/api/search", search, methods=["GET"]),
     ]
 

@@ -179,6 +179,7 @@ class RunningTurn:
         self._task = asyncio.get_running_loop().create_task(self._run())
         self.chats.running.add(self._task)
         self._task.add_done_callback(self.chats.running.discard)
+        self.chats.turns[self.session_id] = self
         loop = asyncio.get_running_loop()
         queue = self._view.queue
         last = -math.inf
@@ -202,6 +203,10 @@ class RunningTurn:
     def cancel(self) -> None:
         self._token.cancel()
 
+    async def ended(self) -> None:
+        """Wait until the turn is saved, however it ended."""
+        await self._finished.wait()
+
     def abandon(self) -> None:
         """Let go of a turn that has not started (its client went away first): the session is released and
         nothing is written. Nothing happens once ``events()`` has started it."""
@@ -223,6 +228,8 @@ class RunningTurn:
         except Exception as exc:  # a bug or a store failure: the client gets one line, the server goes on
             outcome = TurnOutcome("failed", error=f"{type(exc).__name__}: {exc}")
         finally:
+            for session_id in [key for key, turn in self.chats.turns.items() if turn is self]:
+                del self.chats.turns[session_id]
             self.chats.done_with(self.conv, keep=not taken_over)
             self._lock.release()
             usage = self.conv.last_usage if outcome.status != "failed" else None  # a failed turn saves none
@@ -247,6 +254,8 @@ class Chats:
         self.cwd = cwd
         self.models = models
         self.running: set[asyncio.Task[None]] = set()
+        self.turns: dict[str, RunningTurn] = {}
+        """The turn running in each session, by session id."""
         self._background: set[asyncio.Task[None]] = set()
         """Background work of conversations no longer kept (their titles and memory extraction)."""
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
@@ -268,6 +277,21 @@ class Chats:
             lock.release()
             raise
         return RunningTurn(self, conv, request, lock, created=False)
+
+    async def stop(self, id_or_prefix: str) -> bool:
+        """Stop the turn running in the session, as Esc stops one in the terminal (it is saved cancelled, the
+        answer so far kept and marked interrupted), and wait until it is saved; False when none runs there.
+        ApiError 404 for an unknown session."""
+        try:
+            info = self.store.sessions.get(id_or_prefix)
+        except SessionNotFound as exc:
+            raise ApiError(404, exc.message, "session_not_found") from None
+        turn = self.turns.get(info.id)
+        if turn is None:
+            return False
+        turn.cancel()
+        await turn.ended()
+        return True
 
     def _chosen(self, request: TurnRequest) -> SessionInfo | None:
         if request.session:

@@ -3,7 +3,7 @@
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const state = { current: null, sending: false, searchTimer: null, listToken: 0, welcome: null };
+const state = { current: null, sending: false, streaming: null, searchTimer: null, listToken: 0, welcome: null };
 
 function el(tag, className, text) {
   const node = document.createElement(tag);
@@ -466,10 +466,12 @@ async function send(text) {
     throw refused;
   }
   const sessionId = response.headers.get("X-Co-Session");
+  streaming(sessionId);
   let failure = null;
   for await (const data of sseData(response)) {
     if (data === "[DONE]") break;
     const chunk = JSON.parse(data);
+    if (chunk.error && chunk.error.code === "cancelled") break; // stopped: the saved turn says so
     if (chunk.error) { failure = chunk.error.message; break; }
     const delta = chunk.choices && chunk.choices[0] && chunk.choices[0].delta;
     if (delta && delta.content) {
@@ -481,6 +483,27 @@ async function send(text) {
   answer.classList.remove("streaming");
   if (failure) throw new Error(failure);
   return sessionId;
+}
+
+function streaming(sessionId) {
+  // While an answer streams, Stop (or Esc) takes Send's place; null: the answer has ended.
+  state.streaming = sessionId;
+  $("send").hidden = Boolean(sessionId);
+  $("stop").hidden = !sessionId;
+  $("stop").disabled = false;
+  $("stop").textContent = "Stop";
+  $("composer-note").textContent = sessionId ? "Esc or Stop ends the answer here; what came of it is kept"
+    : "Enter sends · Shift+Enter for a new line";
+}
+
+async function stopAnswer() {
+  // As Esc in the terminal: the turn ends interrupted, and what was answered so far is saved.
+  if (!state.streaming || $("stop").disabled) return;
+  $("stop").disabled = true;
+  $("stop").textContent = "Stopping…";
+  const url = `/api/sessions/${encodeURIComponent(state.streaming)}/stop`;
+  await fetch(url, { method: "POST", credentials: "omit", headers: withKey({ Accept: "application/json" }) })
+    .catch(() => {});
 }
 
 async function onSubmit(event) {
@@ -500,6 +523,7 @@ async function onSubmit(event) {
     failure = error;
   } finally {
     state.sending = false;
+    streaming(null);
     $("send").disabled = false;
     input.focus();
   }
@@ -539,6 +563,10 @@ function start() {
   $("new-chat").addEventListener("click", () => {
     if (location.hash) location.hash = ""; else showHome();
     $("prompt").focus();
+  });
+  $("stop").addEventListener("click", stopAnswer);
+  document.addEventListener("keydown", (event) => {
+    if (event.key === "Escape" && state.streaming) stopAnswer();
   });
   $("sign-in-form").addEventListener("submit", onSignIn);
   // Links to #/s/…, Back and Forward (not pushState); a sign-in link opened on the page already shown.
