@@ -517,3 +517,34 @@ def test_a_streaming_answer_stops_as_esc_stops_it_in_the_terminal(served: ServeP
     assert again.json() == {"stopped": False}, "nothing runs there any more"
     assert httpx.post(f"{served.url}/api/sessions/ffffffffff/stop", headers=auth).status_code == 404
     assert httpx.post(f"{served.url}/api/sessions/{session_id}/stop").status_code == 401
+
+
+def test_sessions_are_renamed_moved_to_the_trash_and_restored(served: ServeProcess) -> None:
+    client = httpx.Client(base_url=served.url, headers={"Authorization": f"Bearer {served.token}"})
+    raw = served.client().chat.completions.with_raw_response.create(
+        model="scripted", messages=[{"role": "user", "content": "a session to tidy away"}]
+    )
+    session_id = raw.headers["x-co-session"]
+    renamed = client.patch(f"/api/sessions/{session_id[:10]}", json={"title": "  Tidy\nme  "})
+    assert renamed.status_code == 200 and renamed.json()["title"] == "Tidy me"
+    assert client.patch(f"/api/sessions/{session_id}", json={"title": " "}).status_code == 400
+    assert client.patch(f"/api/sessions/{session_id}", json={"title": 3}).status_code == 400
+    with Store.open(_db(served)) as store:
+        store.locks.acquire(session_id)  # open in a terminal
+        try:
+            busy = client.delete(f"/api/sessions/{session_id}")
+            assert busy.status_code == 409 and "is open in another co process" in busy.json()["error"]["message"]
+        finally:
+            store.locks.release(session_id)
+    trashed = client.delete(f"/api/sessions/{session_id}")
+    assert trashed.status_code == 200 and trashed.json()["id"] == session_id
+    assert session_id not in [s["id"] for s in client.get("/api/sessions").json()["sessions"]]
+    assert client.get(f"/api/sessions/{session_id}").status_code == 404
+    in_trash = client.get("/api/trash").json()["sessions"]
+    assert in_trash[0]["id"] == session_id and in_trash[0]["title"] == "Tidy me" and in_trash[0]["deleted_at"] > 0
+    assert session_id[:8] in served.co("sessions", "trash").stdout, "the same trash as the terminal's"
+    restored = client.post(f"/api/trash/{session_id[:10]}/restore")
+    assert restored.status_code == 200 and restored.json()["message_count"] == 2
+    assert session_id in [s["id"] for s in client.get("/api/sessions").json()["sessions"]]
+    assert client.post(f"/api/trash/{session_id}/restore").status_code == 404, "no longer in the trash"
+    assert client.delete("/api/sessions/ffffffffff").status_code == 404

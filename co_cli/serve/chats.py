@@ -282,10 +282,7 @@ class Chats:
         """Stop the turn running in the session, as Esc stops one in the terminal (it is saved cancelled, the
         answer so far kept and marked interrupted), and wait until it is saved; False when none runs there.
         ApiError 404 for an unknown session."""
-        try:
-            info = self.store.sessions.get(id_or_prefix)
-        except SessionNotFound as exc:
-            raise ApiError(404, exc.message, "session_not_found") from None
+        info = self._known(id_or_prefix)
         turn = self.turns.get(info.id)
         if turn is None:
             return False
@@ -293,12 +290,47 @@ class Chats:
         await turn.ended()
         return True
 
+    async def rename(self, id_or_prefix: str, title: str) -> SessionInfo:
+        """Give the session a new title, as ``co sessions rename`` does (a title co would make later yields to
+        it). ApiError 404 for an unknown session, 400 for an empty title."""
+        if not title.strip():
+            raise ApiError(400, "title: give the session a title", "invalid_value")
+        info = self._known(id_or_prefix)
+        await off_loop(lambda: self.store.sessions.rename(info.id, title))
+        return self.store.sessions.get(info.id)
+
+    async def trash(self, id_or_prefix: str) -> SessionInfo:
+        """Move the session to the trash, as ``co sessions delete`` does; ApiError 409 while a turn runs in it
+        (here or in a terminal)."""
+        info = self._known(id_or_prefix)
+        lock = self._locks.setdefault(info.id, asyncio.Lock())
+        if lock.locked():
+            raise ApiError(409, f"session {info.id} is answering a request; stop it first", "session_busy")
+        async with lock:
+            try:
+                await off_loop(lambda: self.store.sessions.trash(info.id))
+            except SessionBusy as exc:
+                raise ApiError(409, exc.message, "session_busy") from None
+        return info
+
+    async def restore(self, id_or_prefix: str) -> SessionInfo:
+        """Bring a session back from the trash, unchanged, as ``co sessions restore`` does."""
+        try:
+            info = self.store.sessions.get(id_or_prefix, trashed=True)
+        except SessionNotFound as exc:
+            raise ApiError(404, exc.message, "session_not_found") from None
+        await off_loop(lambda: self.store.sessions.restore(info.id))
+        return self.store.sessions.get(info.id)
+
+    def _known(self, id_or_prefix: str) -> SessionInfo:
+        try:
+            return self.store.sessions.get(id_or_prefix)
+        except SessionNotFound as exc:
+            raise ApiError(404, exc.message, "session_not_found") from None
+
     def _chosen(self, request: TurnRequest) -> SessionInfo | None:
         if request.session:
-            try:
-                return self.store.sessions.get(request.session)
-            except SessionNotFound as exc:
-                raise ApiError(404, exc.message, "session_not_found") from None
+            return self._known(request.session)
         retried = session_retried(self.store, request.history, request.prompt)
         if retried is not None:  # the same request again after it failed: its session, not a new one
             return retried

@@ -57,6 +57,13 @@ def session_list(store: Store, limit: int = LIST_LIMIT) -> dict[str, Any]:
     return {"sessions": [session_summary(s, short[s.id]) for s in sessions], "total": store.sessions.count()}
 
 
+def trash_list(store: Store, limit: int = LIST_LIMIT) -> dict[str, Any]:
+    """The sessions in the trash, most recently deleted first (as ``co sessions trash`` lists them)."""
+    trashed = store.sessions.trashed(limit=limit)
+    short = store.sessions.short_ids(info.id for info, _ in trashed)
+    return {"sessions": [{**session_summary(info, short[info.id]), "deleted_at": when} for info, when in trashed]}
+
+
 def search_hits(
     store: Store, query: str, limit: int = SEARCH_LIMIT, stop: Callable[[], bool] | None = None
 ) -> dict[str, Any]:
