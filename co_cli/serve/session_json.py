@@ -1,8 +1,8 @@
 """Saved sessions as the browser view reads them: listings, search hits and one session's whole record.
 
 Everything is read through the store's own readers (the ones `co sessions list`, `show` and `search` use); this
-module only turns their rows into JSON. Texts are sent as they are saved: the page shows them as text, never
-as markup.
+module only turns their rows into JSON. Texts are sent as they are saved, and an answer's text also as its
+Markdown's elements (``markdown.py``): the page shows both with ``textContent``, never as markup.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from dataclasses import asdict
 from typing import Any
 
 from co_cli.message_view import views
+from co_cli.serve.markdown import markdown_tree
 from co_cli.store import Store
 from co_cli.store.compactions import CompactionRecord
 from co_cli.store.messages import StoredMessage
@@ -144,16 +145,17 @@ def _message(stored: StoredMessage) -> dict[str, Any]:
     parts = []
     for view in views(stored.message):
         text = view.text
-        parts.append(
-            {
-                "kind": view.kind,
-                "text": text[:PART_SHOWN_CHARS],
-                "cut": len(text) > PART_SHOWN_CHARS,
-                "chars": len(text),
-                "tool_name": view.tool_name,
-                "outcome": view.outcome,
-            }
-        )
+        part = {
+            "kind": view.kind,
+            "text": text[:PART_SHOWN_CHARS],
+            "cut": len(text) > PART_SHOWN_CHARS,
+            "chars": len(text),
+            "tool_name": view.tool_name,
+            "outcome": view.outcome,
+        }
+        if view.kind == "text":  # an answer: its Markdown, as elements the page builds (never as HTML)
+            part["markdown"] = markdown_tree(text[:PART_SHOWN_CHARS])
+        parts.append(part)
     return {
         "type": "message",
         "seq": stored.seq,
