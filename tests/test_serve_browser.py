@@ -382,7 +382,7 @@ def test_stop_ends_a_streaming_answer_as_interrupted_and_keeps_what_came(
 
 
 def test_a_session_is_renamed_moved_to_the_trash_and_restored_from_the_page(
-    served: tuple[ServeProcess, str, str], browser: Any
+    served: tuple[ServeProcess, str, str], browser: Any, tmp_path: Path
 ) -> None:
     server, _, _ = served
     with Store.open(Path(server.env["CO_CLI_DATA_DIR"]) / "co-cli.db") as store:
@@ -408,6 +408,7 @@ def test_a_session_is_renamed_moved_to_the_trash_and_restored_from_the_page(
     notice = page.locator("#notice")
     notice.locator("text=Moved “Cranes on the marsh” to the trash.").wait_for()
     listed.wait_for(state="detached")
+    _screenshot(page, tmp_path / "browser-deleted.png")
     assert page.locator("#session-head").is_hidden()
     notice.locator("button", has_text="Restore").click()
     page.locator("#session-title", has_text="Cranes on the marsh").wait_for()
@@ -419,6 +420,7 @@ def test_a_session_is_renamed_moved_to_the_trash_and_restored_from_the_page(
     trashed = page.locator(f".trash-list li[data-session='{cranes}']")
     trashed.wait_for()
     assert "Cranes on the marsh" in trashed.inner_text() and "deleted just now" in trashed.inner_text()
+    _screenshot(page, tmp_path / "browser-trash.png")
     trashed.locator("button", has_text="Restore").click()
     page.locator("#session-title", has_text="Cranes on the marsh").wait_for()
     assert page.url.endswith(f"#/s/{cranes}")
