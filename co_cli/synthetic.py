@@ -128,6 +128,27 @@ def close_interrupted(response: ModelResponse, note: str = INTERRUPTED_NOTE) -> 
     return mark(replace(response, parts=[*response.parts, TextPart(f"\n\n{note}")]), "interrupted")
 
 
+FAILURE_KEY = "co_cli_failure"
+"""Where a failed turn's prompt keeps why it failed (beside the marks, not one: the prompt stays the user's)."""
+
+
+def with_failure(messages: list[ModelMessage], prompt: str, error: str) -> list[ModelMessage]:
+    """A failed turn's messages as saved: its prompt request (the one sent, or a plain one when none was) carries
+    ``error``, the one line the user was told."""
+    first = messages[0] if messages else None
+    if isinstance(first, ModelRequest) and any(isinstance(p, UserPromptPart) for p in first.parts):
+        rest = messages[1:]
+    else:
+        first, rest = ModelRequest(parts=[UserPromptPart(prompt)]), messages
+    return [replace(first, metadata={**(first.metadata or {}), FAILURE_KEY: error}), *rest]
+
+
+def failure_of(message: ModelMessage) -> str | None:
+    """Why the turn this prompt began failed, as the user was told (None: it did not, or an older co saved it)."""
+    error = (message.metadata or {}).get(FAILURE_KEY)
+    return error if isinstance(error, str) else None
+
+
 # --- sessions saved before the marks ---------------------------------------------------------------------
 
 _LEGACY_SUMMARY_RE = re.compile(r"^\[Summary of (\d+) earlier messages\]")

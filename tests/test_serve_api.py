@@ -15,6 +15,7 @@ import openai
 import pytest
 
 from co_cli.store import Store
+from co_cli.synthetic import failure_of
 from tests.support.scripted_server import Error, ScriptedServer, Text, ToolCalls, last_user_text
 from tests.support.serve_process import ServeProcess, serve_env
 
@@ -458,3 +459,92 @@ def test_an_answer_at_the_output_limit_says_length_and_its_conversation_continue
     history += [{"role": "assistant", "content": answer.message.content}, {"role": "user", "content": "go on"}]
     again = client.chat.completions.with_raw_response.create(model="scripted", messages=history)
     assert again.headers["x-co-session"] == raw.headers["x-co-session"]
+
+
+def test_a_client_s_retries_of_a_failed_request_continue_the_session_it_made(
+    served: ServeProcess, model: ScriptedServer
+) -> None:
+    client = served.client()  # the SDK's default: a 502 is tried twice more
+    model.script(Error(500, "overloaded"), Error(500, "still overloaded"), Text("Egrets nest in colonies."))
+    first = [{"role": "user", "content": "where do egrets nest, retried?"}]
+    raw = client.chat.completions.with_raw_response.create(model="scripted", messages=first)
+    assert raw.parse().choices[0].message.content == "Egrets nest in colonies."
+    session_id = raw.headers["x-co-session"]
+    with Store.open(_db(served), reads_only=True) as store:
+        assert store.search.sessions_with_prompt("where do egrets nest, retried?") == [session_id], "one session"
+        saved = store.messages.transcript(session_id)
+        assert [(m.kind, m.status) for m in saved] == [("user", "failed")] * 2 + [("user", "ok"), ("assistant", "ok")]
+        assert "overloaded" in (failure_of(saved[0].message) or "")
+    # The conversation as the client has it (the prompt once, the answer it got) continues that session, and a
+    # retried request of a conversation in progress stays in it too.
+    later = [*first, {"role": "assistant", "content": "Egrets nest in colonies."}]
+    later.append({"role": "user", "content": "and herons, retried?"})
+    model.script(Error(500, "overloaded"), Text("Herons too."))
+    again = client.chat.completions.with_raw_response.create(model="scripted", messages=later)
+    assert again.headers["x-co-session"] == session_id and again.parse().choices[0].message.content == "Herons too."
+    with Store.open(_db(served), reads_only=True) as store:
+        assert store.sessions.get(session_id).message_count == 7
+    # A request that fails every time it is tried leaves one session, each try a failed turn of it.
+    model.script(*[Error(500, "down")] * 3)
+    with pytest.raises(openai.InternalServerError):
+        client.chat.completions.create(model="scripted", messages=[{"role": "user", "content": "never answered"}])
+    with Store.open(_db(served), reads_only=True) as store:
+        (failed,) = store.search.sessions_with_prompt("never answered")
+        assert [m.status for m in store.messages.transcript(failed)] == ["failed"] * 3
+
+
+def test_a_streaming_answer_stops_as_esc_stops_it_in_the_terminal(served: ServeProcess, model: ScriptedServer) -> None:
+    model.script(Text("long words " * 60, chunk_size=6, delay=0.05))
+    auth = {"Authorization": f"Bearer {served.token}"}
+    body = {"model": "scripted", "stream": True, "messages": [{"role": "user", "content": "a long answer to stop"}]}
+    events: list[str] = []
+    with httpx.stream("POST", f"{served.url}/v1/chat/completions", json=body, headers=auth, timeout=30) as response:
+        session_id = response.headers["x-co-session"]
+        lines = response.iter_lines()
+        for line in lines:
+            if "long" in line:
+                break  # part of the answer has arrived
+        stopped = httpx.post(f"{served.url}/api/sessions/{session_id[:10]}/stop", headers=auth, timeout=30)
+        assert stopped.status_code == 200 and stopped.json() == {"stopped": True}
+        events = [line for line in lines if line.startswith("data:")]
+    # The stop answers once the turn is saved: cancelled, the answer so far kept and marked interrupted.
+    with Store.open(_db(served), reads_only=True) as store:
+        saved = store.messages.transcript(session_id)
+    assert [(m.kind, m.status) for m in saved] == [("user", "cancelled"), ("assistant", "cancelled")]
+    assert saved[1].text.startswith("long") and saved[1].text.endswith("[interrupted by the user]")
+    assert json.loads(events[-1].removeprefix("data: "))["error"]["code"] == "cancelled"
+    again = httpx.post(f"{served.url}/api/sessions/{session_id}/stop", headers=auth)
+    assert again.json() == {"stopped": False}, "nothing runs there any more"
+    assert httpx.post(f"{served.url}/api/sessions/ffffffffff/stop", headers=auth).status_code == 404
+    assert httpx.post(f"{served.url}/api/sessions/{session_id}/stop").status_code == 401
+
+
+def test_sessions_are_renamed_moved_to_the_trash_and_restored(served: ServeProcess) -> None:
+    client = httpx.Client(base_url=served.url, headers={"Authorization": f"Bearer {served.token}"})
+    raw = served.client().chat.completions.with_raw_response.create(
+        model="scripted", messages=[{"role": "user", "content": "a session to tidy away"}]
+    )
+    session_id = raw.headers["x-co-session"]
+    renamed = client.patch(f"/api/sessions/{session_id[:10]}", json={"title": "  Tidy\nme  "})
+    assert renamed.status_code == 200 and renamed.json()["title"] == "Tidy me"
+    assert client.patch(f"/api/sessions/{session_id}", json={"title": " "}).status_code == 400
+    assert client.patch(f"/api/sessions/{session_id}", json={"title": 3}).status_code == 400
+    with Store.open(_db(served)) as store:
+        store.locks.acquire(session_id)  # open in a terminal
+        try:
+            busy = client.delete(f"/api/sessions/{session_id}")
+            assert busy.status_code == 409 and "is open in another co process" in busy.json()["error"]["message"]
+        finally:
+            store.locks.release(session_id)
+    trashed = client.delete(f"/api/sessions/{session_id}")
+    assert trashed.status_code == 200 and trashed.json()["id"] == session_id
+    assert session_id not in [s["id"] for s in client.get("/api/sessions").json()["sessions"]]
+    assert client.get(f"/api/sessions/{session_id}").status_code == 404
+    in_trash = client.get("/api/trash").json()["sessions"]
+    assert in_trash[0]["id"] == session_id and in_trash[0]["title"] == "Tidy me" and in_trash[0]["deleted_at"] > 0
+    assert session_id[:8] in served.co("sessions", "trash").stdout, "the same trash as the terminal's"
+    restored = client.post(f"/api/trash/{session_id[:10]}/restore")
+    assert restored.status_code == 200 and restored.json()["message_count"] == 2
+    assert session_id in [s["id"] for s in client.get("/api/sessions").json()["sessions"]]
+    assert client.post(f"/api/trash/{session_id}/restore").status_code == 404, "no longer in the trash"
+    assert client.delete("/api/sessions/ffffffffff").status_code == 404

@@ -49,6 +49,12 @@ HOSTILE = '<img src=x onerror="document.body.dataset.owned=1"><script>document.b
 FLYWAY = "Name the flyway in every answer about birds"
 """A standing memory: every request is sent it."""
 ANSWER = "They winter in east Africa, some near Zanzibar.\n```\nroute = south\n```"
+MARKDOWN = (
+    "That is **markup**, see [the notes](https://example.org/pelicans) and "
+    "[this](javascript:document.body.dataset.owned=3) <b>raw</b>\n\n- one `flock`\n- two\n\n"
+    '<img src=x onerror="document.body.dataset.owned=4">'
+)
+"""An answer in Markdown, with markup and a script link that must stay text."""
 
 sync_api = pytest.importorskip("playwright.sync_api")
 if not Path(CHROMIUM).exists():
@@ -80,7 +86,7 @@ def _seed(db: Path) -> tuple[str, str]:
             store,
             birds,
             HOSTILE,
-            ModelResponse(parts=[TextPart("That is markup.")]),
+            ModelResponse(parts=[TextPart(MARKDOWN)]),
             usage=TurnUsage(model="scripted", requests=1, input_tokens=300, output_tokens=4, cost_usd=None),
         )
         summary = [ModelRequest(parts=[UserPromptPart("Summary: pelicans winter in east Africa.")])]
@@ -109,6 +115,18 @@ def _signed_in(page: Any, server: ServeProcess) -> None:
     """Sign ``page``'s browser in with the server's next one-time link, and wait for the session list."""
     page.goto(server.take_link())
     page.locator("#session-list li[data-session]").first.wait_for()
+
+
+def _screenshot(page: Any, path: Path, full_page: bool = False) -> None:
+    """Keep a screenshot of ``page`` to look at (its path is printed; ``pytest -s`` shows it), in
+    CO_TEST_SCREENSHOT_DIR when that is set."""
+    shots = os.environ.get("CO_TEST_SCREENSHOT_DIR")
+    if shots:
+        path = Path(shots) / path.name
+    page.screenshot(path=str(path), full_page=full_page)
+    data = path.read_bytes()
+    assert data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) > 10_000
+    print(f"screenshot: {path}")
 
 
 def _partial_answer(page: Any, timeout: float = 20.0) -> str:
@@ -210,7 +228,16 @@ def test_the_page_lists_searches_opens_and_continues_a_session(
     assert f"co chat --resume {birds[:8]}" in facts and "/proj/birds" in facts and "$0.0021 + 1 unpriced" in facts
     # The hostile prompt is shown as the text it is, and nothing of it ran or became an element.
     assert messages.nth(4).locator(".text").inner_text() == HOSTILE
-    assert page.locator("#transcript img, #transcript script").count() == 0
+    # An answer's Markdown is rendered: emphasis, a list, code and a web link; markup and a script link stay text.
+    answer = messages.nth(5).locator(".md")
+    assert answer.locator("strong").inner_text() == "markup"
+    assert answer.locator("li").all_inner_texts() == ["one flock", "two"] and answer.locator("li code").count() == 1
+    link = answer.locator("a")
+    assert link.count() == 1 and link.get_attribute("href") == "https://example.org/pelicans"
+    assert link.get_attribute("rel") == "noopener noreferrer"
+    assert "[this](javascript:document.body.dataset.owned=3) <b>raw</b>" in answer.inner_text()
+    assert '<img src=x onerror="document.body.dataset.owned=4">' in answer.inner_text()
+    assert page.locator("#transcript img, #transcript script, #transcript b").count() == 0
     assert page.evaluate("document.body.dataset.owned") is None
 
     model.script(Text("Pelicans fly about 300 kilometres a day on migration.", chunk_size=4, delay=0.04))
@@ -222,7 +249,7 @@ def test_the_page_lists_searches_opens_and_continues_a_session(
     page.locator("#transcript article.msg").nth(7).wait_for()
     page.wait_for_selector(".streaming", state="detached")
     last = page.locator("#transcript article.msg").last
-    assert last.locator(".text").inner_text() == "Pelicans fly about 300 kilometres a day on migration."
+    assert last.locator(".md").inner_text() == "Pelicans fly about 300 kilometres a day on migration."
     assert "#7" in last.inner_text(), "the saved turn replaces what was streamed"
     assert "how far do they fly each day?" in page.locator("#transcript article.msg").nth(6).inner_text()
     sent = model.chat_requests[-1].texts()
@@ -235,11 +262,7 @@ def test_the_page_lists_searches_opens_and_continues_a_session(
     used.locator("summary").click()
     assert used.locator("li .text").inner_text() == FLYWAY
 
-    # CO_TEST_SCREENSHOT=<path> keeps the screenshot, to look at the page.
-    shot = Path(os.environ.get("CO_TEST_SCREENSHOT", tmp_path / "browser.png"))
-    page.screenshot(path=str(shot))
-    data = shot.read_bytes()
-    assert data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) > 10_000
+    _screenshot(page, tmp_path / "browser-1280.png")
     assert errors == []
     context.close()
 
@@ -308,12 +331,129 @@ def test_a_model_failing_mid_answer_shows_the_saved_failed_turn_and_the_error(
     model.script(Error(500, "the model is overloaded"))
     page.fill("#prompt", "will this work?")
     page.press("#prompt", "Enter")
-    error = page.locator("#transcript .error-line")
+    error = page.locator("#transcript article.msg .msg-error")
     error.wait_for()
     assert "the model is overloaded" in error.inner_text()
+    assert page.locator("#transcript .error-line").count() == 0, "said once, with the turn"
     prompt = page.locator("#transcript article.msg").nth(2)
     assert "will this work?" in prompt.inner_text() and "failed" in prompt.inner_text(), "saved, marked failed"
     assert page.input_value("#prompt") == ""
+    # Opened again later, the failed turn still says why it failed.
+    page.reload()
+    error = page.locator("#transcript article.msg.failed .msg-error")
+    error.wait_for()
+    assert "the model is overloaded" in error.inner_text()
+    context.close()
+
+
+def test_stop_ends_a_streaming_answer_as_interrupted_and_keeps_what_came(
+    served: tuple[ServeProcess, str, str], model: ScriptedServer, browser: Any
+) -> None:
+    server, _, _ = served
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    _signed_in(page, server)
+    model.script(Text("Storks circle on thermals for hours " * 30, chunk_size=5, delay=0.05))
+    page.fill("#prompt", "tell me everything about storks")
+    page.press("#prompt", "Enter")
+    _partial_answer(page)
+    assert page.locator("#send").is_hidden(), "Stop takes Send's place while the answer streams"
+    page.click("#stop")
+    page.wait_for_selector(".streaming", state="detached")
+    answer = page.locator("#transcript article.msg").last
+    answer.locator(".badge.bad", has_text="cut off").wait_for()
+    assert "Storks" in answer.inner_text() and "[interrupted by the user]" in answer.inner_text()
+    assert page.locator("#transcript .error-line, #transcript .msg-error").count() == 0, "a stop is no error"
+    assert page.locator("#send").is_visible() and page.locator("#stop").is_hidden()
+    session_id = page.url.split("#/s/")[1]
+    with Store.open(Path(server.env["CO_CLI_DATA_DIR"]) / "co-cli.db", reads_only=True) as store:
+        saved = store.messages.transcript(session_id)
+    assert [m.status for m in saved] == ["cancelled", "cancelled"]
+    assert len(saved[1].text) < len("Storks circle on thermals for hours " * 30)
+    # Esc stops it too, as in the terminal.
+    model.script(Text("Cranes dance in pairs " * 40, chunk_size=5, delay=0.05))
+    page.fill("#prompt", "and cranes?")
+    page.press("#prompt", "Enter")
+    _partial_answer(page)
+    page.keyboard.press("Escape")
+    page.wait_for_selector(".streaming", state="detached")
+    page.locator("#transcript article.msg").nth(3).locator(".badge.bad", has_text="cut off").wait_for()
+    context.close()
+
+
+def test_a_session_is_renamed_moved_to_the_trash_and_restored_from_the_page(
+    served: tuple[ServeProcess, str, str], browser: Any, tmp_path: Path
+) -> None:
+    server, _, _ = served
+    with Store.open(Path(server.env["CO_CLI_DATA_DIR"]) / "co-cli.db") as store:
+        cranes = store.sessions.create(model="scripted", cwd="/proj", title="Crane sightings").id
+        _save(store, cranes, "where are the cranes?", ModelResponse(parts=[TextPart("On the marsh.")]))
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    _signed_in(page, server)
+    listed = page.locator(f"#session-list li[data-session='{cranes}']")
+    page.goto(f"{server.url}/#/s/{cranes}")
+    page.locator("#session-title", has_text="Crane sightings").wait_for()
+    page.click("#rename")
+    page.fill("#rename-input", "Cranes on the marsh")
+    page.press("#rename-input", "Enter")
+    page.locator("#session-title", has_text="Cranes on the marsh").wait_for()
+    listed.locator(".item-title", has_text="Cranes on the marsh").wait_for()
+    page.click("#rename")
+    page.fill("#rename-input", "not this")
+    page.press("#rename-input", "Escape")
+    assert page.locator("#session-title").inner_text() == "Cranes on the marsh", "Esc leaves the title alone"
+
+    page.click("#delete")
+    notice = page.locator("#notice")
+    notice.locator("text=Moved “Cranes on the marsh” to the trash.").wait_for()
+    listed.wait_for(state="detached")
+    _screenshot(page, tmp_path / "browser-deleted.png")
+    assert page.locator("#session-head").is_hidden()
+    notice.locator("button", has_text="Restore").click()
+    page.locator("#session-title", has_text="Cranes on the marsh").wait_for()
+    listed.wait_for()
+
+    page.click("#delete")
+    listed.wait_for(state="detached")
+    page.click("#trash-link")
+    trashed = page.locator(f".trash-list li[data-session='{cranes}']")
+    trashed.wait_for()
+    assert "Cranes on the marsh" in trashed.inner_text() and "deleted just now" in trashed.inner_text()
+    _screenshot(page, tmp_path / "browser-trash.png")
+    trashed.locator("button", has_text="Restore").click()
+    page.locator("#session-title", has_text="Cranes on the marsh").wait_for()
+    assert page.url.endswith(f"#/s/{cranes}")
+    listed.wait_for()
+    with Store.open(Path(server.env["CO_CLI_DATA_DIR"]) / "co-cli.db", reads_only=True) as store:
+        assert store.sessions.get(cranes).title == "Cranes on the marsh" and not store.sessions.in_trash(cranes)
+    context.close()
+
+
+def test_at_420_px_the_page_keeps_new_conversation_and_puts_the_details_after_the_transcript(
+    served: tuple[ServeProcess, str, str], browser: Any, tmp_path: Path
+) -> None:
+    server, birds, _ = served
+    context = browser.new_context(viewport={"width": 420, "height": 860})
+    page = context.new_page()
+    _signed_in(page, server)
+    page.goto(f"{server.url}/#/s/{birds}")
+    page.wait_for_selector("#transcript article.msg")
+    new = page.locator("#new-chat")
+    assert new.is_visible()
+    box = new.bounding_box()
+    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 420, "in the window"
+    for control in ("#rename", "#delete", "#send", "#search"):
+        shown = page.locator(control).bounding_box()
+        assert shown is not None and shown["x"] + shown["width"] <= 420, control
+    transcript, rail = page.locator("#transcript").bounding_box(), page.locator("#rail").bounding_box()
+    assert transcript is not None and rail is not None and rail["y"] >= transcript["y"] + transcript["height"]
+    assert page.evaluate("document.documentElement.scrollWidth") <= 420, "nothing runs off the side"
+    _screenshot(page, tmp_path / "browser-420.png")
+    _screenshot(page, tmp_path / "browser-420-full.png", full_page=True)
+    new.click()
+    page.locator("#transcript .empty").wait_for()
+    assert page.locator("#prompt").get_attribute("placeholder") == "Start a new conversation…"
     context.close()
 
 

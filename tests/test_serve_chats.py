@@ -20,7 +20,7 @@ from co_cli.serve.history import ChatMessage
 from co_cli.serve.server import make_context
 from co_cli.store import Store
 from tests.support.readings import WRITES_GO
-from tests.support.scripted_server import ScriptedServer, Text, ToolCalls
+from tests.support.scripted_server import Error, ScriptedServer, Text, ToolCalls
 
 pytestmark = pytest.mark.allow_model_requests
 
@@ -233,3 +233,29 @@ def test_the_event_loop_runs_while_a_new_session_is_saved(ctx: ServeContext, mon
     assert served == ["create"]
     texts = [m.text for m in ctx.store.messages.transcript(session_id)]
     assert texts == ["earlier", "an earlier answer", "now", "echo: now"]
+
+
+def test_the_same_request_after_it_failed_continues_its_session(
+    ctx: ServeContext, scripted_server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A retry lands in the session the failed request made; once that session's turn ended long ago, or ended
+    well, the same request is a new conversation again."""
+    from co_cli.serve import history as chat_history
+
+    async def run() -> tuple[str, str, str, str]:
+        scripted_server.script(Error(500, "overloaded"), Error(500, "overloaded"))
+        failed, _, status = await _answer(ctx, TurnRequest("count the storks"))
+        assert status == "failed"
+        assert (await _answer(ctx, TurnRequest("count the storks")))[0] == failed
+        retried, text, _ = await _answer(ctx, TurnRequest("count the storks"))
+        assert text == "echo: count the storks"
+        fresh, _, _ = await _answer(ctx, TurnRequest("count the storks"))  # the last one was answered
+        scripted_server.script(Error(500, "overloaded"))
+        stale, _, _ = await _answer(ctx, TurnRequest("count the cranes"))
+        monkeypatch.setattr(chat_history, "RETRY_WINDOW", -1.0)  # as if it had failed long ago
+        later, _, _ = await _answer(ctx, TurnRequest("count the cranes"))
+        return failed, retried, fresh, stale if later != stale else ""
+
+    failed, retried, fresh, stale = asyncio.run(run())
+    assert retried == failed and fresh != failed and stale
+    assert [m.status for m in ctx.store.messages.transcript(failed)] == ["failed", "failed", "ok", "ok"]

@@ -58,7 +58,15 @@ def test_each_usage_row_follows_the_answer_it_was_saved_with_and_compactions_fol
         ("usage", 50),  # the summariser's row, saved after the last message
     ]
     assert items[1]["parts"] == [
-        {"kind": "text", "text": "one", "cut": False, "chars": 3, "tool_name": None, "outcome": None}
+        {
+            "kind": "text",
+            "text": "one",
+            "cut": False,
+            "chars": 3,
+            "tool_name": None,
+            "outcome": None,
+            "markdown": [{"t": "p", "c": ["one"]}],
+        }
     ]
     assert items[3]["description"].startswith("Compaction (summary, manual): messages #0–#1 replaced")
 
@@ -114,3 +122,53 @@ def test_the_page_ships_as_package_data() -> None:
     shipped = {path.relative_to(static.parent).as_posix() for path in static.iterdir()}
     assert shipped == {"static/index.html", *(f"static/{name}" for name in browser.STATIC_FILES)}
     assert all(any(fnmatch(name, pattern) for pattern in patterns) for name in shipped)
+
+
+def test_a_failed_turn_says_why(store: Store) -> None:
+    from co_cli.synthetic import with_failure
+
+    sid = store.sessions.create(model="m", cwd="/w", title="failing").id
+    seq = store.messages.begin_turn(sid, "will it work?")
+    saved = with_failure([], "will it work?", "the provider is overloaded (HTTP 529)")
+    store.messages.finish_turn(sid, seq, saved, status="failed")
+    _turn(store, sid, "and now?", "yes")
+    items = session_json.session_record(store, sid)["items"]
+    assert [(i["status"], i["error"]) for i in items] == [
+        ("failed", "the provider is overloaded (HTTP 529)"),
+        ("ok", None),
+        ("ok", None),
+    ]
+    assert items[0]["parts"][0]["text"] == "will it work?"
+
+
+def test_an_answer_s_markdown_is_sent_as_plain_elements_and_markup_stays_text(store: Store) -> None:
+    sid = store.sessions.create(model="m", cwd="/w", title="markdown").id
+    answer = (
+        "# Plan\n\n1. **read** [docs](https://example.org) [x](javascript:alert(1)) [y](/api/sessions)\n"
+        "2. <script>alert(1)</script>\n\n![pic](data:image/png;base64,AAAA) ![web](https://example.org/p.png)\n\n"
+        "```sh\nls -l\n```"
+    )
+    _turn(store, sid, "**not** rendered", answer)
+    user, reply = session_json.session_record(store, sid)["items"][:2]
+    assert "markdown" not in user["parts"][0], "a prompt is shown as typed"
+    assert reply["parts"][0]["markdown"] == [
+        {"t": "h1", "c": ["Plan"]},
+        {
+            "t": "ol",
+            "c": [
+                {
+                    "t": "li",
+                    "c": [
+                        {"t": "strong", "c": ["read"]},
+                        " ",
+                        {"t": "a", "a": {"href": "https://example.org"}, "c": ["docs"]},
+                        " [x](javascript:alert(1)) ",
+                        "y",
+                    ],
+                },
+                {"t": "li", "c": ["<script>alert(1)</script>"]},
+            ],
+        },
+        {"t": "p", "c": ["pic", " ", {"t": "a", "a": {"href": "https://example.org/p.png"}, "c": ["web"]}]},
+        {"t": "pre", "c": [{"t": "code", "c": ["ls -l"]}]},
+    ]

@@ -1,4 +1,5 @@
-"""The browser view at ``/``: the saved sessions listed, searched and read, and a box to continue one.
+"""The browser view at ``/``: the saved sessions listed, searched, read, renamed, moved to the trash and back, and a
+box to continue one (and stop its answer).
 
 The page is three files shipped in the package (``static/``), served by co itself: no CDN, no build step. It
 reads the JSON routes below and continues a conversation through the server's own ``/v1/chat/completions``
@@ -27,6 +28,7 @@ from co_cli.serve.auth import SIGN_IN_PATH
 from co_cli.serve.context import ServeContext
 from co_cli.serve.errors import ApiError
 from co_cli.serve.limits import read_while_wanted
+from co_cli.store import SessionInfo
 
 STATIC_FILES = {
     "app.js": "text/javascript; charset=utf-8",
@@ -83,14 +85,29 @@ def routes(ctx: ServeContext) -> list[BaseRoute]:
         )
         return JSONResponse(body, headers=PAGE_HEADERS)
 
+    async def rename(request: Request) -> Response:
+        title = (await _json_fields(request, "title", 'send {"title": "<the new title>"}'))["title"]
+        info = await ctx.chats.rename(request.path_params["id"], title)
+        return JSONResponse(_summary(ctx, info), headers=PAGE_HEADERS)
+
+    async def trash(request: Request) -> Response:
+        info = await ctx.chats.trash(request.path_params["id"])
+        return JSONResponse(_summary(ctx, info), headers=PAGE_HEADERS)
+
+    async def trashed(request: Request) -> Response:
+        return await _read(session_json.trash_list, ctx.store)
+
+    async def restore(request: Request) -> Response:
+        info = await ctx.chats.restore(request.path_params["id"])
+        return JSONResponse(_summary(ctx, info), headers=PAGE_HEADERS)
+
+    async def stop(request: Request) -> Response:
+        stopped = await ctx.chats.stop(request.path_params["id"])
+        return JSONResponse({"stopped": stopped}, headers=PAGE_HEADERS)
+
     async def sign_in(request: Request) -> Response:
-        try:
-            data = json.loads(await request.body())
-        except (ValueError, UnicodeDecodeError, RecursionError):
-            data = None
-        if not isinstance(data, dict) or not all(isinstance(data.get(k, ""), str) for k in ("code", "token")):
-            raise ApiError(400, 'send {"code": "<code>"} or {"token": "<token>"}', "invalid_request")
-        key = ctx.sign_in.exchange(code=data.get("code", ""), token=data.get("token", ""))
+        data = await _json_fields(request, ("code", "token"), 'send {"code": "<code>"} or {"token": "<token>"}')
+        key = ctx.sign_in.exchange(code=data["code"], token=data["token"])
         return JSONResponse({"key": key}, headers=PAGE_HEADERS)
 
     return [
@@ -99,8 +116,29 @@ def routes(ctx: ServeContext) -> list[BaseRoute]:
         Route("/static/{name}", static, methods=["GET"]),
         Route("/api/sessions", sessions, methods=["GET"]),
         Route("/api/sessions/{id}", session, methods=["GET"]),
+        Route("/api/sessions/{id}", rename, methods=["PATCH"]),
+        Route("/api/sessions/{id}", trash, methods=["DELETE"]),
+        Route("/api/sessions/{id}/stop", stop, methods=["POST"]),
+        Route("/api/trash", trashed, methods=["GET"]),
+        Route("/api/trash/{id}/restore", restore, methods=["POST"]),
         Route("/api/search", search, methods=["GET"]),
     ]
+
+
+async def _json_fields(request: Request, names: str | tuple[str, ...], usage: str) -> dict[str, str]:
+    """The string fields ``names`` of a JSON object body (a missing one: ""); ApiError 400 saying ``usage``."""
+    try:
+        data = json.loads(await request.body())
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        data = None
+    wanted = (names,) if isinstance(names, str) else names
+    if not isinstance(data, dict) or not all(isinstance(data.get(name, ""), str) for name in wanted):
+        raise ApiError(400, usage, "invalid_request")
+    return {name: data.get(name, "") for name in wanted}
+
+
+def _summary(ctx: ServeContext, info: SessionInfo) -> dict[str, Any]:
+    return session_json.session_summary(info, ctx.store.sessions.short_id(info.id))
 
 
 async def _read(reader: Callable[..., dict[str, Any]], *args: Any) -> Response:

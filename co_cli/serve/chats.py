@@ -35,7 +35,7 @@ from co_cli.errors import SessionBusy, SessionNotFound, SessionTakenOver
 from co_cli.memory.retrieval import Scored
 from co_cli.models import ResolvedModel
 from co_cli.serve.errors import ApiError
-from co_cli.serve.history import ChatMessage, seed_history, session_matching
+from co_cli.serve.history import ChatMessage, seed_history, session_matching, session_retried
 from co_cli.serve.served_models import ServedModels
 from co_cli.session import Conversation, TurnOutcome, off_loop
 from co_cli.store import SessionInfo, Store
@@ -61,7 +61,8 @@ class TurnRequest:
     """The earlier user and assistant messages the client sent (they choose the session when no id is given,
     and start a new session's transcript)."""
     session: str | None = None
-    """A session id or unique prefix (the ``X-Co-Session`` header); None: matched by ``history``, else new."""
+    """A session id or unique prefix (the ``X-Co-Session`` header); None: the session this request is the retry of
+    (the same request, failed moments ago), else the one matched by ``history``, else new."""
     model: str | None = None
     """A model name (None: the configured one)."""
     instructions: str = ""
@@ -178,6 +179,7 @@ class RunningTurn:
         self._task = asyncio.get_running_loop().create_task(self._run())
         self.chats.running.add(self._task)
         self._task.add_done_callback(self.chats.running.discard)
+        self.chats.turns[self.session_id] = self
         loop = asyncio.get_running_loop()
         queue = self._view.queue
         last = -math.inf
@@ -201,6 +203,10 @@ class RunningTurn:
     def cancel(self) -> None:
         self._token.cancel()
 
+    async def ended(self) -> None:
+        """Wait until the turn is saved, however it ended."""
+        await self._finished.wait()
+
     def abandon(self) -> None:
         """Let go of a turn that has not started (its client went away first): the session is released and
         nothing is written. Nothing happens once ``events()`` has started it."""
@@ -222,6 +228,8 @@ class RunningTurn:
         except Exception as exc:  # a bug or a store failure: the client gets one line, the server goes on
             outcome = TurnOutcome("failed", error=f"{type(exc).__name__}: {exc}")
         finally:
+            for session_id in [key for key, turn in self.chats.turns.items() if turn is self]:
+                del self.chats.turns[session_id]
             self.chats.done_with(self.conv, keep=not taken_over)
             self._lock.release()
             usage = self.conv.last_usage if outcome.status != "failed" else None  # a failed turn saves none
@@ -246,6 +254,8 @@ class Chats:
         self.cwd = cwd
         self.models = models
         self.running: set[asyncio.Task[None]] = set()
+        self.turns: dict[str, RunningTurn] = {}
+        """The turn running in each session, by session id."""
         self._background: set[asyncio.Task[None]] = set()
         """Background work of conversations no longer kept (their titles and memory extraction)."""
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
@@ -268,12 +278,62 @@ class Chats:
             raise
         return RunningTurn(self, conv, request, lock, created=False)
 
+    async def stop(self, id_or_prefix: str) -> bool:
+        """Stop the turn running in the session, as Esc stops one in the terminal (it is saved cancelled, the
+        answer so far kept and marked interrupted), and wait until it is saved; False when none runs there.
+        ApiError 404 for an unknown session."""
+        info = self._known(id_or_prefix)
+        turn = self.turns.get(info.id)
+        if turn is None:
+            return False
+        turn.cancel()
+        await turn.ended()
+        return True
+
+    async def rename(self, id_or_prefix: str, title: str) -> SessionInfo:
+        """Give the session a new title, as ``co sessions rename`` does (a title co would make later yields to
+        it). ApiError 404 for an unknown session, 400 for an empty title."""
+        if not title.strip():
+            raise ApiError(400, "title: give the session a title", "invalid_value")
+        info = self._known(id_or_prefix)
+        await off_loop(lambda: self.store.sessions.rename(info.id, title))
+        return self.store.sessions.get(info.id)
+
+    async def trash(self, id_or_prefix: str) -> SessionInfo:
+        """Move the session to the trash, as ``co sessions delete`` does; ApiError 409 while a turn runs in it
+        (here or in a terminal)."""
+        info = self._known(id_or_prefix)
+        lock = self._locks.setdefault(info.id, asyncio.Lock())
+        if lock.locked():
+            raise ApiError(409, f"session {info.id} is answering a request; stop it first", "session_busy")
+        async with lock:
+            try:
+                await off_loop(lambda: self.store.sessions.trash(info.id))
+            except SessionBusy as exc:
+                raise ApiError(409, exc.message, "session_busy") from None
+        return info
+
+    async def restore(self, id_or_prefix: str) -> SessionInfo:
+        """Bring a session back from the trash, unchanged, as ``co sessions restore`` does."""
+        try:
+            info = self.store.sessions.get(id_or_prefix, trashed=True)
+        except SessionNotFound as exc:
+            raise ApiError(404, exc.message, "session_not_found") from None
+        await off_loop(lambda: self.store.sessions.restore(info.id))
+        return self.store.sessions.get(info.id)
+
+    def _known(self, id_or_prefix: str) -> SessionInfo:
+        try:
+            return self.store.sessions.get(id_or_prefix)
+        except SessionNotFound as exc:
+            raise ApiError(404, exc.message, "session_not_found") from None
+
     def _chosen(self, request: TurnRequest) -> SessionInfo | None:
         if request.session:
-            try:
-                return self.store.sessions.get(request.session)
-            except SessionNotFound as exc:
-                raise ApiError(404, exc.message, "session_not_found") from None
+            return self._known(request.session)
+        retried = session_retried(self.store, request.history, request.prompt)
+        if retried is not None:  # the same request again after it failed: its session, not a new one
+            return retried
         if request.history:
             return session_matching(self.store, request.history)
         return None

@@ -7,6 +7,7 @@ a transcript is compared as that: each user prompt, then the text of the respons
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
@@ -16,6 +17,7 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Text
 from co_cli.message_view import answer_text, user_text
 from co_cli.session.recorder import Recorder, TurnRecord
 from co_cli.store import SessionInfo, Store
+from co_cli.store.messages import StoredMessage
 from co_cli.synthetic import is_interrupted
 
 Role = Literal["user", "assistant"]
@@ -27,22 +29,60 @@ class ChatMessage:
     text: str
 
 
-def visible(messages: Sequence[ModelMessage]) -> list[ChatMessage]:
-    """The transcript as a chat client saw it: prompts, and each turn's answer text joined."""
-    seen: list[ChatMessage] = []
-    for message in messages:
-        prompt = user_text(message)
+@dataclass(frozen=True)
+class _Turn:
+    prompt: str | None
+    """None: responses before any prompt."""
+    answer: str
+    status: str
+    """The prompt's status: ok, or how the turn ended otherwise (failed, cancelled)."""
+
+
+def _turns_of(stored: Sequence[StoredMessage]) -> list[_Turn]:
+    """Each prompt with the text of the responses that followed it (an answer before any prompt: an empty one)."""
+    turns: list[_Turn] = []
+    for message in stored:
+        prompt = user_text(message.message)
         if prompt is not None:
-            seen.append(ChatMessage("user", prompt))
-        elif isinstance(message, ModelResponse):
+            turns.append(_Turn(prompt, "", message.status))
+        elif isinstance(message.message, ModelResponse):
             # An answer cut off is saved with co's note after it (its last part), which the client never got.
-            shown = replace(message, parts=message.parts[:-1]) if is_interrupted(message) else message
-            text = answer_text(shown)
-            if seen and seen[-1].role == "assistant":
-                seen[-1] = ChatMessage("assistant", seen[-1].text + text)
-            elif text:
-                seen.append(ChatMessage("assistant", text))
+            response = message.message
+            shown = replace(response, parts=response.parts[:-1]) if is_interrupted(response) else response
+            if not turns:
+                turns.append(_Turn(None, "", "ok"))
+            last = turns[-1]
+            turns[-1] = replace(last, answer=last.answer + answer_text(shown))
+    return turns
+
+
+def _retried(turn: _Turn, following: _Turn | None) -> bool:
+    """A turn that did not end well and was asked again at once (a client retrying its request)."""
+    if turn.status == "ok" or turn.prompt is None or following is None or following.prompt is None:
+        return False
+    return following.prompt.strip() == turn.prompt.strip()
+
+
+def _shown(turns: list[_Turn]) -> list[_Turn]:
+    """The turns a client's conversation holds: a turn that failed or was cut off and then asked again at once
+    (a client retrying its request) is left out, so the client's conversation holds it once."""
+    return [turn for turn, following in zip(turns, [*turns[1:], None], strict=True) if not _retried(turn, following)]
+
+
+def _messages(turns: list[_Turn]) -> list[ChatMessage]:
+    seen: list[ChatMessage] = []
+    for turn in turns:
+        if turn.prompt is not None:
+            seen.append(ChatMessage("user", turn.prompt))
+        if turn.answer:
+            seen.append(ChatMessage("assistant", turn.answer))
     return seen
+
+
+def visible(stored: Sequence[StoredMessage]) -> list[ChatMessage]:
+    """The transcript as a chat client saw it: prompts, and each turn's answer text joined; a request retried
+    after it failed once."""
+    return _messages(_shown(_turns_of(stored)))
 
 
 def same_conversation(a: Sequence[ChatMessage], b: Sequence[ChatMessage]) -> bool:
@@ -54,6 +94,10 @@ def same_conversation(a: Sequence[ChatMessage], b: Sequence[ChatMessage]) -> boo
 CANDIDATES = 20
 """Sessions compared at most: those holding the history's longest prompt (the likeliest to be its alone), most
 recently updated first."""
+
+RETRY_WINDOW = 600.0
+"""Seconds after a turn failed (or was cut off) during which the same request again is its retry: it continues
+that session. A client's own retries come within seconds; a person asking again soon is retrying too."""
 
 
 def session_matching(store: Store, history: Sequence[ChatMessage]) -> SessionInfo | None:
@@ -67,7 +111,27 @@ def session_matching(store: Store, history: Sequence[ChatMessage]) -> SessionInf
         info = store.sessions.get(session_id)
         if info.message_count < len(history):
             continue
-        if same_conversation(visible(store.messages.messages(session_id)), history):
+        if same_conversation(visible(store.messages.transcript(session_id)), history):
+            return info
+    return None
+
+
+def session_retried(
+    store: Store, history: Sequence[ChatMessage], prompt: str, now: float | None = None
+) -> SessionInfo | None:
+    """The session a request is the retry of, or None: its last turn asked ``prompt`` after exactly ``history``,
+    did not end well (failed, or cut off when its client went away), and ended at most ``RETRY_WINDOW`` seconds
+    ago. The newest of them when several are."""
+    now = time.time() if now is None else now
+    for session_id in store.search.sessions_with_prompt(prompt, limit=CANDIDATES):
+        info = store.sessions.get(session_id)
+        if info.updated_at < now - RETRY_WINDOW:
+            break  # newest first: the rest are older still
+        turns = _shown(_turns_of(store.messages.transcript(session_id)))
+        last = turns[-1] if turns else None
+        if last is None or last.status == "ok" or (last.prompt or "").strip() != prompt.strip():
+            continue
+        if same_conversation(_messages(turns[:-1]), history):
             return info
     return None
 

@@ -168,6 +168,8 @@ class EventStream(Response):
         outcome = event.outcome
         if event.taken_over:  # the answer streamed so far was not saved: the client is told it is void
             return _event(ApiError(409, outcome.error or "the session was taken over", "session_taken_over").body())
+        if outcome.status == "cancelled":  # stopped (``/api/sessions/<id>/stop``): what was answered is kept
+            return _event(ApiError(499, "the answer was stopped; what came of it is saved", "cancelled").body())
         if outcome.status != "ok":
             code = "upstream_cut_off" if outcome.status == "cut-off" else "upstream_error"
             return _event(ApiError(502, outcome.error or "the turn did not finish", code).body())

@@ -1,8 +1,8 @@
 """Saved sessions as the browser view reads them: listings, search hits and one session's whole record.
 
 Everything is read through the store's own readers (the ones `co sessions list`, `show` and `search` use); this
-module only turns their rows into JSON. Texts are sent as they are saved: the page shows them as text, never
-as markup.
+module only turns their rows into JSON. Texts are sent as they are saved, and an answer's text also as its
+Markdown's elements (``markdown.py``): the page shows both with ``textContent``, never as markup.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from dataclasses import asdict
 from typing import Any
 
 from co_cli.message_view import views
+from co_cli.serve.markdown import markdown_tree
 from co_cli.store import Store
 from co_cli.store.compactions import CompactionRecord
 from co_cli.store.messages import StoredMessage
@@ -20,6 +21,7 @@ from co_cli.store.search import SNIPPET_CLOSE, SNIPPET_OPEN
 from co_cli.store.sessions import SessionInfo
 from co_cli.store.turn_memories import SentMemory
 from co_cli.store.usage import TurnUsage
+from co_cli.synthetic import failure_of
 
 PART_SHOWN_CHARS = 20_000
 """A part longer than this (a big tool output) is cut, and says so: the page stays quick on long sessions."""
@@ -54,6 +56,13 @@ def session_list(store: Store, limit: int = LIST_LIMIT) -> dict[str, Any]:
     sessions = store.sessions.list(limit=limit)
     short = store.sessions.short_ids(s.id for s in sessions)
     return {"sessions": [session_summary(s, short[s.id]) for s in sessions], "total": store.sessions.count()}
+
+
+def trash_list(store: Store, limit: int = LIST_LIMIT) -> dict[str, Any]:
+    """The sessions in the trash, most recently deleted first (as ``co sessions trash`` lists them)."""
+    trashed = store.sessions.trashed(limit=limit)
+    short = store.sessions.short_ids(info.id for info, _ in trashed)
+    return {"sessions": [{**session_summary(info, short[info.id]), "deleted_at": when} for info, when in trashed]}
 
 
 def search_hits(
@@ -136,22 +145,24 @@ def _message(stored: StoredMessage) -> dict[str, Any]:
     parts = []
     for view in views(stored.message):
         text = view.text
-        parts.append(
-            {
-                "kind": view.kind,
-                "text": text[:PART_SHOWN_CHARS],
-                "cut": len(text) > PART_SHOWN_CHARS,
-                "chars": len(text),
-                "tool_name": view.tool_name,
-                "outcome": view.outcome,
-            }
-        )
+        part = {
+            "kind": view.kind,
+            "text": text[:PART_SHOWN_CHARS],
+            "cut": len(text) > PART_SHOWN_CHARS,
+            "chars": len(text),
+            "tool_name": view.tool_name,
+            "outcome": view.outcome,
+        }
+        if view.kind == "text":  # an answer: its Markdown, as elements the page builds (never as HTML)
+            part["markdown"] = markdown_tree(text[:PART_SHOWN_CHARS])
+        parts.append(part)
     return {
         "type": "message",
         "seq": stored.seq,
         "created_at": stored.created_at,
         "kind": stored.kind,
         "status": stored.status,
+        "error": failure_of(stored.message),
         "parts": parts,
     }
 

@@ -45,7 +45,7 @@ from co_cli.session.tool_stats import tool_calls_of
 from co_cli.store import CompactionRecord
 from co_cli.store.redact import as_saved
 from co_cli.store.turn_memories import SentMemory
-from co_cli.synthetic import CUT_OFF_NOTE, LENGTH_NOTE, close_interrupted, interrupted_response
+from co_cli.synthetic import CUT_OFF_NOTE, LENGTH_NOTE, close_interrupted, interrupted_response, with_failure
 from co_cli.vocabulary import COMPACTING, WAITING_FOR_MODEL, MessageStatus
 
 T = TypeVar("T")
@@ -180,16 +180,17 @@ class Turns:
         # Keep what the failed run did (tool calls that ran, their results) in the transcript; the working
         # context stays as it was, so /retry sends the prompt again.
         partial = repair_orphans(run.partial)
+        error = describe_provider_error(failure)
         failed = TurnRecord(
             prompt_seq,
-            self._as_stored(partial),
+            with_failure(self._as_stored(partial), prompt, error),
             "failed",
             tasks=self._changed_tasks(),
             tool_calls=tool_calls_of(partial, self.state.tool_seconds),
             memories=self._memories_sent(),
         )
         await off_loop(lambda: self.recorder.finish(failed))
-        return TurnOutcome("failed", error=describe_provider_error(failure))
+        return TurnOutcome("failed", error=error)
 
     async def _run_agent(
         self, prompt: str, base: list[ModelMessage], view: TurnView, token: CancellationToken, instructions: str = ""

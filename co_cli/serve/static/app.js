@@ -1,9 +1,11 @@
-// co's browser view: sessions listed, searched and read, and a box to continue one (streamed).
-// Every text shown comes from transcripts and is set with textContent: nothing from the server is parsed as HTML.
+// co's browser view: sessions listed, searched, read, renamed, moved to the trash and back, and a box to continue
+// one (streamed, and stopped). Every text shown comes from transcripts and is set with textContent; an answer's
+// Markdown comes as a tree of elements (parsed by the server), built here with createElement: nothing from the
+// server is parsed as HTML.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const state = { current: null, sending: false, searchTimer: null, listToken: 0, welcome: null };
+const state = { current: null, title: null, sending: false, streaming: null, searchTimer: null, listToken: 0, welcome: null };
 
 function el(tag, className, text) {
   const node = document.createElement(tag);
@@ -33,11 +35,14 @@ function errorOf(response, body) {
   return error;
 }
 
-async function getJSON(url) {
-  const response = await fetch(url, { credentials: "omit", headers: withKey({ Accept: "application/json" }) });
-  const body = await response.json().catch(() => null);
-  if (!response.ok) throw errorOf(response, body);
-  return body;
+async function getJSON(url, method = "GET", data = undefined) {
+  const headers = { Accept: "application/json" };
+  if (data !== undefined) headers["Content-Type"] = "application/json";
+  const body = data === undefined ? undefined : JSON.stringify(data);
+  const response = await fetch(url, { method, body, credentials: "omit", headers: withKey(headers) });
+  const answer = await response.json().catch(() => null);
+  if (!response.ok) throw errorOf(response, answer);
+  return answer;
 }
 
 async function exchange(credential) {
@@ -120,7 +125,7 @@ function when(seconds) {
 }
 
 function counted(n, word) {
-  return `${n.toLocaleString()} ${word}${n === 1 ? "" : "s"}`;
+  return `${n.toLocaleString()} ${n === 1 ? word : `${word}${word.endsWith("ch") ? "es" : "s"}`}`;
 }
 
 function tokens(n) {
@@ -238,7 +243,46 @@ function textBlocks(text) {
   return frag;
 }
 
+const MARKDOWN_TAGS = new Set([
+  "p", "h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "li", "blockquote", "em", "strong", "s", "code", "pre",
+  "table", "thead", "tbody", "tr", "th", "td", "br", "hr", "a",
+]);
+
+function safeLink(href) {
+  try {
+    return ["http:", "https:", "mailto:"].includes(new URL(href).protocol);
+  } catch (error) {
+    return false;
+  }
+}
+
+function markdownNodes(nodes, parent) {
+  // The server's tree of an answer's Markdown: known tags only, a link only to the web or mail, text as text.
+  for (const node of nodes) {
+    if (typeof node === "string") { parent.appendChild(document.createTextNode(node)); continue; }
+    const href = node.a && node.a.href;
+    if (!MARKDOWN_TAGS.has(node.t) || (node.t === "a" && !safeLink(href))) {
+      markdownNodes(node.c || [], parent);
+      continue;
+    }
+    const child = document.createElement(node.t);
+    if (node.t === "a") {
+      child.href = href;
+      child.rel = "noopener noreferrer";
+      child.target = "_blank";
+    }
+    if (node.t === "ol" && node.a && Number.isInteger(node.a.start)) child.start = node.a.start;
+    markdownNodes(node.c || [], child);
+    parent.appendChild(child);
+  }
+}
+
 function partNode(part) {
+  if (part.kind === "text" && part.markdown) {
+    const box = el("div", "md");
+    markdownNodes(part.markdown, box);
+    return box;
+  }
   if (part.kind === "user" || part.kind === "text") return textBlocks(part.text);
   if (part.kind === "thinking") return el("div", "thinking", part.text);
   const details = el("details", "tool");
@@ -266,6 +310,7 @@ function messageNode(item) {
   const body = el("div", "msg-body");
   for (const part of item.parts) body.appendChild(partNode(part));
   node.appendChild(body);
+  if (item.error) node.appendChild(el("div", "msg-error", item.error)); // why the turn failed, as co said it
   return node;
 }
 
@@ -316,6 +361,7 @@ function usageTotals(items) {
 
 function renderHead(session) {
   $("session-head").hidden = false;
+  endRename();
   $("session-title").textContent = session.title || "untitled";
   const meta = $("session-meta");
   clear(meta);
@@ -381,6 +427,8 @@ function renderTranscript(record) {
 async function openSession(id, seq) {
   const record = await getJSON(`/api/sessions/${encodeURIComponent(id)}`);
   state.current = record.session.id;
+  state.title = record.session.title;
+  $("trash-link").classList.remove("current");
   document.title = `${record.session.title || "untitled"} · co`;
   renderHead(record.session);
   renderRail(record);
@@ -396,6 +444,8 @@ async function openSession(id, seq) {
 
 function showHome() {
   state.current = null;
+  state.title = null;
+  $("trash-link").classList.remove("current");
   document.title = "co";
   $("session-head").hidden = true;
   $("rail").hidden = true;
@@ -407,12 +457,123 @@ function showHome() {
 }
 
 function route() {
+  showNotice(null);
+  if (location.hash === "#/trash") { showTrash().catch((error) => showNotice(`Could not load the trash: ${error.message}`)); return; }
   const match = location.hash.match(/^#\/s\/([^/]+)(?:\/(\d+))?$/);
   if (!match) { showHome(); return; }
   openSession(decodeURIComponent(match[1]), match[2]).catch((error) => {
     showHome();
     $("transcript").prepend(el("div", "error-line", error.message));
   });
+}
+
+// --- renaming, the trash ------------------------------------------------------------------------------------
+
+function showNotice(text, action) {
+  // One line above the transcript (what was just done, or why it could not be), with a button to undo it.
+  const notice = $("notice");
+  clear(notice);
+  notice.hidden = !text;
+  if (!text) return;
+  notice.appendChild(el("span", null, text));
+  if (action) {
+    const button = el("button", "quiet", action.label);
+    button.type = "button";
+    button.addEventListener("click", action.run);
+    notice.appendChild(button);
+  }
+}
+
+function startRename() {
+  if (!state.current) return;
+  $("rename-input").value = state.title || "";
+  $("session-title").hidden = true;
+  $("head-actions").hidden = true;
+  $("rename-form").hidden = false;
+  $("rename-input").focus();
+  $("rename-input").select();
+}
+
+function endRename() {
+  $("rename-form").hidden = true;
+  $("session-title").hidden = false;
+  $("head-actions").hidden = false;
+}
+
+async function onRename(event) {
+  event.preventDefault();
+  const title = $("rename-input").value.trim();
+  if (!title || !state.current) return;
+  try {
+    const session = await getJSON(`/api/sessions/${encodeURIComponent(state.current)}`, "PATCH", { title });
+    state.title = session.title;
+    renderHead(session);
+    document.title = `${session.title} · co`;
+    if (!$("search").value.trim()) await loadSessions();
+  } catch (error) {
+    showNotice(`Not renamed: ${error.message}`);
+  }
+}
+
+async function onDelete() {
+  const id = state.current;
+  if (!id) return;
+  const title = state.title || "untitled";
+  try {
+    await getJSON(`/api/sessions/${encodeURIComponent(id)}`, "DELETE");
+  } catch (error) {
+    showNotice(`Not moved to the trash: ${error.message}`);
+    return;
+  }
+  history.pushState(null, "", "/");
+  showHome();
+  showNotice(`Moved “${title}” to the trash.`, { label: "Restore", run: () => restore(id) });
+  await loadSessions().catch(showListError);
+}
+
+async function restore(id) {
+  try {
+    await getJSON(`/api/trash/${encodeURIComponent(id)}/restore`, "POST");
+  } catch (error) {
+    showNotice(`Not restored: ${error.message}`);
+    return;
+  }
+  location.hash = `#/s/${id}`;
+  await loadSessions().catch(showListError);
+}
+
+async function showTrash() {
+  const data = await getJSON("/api/trash");
+  showHome();
+  document.title = "Trash · co";
+  $("trash-link").classList.add("current");
+  const box = $("transcript");
+  clear(box);
+  const section = el("section", "trash");
+  section.appendChild(el("h1", null, "Trash"));
+  section.appendChild(el("p", "trash-note", data.sessions.length
+    ? "Sessions moved to the trash, most recently first. Restore brings one back unchanged."
+    : "The trash is empty."));
+  const list = el("ol", "trash-list");
+  for (const s of data.sessions) {
+    const li = el("li");
+    li.dataset.session = s.id;
+    const text = el("div", "trash-item");
+    text.appendChild(el("div", "item-title", s.title || "untitled"));
+    const meta = el("div", "item-meta");
+    meta.appendChild(el("span", "id", s.short_id));
+    meta.appendChild(el("span", null, `deleted ${age(s.deleted_at)}`));
+    meta.appendChild(el("span", null, counted(s.message_count, "msg")));
+    text.appendChild(meta);
+    li.appendChild(text);
+    const button = el("button", "quiet", "Restore");
+    button.type = "button";
+    button.addEventListener("click", () => restore(s.id));
+    li.appendChild(button);
+    list.appendChild(li);
+  }
+  section.appendChild(list);
+  box.appendChild(section);
 }
 
 // --- continuing a conversation: the server's own chat-completions API, streamed -----------------------------
@@ -465,10 +626,12 @@ async function send(text) {
     throw refused;
   }
   const sessionId = response.headers.get("X-Co-Session");
+  streaming(sessionId);
   let failure = null;
   for await (const data of sseData(response)) {
     if (data === "[DONE]") break;
     const chunk = JSON.parse(data);
+    if (chunk.error && chunk.error.code === "cancelled") break; // stopped: the saved turn says so
     if (chunk.error) { failure = chunk.error.message; break; }
     const delta = chunk.choices && chunk.choices[0] && chunk.choices[0].delta;
     if (delta && delta.content) {
@@ -480,6 +643,27 @@ async function send(text) {
   answer.classList.remove("streaming");
   if (failure) throw new Error(failure);
   return sessionId;
+}
+
+function streaming(sessionId) {
+  // While an answer streams, Stop (or Esc) takes Send's place; null: the answer has ended.
+  state.streaming = sessionId;
+  $("send").hidden = Boolean(sessionId);
+  $("stop").hidden = !sessionId;
+  $("stop").disabled = false;
+  $("stop").textContent = "Stop";
+  $("composer-note").textContent = sessionId ? "Esc or Stop ends the answer here; what came of it is kept"
+    : "Enter sends · Shift+Enter for a new line";
+}
+
+async function stopAnswer() {
+  // As Esc in the terminal: the turn ends interrupted, and what was answered so far is saved.
+  if (!state.streaming || $("stop").disabled) return;
+  $("stop").disabled = true;
+  $("stop").textContent = "Stopping…";
+  const url = `/api/sessions/${encodeURIComponent(state.streaming)}/stop`;
+  await fetch(url, { method: "POST", credentials: "omit", headers: withKey({ Accept: "application/json" }) })
+    .catch(() => {});
 }
 
 async function onSubmit(event) {
@@ -499,6 +683,7 @@ async function onSubmit(event) {
     failure = error;
   } finally {
     state.sending = false;
+    streaming(null);
     $("send").disabled = false;
     input.focus();
   }
@@ -510,7 +695,9 @@ async function onSubmit(event) {
     if (location.hash !== `#/s/${sessionId}`) history.pushState(null, "", `#/s/${sessionId}`);
     await openSession(sessionId).catch(() => {});
   }
-  if (failure) $("transcript").appendChild(el("div", "error-line", failure.message));
+  // An error the saved turn does not show already (a refusal, a takeover) is said under the transcript.
+  const shown = [...$("transcript").querySelectorAll(".msg-error")].some((node) => failure && failure.message.includes(node.textContent));
+  if (failure && !shown) $("transcript").appendChild(el("div", "error-line", failure.message));
   $("transcript").scrollTop = $("transcript").scrollHeight;
   if (!$("search").value.trim()) await loadSessions().catch(showListError);
 }
@@ -536,6 +723,15 @@ function start() {
   $("new-chat").addEventListener("click", () => {
     if (location.hash) location.hash = ""; else showHome();
     $("prompt").focus();
+  });
+  $("stop").addEventListener("click", stopAnswer);
+  $("rename").addEventListener("click", startRename);
+  $("rename-form").addEventListener("submit", onRename);
+  $("rename-cancel").addEventListener("click", endRename);
+  $("rename-input").addEventListener("keydown", (event) => { if (event.key === "Escape") endRename(); });
+  $("delete").addEventListener("click", onDelete);
+  document.addEventListener("keydown", (event) => {
+    if (event.key === "Escape" && state.streaming) stopAnswer();
   });
   $("sign-in-form").addEventListener("submit", onSignIn);
   // Links to #/s/…, Back and Forward (not pushState); a sign-in link opened on the page already shown.
