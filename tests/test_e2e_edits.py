@@ -3,6 +3,7 @@ write_file and edit_file: the diff is the question, one key answers it."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pexpect
@@ -99,3 +100,113 @@ def test_print_mode_denies_an_edit_unless_approve_all(
     result = run_co(["--approve-all", "-p", "make p.txt"], env=co_server_env, cwd=workdir)
     assert result.returncode == 0, result.stderr
     assert (workdir / "p.txt").read_text() == "made\n"
+
+
+def _two_turns_of_edits(child: pexpect.spawn, server: ScriptedServer, workdir: Path) -> None:
+    """Turn 1 creates new.txt and edits a.txt (CRLF, "a": edits of a.txt allowed from now); turn 2 edits a.txt
+    again without a question and replaces gone.txt."""
+    (workdir / "a.txt").write_bytes(b"A0\r\nkeep\r\n")
+    (workdir / "gone.txt").write_bytes(b"bye\n")
+    server.script(
+        ToolCalls(
+            [
+                ("write_file", {"path": "new.txt", "content": "created\n"}),
+                ("edit_file", {"path": "a.txt", "old_string": "A0", "new_string": "A1"}),
+            ]
+        ),
+        Text("turn one done"),
+        ToolCalls(
+            [
+                ("edit_file", {"path": "a.txt", "old_string": "A1", "new_string": "A2"}),
+                ("write_file", {"path": "gone.txt", "content": "replaced\n"}),
+            ]
+        ),
+        Text("turn two done"),
+    )
+    send_line(child, "turn one")
+    child.expect("Approve write_file: new.txt", timeout=20)
+    child.expect("yes, once", timeout=5)
+    child.send("y")
+    child.expect("Approve edit_file: a.txt", timeout=20)
+    child.expect("yes, once", timeout=5)
+    child.send("a")
+    assert "turn one done" in expect_prompt(child)
+    send_line(child, "turn two")
+    child.expect("Approve write_file: gone.txt", timeout=20)
+    child.expect("yes, once", timeout=5)
+    child.send("y")
+    assert "turn two done" in expect_prompt(child)
+    assert (workdir / "a.txt").read_bytes() == b"A2\r\nkeep\r\n"
+    assert (workdir / "gone.txt").read_bytes() == b"replaced\n"
+    assert (workdir / "new.txt").read_bytes() == b"created\n"
+
+
+def test_rewind_takes_the_files_back_and_asks_about_a_file_the_user_changed(
+    repl: pexpect.spawn, scripted_server: ScriptedServer, workdir: Path
+) -> None:
+    _two_turns_of_edits(repl, scripted_server, workdir)
+    send_line(repl, "/rewind")
+    repl.expect("Take the files back too", timeout=10)
+    listed = [line for line in screen_lines(repl) if "co changed" in line][-1]
+    assert "a.txt (restore)" in listed and "gone.txt (restore)" in listed and "new.txt" not in listed
+    send_line(repl, "f")
+    expect_prompt(repl)
+    assert (workdir / "a.txt").read_bytes() == b"A1\r\nkeep\r\n"
+    assert (workdir / "gone.txt").read_bytes() == b"bye\n"
+    assert (workdir / "new.txt").read_bytes() == b"created\n"
+    # Back to the start, with a.txt changed by hand since co's edit: its own question, answered no.
+    (workdir / "a.txt").write_bytes(b"my own edit\n")
+    send_line(repl, "/rewind")
+    repl.expect("Take the files back too", timeout=10)
+    send_line(repl, "f")
+    repl.expect("a.txt was changed since co's edit; restore it anyway", timeout=10)
+    send_line(repl, "n")
+    expect_prompt(repl)
+    assert not (workdir / "new.txt").exists()
+    assert (workdir / "a.txt").read_bytes() == b"my own edit\n"
+    assert (workdir / "gone.txt").read_bytes() == b"bye\n"
+
+
+def test_rewind_conversation_only_leaves_the_files(
+    repl: pexpect.spawn, scripted_server: ScriptedServer, workdir: Path
+) -> None:
+    _two_turns_of_edits(repl, scripted_server, workdir)
+    send_line(repl, "/rewind")
+    repl.expect("Take the files back too", timeout=10)
+    send_line(repl, "c")
+    out = expect_prompt(repl)
+    assert "co sessions undo-files" in out
+    assert (workdir / "a.txt").read_bytes() == b"A2\r\nkeep\r\n"
+    assert (workdir / "gone.txt").read_bytes() == b"replaced\n"
+
+
+def test_fork_at_takes_the_files_back_to_that_point(
+    co_server_env: dict[str, str], scripted_server: ScriptedServer, workdir: Path
+) -> None:
+    child = spawn_co(["chat"], env=co_server_env, cwd=workdir)
+    try:
+        expect_prompt(child)
+        _two_turns_of_edits(child, scripted_server, workdir)
+        send_line(child, "/exit")
+        child.expect(pexpect.EOF, timeout=20)
+    finally:
+        child.terminate(force=True)
+    listed = run_co(["sessions", "list", "--json"], env=co_server_env, cwd=workdir)
+    session_id = json.loads(listed.stdout)[0]["id"]
+    shown = run_co(["sessions", "show", session_id], env=co_server_env, cwd=workdir)
+    assert "a.txt" in shown.stdout and "new.txt" in shown.stdout and "gone.txt" in shown.stdout
+    assert "new.txt (created): #0 write_file" in shown.stdout and "a.txt: #0 edit_file, #4 edit_file" in shown.stdout
+    # Turn one: #0 the prompt, #1 the two tool calls, #2 their results, #3 the answer; fork after it.
+    end_of_turn_one = 3
+    child = spawn_co(
+        ["chat", "--resume", session_id, "--fork-at", str(end_of_turn_one)], env=co_server_env, cwd=workdir
+    )
+    try:
+        child.expect("Take the files back too", timeout=20)
+        child.send("f\r")
+        expect_prompt(child)
+        assert (workdir / "a.txt").read_bytes() == b"A1\r\nkeep\r\n"
+        assert (workdir / "gone.txt").read_bytes() == b"bye\n"
+        assert (workdir / "new.txt").read_bytes() == b"created\n"
+    finally:
+        child.terminate(force=True)

@@ -9,6 +9,7 @@ change names any longer (``prune_contents``)."""
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import time
 from dataclasses import dataclass
@@ -43,6 +44,27 @@ class ChangeRow:
 
 def content_hash(data: bytes | None) -> str | None:
     return None if data is None else hashlib.sha256(data).hexdigest()
+
+
+def unified_diff(shown: str, before: str | None, after: str) -> str:
+    """The change as a unified diff (``/dev/null`` for a new file)."""
+    lines = difflib.unified_diff(
+        (before or "").splitlines(),
+        after.splitlines(),
+        fromfile="/dev/null" if before is None else f"a/{shown}",
+        tofile=f"b/{shown}",
+        lineterm="",
+    )
+    return "\n".join(lines)
+
+
+def change_diff(shown: str, before: bytes | None, after: bytes | None) -> str:
+    """A saved change as a unified diff of its text (bytes that are not UTF-8 shown as U+FFFD)."""
+
+    def text(data: bytes | None) -> str | None:
+        return None if data is None else data.decode("utf-8", errors="replace").replace("\r\n", "\n")
+
+    return unified_diff(shown, text(before), text(after) or "")
 
 
 def insert(tx: Transaction, session_id: str, seq: int, change: FileChange, now: float | None = None) -> None:
@@ -109,3 +131,10 @@ class FileChanges:
         if row is None:
             raise LookupError(f"no saved content {digest}")
         return bytes(row["data"])
+
+    def with_diffs(self, session_id: str) -> list[tuple[ChangeRow, str]]:
+        """The session's changes, each with its unified diff."""
+        return [
+            (row, change_diff(row.path, self.content(row.before_hash), self.content(row.after_hash)))
+            for row in self.of_session(session_id)
+        ]

@@ -22,7 +22,7 @@ from pathlib import Path
 from pydantic_ai import ApprovalRequired, RunContext
 
 from co_cli.deps import CoDeps
-from co_cli.store.file_changes import FileChange, content_hash
+from co_cli.store.file_changes import FileChange, content_hash, unified_diff
 from co_cli.terminal_text import one_line
 from co_cli.tools.blocking import off_loop, run_blocking
 from co_cli.tools.files import GREP_MAX_FILE_BYTES, is_binary, tool_errors
@@ -117,18 +117,6 @@ def read_text(resolved: Path, path: str) -> TextFile:
     text = raw.decode(encoding)
     crlf = b"\r\n" in raw and raw.count(b"\r\n") == raw.count(b"\n")
     return TextFile(raw, text.replace("\r\n", "\n") if crlf else text, encoding, crlf)
-
-
-def unified_diff(shown: str, before: str | None, after: str) -> str:
-    """The change as a unified diff (``/dev/null`` for a new file)."""
-    lines = difflib.unified_diff(
-        (before or "").splitlines(),
-        after.splitlines(),
-        fromfile="/dev/null" if before is None else f"a/{shown}",
-        tofile=f"b/{shown}",
-        lineterm="",
-    )
-    return "\n".join(lines)
 
 
 def _counts(diff: str) -> str:
