@@ -12,9 +12,12 @@ half of one, and never a new one without its way back.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import glob
 import os
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +45,8 @@ EDIT_MAX_BYTES = GREP_MAX_FILE_BYTES
 EDIT_REASON = "changes a file"
 CANDIDATES_SHOWN = 10
 NEW_FILE_MODE = 0o644
+TEMPORARY_SUFFIX = ".co-tmp"
+STALE_TEMPORARY_SECONDS = 60.0
 EDIT_TOOL_NAMES = ("write_file", "edit_file")
 
 
@@ -192,16 +197,21 @@ def plan_edit(ctx: RunContext[CoDeps], path: str, old_string: str, new_string: s
 
 def write_atomically(path: Path, data: bytes | None) -> None:
     """Make ``path`` hold ``data`` (None: remove it) all at once: a temporary file beside it, flushed to disk,
-    then moved over it; an existing file's permissions are kept."""
+    then moved over it; an existing file's permissions are kept. A temporary file a killed co left beside it
+    is removed."""
     if data is None:
         path.unlink(missing_ok=True)
         return
     path.parent.mkdir(parents=True, exist_ok=True)
+    for left in path.parent.glob(f".{glob.escape(path.name)}.*{TEMPORARY_SUFFIX}"):
+        with contextlib.suppress(OSError):  # a write cut off by a kill (another co's is younger than a minute)
+            if time.time() - left.lstat().st_mtime > STALE_TEMPORARY_SECONDS:
+                left.unlink()
     try:
         mode = path.stat().st_mode & 0o7777
     except FileNotFoundError:
         mode = NEW_FILE_MODE
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".co-tmp", dir=path.parent)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMPORARY_SUFFIX, dir=path.parent)
     try:
         with os.fdopen(handle, "wb") as out:
             out.write(data)
@@ -214,7 +224,7 @@ def write_atomically(path: Path, data: bytes | None) -> None:
         raise
 
 
-def _apply(ctx: RunContext[CoDeps], plan: Plan, tool: str) -> str:
+def apply_plan(ctx: RunContext[CoDeps], plan: Plan, tool: str) -> str:
     keep = ctx.deps.keep_file_change
     if keep is None:
         return "Error: no session to keep the file's previous content in; nothing was changed."
@@ -244,7 +254,7 @@ async def _edit(ctx: RunContext[CoDeps], path: str, tool: str, make: Callable[[]
     if shown_before is not None and shown_before != before:
         return f"Error: {plan.shown} changed after the diff was shown; nothing was written. Read it again."
     ready = plan
-    return await off_loop(lambda: tool_errors(path, lambda: _apply(ctx, ready, tool)))
+    return await off_loop(lambda: tool_errors(path, lambda: apply_plan(ctx, ready, tool)))
 
 
 async def write_file(ctx: RunContext[CoDeps], path: str, content: str) -> str:
