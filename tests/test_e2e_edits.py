@@ -4,6 +4,8 @@ write_file and edit_file: the diff is the question, one key answers it."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 from pathlib import Path
 
 import pexpect
@@ -11,7 +13,7 @@ import pytest
 
 from tests.support.co_process import expect_prompt, run_co, send_line, spawn_co
 from tests.support.screen import line_colour, screen_lines
-from tests.support.scripted_server import ScriptedServer, Text, ToolCalls
+from tests.support.scripted_server import Hang, ScriptedServer, Text, ToolCalls
 
 pytestmark = pytest.mark.e2e
 
@@ -208,5 +210,38 @@ def test_fork_at_takes_the_files_back_to_that_point(
         assert (workdir / "a.txt").read_bytes() == b"A1\r\nkeep\r\n"
         assert (workdir / "gone.txt").read_bytes() == b"bye\n"
         assert (workdir / "new.txt").read_bytes() == b"created\n"
+    finally:
+        child.terminate(force=True)
+
+
+def test_kill_9_after_an_edit_keeps_the_new_file_and_its_checkpoint(
+    co_server_env: dict[str, str], scripted_server: ScriptedServer, workdir: Path
+) -> None:
+    """co killed while the model answers after an edit: the new file and its checkpoint; resumed, /rewind
+    takes the file back to the bytes it had."""
+    target = workdir / "f.txt"
+    target.write_bytes(b"before\n")
+    scripted_server.script(ToolCalls([("write_file", {"path": "f.txt", "content": "after\n"})]), Hang(30))
+    child = spawn_co(["chat"], env=co_server_env, cwd=workdir)
+    try:
+        expect_prompt(child)
+        send_line(child, "change f")
+        child.expect("yes, once", timeout=20)
+        child.send("y")
+        scripted_server.wait_for_requests(2, timeout=20)  # the answer is being waited for: the edit is done
+        assert target.read_bytes() == b"after\n"
+        os.kill(child.pid, signal.SIGKILL)
+        child.expect(pexpect.EOF, timeout=10)
+    finally:
+        child.terminate(force=True)
+    scripted_server.script(Text("resumed"))
+    child = spawn_co(["chat", "--resume", "@latest"], env=co_server_env, cwd=workdir)
+    try:
+        expect_prompt(child)
+        send_line(child, "/rewind")
+        child.expect("Take the files back too", timeout=10)
+        send_line(child, "f")
+        expect_prompt(child)
+        assert target.read_bytes() == b"before\n"
     finally:
         child.terminate(force=True)

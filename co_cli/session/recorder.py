@@ -5,7 +5,8 @@ typed), and the rest when it ends — its messages and status, the usage rows (c
 compactions made during it, the pins a summary found, the task list if the turn changed it, the tool calls, the
 memories its requests were sent and the memory-extraction queue item — in one.
 ``seqs_for`` tells the seqs a turn's messages will get before anything is written, so compaction spans are
-computed first.
+computed first. A change an edit tool is about to make to a file is committed on its own, during the run and
+before the file is written (``file_change``), so no file is changed without its way back.
 
 Every write of the session's record (a prompt, a turn, a closing note, a compaction, a pin, a task list) checks,
 inside its transaction, that this co still holds the session: once another co has taken it over (``--force``),
