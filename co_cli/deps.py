@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from co_cli.memory.instructions_files import InstructionsFiles
     from co_cli.memory.retrieval import Scored
     from co_cli.store import SessionInfo, Store
+    from co_cli.store.file_changes import FileChange
     from co_cli.store.usage import TurnUsage
 
 PinSource = Literal["user", "summary"]
@@ -89,6 +90,9 @@ class CoDeps:
     state: SessionState = field(default_factory=SessionState)
     clock: Callable[[], float] = time.time
     """Wall-clock time (when tasks change, which done tasks are old enough to leave the list)."""
+    keep_file_change: Callable[[FileChange], None] | None = None
+    """Commits a change an edit tool is about to make, tied to the running turn (the session's recorder); the
+    edit tools change nothing where there is no such place."""
 
     @property
     def session_id(self) -> str | None:

@@ -370,7 +370,14 @@ def test_a_client_gone_mid_stream_leaves_the_turn_saved_cut_off(served: ServePro
 def test_tools_that_change_nothing_run_and_the_others_are_refused(served: ServeProcess, model: ScriptedServer) -> None:
     (served.cwd / "notes.txt").write_text("the grebe nests on water\n")
     model.script(
-        ToolCalls([("read_file", {"path": "notes.txt"}), ("run_shell", {"command": "touch made-by-the-model"})]),
+        ToolCalls(
+            [
+                ("read_file", {"path": "notes.txt"}),
+                ("run_shell", {"command": "touch made-by-the-model"}),
+                ("write_file", {"path": "written-by-the-model", "content": "x"}),
+                ("edit_file", {"path": "notes.txt", "old_string": "grebe", "new_string": "duck"}),
+            ]
+        ),
         Text("read it; the command was not run"),
     )
     answer = served.client().chat.completions.create(
@@ -379,8 +386,10 @@ def test_tools_that_change_nothing_run_and_the_others_are_refused(served: ServeP
     assert answer.choices[0].message.content == "read it; the command was not run"
     after_tools = _request_with(model, "read my notes and touch a file")
     assert any("the grebe nests on water" in text for text in after_tools)
-    assert any("co serve cannot ask for it" in text for text in after_tools)
+    assert sum("co serve cannot ask for it" in text for text in after_tools) == 3
     assert not (served.cwd / "made-by-the-model").exists()
+    assert not (served.cwd / "written-by-the-model").exists()
+    assert (served.cwd / "notes.txt").read_text() == "the grebe nests on water\n"
 
 
 def test_a_failing_model_is_a_502_and_a_failed_turn(served: ServeProcess, model: ScriptedServer) -> None:

@@ -56,6 +56,7 @@ class Conversation:
         self.recorder = Recorder(
             store, self.state, deps.cwd, model_label=lambda: self.engine.resolved.label, origin=origin
         )
+        deps.keep_file_change = self.recorder.file_change
         self.engine = Engine(
             resolved,
             deps,

@@ -5,7 +5,8 @@ typed), and the rest when it ends — its messages and status, the usage rows (c
 compactions made during it, the pins a summary found, the task list if the turn changed it, the tool calls, the
 memories its requests were sent and the memory-extraction queue item — in one.
 ``seqs_for`` tells the seqs a turn's messages will get before anything is written, so compaction spans are
-computed first.
+computed first. A change an edit tool is about to make to a file is committed on its own, during the run and
+before the file is written (``file_change``), so no file is changed without its way back.
 
 Every write of the session's record (a prompt, a turn, a closing note, a compaction, a pin, a task list) checks,
 inside its transaction, that this co still holds the session: once another co has taken it over (``--force``),
@@ -28,6 +29,7 @@ from co_cli.store import (
     SessionInfo,
     Store,
     compactions,
+    file_changes,
     messages,
     pins,
     queue,
@@ -39,6 +41,7 @@ from co_cli.store import (
 )
 from co_cli.store.codec import is_prompt_request
 from co_cli.store.db import Transaction
+from co_cli.store.file_changes import FileChange
 from co_cli.store.tasks import StoredTask
 from co_cli.store.tool_calls import ToolCallRow
 from co_cli.store.turn_memories import SentMemory
@@ -191,6 +194,15 @@ class Recorder:
                 queue.put(tx, session_id, turn.prompt_seq, turn.extraction.text, turn.extraction.project)
         self._next_seq = max([self._next_seq - 1, *seqs]) + 1
         return Written(seqs, pin_ids)
+
+    def file_change(self, change: FileChange) -> None:
+        """Commit a change an edit tool is about to make, tied to the running turn, before the file is written:
+        a crash leaves the old file (the change's ``after`` never written, which a restore finds already done)
+        or the new file with its change, never a changed file with no way back."""
+        session_id = self._session_id()
+        seq = self.state.turn_seq if self.state.turn_seq is not None else self._next_seq - 1
+        with self._writing(session_id) as tx:
+            file_changes.insert(tx, session_id, seq, change)
 
     def close_open_turn(self, note: ModelMessage, prompt_seq: int) -> int | None:
         """Save the closing note of a turn a crash cut off (found on resume); its seq."""

@@ -6,8 +6,7 @@ No terminal I/O here: the caller passes a ``TurnView`` that receives what happen
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterable, Callable
+from collections.abc import AsyncIterable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar
 
@@ -46,6 +45,7 @@ from co_cli.store import CompactionRecord
 from co_cli.store.redact import as_saved
 from co_cli.store.turn_memories import SentMemory
 from co_cli.synthetic import CUT_OFF_NOTE, LENGTH_NOTE, close_interrupted, interrupted_response, with_failure
+from co_cli.tools.blocking import off_loop
 from co_cli.vocabulary import COMPACTING, WAITING_FOR_MODEL, MessageStatus
 
 T = TypeVar("T")
@@ -313,18 +313,6 @@ class Turns:
             return None
         self.engine.recount()
         return list(self.state.tasks)
-
-
-async def off_loop(call: Callable[[], T]) -> T:
-    """``call()`` (a commit: it waits for the disk) in a worker thread, so the event loop runs other turns
-    meanwhile. Cancelled while it runs, it still finishes before the cancellation goes on: a turn never goes
-    on without knowing whether its write happened."""
-    task = asyncio.ensure_future(asyncio.to_thread(call))
-    try:
-        return await asyncio.shield(task)
-    except asyncio.CancelledError:
-        await asyncio.wait([task])
-        raise
 
 
 def _show_event(event: AgentStreamEvent, view: TurnView, tool_names: dict[str, str]) -> None:

@@ -2,8 +2,8 @@
 
 ``Store`` opens the file once (``db``, the only way to run SQL) and hands out one object per table:
 ``sessions``, ``messages``, ``compactions``, ``pins``, ``usage``, ``search``, ``memories``, ``queue``,
-``locks``, ``tasks``, ``tool_calls`` and ``turn_memories``. Writes that must commit together (a whole turn) use
-the tables' statement-level functions inside one ``store.db.transaction()``.
+``locks``, ``tasks``, ``tool_calls``, ``turn_memories`` and ``file_changes``. Writes that must commit together (a
+whole turn) use the tables' statement-level functions inside one ``store.db.transaction()``.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from co_cli.errors import SessionBusy
 from co_cli.store.compactions import CompactionRecord, Compactions
 from co_cli.store.db import Database
+from co_cli.store.file_changes import FileChanges
 from co_cli.store.locks import OpenSessions
 from co_cli.store.messages import Messages, StoredMessage
 from co_cli.store.pins import Pins
@@ -48,6 +49,7 @@ class Store:
         self.tasks = TaskLists(db)
         self.tool_calls = ToolCalls(db)
         self.turn_memories = TurnMemories(db)
+        self.file_changes = FileChanges(db)
 
     # The memory tables are opened on first use: listing or resuming a session never needs them, and their
     # module compiles the secret patterns.

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from co_cli.errors import CoError
-from co_cli.store import compactions, messages, pins, sessions, tasks
+from co_cli.store import compactions, file_changes, messages, pins, sessions, tasks
 from co_cli.store.compactions import CompactionRecord
 from co_cli.store.db import Database
 from co_cli.store.messages import StoredMessage
@@ -26,9 +26,10 @@ FORK_MARK = " (fork)"
 def fork(db: Database, session_id: str, upto_seq: int | None = None) -> SessionInfo:
     """Copy the session (up to ``upto_seq``) under a new id; the original is untouched.
 
-    The fork keeps the pins in force, the task list as it stood after message ``upto_seq`` and the compactions
-    that had happened by that point: those covering only messages up to ``upto_seq`` and made before the message
-    after it was saved, as a rebuild of the working context at that point has them)."""
+    The fork keeps the pins in force, the changes co's edit tools made up to that point, the task list as it
+    stood after message ``upto_seq`` and the compactions that had happened by that point: those covering only
+    messages up to ``upto_seq`` and made before the message after it was saved, as a rebuild of the working
+    context at that point has them)."""
     now = time.time()
     with db.transaction() as tx:
         source = sessions.find(tx, session_id)
@@ -58,6 +59,7 @@ def fork(db: Database, session_id: str, upto_seq: int | None = None) -> SessionI
         sessions.add_counts(tx, info.id, updated_at=now, compactions=info.compaction_count)
         pins.copy(tx, session_id, info.id)
         tasks.copy(tx, session_id, info.id, upto)
+        file_changes.copy(tx, session_id, info.id, upto)
     return info
 
 

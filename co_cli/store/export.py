@@ -135,6 +135,14 @@ def export_markdown(store: Store, session_id: str) -> str:
     task_history = store.tasks.history(info.id)
     if task_history:
         parts.append(_tasks_markdown(task_history))
+    changes = store.file_changes.with_diffs(info.id)
+    if changes:
+        parts.append(
+            "## Files changed\n\n"
+            + "\n\n".join(
+                f"`{row.path}` ({row.tool}, turn #{row.seq}):\n\n{_fence(diff, 'diff')}" for row, diff in changes
+            )
+        )
     placed = compactions_by_position(store.compactions.list(info.id))
     for stored in store.messages.transcript(info.id):
         parts.append(_message_markdown(stored))
@@ -254,6 +262,10 @@ def _document(store: Store, info: SessionInfo, messages: object, *, has_compacti
         "task_lists": [
             {**snapshot._asdict(), "items": [item._asdict() for item in snapshot.items]}
             for snapshot in store.tasks.history(info.id)
+        ],
+        "file_changes": [
+            {"seq": row.seq, "created_at": row.created_at, "path": row.path, "tool": row.tool, "diff": diff}
+            for row, diff in store.file_changes.with_diffs(info.id)
         ],
     }
 

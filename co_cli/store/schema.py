@@ -313,6 +313,31 @@ def _migrate_memory_subjects(conn: sqlite3.Connection) -> None:
     )
 
 
+def _migrate_file_changes(conn: sqlite3.Connection) -> None:
+    """What co's edit tools changed: one row per change (the file's path, its content before and after, by
+    hash), filed under the seq of the turn's prompt; each content once in ``file_contents``."""
+    run_script(
+        conn,
+        """
+        CREATE TABLE file_contents (
+            hash TEXT PRIMARY KEY,
+            data BLOB NOT NULL
+        );
+        CREATE TABLE file_changes (
+            id INTEGER PRIMARY KEY,
+            session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+            seq INTEGER NOT NULL,
+            created_at REAL NOT NULL,
+            path TEXT NOT NULL,
+            tool TEXT NOT NULL,
+            before_hash TEXT,
+            after_hash TEXT
+        );
+        CREATE INDEX file_changes_by_session ON file_changes (session_id, id);
+        """,
+    )
+
+
 # MIGRATIONS[i] brings a database from version i to version i + 1.
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migrate_to_v1,
@@ -324,5 +349,6 @@ MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migrate_session_origin,
     _migrate_turn_memories,
     _migrate_memory_subjects,
+    _migrate_file_changes,
 )
 SCHEMA_VERSION = len(MIGRATIONS)

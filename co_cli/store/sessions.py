@@ -20,6 +20,7 @@ from pathlib import Path
 from co_cli.errors import SessionBusy, SessionNotFound
 from co_cli.store.codec import valid_utf8
 from co_cli.store.db import Database, Reader, Transaction
+from co_cli.store.file_changes import prune_contents
 from co_cli.store.locks import OpenSessions
 from co_cli.terminal_text import printable
 from co_cli.vocabulary import SessionOrigin
@@ -326,7 +327,9 @@ class Sessions:
             find(tx, session_id)
             for table in ("messages", "compactions", "pins", "turn_usage", "task_lists", "tool_calls", "turn_memories"):
                 tx.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
+            tx.execute("DELETE FROM file_changes WHERE session_id = ?", (session_id,))
             tx.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+            prune_contents(tx)
         if files_root is not None:
             target = Path(files_root) / session_id
             if target.is_dir() and not target.is_symlink():

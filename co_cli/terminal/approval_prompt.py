@@ -1,4 +1,5 @@
-"""The terminal's approval question: shows the exact call and takes one key: y, n (or Esc), a.
+"""The terminal's approval question: shows the exact call (an edit as its coloured diff, cut to the screen) and
+takes one key: y, n (or Esc), a, and d to see the whole of a long diff.
 
 Only keys typed after the question is drawn count: input typed earlier (say ``y⏎`` while the model was
 still answering) is discarded, so nothing is approved that the user has not seen.
@@ -26,6 +27,9 @@ if TYPE_CHECKING:
 
 ESCAPE_WAIT = 0.05
 """Seconds to wait after Esc for the rest of an escape sequence (arrow keys) before Esc counts as "no"."""
+DIFF_MARGIN_ROWS = 6
+"""Rows a diff leaves free on the screen: the question's own lines and the answer."""
+DIFF_STYLES = (("+++", "bold"), ("---", "bold"), ("@@", "cyan"), ("+", "green"), ("-", "red"))
 
 
 def discard_typeahead(session: PromptSession[str] | None = None, input: Input | None = None) -> None:
@@ -45,7 +49,8 @@ def discard_typeahead(session: PromptSession[str] | None = None, input: Input | 
 
 
 def key_hints(request: ApprovalRequest) -> list[tuple[str, str]]:
-    """The keys the question takes, each with what it does; "a" only where it allows something more."""
+    """The keys the question takes, each with what it does; "a" only where it allows something more (for an
+    edit: edits of that file)."""
     hints = [("y", "yes, once"), ("n", "no (Esc)")]
     if request.command is not None:
         hints.append(("a", "yes, and allow this exact command for the rest of the session"))
@@ -54,10 +59,30 @@ def key_hints(request: ApprovalRequest) -> list[tuple[str, str]]:
     return hints
 
 
+def diff_text(lines: list[str]) -> Text:
+    """Lines of a unified diff, coloured (added green, removed red, hunk headers cyan), made safe to print."""
+    from co_cli.terminal_text import printable
+
+    text = Text()
+    for line in lines:
+        style = next((style for mark, style in DIFF_STYLES if line.startswith(mark)), "")
+        text.append(printable(line).expandtabs(4), style=style)
+        text.append("\n")
+    text.rstrip()
+    return text
+
+
+def diff_rows(console: Console) -> int:
+    """How many lines of a diff the question shows at first: what fits on the screen with the question."""
+    return max(5, console.size.height - DIFF_MARGIN_ROWS)
+
+
 def answer_line(answer: str, request: ApprovalRequest) -> str:
     """What the user's key did, printed in place of the question."""
     if answer == "a" and request.command is not None:
         return "  ✓ approved; this exact command runs without asking for the rest of the session"
+    if answer == "a" and request.diff is not None:
+        return f"  ✓ approved; {request.always_label} are made without asking for the rest of the session"
     if answer == "a" and request.always is not None:
         return f"  ✓ approved; {request.always_label} runs without asking for the rest of the session"
     return "  ✓ approved" if answer in ("y", "a") else "  ✗ denied"
@@ -76,6 +101,18 @@ class TerminalApprover:
         self.after_asking: Callable[[str], None] | None = None
         self.cancel_turn: Callable[[], None] | None = None
 
+    def _show_diff(self, diff: str | None) -> list[str]:
+        """Print the diff's first screenful; the lines left for "d"."""
+        if diff is None:
+            return []
+        lines = diff.splitlines()
+        rows = diff_rows(self.console)
+        shown, rest = (lines, []) if len(lines) <= rows + 1 else (lines[:rows], lines[rows:])
+        self.console.print(diff_text(shown))
+        if rest:
+            self.console.print(Text(f"  … {len(rest)} more lines (d shows them)", style="dim"))
+        return rest
+
     async def __call__(self, request: ApprovalRequest) -> str:
         from co_cli.tools.approval import describe_call
 
@@ -85,7 +122,14 @@ class TerminalApprover:
         if request.reason:
             self.console.print(Text(f"  ({request.reason})", style="yellow"))
         allow_always = request.command is not None or request.always is not None
-        answer, cancelled = await read_answer(key_hints(request), allow_always=allow_always)
+        rest = self._show_diff(request.diff)
+        while True:
+            hints = key_hints(request) + ([("d", f"show the {len(rest)} more lines of the diff")] if rest else [])
+            answer, cancelled = await read_answer(hints, allow_always=allow_always, show_all=bool(rest))
+            if answer != "d":
+                break
+            self.console.print(diff_text(rest))
+            rest = []
         if cancelled and self.cancel_turn is not None:
             self.cancel_turn()
         self.console.print(Text(answer_line(answer, request), style="green" if answer in ("y", "a") else "yellow"))
@@ -94,9 +138,10 @@ class TerminalApprover:
         return answer
 
 
-async def read_answer(hints: list[tuple[str, str]], *, allow_always: bool) -> tuple[str, bool]:
-    """One key from the user: ("y" | "n" | "a", whether the turn is to be cancelled). Ctrl-C cancels the turn
-    (and denies); Ctrl-D, Esc and "n" deny; Enter alone does nothing, so a stray Enter approves nothing."""
+async def read_answer(hints: list[tuple[str, str]], *, allow_always: bool, show_all: bool = False) -> tuple[str, bool]:
+    """One key from the user: ("y" | "n" | "a" | "d", whether the turn is to be cancelled). Ctrl-C cancels the
+    turn (and denies); Ctrl-D, Esc and "n" deny; "d" (``show_all``) asks for the whole diff; Enter alone does
+    nothing, so a stray Enter approves nothing."""
     from prompt_toolkit.application import Application
     from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
     from prompt_toolkit.layout import Layout, Window
@@ -117,6 +162,9 @@ async def read_answer(hints: list[tuple[str, str]], *, allow_always: bool) -> tu
     if allow_always:
         for key in ("a", "A"):
             bindings.add(key)(answer("a"))
+    if show_all:
+        for key in ("d", "D"):
+            bindings.add(key)(answer("d"))
     bindings.add("c-c")(answer("n", cancel=True))
 
     def question() -> StyleAndTextTuples:

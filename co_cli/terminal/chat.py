@@ -131,6 +131,8 @@ async def _chat(options: ChatOptions, loaded: LoadedSettings, refused_mcp: dict[
             await app.run_interactive()
             return 0
         conv = build()
+        if session is not None and (options.fork or options.fork_at is not None):
+            await _files_back(store, session.id, options.fork_at, interactive)
         app = ChatApp(
             conv,
             loaded,
@@ -156,6 +158,18 @@ async def _chat(options: ChatOptions, loaded: LoadedSettings, refused_mcp: dict[
         for started in made:
             await started.stop()
         store.close()
+
+
+async def _files_back(store: Store, session_id: str, upto_seq: int | None, interactive: bool) -> None:
+    """A fork (``--fork``, ``--fork-at``, the picker's): offer to take the files co changed back too."""
+    from co_cli.terminal.files_back import offer_files_back
+
+    async def ask(question: str) -> str | None:
+        return ask_on_terminal(question)
+
+    await offer_files_back(
+        store, session_id, upto_seq, ask=ask if interactive else None, say=lambda line: print(printable(line))
+    )
 
 
 def _mcp_servers(settings: Settings, paths: Paths, refused: dict[str, str]) -> McpServers:

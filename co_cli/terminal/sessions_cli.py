@@ -1,4 +1,5 @@
-"""``co sessions``: list, show, search, export, import, rename, delete and recover saved sessions.
+"""``co sessions``: list, show, search, export, import, rename, delete and recover saved sessions, and take
+back the files co changed in one (``undo-files``).
 
 CoError is left to propagate: the main CLI prints it as one line with its exit code. What goes to a
 terminal passes through ``printable`` (no control sequences); what goes to a file or a pipe is exact.
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 
     from co_cli.config import Paths
     from co_cli.store import Store
+    from co_cli.store.file_changes import ChangeRow
     from co_cli.store.tasks import TaskSnapshot
     from co_cli.store.usage import UsageTotals
 
@@ -190,6 +192,8 @@ def show(
         usage = _usage_or_warning(lambda: store.usage.by_role(info.id))
         tools = store.tool_calls.by_tool(info.id)
         task_history = store.tasks.history(info.id)
+        changes = store.file_changes.of_session(info.id)
+        short_id = store.sessions.short_id(info.id)
     console = _console()
     console.print(printable(info.title) or "untitled", style="bold", markup=False, highlight=False)
     details = [
@@ -223,8 +227,63 @@ def show(
     if stats:
         console.print(f"tools {tool_stats_text(stats)}", style="dim", markup=False, highlight=False, soft_wrap=True)
     _print_tasks(console, task_history)
+    _print_file_changes(console, changes, short_id)
     console.print()
     console.print(render_transcript(transcript, compactions, full=full))
+
+
+def _print_file_changes(console: Console, changes: list[ChangeRow], short_id: str) -> None:
+    """The files co's edit tools changed: each once, with the turns (their prompt's #) that changed it."""
+    if not changes:
+        return
+    by_path: dict[str, list[ChangeRow]] = {}
+    for change in changes:
+        by_path.setdefault(change.path, []).append(change)
+
+    def say(text: str) -> None:
+        console.print(text, style="dim", markup=False, highlight=False, soft_wrap=True)
+
+    say(f"files changed {len(by_path)} (`co sessions undo-files {short_id} --to <n>` takes them back to message #n):")
+    for path, rows in by_path.items():
+        made = " (created)" if rows[0].before_hash is None else ""
+        turns = ", ".join(f"#{row.seq} {row.tool}" for row in rows)
+        say("  " + printable_line(f"{path}{made}: {turns}"))
+
+
+@app.command("undo-files")
+def undo_files(
+    session_id: Annotated[str, typer.Argument(help="Session id or unique prefix.")],
+    to: Annotated[
+        int, typer.Option("--to", help="Message number (#n of `co sessions show`); -1: before the first.")
+    ] = -1,
+) -> None:
+    """Take the files co changed in a session back to how they were after message N (default: before any change).
+    A file changed since co's edit is overwritten only when you say so on a terminal; elsewhere it is left."""
+    import asyncio
+
+    from co_cli.session.checkpoints import files_at, take_back
+    from co_cli.terminal.files_back import confirmed
+
+    store, _ = _open_store(reads_only=True)
+    with store:
+        info = store.sessions.get(session_id)
+        files = files_at(store, info.id, to)
+    if not files:
+        typer.echo("Nothing to take back: the files are as they were at that point.")
+        return
+
+    def say(line: str) -> None:
+        typer.echo(printable(line))
+
+    async def ask(question: str) -> str | None:
+        try:
+            return input(printable(question))
+        except (EOFError, KeyboardInterrupt):
+            return None
+
+    interactive = sys.stdin.isatty() and sys.stdout.isatty()
+    for line in take_back(asyncio.run(confirmed(files, ask if interactive else None, say))):
+        say(line)
 
 
 def _print_tasks(console: Console, history: list[TaskSnapshot]) -> None:

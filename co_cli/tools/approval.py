@@ -34,6 +34,8 @@ class ApprovalRequest:
     """What "a" allows for the rest of the session besides a shell command (e.g. one tool of an MCP server)."""
     always_label: str = "this command"
     """How the question names what "a" allows."""
+    diff: str | None = None
+    """The change an edit tool would make, as a unified diff: what the user answers about."""
 
 
 ApprovalPrompt = Callable[[ApprovalRequest], Awaitable[str]]
@@ -60,7 +62,7 @@ def describe_call(tool_name: str, args: Mapping[str, Any]) -> str:
         if args.get("glob"):
             line += f" (files {_shown(args['glob'])})"
         return line
-    if tool_name in ("read_file", "list_dir"):
+    if tool_name in ("read_file", "list_dir", "write_file", "edit_file"):
         return f"{tool_name}: {_shown(args.get('path', '.'))}"
     shown_args = ", ".join(f"{key}={_shown(repr(value))}" for key, value in args.items())
     return f"{tool_name}({shown_args})"
@@ -81,6 +83,7 @@ def build_request(tool_name: str, args: dict[str, Any], metadata: Mapping[str, A
         command=command if isinstance(command, str) else None,
         always=str(always) if always else None,
         always_label=str(metadata.get("always_label") or "this command"),
+        diff=str(metadata["diff"]) if metadata.get("diff") is not None else None,
     )
 
 
@@ -95,7 +98,8 @@ def make_approval_handler(
 
     ``approve_all`` approves everything; ``ask=None`` (non-interactive) denies with a message the model
     sees; otherwise each call is put to ``ask``: "y" approves once, "a" approves and, for run_shell,
-    allows that exact command for the rest of the session (for an MCP tool, that tool of that server),
+    allows that exact command for the rest of the session (for an MCP tool, that tool of that server; for an
+    edit tool, edits of that file),
     anything else denies; ``denied`` is what the model is told when nobody can be asked. ``deps_getter``
     gives the deps that hold the session's allowed commands (default: the run's deps).
     """
@@ -106,6 +110,8 @@ def make_approval_handler(
         deps = deps_getter() if deps_getter is not None else ctx.deps
         approvals: dict[str, ToolApproved | ToolDenied] = {}
         answered_by: dict[str, str] = {}
+        # What a tool attached to its question reaches it again once approved (an edit: the content it showed).
+        shown = {call_id: dict(meta) for call_id, meta in requests.metadata.items() if isinstance(meta, Mapping)}
         for call in requests.approvals:
             call_id = call.tool_call_id
             request = build_request(call.tool_name, call.args_as_dict(), requests.metadata.get(call_id))
@@ -134,6 +140,6 @@ def make_approval_handler(
                 approvals[call_id] = ToolApproved()
             else:
                 approvals[call_id] = ToolDenied(USER_DENIED_MESSAGE)
-        return requests.build_results(approvals=approvals, answered_by=answered_by)
+        return requests.build_results(approvals=approvals, answered_by=answered_by, metadata=shown)
 
     return handle

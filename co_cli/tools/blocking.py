@@ -77,3 +77,15 @@ async def run_blocking(work: Callable[[StopFlag], T], *, name: str = "co-tool") 
     except asyncio.CancelledError:
         stop.set()
         raise
+
+
+async def off_loop(call: Callable[[], T]) -> T:
+    """``call()`` (a commit: it waits for the disk) in a worker thread, so the event loop runs other turns
+    meanwhile. Cancelled while it runs, it still finishes before the cancellation goes on: a turn never goes
+    on without knowing whether its write happened."""
+    task = asyncio.ensure_future(asyncio.to_thread(call))
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        await asyncio.wait([task])
+        raise

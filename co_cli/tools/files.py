@@ -13,7 +13,7 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeVar
 
 import re2  # type: ignore[import-untyped]
 from pydantic_ai import RunContext
@@ -47,6 +47,8 @@ engine's cache after a few searches, and RE2 falls back to its slow one: 14 s ov
 1 MB. With 64 MB the same searches take milliseconds."""
 SKIPPED_DIRS = frozenset({".git", ".venv", "node_modules", "__pycache__"})
 
+T = TypeVar("T")
+
 
 def is_binary(path: Path) -> bool:
     """A file is binary when its first bytes contain a NUL byte."""
@@ -60,7 +62,7 @@ def _clip(line: str, limit: int) -> str:
     return f"{line[:limit]}... [{len(line) - limit} more characters]"
 
 
-def _tool_errors(path: str, work: Callable[[], str]) -> str:
+def tool_errors(path: str, work: Callable[[], T]) -> T | str:
     """``work()``, with a bad path or a failed file system call turned into an error for the model."""
     try:
         return work()
@@ -160,7 +162,7 @@ async def read_file(ctx: RunContext[CoDeps], path: str, offset: int = 0, limit: 
         offset: Number of lines to skip (0 starts at the first line).
         limit: Maximum number of lines to return.
     """
-    return await run_blocking(lambda stop: _tool_errors(path, lambda: _read_file(ctx, path, offset, limit, stop)))
+    return await run_blocking(lambda stop: tool_errors(path, lambda: _read_file(ctx, path, offset, limit, stop)))
 
 
 # list_dir
@@ -210,7 +212,7 @@ async def list_dir(ctx: RunContext[CoDeps], path: str = ".") -> str:
     Args:
         path: Directory path, relative to the working directory.
     """
-    return await run_blocking(lambda stop: _tool_errors(path, lambda: _list_dir(ctx, path, stop)))
+    return await run_blocking(lambda stop: tool_errors(path, lambda: _list_dir(ctx, path, stop)))
 
 
 # grep
@@ -405,4 +407,4 @@ async def grep(ctx: RunContext[CoDeps], pattern: str, path: str = ".", glob: str
         path: File or directory to search, relative to the working directory.
         glob: Only search files whose name or relative path matches this glob, e.g. `*.py`.
     """
-    return await run_blocking(lambda stop: _tool_errors(path, lambda: _grep(ctx, pattern, path, glob, stop)))
+    return await run_blocking(lambda stop: tool_errors(path, lambda: _grep(ctx, pattern, path, glob, stop)))

@@ -88,6 +88,7 @@ async def _pick(host: CommandHost, store: Store) -> None:
         forked = fork_at(store, choice.session_id, files_root=host.loaded.paths.tool_outputs)
         await _switch_to(host, forked)
         host.info(f"Forked {store.sessions.short_id(choice.session_id)} -> {forked.id}; you are now in the fork.")
+        await _files_back(host, choice.session_id, None)
         return
     await _switch_to(host, store.sessions.get(choice.session_id))
 
@@ -123,6 +124,8 @@ async def _fork(host: CommandHost, arg: str) -> None:
     if forked:
         at = f" at #{upto}" if upto is not None else ""
         host.info(f"Forked {host.store.sessions.short_id(parent)}{at} -> {forked.id}; you are now in the fork.")
+        if upto is not None:
+            await _files_back(host, parent, upto)
 
 
 @command("rename", "<title>", "rename this session")
@@ -174,3 +177,11 @@ async def _rewind(host: CommandHost, arg: str) -> None:
     where = f"after message #{forked.fork_seq}" if (forked.fork_seq or 0) >= 0 else "to the start"
     host.info(f"Rewound {where}: continuing in {forked.id}; {host.store.sessions.short_id(parent)} stays as it was.")
     host.show_resumed()
+    await _files_back(host, parent, forked.fork_seq if forked.fork_seq is not None else -1)
+
+
+async def _files_back(host: CommandHost, session_id: str, upto_seq: int | None) -> None:
+    """Offer to take the files co changed back to the point the conversation went back to."""
+    from co_cli.terminal.files_back import offer_files_back
+
+    await offer_files_back(host.store, session_id, upto_seq, ask=host.ask if host.interactive else None, say=host.info)
