@@ -69,6 +69,24 @@ async def _context(host: CommandHost, arg: str) -> None:
     host.show(render_context(host.conv.window.report(), plain=not host.interactive))
 
 
+@command("last", "", "show the whole output of the last tool call, in the pager ($PAGER, else less)")
+async def _last(host: CommandHost, arg: str) -> None:
+    from co_cli.terminal.output import page
+    from co_cli.terminal.render import result_preview
+    from co_cli.terminal_text import printable
+
+    output = host.conv.window.last_tool_output()
+    if output is None:
+        host.error("no tool has returned anything in this conversation yet")
+        return
+    size = result_preview(output.text)[0]
+    saved = f", saved as ref={output.ref}" if output.ref else ""
+    if not host.interactive:
+        host.show(output.text)
+        return
+    page(host.console, printable(f"{output.tool_name}: {size}{saved}\n\n{output.text}"))
+
+
 @command("usage", "", "tokens and cost of the last turn and of this session, and its tool calls")
 async def _usage(host: CommandHost, arg: str) -> None:
     from co_cli.store.usage import UsageTotals

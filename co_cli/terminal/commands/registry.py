@@ -78,8 +78,8 @@ def command(
 
 
 HELP_ORDER = (
-    "help", "quit", "new", "clear", "model", "retry", "compact", "context", "sessions", "resume", "fork", "rename",
-    "delete", "pin", "pins", "unpin", "uncompact", "memory", "remember", "forget", "rewind", "usage",
+    "help", "quit", "new", "clear", "model", "retry", "last", "compact", "context", "sessions", "resume", "fork",
+    "rename", "delete", "pin", "pins", "unpin", "uncompact", "memory", "remember", "forget", "rewind", "usage",
     "tasks", "mcp",
 )  # fmt: skip
 """The order /help lists the commands and completion offers them, whichever module registered them."""
