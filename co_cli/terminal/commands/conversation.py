@@ -22,6 +22,13 @@ async def _help(host: CommandHost, arg: str) -> None:
             style="dim",
         )
     )
+    host.console.print(
+        Text(
+            "@path sends a file of the working directory with the prompt (Tab completes it) · !command runs a "
+            "command; it and its output go with your next prompt",
+            style="dim",
+        )
+    )
 
 
 @command("quit", "", "leave co (Ctrl-D does the same)", aliases=("exit",))
