@@ -111,7 +111,7 @@ def test_each_command_lives_in_the_module_of_its_concern() -> None:
     for cmd in commands.commands():
         by_module.setdefault(cmd.handler.__module__.rpartition(".")[2], []).append(cmd.name)
     assert by_module == {
-        "conversation": ["help", "quit", "new", "clear", "model", "retry", "context", "usage"],
+        "conversation": ["help", "quit", "new", "clear", "model", "retry", "last", "context", "usage"],
         "compaction": ["compact", "pin", "pins", "unpin", "uncompact"],
         "sessions": ["sessions", "resume", "fork", "rename", "delete", "rewind"],
         "memory": ["memory", "remember", "forget"],

@@ -13,6 +13,7 @@ from pydantic_ai.messages import ToolReturnPart
 from co_cli.context.offload import (
     STORED_OUTPUT_CEILING,
     bound_for_transcript,
+    last_tool_output,
     list_offloaded,
     offload_large_outputs,
     offloaded_refs,
@@ -178,3 +179,15 @@ def test_an_output_that_cannot_be_saved_stays_whole_in_the_transcript(tmp_path: 
     assert _content(bound_for_transcript(_history(), 1_000, blocked / "session")) == BIG
     with pytest.raises(OSError):
         offload_large_outputs(_history(), 1_000, blocked / "session")
+
+
+def test_the_last_output_is_read_whole_from_its_file_once_offloaded(tmp_path: Path) -> None:
+    directory = tmp_path / "outputs"
+    stored = bound_for_transcript(_history(), 10_000, directory)
+    assert BIG not in _content(stored)
+    last = last_tool_output(stored, directory)
+    assert last is not None and last.tool_name == "run" and last.text == BIG and last.ref
+    small = [*stored, calls(("grep", {}, "call_2")), returns(("grep", "one match", "call_2"))]
+    assert last_tool_output(small, directory) == last_tool_output(small, directory)
+    assert last_tool_output(small, directory).text == "one match"  # type: ignore[union-attr]
+    assert last_tool_output([user("q"), reply("ok")], directory) is None

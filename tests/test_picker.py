@@ -87,24 +87,34 @@ def drive(store: Store, keys: str, current: str | None = None) -> PickChoice | N
     return asyncio.run(main())
 
 
-def test_keys_enter_resumes_the_filtered_session_tab_f_forks_escape_leaves(store: Store) -> None:
+def test_keys_enter_resumes_the_filtered_session_ctrl_f_forks_escape_leaves(store: Store) -> None:
     pelican = session(store, "Birds", "where does the pelican nest?", "On the coast.")
     session(store, "Other", "hello", "hi")
     assert drive(store, "coast\r") == PickChoice("resume", pelican)
-    assert drive(store, "coast\tf") == PickChoice("fork", pelican)
+    assert drive(store, "coast\x06") == PickChoice("fork", pelican)
     assert drive(store, "\x1b") is None
     assert drive(store, "\x1b[B\r") == PickChoice("resume", pelican)  # Down, then Enter
+    assert drive(store, "\t\r") == PickChoice("resume", pelican)  # Tab moves down too
 
 
-def test_d_asks_before_moving_to_the_trash(store: Store) -> None:
+def test_typing_always_filters_even_after_tab_and_moving(store: Store) -> None:
     pelican = session(store, "Birds", "where does the pelican nest?", "On the coast.")
     other = session(store, "Other", "hello", "hi")
-    assert drive(store, "Birds\tdn\x1b") is None
+    finder = session(store, "fd and friends", "which finder?", "fd.")
+    assert drive(store, "\tpelican\r") == PickChoice("resume", pelican)
+    assert drive(store, "\x1b[B\tfd\r") == PickChoice("resume", finder)  # f and d are letters of the filter
+    assert drive(store, "coast\t\x7f\x7f\x7f\x7f\x7fhello\r") == PickChoice("resume", other)
+
+
+def test_ctrl_d_asks_before_moving_to_the_trash(store: Store) -> None:
+    pelican = session(store, "Birds", "where does the pelican nest?", "On the coast.")
+    other = session(store, "Other", "hello", "hi")
+    assert drive(store, "Birds\x04n\x1b") is None
     assert {s.id for s in store.sessions.list()} == {pelican, other}
-    assert drive(store, "Birds\tdy\r\x1b") is None  # nothing left that matches: Enter does nothing
+    assert drive(store, "Birds\x04y\r\x1b") is None  # nothing left that matches: Enter does nothing
     assert [s.id for s in store.sessions.list()] == [other]
     assert store.sessions.trashed()[0][0].id == pelican
-    assert drive(store, "\tdy\x1b", current=other) is None  # the current session is not trashed from here
+    assert drive(store, "\x04y\x1b", current=other) is None  # the current session is not trashed from here
     assert [s.id for s in store.sessions.list()] == [other]
 
 

@@ -7,7 +7,14 @@ import io
 import pytest
 from rich.console import Console
 
-from co_cli.terminal.render import MarkdownStream, PlainView, short_args, stable_split, summarize_result
+from co_cli.terminal.render import (
+    MarkdownStream,
+    PlainView,
+    result_preview,
+    short_args,
+    stable_split,
+    summarize_result,
+)
 
 
 def test_stable_split_at_blank_lines_outside_fences() -> None:
@@ -163,3 +170,10 @@ def test_plain_view_answer_exact_for_a_pipe_sanitised_for_a_terminal() -> None:
     view.end()
     assert "\x1b" not in terminal.getvalue() and "\x07" not in terminal.getvalue()
     assert "text" in terminal.getvalue() and "done" in terminal.getvalue()
+
+
+def test_a_result_preview_has_its_size_first_lines_and_what_is_left_out() -> None:
+    size, lines, left_out = result_preview("exit code: 0\nstdout:\n\n1\n2\t3\n4\n5\n\x1b[31m6")
+    assert size == "8 lines, 38 chars"
+    assert lines == ["exit code: 0", "stdout:", "1", "2   3", "4"] and left_out == 2
+    assert result_preview("") == ("0 lines, 0 chars", [], 0)

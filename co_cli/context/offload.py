@@ -13,11 +13,11 @@ import hashlib
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from pydantic_ai.messages import ModelMessage, ModelRequest
+from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart
 
 from co_cli.context.memo import MISS, MessageMemo
 from co_cli.context.trim import is_plain_tool_return
@@ -258,3 +258,30 @@ def list_offloaded(directory: Path) -> list[tuple[str, int]]:
             continue
         found.append((path.name[: -len(SUFFIX)], len(path.read_text(encoding="utf-8", errors="replace"))))
     return found
+
+
+@dataclass(frozen=True)
+class ToolOutput:
+    """One tool's output whole: from its offloaded file when it was offloaded (``ref``), else as kept."""
+
+    tool_name: str
+    text: str
+    ref: str | None = None
+
+
+def last_tool_output(messages: Sequence[ModelMessage], directory: Path) -> ToolOutput | None:
+    """The latest tool output of ``messages``, whole: an offloaded one is read back from its file under
+    ``directory`` (its preview stands in when the file is gone). None when no tool has returned."""
+    for msg in reversed(messages):
+        if not isinstance(msg, ModelRequest):
+            continue
+        refs = offloaded_refs(msg)
+        for part in reversed(msg.parts):
+            if not isinstance(part, ToolReturnPart):
+                continue
+            ref = refs.get(part.tool_call_id)
+            path = _resolve(directory, ref) if ref else None
+            if path is not None and path.is_file():
+                return ToolOutput(part.tool_name, path.read_text(encoding="utf-8", errors="replace"), ref)
+            return ToolOutput(part.tool_name, content_text(part.content), ref)
+    return None

@@ -17,6 +17,7 @@ from pydantic_ai.messages import ModelMessage
 from co_cli.context.working import WorkingContext
 from co_cli.deps import CoDeps, Pin, SessionState, Task
 from co_cli.models import ResolvedModel
+from co_cli.session.attachments import Attachments
 from co_cli.session.background import Background
 from co_cli.session.branches import Branches
 from co_cli.session.compaction import Compactions
@@ -78,6 +79,7 @@ class Conversation:
         self.turns = Turns(self.state, self.engine, self.recorder, self.compactions, self.pins, self.background)
         self.branches = Branches(store, self.state, self.load, deps.paths.tool_outputs)
         self.window = ContextWindow(store, self.state, self.engine)
+        self.attachments = Attachments(deps)
 
     # ----- what the conversation is -----------------------------------------------------------------------
     @property
@@ -154,6 +156,7 @@ class Conversation:
         self.state.last_usage = None  # /usage speaks of this conversation's last turn
         self.state.approved_commands.clear()  # "always" was said for the other session
         self.state.approved_tools.clear()
+        self.attachments.clear()  # a command's output was for this conversation's next prompt
         self.pins.set(pins, notify=False)  # the engine is rebuilt next, counting them
         self.tasks.set(tasks, notify=False)
         self.engine.build()
@@ -174,9 +177,9 @@ class Conversation:
 
     # ----- turns ------------------------------------------------------------------------------------------
     async def run_turn(
-        self, prompt: str, view: TurnView, token: CancellationToken, instructions: str = ""
+        self, prompt: str, view: TurnView, token: CancellationToken, instructions: str = "", words: str | None = None
     ) -> TurnOutcome:
-        return await self.turns.run(prompt, view, token, instructions)
+        return await self.turns.run(prompt, view, token, instructions, words)
 
     async def finish_background(self, timeout: float = 15.0) -> None:
         await self.background.finish(timeout)

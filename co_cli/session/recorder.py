@@ -148,11 +148,12 @@ class Recorder:
             yield tx
 
     # ----- turns ------------------------------------------------------------------------------------------
-    def begin(self, prompt: str) -> int:
-        """Commit the user's prompt (creating the session on its first); return the prompt's seq."""
-        session_id = self._ensure_session(prompt)
+    def begin(self, prompt: str, words: str | None = None) -> int:
+        """Commit the user's prompt (creating the session on its first, titled by the user's own ``words`` in
+        it when given); return the prompt's seq."""
+        session_id = self._ensure_session(words or prompt)
         with self._writing(session_id) as tx:
-            seq = messages.begin(tx, session_id, prompt)
+            seq = messages.begin(tx, session_id, prompt, title=words)
         self._next_seq = seq + 1
         return seq
 

@@ -109,21 +109,28 @@ class Turns:
         """Compactions the governor made during the running turn."""
         self._tasks_before: list[Task] = []
         """The task list when the running turn started."""
+        self._words = ""
+        """The user's own words in the running turn's prompt (without the files and output it carries)."""
 
-    async def run(self, prompt: str, view: TurnView, token: CancellationToken, instructions: str = "") -> TurnOutcome:
+    async def run(
+        self, prompt: str, view: TurnView, token: CancellationToken, instructions: str = "", words: str | None = None
+    ) -> TurnOutcome:
         """Run one turn. ``instructions`` are added to co's own for this turn only (an API client's system
-        message); they are not saved."""
+        message); they are not saved. ``words`` are the user's own in ``prompt`` (which may carry files and
+        command output besides): what titles the session and what memory extraction reads."""
         # Text that is not valid UTF-8 (e.g. stray bytes from a pipe) is sent and saved with U+FFFD instead.
         prompt = prompt.encode("utf-8", "replace").decode("utf-8")
+        own = words.encode("utf-8", "replace").decode("utf-8") if words is not None else None
+        self._words = own if own is not None else prompt
         self.state.last_prompt = prompt
-        prompt_seq = await off_loop(lambda: self.recorder.begin(prompt))
+        prompt_seq = await off_loop(lambda: self.recorder.begin(prompt, own))
         self.state.turn_seq = prompt_seq
         outcome = await self._turn(prompt, view, token, prompt_seq, retry_on_overflow=True, instructions=instructions)
         if outcome.status == "ok":
-            if self.background.extraction(prompt) is not None:
+            if self.background.extraction(self._words) is not None:
                 self.background.start_extraction()  # the turn queued its prompt
             if prompt_seq == 0:
-                self.background.start_title(prompt, outcome.output)
+                self.background.start_title(self._words, outcome.output)
         return outcome
 
     async def _turn(
@@ -279,7 +286,7 @@ class Turns:
             tasks=self._changed_tasks(),
             tool_calls=tool_calls_of(new, self.state.tool_seconds),
             memories=self._memories_sent(),
-            extraction=self.background.extraction(prompt) if status == "ok" else None,
+            extraction=self.background.extraction(self._words) if status == "ok" else None,
         )
         written = await off_loop(lambda: self.recorder.finish(record))
         if written.seqs != seqs:  # not expected: the lock keeps other writers out, and a takeover refuses the commit

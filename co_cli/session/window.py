@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pydantic_ai.messages import ModelMessage
 
+from co_cli.context.offload import ToolOutput, last_tool_output
 from co_cli.context.report import ContextReport, context_report
 from co_cli.context.tokens import TokenEstimate
 from co_cli.deps import SessionState
@@ -35,6 +36,10 @@ class ContextWindow:
             percent = 100.0 * self.sendable()[1].total / max(1, window)
             self._percent_cache = (key, percent)
         return self._percent_cache[1]
+
+    def last_tool_output(self) -> ToolOutput | None:
+        """The conversation's latest tool output, whole (an offloaded one from its file): ``/last``."""
+        return last_tool_output(self.state.context.messages, self.engine.deps.tool_output_dir)
 
     def report(self) -> ContextReport:
         transcript = 0

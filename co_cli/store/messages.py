@@ -88,8 +88,9 @@ def insert(tx: Transaction, session_id: str, rows: Iterable[MessageRow]) -> None
     )
 
 
-def begin(tx: Transaction, session_id: str, prompt: str, now: float | None = None) -> int:
-    """Save the user's prompt as the session's next message (and, while it has none, its title); its seq."""
+def begin(tx: Transaction, session_id: str, prompt: str, now: float | None = None, title: str | None = None) -> int:
+    """Save the user's prompt as the session's next message (and, while it has none, its title: ``title``, else
+    the prompt); its seq."""
     from pydantic_ai.messages import ModelRequest, UserPromptPart
 
     prompt = valid_utf8(prompt)
@@ -98,7 +99,7 @@ def begin(tx: Transaction, session_id: str, prompt: str, now: float | None = Non
     seq = sessions.find(tx, session_id).message_count
     insert(tx, session_id, [MessageRow(seq, now, "user", prompt, encoded, "ok")])
     sessions.add_counts(tx, session_id, updated_at=now, messages=1)
-    sessions.title_if_untitled(tx, session_id, sessions.normalize_title(prompt))
+    sessions.title_if_untitled(tx, session_id, sessions.normalize_title(title or prompt))
     return seq
 
 

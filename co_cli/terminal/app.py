@@ -18,6 +18,7 @@ from co_cli.config import LoadedSettings
 from co_cli.errors import CoError
 from co_cli.models import ModelChoice
 from co_cli.terminal import commands
+from co_cli.terminal.attachments import run_command, send
 from co_cli.terminal.render import PlainView, TerminalView, message_text, plain_message, print_error
 from co_cli.terminal.toolbar import Toolbar
 from co_cli.terminal.turn_input import TurnInput
@@ -183,7 +184,7 @@ class ChatApp:
         return self._toolbar.text(self._conv)
 
     # ----- turns -------------------------------------------------------------------------------------
-    async def turn(self, prompt: str) -> TurnOutcome:
+    async def turn(self, prompt: str, words: str | None = None) -> TurnOutcome:
         from pydantic_ai import CancellationToken
 
         token = self._token = CancellationToken()
@@ -191,7 +192,7 @@ class ChatApp:
         self._in_turn = True
         try:
             with self._stoppable(token.cancel):
-                outcome = await self.conv.run_turn(prompt, self.view, token)
+                outcome = await self.conv.run_turn(prompt, self.view, token, words=words)
         finally:
             self._in_turn = False
         if outcome.status == "failed" and outcome.error:
@@ -322,8 +323,10 @@ class ChatApp:
             loading.hide()
         if line.strip().startswith("/"):
             await commands.dispatch(self, line)
+        elif self.interactive and line.lstrip().startswith("!"):
+            await run_command(self, line.lstrip()[1:].strip())
         elif line.strip():
-            await self.turn(line)
+            await send(self, line)
 
     async def run_interactive(self) -> None:
         from co_cli.terminal.prompt import PROMPT, hand_over_typeahead, make_session
@@ -391,8 +394,8 @@ class ChatApp:
                 if line.strip().startswith("/"):
                     await commands.dispatch(self, line)
                 else:
-                    outcome = await self.turn(line)
-                    failed = failed or outcome.status == "failed"
+                    outcome = await send(self, line)
+                    failed = failed or outcome is None or outcome.status == "failed"
             except CoError as exc:
                 self.error(exc.message)
                 failed = True
@@ -405,10 +408,10 @@ class ChatApp:
     async def run_once(self, prompt: str) -> int:
         await self.ready()
         self.show_instructions_files()
-        outcome = await self.turn(prompt)
+        outcome = await send(self, prompt)
         await self.finish_background()
         self.conv.release()
-        return 0 if outcome.status == "ok" else 1
+        return 0 if outcome is not None and outcome.status == "ok" else 1
 
 
 def come_back_hint(store: Store, session: SessionInfo | None, saving: bool) -> str | None:

@@ -88,6 +88,35 @@ def answer_line(answer: str, request: ApprovalRequest) -> str:
     return "  ✓ approved" if answer in ("y", "a") else "  ✗ denied"
 
 
+def hint_lines(hints: list[tuple[str, str]], width: int) -> list[list[tuple[str, str]]]:
+    """The hints laid out in lines of at most ``width`` columns, never broken inside a word: as many hints on a
+    line as fit (" · " between them), a hint too long for one line wrapped at its spaces, indented under its
+    meaning. Each line is (key, text) pieces: the key of a hint, or "" for the text around it."""
+    import textwrap
+
+    lines: list[list[tuple[str, str]]] = []
+    line: list[tuple[str, str]] = []
+    used = 0
+    for key, meaning in hints:
+        hint = f"{key} {meaning}"
+        if line and used + 3 + len(hint) <= width:
+            line += [("", " · "), (key, ""), ("", f" {meaning}")]
+            used += 3 + len(hint)
+            continue
+        if line:
+            lines.append(line)
+        wrapped = textwrap.wrap(meaning, max(10, width - 2 - len(key) - 1)) or [""]
+        line = [("", "  "), (key, ""), ("", f" {wrapped[0]}")]
+        used = 2 + len(key) + 1 + len(wrapped[0])
+        for more in wrapped[1:]:
+            lines.append(line)
+            line = [("", " " * (2 + len(key) + 1) + more)]
+            used = 2 + len(key) + 1 + len(more)
+    if line:
+        lines.append(line)
+    return lines
+
+
 class TerminalApprover:
     """Asks the user about one tool call (an ``ApprovalPrompt``): "y" once, "n" deny, "a" always.
 
@@ -168,11 +197,13 @@ async def read_answer(hints: list[tuple[str, str]], *, allow_always: bool, show_
     bindings.add("c-c")(answer("n", cancel=True))
 
     def question() -> StyleAndTextTuples:
-        parts: StyleAndTextTuples = [("", "  ")]
-        for index, (key, meaning) in enumerate(hints):
-            if index:
-                parts.append(("class:dim", " · "))
-            parts += [("bold", key), ("", f" {meaning}")]
+        from prompt_toolkit.application import get_app
+
+        parts: StyleAndTextTuples = []
+        for number, line in enumerate(hint_lines(hints, get_app().output.get_size().columns - 1)):
+            if number:
+                parts.append(("", "\n"))
+            parts += [("bold", key) if key else ("", text) for key, text in line]
         return parts
 
     app: Application[tuple[str, bool]] = Application(

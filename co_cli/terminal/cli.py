@@ -168,14 +168,32 @@ def config_show(
     if as_json:
         print(json.dumps(rows, indent=2))
         return
-    from rich.console import Console
+    _print_settings(rows)
+
+
+def _print_settings(rows: list[dict[str, str]]) -> None:
+    """A table when it fits (a pipe gets it with whole lines, however wide); on a narrower terminal each
+    setting as a line with its value, and under it where the value came from and its variable."""
+    from rich.padding import Padding
     from rich.table import Table
     from rich.text import Text
 
-    table = Table("setting", "value", "source", "environment variable")
+    from co_cli.terminal.output import output_console
+
+    console = output_console()
+    columns = ("name", "value", "source", "env")
+    widths = [max(len(printable(row[key])) for row in rows) for key in columns]
+    if sum(widths) + 3 * 3 + 4 <= console.width:
+        table = Table("setting", "value", "source", "environment variable")
+        for row in rows:
+            table.add_row(row["name"], Text(printable(row["value"])), row["source"], row["env"])
+        console.print(table)
+        return
     for row in rows:
-        table.add_row(row["name"], Text(printable(row["value"])), row["source"], row["env"])
-    Console().print(table)
+        line = Text(row["name"], style="bold")
+        line.append(" = " + printable(row["value"]))
+        console.print(line)
+        console.print(Padding(Text(f"{row['source']} · {row['env']}", style="dim"), (0, 0, 0, 4)))
 
 
 @config_app.command("path")

@@ -3,6 +3,9 @@ lines (nothing wrapped at 80 columns) with no trailing padding, so the output ca
 
 from __future__ import annotations
 
+import os
+import shlex
+import shutil
 import sys
 from typing import TYPE_CHECKING, TextIO
 
@@ -44,3 +47,43 @@ def output_console(out: TextIO | None = None) -> Console:
     if out.isatty():
         return Console(file=out)
     return Console(file=TrimmedLines(out), width=PIPE_WIDTH, no_color=True, color_system=None)  # type: ignore[arg-type]
+
+
+DEFAULT_PAGER = "less"
+DEFAULT_LESS = "FRX"
+"""As git sets it: quit at once when the text fits one screen, keep colours, leave the text on the screen."""
+
+
+def pager_command() -> str | None:
+    """The pager a terminal user gets: ``$PAGER``, else ``less`` (None when neither can be run)."""
+    chosen = os.environ.get("PAGER", "").strip() or DEFAULT_PAGER
+    try:
+        program = shlex.split(chosen)[0]
+    except (ValueError, IndexError):
+        return None
+    return chosen if shutil.which(program) else None
+
+
+def page(console: Console, text: str) -> None:
+    """``text`` (already without control characters) in the pager, or printed whole when there is none. The
+    pager has the terminal until it is left (q); Ctrl-C there is the pager's."""
+    import subprocess
+
+    command = pager_command()
+    if command is None or not console.is_terminal:
+        console.print(text, markup=False, highlight=False, emoji=False)
+        return
+    env = {**os.environ, "LESS": os.environ.get("LESS", DEFAULT_LESS)}
+    process = subprocess.Popen(command, shell=True, stdin=subprocess.PIPE, env=env)
+    assert process.stdin is not None
+    try:
+        with process.stdin as pipe:
+            pipe.write((text if text.endswith("\n") else text + "\n").encode("utf-8", "replace"))
+    except (BrokenPipeError, KeyboardInterrupt):
+        pass  # the pager was left before it read everything
+    while True:
+        try:
+            process.wait()
+            break
+        except KeyboardInterrupt:
+            continue  # as the pager itself does: Ctrl-C does not end it

@@ -1,8 +1,8 @@
 """The full-screen session picker (``/resume`` without an id, ``co chat --pick``).
 
-Type to filter (titles and message text, with the matching snippet); Up/Down (or PgUp/PgDn) choose; Enter
-resumes; Tab moves to the list, where ``f`` forks, ``d`` moves to the trash (after asking) and ``/`` goes
-back to the filter; Ctrl-T shows only sessions from this directory; Esc leaves. A ● marks sessions open in
+Typing always filters, as in fzf (titles and message text, with the matching snippet); Up/Down (or Tab and
+Shift-Tab, PgUp/PgDn) choose; Enter resumes; Ctrl-F forks; Ctrl-D moves to the trash (after asking); Ctrl-T
+shows only sessions from this directory; Esc leaves. A ● marks sessions open in
 another co, "(this session)" the one you are in, and ``⑂ <id> #n`` a fork: the session and message it came
 from. A row too wide for the terminal ends in "…". Only the rows on screen are drawn, so 10,000 sessions draw
 as fast as 10.
@@ -36,8 +36,8 @@ if TYPE_CHECKING:
     from co_cli.store import Store
 
 Action = Literal["resume", "fork"]
-HELP = "type to filter · ↑↓ choose · Enter resume · Tab list: f fork, d trash, / filter · Ctrl-T this dir · Esc leave"
-SHORT_HELP = "↑↓ · Enter resume · Tab f fork, d trash · ^T dir · Esc leave"
+HELP = "type to filter · ↑↓ choose · Enter resume · Ctrl-F fork · Ctrl-D trash · Ctrl-T this dir · Esc leave"
+SHORT_HELP = "↑↓ · Enter resume · ^F fork · ^D trash · ^T this dir · Esc leave"
 """The key hints for a narrow terminal."""
 STYLE = Style.from_dict(
     {
@@ -68,7 +68,6 @@ class Picker:
         self.matches: list[Match] = self.model.filter("")
         self.selected = 0
         self.top = 0
-        self.in_list = False
         self.asking: str | None = None  # the session id a trash question is about
         self.message = ""
         self._short_ids: dict[str, str] = {}
@@ -84,6 +83,7 @@ class Picker:
         return self._short_ids[session_id]
 
     def _on_filter(self, buffer: Buffer) -> None:
+        self.message = ""
         self.refilter(buffer.text)
 
     def refilter(self, text: str) -> None:
@@ -181,14 +181,36 @@ class Picker:
             return [("class:ask", f" Move {self._short(self.asking)} to the trash? y/n ")]
         if self.message:
             return [("class:ask", " " + self.message)]
-        where = "list" if self.in_list else "filter"
-        hints = f" [{where}] {HELP}"
+        hints = f" {HELP}"
         if get_cwidth(hints) > self._columns():
-            hints = f" [{where}] {SHORT_HELP}"
+            hints = f" {SHORT_HELP}"
         return fit([("class:footer", hints)], self._columns())
 
     def _build(self) -> Application[PickChoice | None]:
-        in_list = Condition(lambda: self.in_list and self.asking is None)
+        kb = self._keys()
+        self.filter_window = Window(
+            BufferControl(self.filter_buffer, input_processors=[BeforeInput("filter: ", style="class:dim")]),
+            height=1,
+        )
+        self.list_window = Window(FormattedTextControl(self._list))
+        body = HSplit(
+            [
+                Window(FormattedTextControl(self._header), height=1),
+                self.filter_window,
+                self.list_window,
+                Window(FormattedTextControl(self._footer), height=1),
+            ]
+        )
+        return Application(
+            layout=Layout(body, focused_element=self.filter_window),
+            key_bindings=kb,
+            style=STYLE,
+            full_screen=True,
+            mouse_support=False,
+        )
+
+    def _keys(self) -> KeyBindings:
+        """Every key but the ones below types into the filter (a trash question takes the next key)."""
         asking = Condition(lambda: self.asking is not None)
         kb = KeyBindings()
 
@@ -200,43 +222,22 @@ class Picker:
                 return
             event.app.exit(result=None)
 
-        @kb.add("up", filter=~asking)
-        def _up(event: KeyPressEvent) -> None:
-            self.move(-1)
-
-        @kb.add("down", filter=~asking)
-        def _down(event: KeyPressEvent) -> None:
-            self.move(1)
-
-        @kb.add("pageup", filter=~asking)
-        def _page_up(event: KeyPressEvent) -> None:
-            self.move(-self._rows_on_screen())
-
-        @kb.add("pagedown", filter=~asking)
-        def _page_down(event: KeyPressEvent) -> None:
-            self.move(self._rows_on_screen())
-
-        @kb.add("enter", filter=~asking)
-        def _resume(event: KeyPressEvent) -> None:
-            self._choose(event, "resume")
-
-        @kb.add("tab", filter=~asking)
-        def _tab(event: KeyPressEvent) -> None:
-            self.in_list = not self.in_list
-            self.message = ""
-            event.app.layout.focus(self.list_window if self.in_list else self.filter_window)
+        moves = {"up": -1, "s-tab": -1, "down": 1, "tab": 1}
+        for key, delta in moves.items():
+            kb.add(key, filter=~asking)(lambda event, delta=delta: self.move(delta))
+        kb.add("pageup", filter=~asking)(lambda event: self.move(-self._rows_on_screen()))
+        kb.add("pagedown", filter=~asking)(lambda event: self.move(self._rows_on_screen()))
+        kb.add("enter", filter=~asking)(lambda event: self._choose(event, "resume"))
+        kb.add("c-f", filter=~asking)(lambda event: self._choose(event, "fork"))
 
         @kb.add("c-t", filter=~asking)
         def _toggle_directory(event: KeyPressEvent) -> None:
             self.model.this_directory_only = not self.model.this_directory_only
             self.refilter(self.filter_text)
 
-        @kb.add("f", filter=in_list)
-        def _fork(event: KeyPressEvent) -> None:
-            self._choose(event, "fork")
-
-        @kb.add("d", filter=in_list)
+        @kb.add("c-d", filter=~asking)
         def _ask_trash(event: KeyPressEvent) -> None:
+            self.message = ""
             match = self.chosen()
             if match is None:
                 return
@@ -244,11 +245,6 @@ class Picker:
                 self.message = "that is the current session: /delete moves it to the trash"
                 return
             self.asking = match.row.id
-
-        @kb.add("/", filter=in_list)
-        def _back_to_filter(event: KeyPressEvent) -> None:
-            self.in_list = False
-            event.app.layout.focus(self.filter_window)
 
         @kb.add("y", filter=asking)
         def _trash(event: KeyPressEvent) -> None:
@@ -267,30 +263,7 @@ class Picker:
         def _keep(event: KeyPressEvent) -> None:
             self.asking = None
 
-        @kb.add("<any>", filter=in_list)
-        def _ignore(event: KeyPressEvent) -> None:
-            self.message = "in the list: f fork, d trash, Enter resume, / or Tab back to the filter"
-
-        self.filter_window = Window(
-            BufferControl(self.filter_buffer, input_processors=[BeforeInput("filter: ", style="class:dim")]),
-            height=1,
-        )
-        self.list_window = Window(FormattedTextControl(self._list, focusable=True))
-        body = HSplit(
-            [
-                Window(FormattedTextControl(self._header), height=1),
-                self.filter_window,
-                self.list_window,
-                Window(FormattedTextControl(self._footer), height=1),
-            ]
-        )
-        return Application(
-            layout=Layout(body, focused_element=self.filter_window),
-            key_bindings=kb,
-            style=STYLE,
-            full_screen=True,
-            mouse_support=False,
-        )
+        return kb
 
     def _choose(self, event: KeyPressEvent, action: Action) -> None:
         match = self.chosen()

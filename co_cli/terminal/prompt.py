@@ -6,6 +6,7 @@ app imports the prompt and not the other way round.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -26,14 +27,23 @@ if TYPE_CHECKING:
 PROMPT = "co> "
 
 
+MENTION_AT_CURSOR = re.compile(r"(?<!\S)@((?:[^\s\\]|\\ )*)$")
+"""An ``@path`` being typed: from the ``@`` that starts a word to the cursor (a space in it written ``\\ ``)."""
+
+
 class SlashCompleter(Completer):
-    """Completes /command names, then the command's own arguments (e.g. session ids)."""
+    """Completes /command names, then the command's own arguments (e.g. session ids); and with Tab, an
+    ``@path`` anywhere in a prompt (inside the working directory)."""
 
     def __init__(self, host: CommandHost) -> None:
         self.host = host
 
     def get_completions(self, document: Document, complete_event: CompleteEvent) -> Iterable[Completion]:
         text = document.text_before_cursor
+        mention = MENTION_AT_CURSOR.search(text)
+        if mention is not None and complete_event.completion_requested:
+            yield from self._paths(mention.group(1))
+            return
         if not text.startswith("/") or "\n" in text:
             return
         name, sep, arg = text[1:].partition(" ")
@@ -49,6 +59,20 @@ class SlashCompleter(Completer):
             value, meta = item if isinstance(item, tuple) else (item, "")
             if value.startswith(arg):
                 yield Completion(value, start_position=-len(arg), display_meta=printable(meta) or None)
+
+    def _paths(self, typed: str) -> Iterable[Completion]:
+        """The paths ``read_file`` reads unasked (inside the working directory, none of co's own files). Not
+        while the conversation is being built: its thread is importing the tools' libraries."""
+        try:
+            cwd = self.host.conv.cwd.resolve()
+        except AssertionError:
+            return
+        from co_cli.config import OwnFiles
+        from co_cli.tools.files import path_completions
+
+        own = OwnFiles.of(self.host.loaded.paths, self.host.loaded.settings)
+        for path in path_completions(cwd, own, typed.replace("\\ ", " ")):
+            yield Completion(path.replace(" ", "\\ "), start_position=-len(typed), display=path)
 
 
 def key_bindings() -> KeyBindings:

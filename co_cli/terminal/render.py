@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.text import Text
 
 from co_cli.terminal.working_line import WorkingLine
-from co_cli.terminal_text import printable
+from co_cli.terminal_text import counted, printable
 from co_cli.vocabulary import WAITING_FOR_MODEL
 
 if TYPE_CHECKING:
@@ -131,14 +131,36 @@ def short_args(args: Any, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _result_text(content: Any) -> str:
+    return content if isinstance(content, str) else json.dumps(content, default=str)
+
+
+def _size(chars: int) -> str:
+    return f"{chars} chars" if chars < 1024 else f"{chars / 1024:.1f} KB"
+
+
 def summarize_result(content: Any) -> str:
-    text = content if isinstance(content, str) else json.dumps(content, default=str)
-    size = len(text)
+    text = _result_text(content)
     first = next((line.strip() for line in text.splitlines() if line.strip()), "")
     if len(first) > 100:
         first = first[:99] + "…"
-    unit = f"{size} chars" if size < 1024 else f"{size / 1024:.1f} KB"
+    unit = _size(len(text))
     return f"{unit}: {first}" if first else unit
+
+
+RESULT_LINES = 5
+"""How many lines of a tool's output the terminal shows under the call (``/last`` shows it whole)."""
+LAST_COMMAND = "/last"
+
+
+def result_preview(content: Any, max_lines: int = RESULT_LINES) -> tuple[str, list[str], int]:
+    """A tool output as the terminal shows it: its size (lines and characters), its first ``max_lines``
+    non-blank lines (without control characters; tabs as spaces) and how many non-blank lines are left out."""
+    text = _result_text(content)
+    lines = [printable(line).expandtabs(4).rstrip() for line in text.splitlines()]
+    filled = [line for line in lines if line.strip()]
+    size = f"{counted(len(lines), 'line')}, {_size(len(text))}"
+    return size, filled[:max_lines], max(0, len(filled) - max_lines)
 
 
 def parsed_args(args: Any) -> dict[str, Any]:
@@ -195,8 +217,20 @@ class TerminalView:
         if name in MEMORY_CHANGE_TOOLS and isinstance(content, str):
             self.console.print(Text(printable(content), style="dim"))
         else:
-            self.console.print(Text(printable(f"  ↳ {name}: {summarize_result(content)}"), style="dim"))
+            self._show_output(name, content)
         self.working(WAITING_FOR_MODEL)
+
+    def _show_output(self, name: str, content: Any) -> None:
+        """The output's size and first lines, each cut to the terminal's width; ``/last`` shows it whole."""
+        size, lines, left_out = result_preview(content)
+        width = self.console.width
+        cut = any(len(line) + 4 > width for line in lines)
+        hint = f" · {LAST_COMMAND} shows it all" if left_out or cut else ""
+        rows = [f"  ↳ {printable(name)}: {size}{hint}", *(f"    {line}" for line in lines)]
+        if left_out:
+            rows.append(f"    … {counted(left_out, 'more line')}")
+        for row in rows:
+            self.console.print(Text(row, style="dim"), no_wrap=True, overflow="ellipsis", crop=True)
 
     def notice(self, message: str) -> None:
         self.stream.finish()

@@ -59,14 +59,21 @@ def sessions_table(
     usage: dict[str, UsageTotals] | None = None,
     deleted: Sequence[float] = (),
     short_ids: Mapping[str, str] | None = None,
+    *,
+    shown_ids: Mapping[str, str] | None = None,
+    width: int | None = None,
 ) -> Text:
     """One line per session, most recently updated first (as given), in aligned columns; with ``usage``, tokens
     and cost columns (a session without usage rows was saved before co recorded them: its cost is unknown);
     with ``deleted``, when each went to the trash. A fork names its parent by ``short_ids`` (``parent_short_ids``);
     a session started elsewhere than the terminal says where ("via serve").
 
+    ``shown_ids`` names each session as co shows it (``short_ids``; the whole id without it). With ``width`` (a
+    terminal's) a title that would pass it is wrapped at its spaces under the Title column, or on the lines
+    below the row when that column starts too far right: never cut mid-word by the terminal.
+
     Lines, not a rich ``Table``: a table measures and wraps every cell, 2 ms a row (20 s for 10,000 sessions);
-    these lines are never wrapped or padded by co (a narrow terminal wraps them itself)."""
+    without ``width`` these lines are never wrapped or padded by co (a pipe gets them whole)."""
     from co_cli.store.usage import format_cost, format_tokens
 
     now = time.time()
@@ -77,7 +84,7 @@ def sessions_table(
     rows: list[list[str]] = []
     dim_cost: list[bool] = []
     for index, info in enumerate(sessions):
-        cells = [printable(info.id)]
+        cells = [printable((shown_ids or {}).get(info.id, info.id))]
         if deleted:
             cells.append(format_time(deleted[index], now))
         cells += [format_time(info.updated_at, now), str(info.message_count)]
@@ -102,6 +109,8 @@ def sessions_table(
                 text.append(" ")
             last = i == len(header) - 1
             shown = cell.rjust(widths[i]) if name in right else cell if last else cell.ljust(widths[i])
+            if last and width is not None:
+                shown = _wrapped_title(shown, len(text), width)
             text.append(shown, style=styles.get(i, ""))
         return text
 
@@ -113,6 +122,21 @@ def sessions_table(
             styles[cost_column] = "dim"
         lines.append(line(cells, styles))
     return Text("\n").join(lines)
+
+
+TITLE_MIN_COLUMNS = 24
+"""Below this many columns left for the Title, a listing puts the title on the lines under its row."""
+
+
+def _wrapped_title(title: str, start: int, width: int) -> str:
+    """``title`` starting at column ``start`` of a ``width``-column terminal, wrapped at its spaces."""
+    import textwrap
+
+    if start + len(title) <= width:
+        return title
+    if width - start >= TITLE_MIN_COLUMNS:
+        return ("\n" + " " * start).join(textwrap.wrap(title, width - start))
+    return "".join("\n    " + line for line in textwrap.wrap(title, max(TITLE_MIN_COLUMNS, width - 4)))
 
 
 def parent_short_ids(store: Store, sessions: Sequence[SessionInfo]) -> dict[str, str]:
@@ -159,6 +183,20 @@ def search_table(hits: Sequence[SearchHit]) -> Table:
             highlighted_snippet(hit.snippet),
         )
     return table
+
+
+def search_lines(hits: Sequence[SearchHit], shown_ids: Mapping[str, str]) -> Group:
+    """The hits for a terminal of any width: a line naming the session (as co shows its id), the message and
+    the title, and the snippet indented under it; rich wraps both at their spaces."""
+    now = time.time()
+    rows: list[RenderableType] = []
+    for hit in hits:
+        head = Text(printable(shown_ids.get(hit.session_id, hit.session_id)), style="cyan")
+        head.append(f"  #{hit.seq} {printable(hit.kind)} · {format_time(hit.created_at, now)}", style="dim")
+        if hit.title:
+            head.append("  " + printable(hit.title))
+        rows += [head, Padding(highlighted_snippet(hit.snippet), (0, 0, 0, 4))]
+    return Group(*rows)
 
 
 MESSAGE_SHOWN_CHARS = 20_000

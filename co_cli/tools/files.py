@@ -22,11 +22,14 @@ from co_cli.config import OwnFiles
 from co_cli.deps import CoDeps
 from co_cli.tools.blocking import StopFlag, run_blocking
 from co_cli.tools.paths import (
+    OUTSIDE_CWD_REASON,
+    PRIVATE_REASON,
     PathError,
     confined_path,
     display_path,
     is_inside,
     own_files,
+    resolve_path,
     working_dir,
 )
 
@@ -100,19 +103,34 @@ def _shown_line(raw: bytes, skipped: int) -> str:
     return _clip(text, MAX_LINE_CHARS)
 
 
+def unreadable(resolved: Path) -> str | None:
+    """Why ``resolved`` cannot be read as text ("does not exist", "is a directory", ...), or None."""
+    if not resolved.exists():
+        return "does not exist"
+    if resolved.is_dir():
+        return "is a directory"
+    if not resolved.is_file():  # a FIFO or device would block or never end
+        return "is not a regular file"
+    if is_binary(resolved):
+        return f"is a binary file ({resolved.stat().st_size} bytes); it cannot be shown as text"
+    return None
+
+
 def _read_file(ctx: RunContext[CoDeps], path: str, offset: int, limit: int, stop: StopFlag) -> str:
     resolved = confined_path(ctx, path)
-    if not resolved.exists():
-        return f"Error: {path} does not exist."
-    if resolved.is_dir():
+    problem = unreadable(resolved)
+    if problem == "is a directory":
         return f"Error: {path} is a directory; use list_dir to see its entries."
-    if not resolved.is_file():  # a FIFO or device would block or never end
-        return f"Error: {path} is not a regular file."
+    if problem is not None:
+        return f"Error: {path} {problem}."
     if offset < 0 or limit < 1:
         return "Error: offset must be >= 0 and limit >= 1."
-    if is_binary(resolved):
-        size = resolved.stat().st_size
-        return f"Error: {path} is a binary file ({size} bytes); it cannot be shown as text."
+    return read_lines(resolved, path, offset, limit, stop)
+
+
+def read_lines(resolved: Path, path: str, offset: int, limit: int, stop: StopFlag) -> str:
+    """Numbered lines of the text file ``resolved`` (named ``path``) as ``read_file`` returns them: lines cut at
+    ``MAX_LINE_CHARS``, at most ``READ_OUTPUT_CHARS`` characters, a last line saying where to continue."""
     shown: list[str] = []
     chars = 0
     stopped_at_budget = False
@@ -151,7 +169,57 @@ def _read_file(ctx: RunContext[CoDeps], path: str, offset: int, limit: int, stop
     return text
 
 
-async def read_file(ctx: RunContext[CoDeps], path: str, offset: int = 0, limit: int = 400) -> str:
+READ_FILE_LIMIT = 400
+"""Lines ``read_file`` returns by default (and an ``@path`` in a prompt brings)."""
+
+
+def read_for_prompt(cwd: Path, own: OwnFiles, path: str) -> str:
+    """``path`` (an ``@path`` the user typed) as ``read_file`` would return it unasked: inside the working
+    directory (symlinks followed), never co's own files, a text file, the same bounds. Raises ``PathError``
+    (its message says why, to the user) when it may not or cannot be read."""
+    resolved = resolve_path(cwd, path)
+    if own.holds(resolved):
+        raise PathError(f"{path} is one of co's own files ({PRIVATE_REASON})")
+    if not is_inside(cwd, resolved):
+        raise PathError(f"{path} is {OUTSIDE_CWD_REASON} (ask the model to read it: it asks you first)")
+    problem = unreadable(resolved)
+    if problem is not None:
+        raise PathError(f"{path} {problem}")
+    try:
+        return read_lines(resolved, path, 0, READ_FILE_LIMIT, StopFlag())
+    except OSError as exc:
+        raise PathError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def path_completions(cwd: Path, own: OwnFiles, partial: str, limit: int = 200) -> list[str]:
+    """Paths inside the working directory that start with ``partial`` (a directory ends in "/"), as an
+    ``@path`` completes: nothing outside it or of co's own files, no hidden entry unless asked for."""
+    folder, _, stem = partial.rpartition("/")
+    try:
+        base = resolve_path(cwd, folder or ".")
+    except PathError:
+        return []
+    if not is_inside(cwd, base) or own.holds(base) or not base.is_dir():
+        return []
+    found: list[str] = []
+    try:
+        entries = sorted(os.scandir(base), key=lambda entry: entry.name)
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.name.startswith(stem) or (entry.name.startswith(".") and not stem.startswith(".")):
+            continue
+        resolved = Path(entry.path).resolve()
+        if not is_inside(cwd, resolved) or own.holds(resolved):
+            continue
+        name = f"{folder}/{entry.name}" if folder else entry.name
+        found.append(name + "/" if resolved.is_dir() else name)
+        if len(found) >= limit:
+            break
+    return found
+
+
+async def read_file(ctx: RunContext[CoDeps], path: str, offset: int = 0, limit: int = READ_FILE_LIMIT) -> str:
     """Read a text file, returning numbered lines.
 
     Lines longer than 2000 characters are cut, and one call returns at most 50000 characters; the result

@@ -22,6 +22,13 @@ async def _help(host: CommandHost, arg: str) -> None:
             style="dim",
         )
     )
+    host.console.print(
+        Text(
+            "@path sends a file of the working directory with the prompt (Tab completes it) · !command runs a "
+            "command; it and its output go with your next prompt",
+            style="dim",
+        )
+    )
 
 
 @command("quit", "", "leave co (Ctrl-D does the same)", aliases=("exit",))
@@ -67,6 +74,24 @@ async def _context(host: CommandHost, arg: str) -> None:
     from co_cli.terminal.views import render_context
 
     host.show(render_context(host.conv.window.report(), plain=not host.interactive))
+
+
+@command("last", "", "show the whole output of the last tool call, in the pager ($PAGER, else less)")
+async def _last(host: CommandHost, arg: str) -> None:
+    from co_cli.terminal.output import page
+    from co_cli.terminal.render import result_preview
+    from co_cli.terminal_text import printable
+
+    output = host.conv.window.last_tool_output()
+    if output is None:
+        host.error("no tool has returned anything in this conversation yet")
+        return
+    size = result_preview(output.text)[0]
+    saved = f", saved as ref={output.ref}" if output.ref else ""
+    if not host.interactive:
+        host.show(output.text)
+        return
+    page(host.console, printable(f"{output.tool_name}: {size}{saved}\n\n{output.text}"))
 
 
 @command("usage", "", "tokens and cost of the last turn and of this session, and its tool calls")

@@ -43,7 +43,7 @@ class CommandHost(Protocol):
     async def confirm(self, question: str) -> bool: ...
     async def ask(self, question: str, default: str = "") -> str | None: ...
     async def cancellable(self, work: Coroutine[Any, Any, T], status: str) -> T | None: ...
-    async def turn(self, prompt: str) -> TurnOutcome: ...
+    async def turn(self, prompt: str, words: str | None = None) -> TurnOutcome: ...
 
 
 Handler = Callable[["CommandHost", str], Awaitable[None]]
@@ -78,8 +78,8 @@ def command(
 
 
 HELP_ORDER = (
-    "help", "quit", "new", "clear", "model", "retry", "compact", "context", "sessions", "resume", "fork", "rename",
-    "delete", "pin", "pins", "unpin", "uncompact", "memory", "remember", "forget", "rewind", "usage",
+    "help", "quit", "new", "clear", "model", "retry", "last", "compact", "context", "sessions", "resume", "fork",
+    "rename", "delete", "pin", "pins", "unpin", "uncompact", "memory", "remember", "forget", "rewind", "usage",
     "tasks", "mcp",
 )  # fmt: skip
 """The order /help lists the commands and completion offers them, whichever module registered them."""

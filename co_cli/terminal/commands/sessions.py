@@ -42,7 +42,7 @@ def _message_number(arg: str, usage: str) -> int | None:
 
 @command("sessions", "[query]", "list saved sessions, or search them")
 async def _sessions(host: CommandHost, arg: str) -> None:
-    from co_cli.terminal.views import parent_short_ids, search_table, sessions_table
+    from co_cli.terminal.views import parent_short_ids, search_lines, search_table, sessions_table
 
     if _refused(host):
         return
@@ -52,13 +52,19 @@ async def _sessions(host: CommandHost, arg: str) -> None:
         if not hits:
             host.info(f"No sessions match {arg!r}.")
             return
-        host.show(search_table(hits))
+        shown_hits = store.sessions.short_ids(hit.session_id for hit in hits)
+        host.show(search_lines(hits, shown_hits) if host.interactive else search_table(hits))
         return
     sessions = store.sessions.list(limit=30)
     if not sessions:
         host.info("No saved sessions yet.")
         return
-    host.show(sessions_table(sessions, short_ids=parent_short_ids(store, sessions)))
+    parents = parent_short_ids(store, sessions)
+    if not host.interactive:  # a pipe gets whole ids and whole lines
+        host.show(sessions_table(sessions, short_ids=parents))
+        return
+    shown = store.sessions.short_ids(s.id for s in sessions)
+    host.show(sessions_table(sessions, short_ids=parents, shown_ids=shown, width=host.console.width))
 
 
 @command("resume", "[id]", "switch to a saved session; without an id, pick one", complete=_session_ids)
