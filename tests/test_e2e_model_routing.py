@@ -23,6 +23,6 @@ def test_a_named_provider_is_not_sent_to_base_url(
     )
     assert scripted_server.requests == []
 
-    piped = run_co(["chat"], co_server_env, workdir, input="/model openai:gpt-4o\nhello\n")
+    piped = run_co(["chat", "--lines"], co_server_env, workdir, input="/model openai:gpt-4o\nhello\n")
     assert "OPENAI_API_KEY" in piped.stderr
     assert all("gpt-4o" not in str(r.body) for r in scripted_server.requests)

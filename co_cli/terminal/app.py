@@ -16,6 +16,7 @@ from rich.text import Text
 
 from co_cli.config import LoadedSettings
 from co_cli.errors import CoError
+from co_cli.failure_text import HintPlace, retold
 from co_cli.models import ModelChoice
 from co_cli.terminal import commands
 from co_cli.terminal.render import PlainView, TerminalView, message_text, plain_message, print_error
@@ -86,6 +87,9 @@ class ChatApp:
             approver.after_asking = self.keys.after_question
             approver.cancel_turn = self.cancel_turn
         self._in_turn = False
+        self.hints: HintPlace = "repl"
+        """Where the user reads errors: at the prompt (slash commands work), or after a run without one (-p, a
+        pipe), whose errors name what works there instead."""
 
     @property
     def conv(self) -> Conversation:
@@ -148,6 +152,7 @@ class ChatApp:
 
     def error(self, message: str) -> None:
         self.errors += 1
+        message = retold(message, self.hints)
         if self.interactive:  # provider error bodies come from the server: printed without controls
             print_error(self.console, message)
         else:
@@ -377,38 +382,6 @@ class ChatApp:
         except CoError as exc:
             if session.app.is_running:
                 session.app.exit(exception=exc)
-
-    async def run_lines(self, lines: TextIO) -> int:
-        """Piped stdin: each line is one input; exit at EOF. Returns the exit code."""
-        await self.ready()
-        self.show_instructions_files()
-        failed = False
-        for raw in lines:
-            line = raw.rstrip("\r\n")  # a line ending of either kind is not part of the prompt
-            if not line.strip():
-                continue
-            try:
-                if line.strip().startswith("/"):
-                    await commands.dispatch(self, line)
-                else:
-                    outcome = await self.turn(line)
-                    failed = failed or outcome.status == "failed"
-            except CoError as exc:
-                self.error(exc.message)
-                failed = True
-            if not self.running:
-                break
-        await self.finish_background()
-        self.conv.release()
-        return 1 if failed or self.errors else 0
-
-    async def run_once(self, prompt: str) -> int:
-        await self.ready()
-        self.show_instructions_files()
-        outcome = await self.turn(prompt)
-        await self.finish_background()
-        self.conv.release()
-        return 0 if outcome.status == "ok" else 1
 
 
 def come_back_hint(store: Store, session: SessionInfo | None, saving: bool) -> str | None:
