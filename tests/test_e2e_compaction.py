@@ -189,7 +189,9 @@ def test_a_summariser_that_writes_slowly_but_steadily_is_not_cut_off(
 
     scripted_server.responder = slow
     env = {**co_server_env, "CO_CLI_REQUEST_TIMEOUT": "1.5"}
-    result = run_co(["chat", "--lines"], env, workdir, input="\n".join([long_prompt(1), long_prompt(2), "/compact"]) + "\n")
+    result = run_co(
+        ["chat", "--lines"], env, workdir, input="\n".join([long_prompt(1), long_prompt(2), "/compact"]) + "\n"
+    )
     assert result.returncode == 0, result.stderr
     assert "Compacted (summary, manual)" in result.stdout, result.stdout + result.stderr
 

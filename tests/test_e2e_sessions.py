@@ -726,7 +726,9 @@ def test_export_delete_import_round_trip_without_the_key(
 
 def test_no_save_writes_nothing(co_server_env: dict[str, str], workdir: Path, scripted_server: ScriptedServer) -> None:
     data_dir = Path(co_server_env["CO_CLI_DATA_DIR"])
-    result = run_co(["chat", "--lines", "--no-save"], co_server_env, workdir, input="keep this private\nand this\n/sessions\n")
+    result = run_co(
+        ["chat", "--lines", "--no-save"], co_server_env, workdir, input="keep this private\nand this\n/sessions\n"
+    )
     assert result.returncode == 1, result.stderr  # the /sessions line failed
     assert "echo: keep this private" in result.stdout and "echo: and this" in result.stdout
     assert "sessions are not being saved (--no-save)" in result.stderr
