@@ -376,12 +376,16 @@ class ChatApp:
                 self.console.print(message_text(hint, "dim"))
 
     async def _exit_if_build_fails(self, session: Any) -> None:
-        """A model that cannot be built (e.g. a missing key) ends the prompt with its one-line error."""
+        """Once the conversation is built, the toolbar is redrawn (it said "loading…"), with no key pressed; a
+        model that cannot be built (e.g. a missing key) ends the prompt with its one-line error."""
         try:
             await self.ready()
         except CoError as exc:
             if session.app.is_running:
                 session.app.exit(exception=exc)
+            return
+        if session.app.is_running:
+            session.app.invalidate()
 
 
 def come_back_hint(store: Store, session: SessionInfo | None, saving: bool) -> str | None:
