@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from tests.support.co_process import CO_COMMAND, co_environment, run_co
-from tests.support.scripted_server import ScriptedServer
+from tests.support.scripted_server import Error, ScriptedServer
 
 
 def user_contents(server: ScriptedServer) -> list[str]:
@@ -126,3 +126,28 @@ def test_lines_cannot_go_with_print(co_server_env: dict[str, str], workdir: Path
     assert result.stderr.splitlines() == [
         "error: --lines cannot be combined with -p: with -p, piped text is part of the prompt"
     ]
+
+
+def test_a_failure_without_a_prompt_names_what_works_there(
+    co_server_env: dict[str, str], workdir: Path, scripted_server: ScriptedServer
+) -> None:
+    scripted_server.script(Error(500, "the upstream broke"), Error(500, "the upstream broke"))
+    for args in (["chat", "-p", "hello"], ["chat"]):
+        result = run_co(args, co_server_env, workdir, input="piped text\n")
+        assert result.returncode == 1
+        assert result.stderr.splitlines()[-1] == (
+            "error: scripted: provider error (HTTP 500: the upstream broke); run it again ('co chat -c' continues "
+            "this session)"
+        )
+    scripted_server.script(Error(500, "the upstream broke"))
+    lines = run_co(["chat", "--lines"], co_server_env, workdir, input="hello\n")  # /retry can follow here
+    assert lines.stderr.splitlines()[-1].endswith("; /retry to send it again")
+
+
+def test_a_failure_at_the_prompt_still_says_retry() -> None:
+    from co_cli.failure_text import retold
+
+    line = "scripted: request timed out; /retry to send it again"
+    assert retold(line, "repl") == line
+    assert retold(line, "print") == "scripted: request timed out; run it again (`co chat -c` continues this session)"
+    assert retold(line, "api") == "scripted: request timed out; send the request again"
