@@ -199,6 +199,8 @@ class ChatApp:
                 outcome = await self.conv.run_turn(prompt, self.view, token)
         finally:
             self._in_turn = False
+        if outcome.status == "ok" and (cost := self.conv.background.cost_notice(prompt)):
+            self.note(cost)
         if outcome.status == "failed" and outcome.error:
             self.error(outcome.error)
             if self.interactive:
