@@ -27,8 +27,14 @@ program that starts co with a pipe it never writes to nor closes would otherwise
 
 
 def stdin_is_piped() -> bool:
-    """Whether stdin is a pipe or a file (not a terminal, and open)."""
-    return sys.stdin is not None and not sys.stdin.isatty()
+    """Whether stdin is a pipe or a file: open, on a file descriptor, and not a terminal."""
+    if sys.stdin is None:
+        return False
+    try:
+        sys.stdin.fileno()
+    except (OSError, ValueError):  # replaced by an object that is no file (io.UnsupportedOperation is an OSError)
+        return False
+    return not sys.stdin.isatty()
 
 
 def piped_limit(context_window: int) -> int:
