@@ -28,7 +28,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, SettingsError
 
 from co_cli.errors import ConfigError
 from co_cli.secrets import mask_url_credentials
@@ -93,7 +93,8 @@ class McpServer(BaseModel):
     @model_validator(mode="after")
     def _one_transport(self) -> McpServer:
         if bool(self.command.strip()) == bool(self.url):
-            raise ValueError("an MCP server needs either 'command' (stdio) or 'url' (HTTP), not both")
+            which = "not both" if self.url else "and has neither"
+            raise ValueError(f"an MCP server needs either 'command' (stdio) or 'url' (HTTP), {which}")
         if self.url and (self.args or self.env or self.cwd):
             raise ValueError("'args', 'env' and 'cwd' are for stdio servers ('command'), not 'url'")
         if self.command and self.headers:
@@ -531,7 +532,8 @@ def _read_settings_file(path: Path) -> dict[str, Any]:
 def shown_input(field: str, value: Any) -> str:
     """How an error message quotes a rejected value: never a secret, and a URL without its credentials."""
     if field in SECRET_FIELDS:
-        return f"got a {type(value).__name__}, value not shown"
+        kind = type(value).__name__
+        return f"got {'an' if kind[:1] in 'aeiou' else 'a'} {kind}, value not shown"
     if field == "base_url":
         return f"got {mask_url_credentials(value)!r}" if isinstance(value, str) else f"got a {type(value).__name__}"
     return f"got {value!r}"
@@ -663,6 +665,8 @@ def _validated(
     where it came from."""
     try:
         return Settings(**merged)
+    except SettingsError as exc:  # an environment variable that should hold JSON does not
+        raise ConfigError(_not_json(exc)) from None
     except ValidationError as exc:
         err = exc.errors()[0]
         field = str(err["loc"][0]) if err["loc"] else "?"
@@ -675,8 +679,29 @@ def _validated(
         else:
             where = field
         inner = ".".join(str(part) for part in err["loc"][1:])
-        message = f"{inner}: {err['msg']}" if inner else err["msg"]
+        said = str(err["msg"]).removeprefix("Value error, ")
+        message = f"{inner}: {said}" if inner else said
         raise ConfigError(f"invalid setting {where}: {message} ({shown_input(field, err.get('input'))})") from None
+
+
+JSON_EXPECTED = {"mcp_servers": 'a JSON object of servers by name, e.g. {"docs": {"command": "docs-mcp"}}'}
+"""What a setting that the environment gives as JSON should hold."""
+
+
+def _not_json(exc: SettingsError) -> str:
+    """One line for an environment variable that is not the JSON its setting needs."""
+    found = re.search(r'field "(\w+)"', str(exc))
+    field = found.group(1) if found else ""
+    if field not in Settings.model_fields:
+        return f"invalid setting: {exc}"
+    raw = os.environ.get(env_var(field), "")
+    try:
+        json.loads(raw)
+        why = "not the JSON it needs"
+    except json.JSONDecodeError as err:
+        why = f"not valid JSON ({err.msg} at column {err.colno})"
+    expected = JSON_EXPECTED.get(field, "JSON")
+    return f"invalid setting {env_var(field)}: {why} ({shown_input(field, raw)}); expected {expected}"
 
 
 def _merge_mcp_servers(

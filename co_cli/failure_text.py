@@ -5,6 +5,31 @@ from __future__ import annotations
 import errno
 import socket
 import ssl
+from typing import Literal
+
+HintPlace = Literal["repl", "print", "api"]
+"""Where an error is read: at co's prompt, where slash commands work; after a run without a prompt (``-p``, a
+pipe); or by a client of ``co serve``'s API."""
+
+RETOLD: dict[str, dict[HintPlace, str]] = {
+    "/retry to send it again": {
+        "print": "run it again (`co chat -c` continues this session)",
+        "api": "send the request again",
+    },
+    "/retry to try again": {"print": "run it again", "api": "send the request again"},
+    "/retry when it is up": {
+        "print": "run it again when it is up (`co chat -c` continues this session)",
+        "api": "send the request again when it is up",
+    },
+    "then /retry": {"print": "then run it again", "api": "then send the request again"},
+    "with /retry": {"print": "by running it again", "api": "by sending the request again"},
+    "try /compact": {
+        "print": "continue with `co chat -c` and /compact",
+        "api": "send fewer or shorter messages, or start a new chat",
+    },
+    "(/model)": {"print": "(-m or the model setting)", "api": "(the request's model)"},
+}
+"""The hints of the lines below that name a slash command, and what works instead where none can be typed."""
 
 # OS errors that mean the network, not this machine, failed.
 NETWORK_ERRNOS = frozenset(
@@ -130,3 +155,12 @@ def describe_provider_error(exc: BaseException) -> str:
     if isinstance(exc, ConnectionError | OSError):
         return f"connection failed: {_detail(exc)}; /retry when it is up"
     return f"{type(exc).__name__}: {_detail(exc)}"
+
+
+def retold(message: str, where: HintPlace) -> str:
+    """``message`` with its slash-command hints replaced by what works ``where`` it is read."""
+    if where == "repl":
+        return message
+    for hint, instead in RETOLD.items():
+        message = message.replace(hint, instead[where])
+    return message

@@ -278,7 +278,9 @@ def test_compact_preview_shows_what_it_would_change_before_it_is_applied(
     previews = [line for line in printed.lines if line.startswith("Not applied yet:")]
     assert len(previews) == 2, printed.lines  # before and after the edit
     shown = [
-        re.fullmatch(r"Not applied yet: it would replace 6 messages, ~([\d,]+) -> ~([\d,]+) tokens\.", p)
+        re.fullmatch(
+            r"Not applied yet: it would replace 6 messages, ~([\d,]+) -> ~([\d,]+) tokens(; edited by the user)?\.", p
+        )
         for p in previews
     ]
     assert all(shown), previews
@@ -390,3 +392,33 @@ def test_compact_show_and_context_tell_what_of_the_users_words_is_kept(core: Cor
     assert "Your own messages are kept word for word beside the summary" in printed.out
     assert f"\n- {TURNS[0].strip()}" in printed.out
     assert "Your own words beside the summary: 2 messages verbatim" in printed.out
+
+
+def test_an_edited_preview_counts_what_the_edited_summary_holds(core: Core, monkeypatch: pytest.MonkeyPatch) -> None:
+    def names_files(messages: list[ModelMessage]) -> str:
+        n = len(messages)
+        return long_echo(messages) + " ".join(f"see src/module_{n}_{k}.py" for k in range(3))
+
+    chat = ChatRun(core, streaming_model(names_files), summarizer=summarizer())
+    chat.send(*TURNS)
+    answers = iter(["e", "a"])
+
+    async def ask(question: str) -> str | None:
+        return next(answers)
+
+    def keep_one_listed_path(text: str) -> str:
+        """The user deletes all but the first item of the "Kept verbatim" list."""
+        head, _, listed = text.partition("Kept verbatim:\n")
+        items = [line for line in listed.splitlines() if line.startswith("- ")]
+        assert len(items) == 9, text
+        return f"{head}Kept verbatim:\n{items[0]}\n"
+
+    monkeypatch.setattr(chat.app, "ask", ask)
+    monkeypatch.setattr(editor, "edit_text", keep_one_listed_path)
+    printed = chat.send("/compact preview")
+    assert printed.code == 0, printed.err
+    before, after = [line for line in printed.lines if line.startswith("Not applied yet:")]
+    assert before.endswith("; summary kept 0/9 identifiers; 9 appended."), before
+    held = "edited by the user: it holds 1/9 identifiers, 1 of its items in the Kept verbatim list"
+    assert after.endswith(f"; {held}."), after
+    assert f"; {held};" in printed.lines[-1] and "9 appended" not in printed.lines[-1], printed.lines[-1]

@@ -313,3 +313,58 @@ def test_a_mistyped_flag_or_command_is_one_error_line_with_a_suggestion(tmp_path
     ]
     command = _run_co(["sesions", "list"], {}, tmp_path)
     assert command.stderr.splitlines()[0] == "error: no such command 'sesions'. Did you mean 'sessions'?"
+
+
+def _bad_value(name: str) -> str | None:
+    """A value the setting ``name`` refuses, as an environment variable would give it (None: any text will do)."""
+    annotation = str(Settings.model_fields[name].annotation)
+    for kind, bad in (("int", "many"), ("float", "lots"), ("bool", "maybe"), ("Literal", "sometimes")):
+        if kind in annotation:
+            return bad
+    return {"mcp_servers": "{bad", "data_dir": "relative/dir", "config_dir": "relative/dir", "base_url": "ftp://h"}.get(
+        name
+    )
+
+
+@pytest.mark.parametrize("name", [n for n in Settings.model_fields if _bad_value(n) is not None])
+def test_every_setting_refuses_a_bad_value_in_one_line_naming_where_what_and_why(
+    dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    from co_cli.config import SECRET_FIELDS, env_var
+
+    bad = _bad_value(name)
+    assert bad is not None
+    monkeypatch.setenv(env_var(name), bad)
+    with pytest.raises(ConfigError) as err:
+        load_settings(cwd=dirs[1])
+    message = err.value.message
+    assert message.startswith(f"invalid setting {env_var(name)}: ") and "\n" not in message
+    assert ("value not shown" if name in SECRET_FIELDS else repr(bad)) in message
+    monkeypatch.delenv(env_var(name))
+    if name in ("config_dir",):
+        return  # the user file lives in it: only the environment can set it
+    config, project = dirs
+    (config / "settings.json").write_text(json.dumps({name: bad}))
+    with pytest.raises(ConfigError) as err:
+        load_settings(cwd=project)
+    assert err.value.message.startswith(f"invalid setting {name!r} in {config / 'settings.json'}: ")
+
+
+def test_json_settings_that_are_not_json_say_what_they_expect(
+    dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CO_CLI_MCP_SERVERS", "{bad")
+    with pytest.raises(ConfigError) as err:
+        load_settings(cwd=dirs[1])
+    assert err.value.message == (
+        "invalid setting CO_CLI_MCP_SERVERS: not valid JSON (Expecting property name enclosed in double quotes at "
+        'column 2) (got a str, value not shown); expected a JSON object of servers by name, e.g. {"docs": '
+        '{"command": "docs-mcp"}}'
+    )
+
+
+def test_a_bad_json_setting_is_one_line_from_co(tmp_path: Path) -> None:
+    result = _run_co(["chat", "-p", "hi"], {"CO_CLI_MCP_SERVERS": "{bad"}, tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[0].startswith("error: invalid setting CO_CLI_MCP_SERVERS: not valid JSON")
+    assert len(result.stderr.splitlines()) == 1 and "internal error" not in result.stderr

@@ -172,14 +172,14 @@ def test_print_mode_denies_tools_without_approve_all(
 
 
 def test_piped_stdin(co_server_env: dict[str, str], workdir: Path, scripted_server: ScriptedServer) -> None:
-    result = run_co(["chat"], co_server_env, workdir, input="first line\n/help\n/nope\nsecond line\n")
+    result = run_co(["chat", "--lines"], co_server_env, workdir, input="first line\n/help\n/nope\nsecond line\n")
     assert result.returncode == 1, result.stderr  # every line ran, but a command failed: scripts can tell
     assert "echo: first line" in result.stdout and "echo: second line" in result.stdout
     assert "/compact" in result.stdout
     assert "unknown command /nope" in result.stderr
     assert len(scripted_server.chat_requests) == 2
     second = scripted_server.chat_requests[-1]
-    clean = run_co(["chat"], co_server_env, workdir, input="one\n/help\n")
+    clean = run_co(["chat", "--lines"], co_server_env, workdir, input="one\n/help\n")
     assert clean.returncode == 0, clean.stderr
     assert len(scripted_server.chat_requests) == 3
     # the second turn carries the first as history
@@ -311,7 +311,7 @@ def test_keys_typed_before_the_approval_question_do_not_answer_it(
 def test_crlf_input_lines_lose_their_carriage_return(
     co_server_env: dict[str, str], workdir: Path, scripted_server: ScriptedServer
 ) -> None:
-    result = run_co(["chat"], co_server_env, workdir, input="first line\r\nsecond line\r\n")
+    result = run_co(["chat", "--lines"], co_server_env, workdir, input="first line\r\nsecond line\r\n")
     assert result.returncode == 0, result.stderr
     sent = [r.messages[-1] for r in scripted_server.chat_requests]
     assert sent == [{"role": "user", "content": "first line"}, {"role": "user", "content": "second line"}]

@@ -24,7 +24,7 @@ def test_pins_reach_every_request_and_can_be_removed(
     co_server_env: dict[str, str], workdir: Path, scripted_server: ScriptedServer
 ) -> None:
     lines = ["/pin Always answer in British English.", "hello", "/pins", "/unpin 1", "again"]
-    result = run_co(["chat"], co_server_env, workdir, input="\n".join(lines) + "\n")
+    result = run_co(["chat", "--lines"], co_server_env, workdir, input="\n".join(lines) + "\n")
     assert result.returncode == 0, result.stderr
     assert "Pinned #1: Always answer in British English." in result.stdout
     assert "1. Always answer in British English." in result.stdout
@@ -99,7 +99,7 @@ def test_sessions_show_and_export_show_compactions_in_place(
 ) -> None:
     scripted_server.responder = summariser_answers(SUMMARY)
     lines = [long_prompt(1), long_prompt(2), "/compact", "after", "/uncompact"]
-    result = run_co(["chat"], co_server_env, workdir, input="\n".join(lines) + "\n")
+    result = run_co(["chat", "--lines"], co_server_env, workdir, input="\n".join(lines) + "\n")
     assert result.returncode == 0, result.stderr
     listed = run_co(["sessions", "list", "--json"], co_server_env, workdir)
     session_id = listed.stdout.split('"id": "')[1].split('"')[0]
@@ -118,7 +118,7 @@ def test_pin_remember_keeps_it_for_every_session_and_memory_lists_both(
     co_server_env: dict[str, str], workdir: Path, scripted_server: ScriptedServer
 ) -> None:
     lines = ["/pin --remember Never push directly to main.", "/pin Keep answers short.", "/memory"]
-    result = run_co(["chat"], co_server_env, workdir, input="\n".join(lines) + "\n")
+    result = run_co(["chat", "--lines"], co_server_env, workdir, input="\n".join(lines) + "\n")
     assert result.returncode == 0, result.stderr
     assert "Pinned #1: Never push directly to main." in result.stdout
     assert "as an instruction for every session" in result.stdout
@@ -146,7 +146,7 @@ def test_a_hung_summariser_is_given_up_after_request_timeout(
     env = {**co_server_env, "CO_CLI_REQUEST_TIMEOUT": "1.5"}
     lines = [long_prompt(1), long_prompt(2), "/compact"]
     start = time.monotonic()
-    result = run_co(["chat"], env, workdir, input="\n".join(lines) + "\n", timeout=60)
+    result = run_co(["chat", "--lines"], env, workdir, input="\n".join(lines) + "\n", timeout=60)
     elapsed = time.monotonic() - start
     assert "compaction failed, history unchanged: the summariser sent nothing for 1.5 s." in result.stderr
     assert "raise request_timeout" in result.stderr
@@ -166,7 +166,7 @@ def test_a_slow_summariser_is_asked_once_per_summary_and_named_once(
     scripted_server.responder = lambda body: Hang(30) if is_summariser_request(body) else None
     env = {**co_server_env, "CO_CLI_REQUEST_TIMEOUT": "1.5", "CO_CLI_MAX_HISTORY_MESSAGES": "6"}
     prompts = [long_prompt(i) for i in range(1, 10)]
-    result = run_co(["chat"], env, workdir, input="\n".join(prompts) + "\n", timeout=120)
+    result = run_co(["chat", "--lines"], env, workdir, input="\n".join(prompts) + "\n", timeout=120)
     assert result.returncode == 0, result.stderr
     calls = summariser_calls(scripted_server)
     assert calls and all((call.body or {}).get("stream") for call in calls)
@@ -189,7 +189,9 @@ def test_a_summariser_that_writes_slowly_but_steadily_is_not_cut_off(
 
     scripted_server.responder = slow
     env = {**co_server_env, "CO_CLI_REQUEST_TIMEOUT": "1.5"}
-    result = run_co(["chat"], env, workdir, input="\n".join([long_prompt(1), long_prompt(2), "/compact"]) + "\n")
+    result = run_co(
+        ["chat", "--lines"], env, workdir, input="\n".join([long_prompt(1), long_prompt(2), "/compact"]) + "\n"
+    )
     assert result.returncode == 0, result.stderr
     assert "Compacted (summary, manual)" in result.stdout, result.stdout + result.stderr
 
@@ -206,7 +208,7 @@ def test_a_rule_stated_in_german_is_pinned_by_compact_and_an_invented_one_is_not
     )
     first = f"{rule} Zuerst geht es um die Checkliste in notes/plan.md. " + long_prompt(1)
     lines = [first, long_prompt(2), "/compact", "/pins", "/compact show", "weiter"]
-    result = run_co(["chat"], co_server_env, workdir, input="\n".join(lines) + "\n")
+    result = run_co(["chat", "--lines"], co_server_env, workdir, input="\n".join(lines) + "\n")
     assert result.returncode == 0, result.stderr
     assert "; 1 quote not found in your messages, dropped." in result.stdout
     assert f"Pinned a standing instruction you stated (every request carries it; /unpin undoes this):\n  #1 {rule}" in (
@@ -227,7 +229,7 @@ def test_a_summary_in_plain_text_pins_nothing_and_compact_show_suggests(
     scripted_server.responder = summariser_prose(SUMMARY)
     first = "Never commit generated files. Then: " + long_prompt(1)
     lines = [first, long_prompt(2), "/compact", "/compact show", "/pins"]
-    result = run_co(["chat"], co_server_env, workdir, input="\n".join(lines) + "\n")
+    result = run_co(["chat", "--lines"], co_server_env, workdir, input="\n".join(lines) + "\n")
     assert result.returncode == 0, result.stderr
     assert "lists 1 suggestion from your words" in result.stdout
     assert "Pinned" not in result.stdout

@@ -151,7 +151,7 @@ def test_long_conversation_auto_compacts_persists_and_resumes(
     scripted_server.responder = summariser_answers(SUMMARY_TEXT)
     env = {**co_server_env, "CO_CLI_MAX_HISTORY_MESSAGES": "10"}
     prompts = [long_prompt(i) for i in range(1, 9)]
-    result = run_co(["chat"], env, workdir, input="\n".join(prompts) + "\n")
+    result = run_co(["chat", "--lines"], env, workdir, input="\n".join(prompts) + "\n")
     assert result.returncode == 0, result.stderr
     assert f"echo: {prompts[-1]}" in result.stdout
 
@@ -211,7 +211,7 @@ def test_manual_compact_with_focus(
     scripted_server.responder = summariser_answers(SUMMARY_TEXT)
     first, second = long_prompt(1), long_prompt(2)
     lines = [first, second, "/compact some focus", "what now?", "/context"]
-    result = run_co(["chat"], co_server_env, workdir, input="\n".join(lines) + "\n")
+    result = run_co(["chat", "--lines"], co_server_env, workdir, input="\n".join(lines) + "\n")
     assert result.returncode == 0, result.stderr
 
     calls = summariser_calls(scripted_server)
@@ -248,7 +248,7 @@ def test_failing_summariser_falls_back_to_the_extractive_digest(
     scripted_server.responder = summariser_fails
     env = {**co_server_env, "CO_CLI_MAX_HISTORY_MESSAGES": "10"}
     prompts = [long_prompt(i) for i in range(1, 9)]
-    result = run_co(["chat"], env, workdir, input="\n".join(prompts) + "\n")
+    result = run_co(["chat", "--lines"], env, workdir, input="\n".join(prompts) + "\n")
     assert result.returncode == 0, result.stderr
     assert f"echo: {prompts[-1]}" in result.stdout
     assert summariser_calls(scripted_server)
@@ -273,7 +273,7 @@ def test_failing_manual_compact_leaves_history_unchanged(
     scripted_server.responder = summariser_fails
     first, second = long_prompt(1), long_prompt(2)
     lines = [first, second, "/compact", "still there?"]
-    result = run_co(["chat"], co_server_env, workdir, input="\n".join(lines) + "\n")
+    result = run_co(["chat", "--lines"], co_server_env, workdir, input="\n".join(lines) + "\n")
     assert result.returncode == 1, result.stderr  # the /compact line failed
     assert "compaction failed, history unchanged" in result.stderr
     assert "Compacted" not in result.stdout
@@ -331,7 +331,7 @@ def test_context_command_in_terminal(
 
 def test_context_command_plain(co_server_env: dict[str, str], workdir: Path) -> None:
     lines = [long_prompt(1), "/context"]
-    result = run_co(["chat"], co_server_env, workdir, input="\n".join(lines) + "\n")
+    result = run_co(["chat", "--lines"], co_server_env, workdir, input="\n".join(lines) + "\n")
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert re.search(r"Context: [\d,]+ / 128,000 tokens \(\d+\.\d%, (reported|estimated)\); window size: assumed", out)
@@ -385,7 +385,7 @@ def test_tool_outputs_trimmed_later_and_offloaded_with_ref(
         Text("read the big output"),
     )
     prompts = ["make a medium output", "make a big output", "anything else?"]
-    result = run_co(["chat", "--approve-all"], env, workdir, input="\n".join(prompts) + "\n")
+    result = run_co(["chat", "--lines", "--approve-all"], env, workdir, input="\n".join(prompts) + "\n")
     assert result.returncode == 0, result.stderr
     assert "read the big output" in result.stdout and "echo: anything else?" in result.stdout
 
@@ -449,7 +449,7 @@ def test_context_length_exceeded_compacts_and_retries_once(
 
     scripted_server.responder = respond
     env = {**co_server_env, "CO_CLI_MAX_HISTORY_MESSAGES": "12"}
-    result = run_co(["chat"], env, workdir, input="\n".join(prompts) + "\n")
+    result = run_co(["chat", "--lines"], env, workdir, input="\n".join(prompts) + "\n")
     assert result.returncode == 0, result.stderr
     assert f"echo: {prompts[-1]}" in result.stdout
     assert "context is too long" in result.stderr and "retrying once" in result.stderr

@@ -10,6 +10,7 @@ import pytest
 
 from tests.support.co_process import expect_prompt, run_co, send_line, spawn_co
 from tests.support.readings import WRITES_GO
+from tests.support.screen import screen_lines
 from tests.support.scripted_server import ScriptedServer, Text, ToolCalls
 
 pytestmark = pytest.mark.e2e
@@ -187,3 +188,41 @@ def test_a_change_stated_in_spanish_supersedes_the_old_memory(
     assert run_co(["memory", "undo"], env, workdir).returncode == 0  # the old memory comes back
     listed = json.loads(run_co(["memory", "list", "--json"], env, workdir).stdout)
     assert [(m["id"], m["text"]) for m in listed] == [("m1", "Vivo en Zaragoza")]
+
+
+COST_LINE = "Memory: after each answer co sends one more request, to scripted, to find facts worth remembering"
+
+
+def test_the_cost_of_extraction_is_said_once_per_user(
+    co_server_env: dict[str, str], scripted_server: ScriptedServer, workdir: Path
+) -> None:
+    env = {**co_server_env, "CO_CLI_MEMORY_EXTRACT": "review"}
+
+    def first_session_screen() -> str:
+        child = spawn_co(["chat"], env=env, cwd=workdir)
+        try:
+            expect_prompt(child)
+            send_line(child, "I write Go at work every day, keep that in mind")
+            expect_prompt(child)
+            send_line(child, "and I deploy it to three regions on Fridays")
+            expect_prompt(child)
+            return "\n".join(screen_lines(child))
+        finally:
+            child.terminate(force=True)
+
+    shown = first_session_screen()
+    assert shown.count(COST_LINE) == 1, shown
+    assert 'memory_extract "off" in your settings (CO_CLI_MEMORY_EXTRACT=off), or --no-memory for one run.' in shown
+    assert COST_LINE not in first_session_screen()  # a later session: not again
+    printed = run_co(["chat", "-p", "I write Go at work every day, keep that in mind"], env, workdir)
+    assert printed.returncode == 0 and COST_LINE not in printed.stderr + printed.stdout
+
+
+def test_the_cost_line_is_not_said_when_extraction_is_off(
+    co_server_env: dict[str, str], scripted_server: ScriptedServer, workdir: Path
+) -> None:
+    printed = run_co(["chat", "-p", "I write Go at work every day, keep that in mind"], co_server_env, workdir)
+    assert printed.returncode == 0 and COST_LINE not in printed.stderr  # the tests' environment turns it off
+    env = {**co_server_env, "CO_CLI_MEMORY_EXTRACT": "review"}
+    on = run_co(["chat", "-p", "I write Go at work every day, keep that in mind"], env, workdir)
+    assert on.returncode == 0 and on.stderr.count(COST_LINE) == 1  # in -p, the line is on stderr

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
 import pytest
 
 from tests.support.co_process import ctrl_c, expect_prompt, send_line, spawn_co
-from tests.support.screen import screen_lines
+from tests.support.screen import screen_lines, spawn_with_toolbar, toolbar, watch
 from tests.support.scripted_server import ScriptedServer, Text
 
 pytestmark = pytest.mark.e2e
@@ -33,5 +34,22 @@ def test_ctrl_c_mid_answer_shows_the_partial_answer_once(
         text = "\n".join(screen_lines(child))
         assert text.count("w005") == 1 and text.count("w025") == 1, text
         assert "[interrupted]" in text and "second answer" in text
+    finally:
+        child.terminate(force=True)
+
+
+def test_the_toolbar_leaves_loading_when_the_model_is_ready_without_a_key(
+    co_server_env: dict[str, str], workdir: Path
+) -> None:
+    child = spawn_with_toolbar(co_server_env, workdir)
+    try:
+        deadline = time.monotonic() + 20
+        first = ""
+        while not first and time.monotonic() < deadline:
+            first = toolbar(watch(child, 0.1))  # the prompt is drawn at once, while pydantic-ai loads
+        shown = first
+        while "loading…" in shown and time.monotonic() < deadline:  # no key is pressed meanwhile
+            shown = toolbar(watch(child, 1))
+        assert re.fullmatch(r" scripted │ session new │ context \d+% of 128,000", shown), (first, shown)
     finally:
         child.terminate(force=True)

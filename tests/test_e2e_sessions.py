@@ -275,7 +275,7 @@ def test_fork_keeps_the_original_and_both_continue(
     by_flag, by_command = run_all(
         [
             (["chat", "--resume", original, "--fork", "-p", "fork by flag"], None),
-            (["chat", "--resume", original[:10]], "/fork\nfork by command\n"),
+            (["chat", "--lines", "--resume", original[:10]], "/fork\nfork by command\n"),
         ],
         co_server_env,
         workdir,
@@ -329,7 +329,7 @@ def test_list_and_search_in_repl_and_cli(
     penguin = seed_session(db, turn("where do penguins breed", "on Antarctic coasts"))
     repl, listed, found, stemmed, no_hit, shown = run_all(
         [
-            (["chat"], "/sessions\n/sessions ice floe\n/sessions walrus penguins\n"),
+            (["chat", "--lines"], "/sessions\n/sessions ice floe\n/sessions walrus penguins\n"),
             (["sessions", "list", "--json"], None),
             (["sessions", "search", "floe"], None),
             (["sessions", "search", "gathering"], None),
@@ -541,7 +541,7 @@ def test_concurrent_writers_never_see_database_locked(
     lines = 4
     # three pairs at once; they also create and migrate the new database together
     jobs: list[Job] = [
-        (["chat"], "".join(f"writer {pair}-{w} line {n}\n" for n in range(lines)))
+        (["chat", "--lines"], "".join(f"writer {pair}-{w} line {n}\n" for n in range(lines)))
         for pair in range(3)
         for w in range(2)
     ]
@@ -726,7 +726,9 @@ def test_export_delete_import_round_trip_without_the_key(
 
 def test_no_save_writes_nothing(co_server_env: dict[str, str], workdir: Path, scripted_server: ScriptedServer) -> None:
     data_dir = Path(co_server_env["CO_CLI_DATA_DIR"])
-    result = run_co(["chat", "--no-save"], co_server_env, workdir, input="keep this private\nand this\n/sessions\n")
+    result = run_co(
+        ["chat", "--lines", "--no-save"], co_server_env, workdir, input="keep this private\nand this\n/sessions\n"
+    )
     assert result.returncode == 1, result.stderr  # the /sessions line failed
     assert "echo: keep this private" in result.stdout and "echo: and this" in result.stdout
     assert "sessions are not being saved (--no-save)" in result.stderr

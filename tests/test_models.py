@@ -154,3 +154,27 @@ def test_every_provider_prefix_co_recognises_is_one_pydantic_ai_knows() -> None:
     for name in PROVIDER_PREFIXES:
         with contextlib.suppress(ImportError):  # known, its SDK not installed here
             infer_provider_class(name)  # ValueError for an unknown provider
+
+
+@pytest.mark.parametrize(
+    ("name", "provider"),
+    [("gpt-4o", "openai"), ("claude-sonnet-4-5", "anthropic"), ("gemini-2.5-pro", "google"), ("grok-4", "xai")],
+)
+def test_a_known_model_name_gets_its_provider(name: str, provider: str) -> None:
+    from co_cli.models import qualified
+
+    choice = qualified(choose_model(settings(model=name), "environment"))
+    assert choice.spec == f"{provider}:{name}"
+    assert choice.reason == "model setting (environment); provider from pydantic-ai's model data"
+
+
+def test_a_name_listed_under_several_providers_asks_for_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    import pydantic_ai.models
+
+    from co_cli import models
+
+    monkeypatch.setattr(pydantic_ai.models, "known_model_names", lambda: ("groq:shared-x", "cerebras:shared-x"))
+    monkeypatch.setattr(models, "_price_data_provider", lambda name: None)
+    with pytest.raises(ModelConfigError) as err:
+        models.qualified(choose_model(settings(model="shared-x")))
+    assert err.value.message == "model 'shared-x' is served by cerebras, groq: name one, e.g. 'cerebras:shared-x'"

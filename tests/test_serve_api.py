@@ -398,6 +398,8 @@ def test_a_failing_model_is_a_502_and_a_failed_turn(served: ServeProcess, model:
     with pytest.raises(openai.APIStatusError) as failed:
         client.chat.completions.create(model="co", messages=[{"role": "user", "content": "will this fail"}])
     assert failed.value.status_code == 502 and failed.value.body["code"] == "upstream_error"
+    message = failed.value.body["message"]  # a client cannot type /retry: it is told what works for it
+    assert message.endswith("the upstream broke); send the request again") and "/" not in message.split(")")[-1]
     model.script(Error(500, "the upstream broke again", should_retry=False))
     stream = client.chat.completions.create(
         model="co", messages=[{"role": "user", "content": "will this fail, streamed"}], stream=True

@@ -61,6 +61,7 @@ __all__ = [
     "compact_all",
     "compact_middle",
     "drop_tool_outputs",
+    "edited_check",
     "is_timeout",
     "plan_middle",
 ]
@@ -340,6 +341,21 @@ def _with_user_words(
     if appended < len(full.missing):
         line += f", {len(full.missing) - appended} over the limit"
     return text, line
+
+
+def edited_check(text: str, span: Sequence[ModelMessage]) -> str:
+    """The check line of a summary the user edited: what the edited ``text`` holds of the identifiers of the
+    ``span`` it summarises, and how many items its "Kept verbatim" list still has (the user may have deleted
+    some, or all)."""
+    identifiers = extract_identifiers(span)
+    listed = len(split_kept_verbatim(text)[1])
+    if not identifiers and not listed:
+        return "edited by the user"
+    held = check_summary(text, identifiers)
+    return (
+        f"edited by the user: it holds {len(held.kept)}/{held.total} identifiers, "
+        f"{listed} of its items in the Kept verbatim list"
+    )
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from co_cli.config import Paths, Settings
@@ -119,11 +119,7 @@ def build_model(choice: ModelChoice, settings: Settings, paths: Paths | None = N
         from pydantic_ai.models.test import TestModel
 
         return TestModel()
-    if ":" not in spec:
-        raise ModelConfigError(
-            f"unknown model {spec!r}: use 'provider:model' (e.g. 'openai:gpt-5-mini', 'ollama:qwen2.5'), "
-            "'local', or 'test'"
-        )
+    spec = qualified(choice).spec
     from pydantic_ai.exceptions import UserError
     from pydantic_ai.models import infer_model
 
@@ -140,6 +136,56 @@ def build_model(choice: ModelChoice, settings: Settings, paths: Paths | None = N
         raise ModelConfigError(f"cannot use model {spec!r}: missing package ({exc.name or exc})") from None
     except Exception as exc:  # provider constructors raise assorted errors for missing keys/urls
         raise ModelConfigError(f"cannot use model {spec!r}: {_first_line(str(exc))}") from None
+
+
+def qualified(choice: ModelChoice) -> ModelChoice:
+    """``choice`` with the provider of a model named without one (``gpt-4o`` -> ``openai:gpt-4o``), as
+    pydantic-ai knows it; ModelConfigError (one line) for a name it does not know. A model of a ``base_url``
+    server, ``local`` and ``test`` are left as they are."""
+    spec = choice.spec
+    if choice.base_url or ":" in spec or spec in ("local", "test"):
+        return choice
+    provider = provider_of(spec)
+    if isinstance(provider, list):
+        raise ModelConfigError(
+            f"model {spec!r} is served by {', '.join(provider)}: name one, e.g. '{provider[0]}:{spec}'"
+        )
+    if provider is None:
+        raise ModelConfigError(
+            f"unknown model {spec!r}: use 'provider:model' (e.g. 'openai:gpt-5-mini', 'ollama:qwen2.5'), 'local', "
+            "or 'test'; pydantic-ai knows no provider for this name"
+        )
+    return replace(choice, spec=f"{provider}:{spec}", reason=f"{choice.reason}; provider from pydantic-ai's model data")
+
+
+def provider_of(name: str) -> str | list[str] | None:
+    """The provider of a model named without one, from what pydantic-ai knows of model names: its list of
+    known models (``KnownModelName``), then the price data it reads context windows from (genai-prices).
+    Several providers (a list) when the known models name it under more than one and the data names none of
+    them; None when neither knows the name."""
+    from pydantic_ai.models import known_model_names
+
+    listed = sorted(
+        {known.split(":", 1)[0] for known in known_model_names() if known.partition(":")[2] == name} & PROVIDER_PREFIXES
+    )
+    found = _price_data_provider(name)
+    if len(listed) == 1 or (listed and found not in listed):
+        return listed[0] if len(listed) == 1 else listed
+    return found
+
+
+def _price_data_provider(name: str) -> str | None:
+    """The provider genai-prices files ``name`` under, as pydantic-ai names it (``x-ai`` is ``xai``)."""
+    from genai_prices.data_snapshot import get_snapshot
+
+    try:
+        provider, _ = get_snapshot().find_provider_model(name, None, None, None)
+    except LookupError:
+        return None
+    for candidate in (provider.id, provider.id.replace("-", "")):
+        if candidate in PROVIDER_PREFIXES:
+            return candidate
+    return None
 
 
 def _unknown_server_profile() -> ModelProfile:
@@ -185,6 +231,7 @@ def context_window_for(model: Model, settings: Settings) -> tuple[int, str]:
 
 
 def resolve_choice(choice: ModelChoice, settings: Settings, paths: Paths | None = None) -> ResolvedModel:
+    choice = qualified(choice)
     model = build_model(choice, settings, paths)
     window, window_source = context_window_for(model, settings)
     return ResolvedModel(model=model, choice=choice, context_window=window, window_source=window_source)

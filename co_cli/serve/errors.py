@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from starlette.responses import JSONResponse
 
+from co_cli.failure_text import retold
+
 ERROR_TYPES = {
     400: "invalid_request_error",
     401: "authentication_error",
@@ -22,6 +24,7 @@ class ApiError(Exception):
     """A request co refuses or cannot answer: its status, one line for the client, and a code."""
 
     def __init__(self, status: int, message: str, code: str | None = None, type_: str | None = None) -> None:
+        message = retold(message, "api")  # a client cannot type co's slash commands
         super().__init__(message)
         self.status = status
         self.message = message

@@ -50,6 +50,15 @@ class Background:
             return None
         return Extraction(prompt, worker.project)
 
+    def cost_notice(self, prompt: str) -> str | None:
+        """Once per user, when the turn of ``prompt`` is the first to be sent to a model for extraction: what
+        that costs and how to turn it off (the embedded model never extracts: ``attach_extraction``)."""
+        if self.extraction(prompt) is None:
+            return None
+        from co_cli.memory.status import extraction_cost_notice
+
+        return extraction_cost_notice(self.engine.deps.paths.data_dir, self.engine.summary_model_name)
+
     def start_extraction(self) -> None:
         """Work through the extraction queue (including what an earlier co left) in the background."""
         if self.memory_worker is not None:

@@ -15,6 +15,7 @@ from co_cli.context.compact import (
     compact_all,
     compact_middle,
     drop_tool_outputs,
+    edited_check,
     is_timeout,
 )
 from co_cli.context.policy import SLOW_SUMMARISER_HINT, user_words_budget
@@ -145,7 +146,7 @@ class Compactions:
             messages=messages,
             summary=text,
             tokens_after=estimate_history(messages).total,
-            check=f"{result.check}; edited by the user" if result.check else "edited by the user",
+            check=edited_check(text, self.state.context.messages[result.head : result.covered]),
         )
 
     def current_summary(self) -> str | None:

@@ -16,6 +16,7 @@ from rich.text import Text
 
 from co_cli.config import LoadedSettings
 from co_cli.errors import CoError
+from co_cli.failure_text import HintPlace, retold
 from co_cli.models import ModelChoice
 from co_cli.terminal import commands
 from co_cli.terminal.attachments import run_command, send
@@ -87,6 +88,9 @@ class ChatApp:
             approver.after_asking = self.keys.after_question
             approver.cancel_turn = self.cancel_turn
         self._in_turn = False
+        self.hints: HintPlace = "repl"
+        """Where the user reads errors: at the prompt (slash commands work), or after a run without one (-p, a
+        pipe), whose errors name what works there instead."""
 
     @property
     def conv(self) -> Conversation:
@@ -149,6 +153,7 @@ class ChatApp:
 
     def error(self, message: str) -> None:
         self.errors += 1
+        message = retold(message, self.hints)
         if self.interactive:  # provider error bodies come from the server: printed without controls
             print_error(self.console, message)
         else:
@@ -195,6 +200,8 @@ class ChatApp:
                 outcome = await self.conv.run_turn(prompt, self.view, token, words=words)
         finally:
             self._in_turn = False
+        if outcome.status == "ok" and (cost := self.conv.background.cost_notice(prompt)):
+            self.note(cost)
         if outcome.status == "failed" and outcome.error:
             self.error(outcome.error)
             if self.interactive:
@@ -374,44 +381,16 @@ class ChatApp:
                 self.console.print(message_text(hint, "dim"))
 
     async def _exit_if_build_fails(self, session: Any) -> None:
-        """A model that cannot be built (e.g. a missing key) ends the prompt with its one-line error."""
+        """Once the conversation is built, the toolbar is redrawn (it said "loading…"), with no key pressed; a
+        model that cannot be built (e.g. a missing key) ends the prompt with its one-line error."""
         try:
             await self.ready()
         except CoError as exc:
             if session.app.is_running:
                 session.app.exit(exception=exc)
-
-    async def run_lines(self, lines: TextIO) -> int:
-        """Piped stdin: each line is one input; exit at EOF. Returns the exit code."""
-        await self.ready()
-        self.show_instructions_files()
-        failed = False
-        for raw in lines:
-            line = raw.rstrip("\r\n")  # a line ending of either kind is not part of the prompt
-            if not line.strip():
-                continue
-            try:
-                if line.strip().startswith("/"):
-                    await commands.dispatch(self, line)
-                else:
-                    outcome = await send(self, line)
-                    failed = failed or outcome is None or outcome.status == "failed"
-            except CoError as exc:
-                self.error(exc.message)
-                failed = True
-            if not self.running:
-                break
-        await self.finish_background()
-        self.conv.release()
-        return 1 if failed or self.errors else 0
-
-    async def run_once(self, prompt: str) -> int:
-        await self.ready()
-        self.show_instructions_files()
-        outcome = await send(self, prompt)
-        await self.finish_background()
-        self.conv.release()
-        return 0 if outcome is not None and outcome.status == "ok" else 1
+            return
+        if session.app.is_running:
+            session.app.invalidate()
 
 
 def come_back_hint(store: Store, session: SessionInfo | None, saving: bool) -> str | None:

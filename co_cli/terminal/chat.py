@@ -35,6 +35,7 @@ class ChatOptions:
     memory: bool | None = None  # False: --no-memory
     fork_at: int | None = None  # with resume: continue in a fork holding the messages up to this one
     pick: bool = False  # choose the session to resume in the full-screen picker
+    lines: bool = False  # --lines: each line of stdin is one input, instead of the whole of it one prompt
 
 
 def run_chat(options: ChatOptions) -> int:
@@ -144,12 +145,16 @@ async def _chat(options: ChatOptions, loaded: LoadedSettings, refused_mcp: dict[
             approver=approver,
         )
         try:
+            from co_cli.terminal import piped
+
             if options.prompt is not None:
-                return await app.run_once(options.prompt)
+                return await piped.run_once(app, options.prompt)
             if not interactive:
                 if session is not None:
                     app.show_resumed()
-                return await app.run_lines(sys.stdin)
+                if options.lines or not piped.stdin_is_piped():
+                    return await piped.run_lines(app, sys.stdin)
+                return await piped.run_piped(app)
             await app.run_interactive()
             return 0
         finally:

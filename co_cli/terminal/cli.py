@@ -70,8 +70,25 @@ def chat(
     ] = None,
     prompt: Annotated[
         str | None,
-        typer.Option("--print", "-p", help="One turn, non-interactive: print the answer and exit."),
+        typer.Option(
+            "--print",
+            "-p",
+            help=(
+                "One turn, non-interactive: print the answer and exit. Text piped to co is sent with the prompt, "
+                "in a fenced block after it."
+            ),
+        ),
     ] = None,
+    lines: Annotated[
+        bool,
+        typer.Option(
+            "--lines",
+            help=(
+                "Piped stdin: each line is its own input (a prompt or a /command), for scripted sessions. "
+                "Without it, everything piped is one prompt."
+            ),
+        ),
+    ] = False,
     resume: Annotated[
         str | None,
         typer.Option("--resume", "-r", help="Continue a session by id or unique prefix; alone, the latest one."),
@@ -106,7 +123,8 @@ def chat(
         bool, typer.Option("--pick", help="Choose the session to continue in a full-screen picker.")
     ] = False,
 ) -> None:
-    """Chat with a model (REPL); with -p or piped stdin, non-interactive."""
+    """Chat with a model (REPL). Non-interactive: -p PROMPT is one turn (with any piped text added to it); piped
+    stdin alone is one prompt; with --lines, each piped line is one input."""
     from co_cli.terminal.chat import ChatOptions, run_chat
 
     if prompt is not None and not prompt.strip():
@@ -121,6 +139,8 @@ def chat(
         raise CoError("--no-save cannot be combined with --resume", exit_code=2)
     if fork_at is not None and resume is None:
         raise CoError("--fork-at needs --resume <id>", exit_code=2)
+    if lines and prompt is not None:
+        raise CoError("--lines cannot be combined with -p: with -p, piped text is part of the prompt", exit_code=2)
     if pick and (resume is not None or prompt is not None or no_save):
         raise CoError("--pick cannot be combined with --resume, -c, -p or --no-save", exit_code=2)
     code = run_chat(
@@ -135,6 +155,7 @@ def chat(
             memory=False if no_memory else None,
             fork_at=fork_at,
             pick=pick,
+            lines=lines,
         )
     )
     raise typer.Exit(code)

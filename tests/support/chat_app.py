@@ -16,6 +16,7 @@ from rich.console import Console
 
 from co_cli.store import Store
 from co_cli.terminal.app import ChatApp
+from co_cli.terminal.piped import run_lines
 
 if TYPE_CHECKING:
     from pydantic_ai.models.function import FunctionModel
@@ -41,7 +42,7 @@ class Printed:
 
 class ChatRun:
     """One ``ChatApp`` in piped mode over ``core``'s store (a scratch one with ``saved=False``); each ``send`` is
-    one run of ``ChatApp.run_lines``."""
+    one run of ``piped.run_lines``."""
 
     def __init__(self, core: Core, model: FunctionModel, *, summarizer: Any = None, saved: bool = True) -> None:
         self._scratch: Store | None = None
@@ -74,7 +75,7 @@ class ChatRun:
         self.app.running = True
         self.app.errors = 0
         with contextlib.redirect_stderr(self._err):
-            code = asyncio.run(self.app.run_lines(io.StringIO("".join(f"{line}\n" for line in lines))))
+            code = asyncio.run(run_lines(self.app, io.StringIO("".join(f"{line}\n" for line in lines))))
         out, err = self._out.getvalue(), self._err.getvalue()
         printed = Printed(code, out[self._seen[0] :], err[self._seen[1] :])
         self._seen = (len(out), len(err))

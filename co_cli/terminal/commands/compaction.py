@@ -56,9 +56,10 @@ async def _compact(host: CommandHost, arg: str) -> None:
 
 def preview_line(result: CompactionResult) -> str:
     """What a previewed summary would do, before it is applied."""
+    check = f"; {result.check}" if result.check else ""
     return (
         f"Not applied yet: it would replace {counted(result.n_replaced, 'message')}, "
-        f"~{result.tokens_before:,} -> ~{result.tokens_after:,} tokens."
+        f"~{result.tokens_before:,} -> ~{result.tokens_after:,} tokens{check}."
     )
 
 
