@@ -156,15 +156,18 @@ def load_all(config_dir: Path) -> list[Trusted]:
     return [*load_trusted(config_dir), *load_trusted_mcp(config_dir), *load_trusted_commands(config_dir)]
 
 
-def revoke(config_dir: Path, project: Path | None, prefix: str | None = None) -> list[Trusted]:
-    """Forget what was allowed for ``project`` (every project if None), or only its command rule ``prefix``;
-    return what was removed."""
+def revoke(
+    config_dir: Path, project: Path | None, prefix: str | None = None, commands_only: bool = False
+) -> list[Trusted]:
+    """Forget what was allowed for ``project`` (every project if None): everything, its command rules
+    (``commands_only``), or its command rule ``prefix``; return what was removed."""
     entries, mcp, commands = load_trusted(config_dir), load_trusted_mcp(config_dir), load_trusted_commands(config_dir)
     everything: list[Trusted] = [*entries, *mcp, *commands]
     removed = [
         e
         for e in everything
         if (project is None or e.project == str(project))
+        and (not (commands_only or prefix) or isinstance(e, TrustedCommand))
         and (prefix is None or (isinstance(e, TrustedCommand) and e.prefix == prefix))
     ]
     if removed:
