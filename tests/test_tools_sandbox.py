@@ -69,7 +69,7 @@ def listener() -> Iterator[int]:
 
 def connect_command(port: int) -> str:
     return (
-        "python3 -c 'import socket; s = socket.create_connection((\"127.0.0.1\", "
+        'python3 -c \'import socket; s = socket.create_connection(("127.0.0.1", '
         f"{port}), 2); print(s.recv(4).decode())'"
     )
 
@@ -139,7 +139,7 @@ def test_the_approval_question_says_how_the_command_runs(tmp_path: Path, home: P
     with pytest.raises(ApprovalRequired) as raised:
         run(deps, "echo hi", approved=False)
     assert (raised.value.metadata or {})["reason"] == (
-        "runs a shell command (sandboxed: writes only in the working directory and TMPDIR, no network)"
+        "runs a shell command; sandboxed: writes only in the working directory and TMPDIR, no network"
     )
 
 
@@ -157,7 +157,7 @@ def test_without_bubblewrap_auto_runs_as_today_and_says_so_once(
     assert "without a sandbox" not in run(deps, "true")
     with pytest.raises(ApprovalRequired) as again:
         run(deps, "echo again", approved=False)
-    assert (again.value.metadata or {})["reason"] == "runs a shell command (not sandboxed)"
+    assert (again.value.metadata or {})["reason"] == "runs a shell command; not sandboxed"
 
 
 def test_shell_sandbox_on_without_bubblewrap_runs_nothing(

@@ -276,7 +276,7 @@ def _question(command: str, confined: Confinement, outside: bool, noted: bool) -
         why = "OUTSIDE the sandbox, as asked: it may write anywhere you can and use the network"
         return {"reason": f"{SHELL_REASON} {why}", "command": command, "once": True}
     shown = confined.describe() if not noted or confined.sandboxed else "not sandboxed"
-    return {"reason": f"{SHELL_REASON} ({shown})", "command": command}
+    return {"reason": f"{SHELL_REASON}; {shown}", "command": command}
 
 
 def _refusal(deps: CoDeps, confined: Confinement, sandbox: bool) -> str:
