@@ -124,10 +124,11 @@ def test_a_network_socket_fails_inside_and_works_when_the_network_is_allowed(
 
 
 @needs_bwrap
-def test_a_timeout_ends_everything_the_sandboxed_command_started(tmp_path: Path, home: Path) -> None:
+def test_a_timeout_ends_everything_the_sandboxed_command_started_even_unmarked(tmp_path: Path, home: Path) -> None:
     deps = make_deps(tmp_path, shell_timeout=0.5)
     late = deps.cwd / "late"
-    result = run(deps, f"trap '' TERM; (setsid bash -c 'sleep 1.5; echo late > {late}') & sleep 30")
+    escape = f"env -i setsid bash -c 'sleep 1.5; echo late > {late}'"  # out of the group, without co's mark
+    result = run(deps, f"trap '' TERM; ({escape}) & sleep 30")
     assert result.startswith("Timed out after 0.5 s")
     time.sleep(2)
     assert not late.exists()
