@@ -205,6 +205,18 @@ class Settings(BaseSettings):
         ge=100,
         description="Characters of run_shell output returned to the model (head and tail kept).",
     )
+    shell_sandbox: Literal["auto", "on", "off"] = Field(
+        "auto",
+        description="run_shell's sandbox (Linux, with bubblewrap): the command may write only in the working "
+        "directory and co's temporary directory (TMPDIR), the rest is read-only. 'auto': sandboxed where bubblewrap "
+        "runs, else not (co says so once per session); 'on': a command that cannot be sandboxed is not run; 'off': "
+        "commands run as in your shell. A project file may only make it stricter.",
+    )
+    shell_network: bool = Field(
+        False,
+        description="Whether sandboxed run_shell commands may use the network (off: not even this machine's own "
+        "servers). A project file may only turn it off.",
+    )
     data_dir: Path = Field(
         default_factory=default_data_dir,
         description="Where sessions (co-cli.db), input history and offloaded tool outputs live.",
@@ -468,6 +480,7 @@ class ProjectScope:
 _PROJECT = ProjectScope("project")
 _PROVIDER = ProjectScope("provider")
 _MEMORY = "your memories serve every project"
+_SANDBOX = "it keeps the project's commands from the rest of your machine"
 
 # Every setting, and what a project file may do with it (a test checks each setting is here).
 PROJECT_SCOPES: dict[str, ProjectScope] = {
@@ -488,6 +501,8 @@ PROJECT_SCOPES: dict[str, ProjectScope] = {
     "request_timeout": _PROJECT,
     "shell_timeout": _PROJECT,
     "shell_output_limit": _PROJECT,
+    "shell_sandbox": ProjectScope("tighter", _SANDBOX, order=("on", "auto", "off")),
+    "shell_network": ProjectScope("tighter", _SANDBOX, order=(False, True)),
     "data_dir": ProjectScope("user", "it moves where co keeps every project's sessions"),
     "config_dir": ProjectScope("user", "it moves your own settings"),
     "instructions_files_max_tokens": _PROJECT,

@@ -62,6 +62,12 @@ class SessionState:
     """Shell commands the user allowed, verbatim, for the rest of this session ("a" at the prompt)."""
     approved_tools: set[str] = field(default_factory=set)
     """Tools (an MCP server's, ``mcp:<server>/<tool>``) the user allowed for the rest of this session."""
+    shell_sandbox: Literal["auto", "on", "off"] | None = None
+    """The user's ``/sandbox`` choice for this session (None: the ``shell_sandbox`` setting)."""
+    shell_network: bool | None = None
+    """Whether ``/sandbox network`` let sandboxed commands use the network (None: the ``shell_network`` setting)."""
+    sandbox_noted: bool = False
+    """Whether the user was told, in this session, that commands cannot be sandboxed here."""
     turn_seq: int | None = None
     """The seq of the prompt being answered (provenance of what the model remembers)."""
     last_prompt: str | None = None

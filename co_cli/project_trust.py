@@ -5,7 +5,9 @@ A project's ``.co-cli/settings.json`` comes with the code (e.g. a cloned reposit
 answer per project directory and exact server URL in ``trusted-servers.json`` (0600) in the config dir.
 An MCP server the project file defines is started only once the user allowed it for that project, by name
 and exact definition (a changed command, argument, URL, env, cwd or header asks again, showing the new
-one; only a digest of the definition is kept, never its values). ``co config trust list`` shows the
+one; only a digest of the definition is kept, never its values). The same file keeps the command prefixes the
+user allows ``run_shell`` to run without asking in a project (``co config trust allow --command PREFIX``; see
+``prefix_allows`` for what a prefix matches): never from a project's own files. ``co config trust list`` shows the
 entries, ``co config trust revoke`` removes them.
 """
 
@@ -35,6 +37,12 @@ ALLOW_MCP_COMMAND = "co config trust allow --mcp {name}"
 class TrustedServer:
     project: str  # absolute path of the project directory (the one holding .co-cli/)
     base_url: str  # exactly as the project file has it
+
+
+@dataclass(frozen=True)
+class TrustedCommand:
+    project: str  # absolute path of the project (its repository root, see memory.instructions_files.project_root)
+    prefix: str  # the words a command must start with, as the user typed them
 
 
 @dataclass(frozen=True)
@@ -93,18 +101,35 @@ def load_trusted_mcp(config_dir: Path) -> list[TrustedMcpServer]:
         raise _damaged(config_dir, exc) from None
 
 
-def save_trusted(config_dir: Path, entries: list[TrustedServer], mcp: list[TrustedMcpServer] | None = None) -> None:
-    """Write the lists atomically, readable by the user only (``mcp`` None keeps the MCP entries as they are)."""
+def load_trusted_commands(config_dir: Path) -> list[TrustedCommand]:
+    data = _read(config_dir)
+    try:
+        return [TrustedCommand(project=str(e["project"]), prefix=str(e["prefix"])) for e in data.get("commands", [])]
+    except (KeyError, TypeError) as exc:
+        raise _damaged(config_dir, exc) from None
+
+
+def save_trusted(
+    config_dir: Path,
+    entries: list[TrustedServer],
+    mcp: list[TrustedMcpServer] | None = None,
+    commands: list[TrustedCommand] | None = None,
+) -> None:
+    """Write the lists atomically, readable by the user only (``mcp`` or ``commands`` None keeps those entries as
+    they are)."""
     path = trust_file(config_dir)
     if mcp is None:
         mcp = load_trusted_mcp(config_dir)
+    if commands is None:
+        commands = load_trusted_commands(config_dir)
+    lists: dict[str, list[Any]] = {"trusted": entries, "mcp": mcp, "commands": commands}
     try:
         if not config_dir.is_dir():
             config_dir.mkdir(parents=True, mode=0o700)
         fd, tmp = tempfile.mkstemp(prefix=".trusted-", dir=config_dir)  # created 0600
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump({"trusted": [asdict(e) for e in entries], "mcp": [asdict(e) for e in mcp]}, f, indent=2)
+                json.dump({key: [asdict(e) for e in value] for key, value in lists.items()}, f, indent=2)
             os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
@@ -124,19 +149,42 @@ def trust(config_dir: Path, project: Path, base_url: str) -> None:
         save_trusted(config_dir, [*entries, entry])
 
 
-def revoke(config_dir: Path, project: Path | None) -> list[TrustedServer | TrustedMcpServer]:
-    """Forget the servers allowed for ``project`` (every project if None); return what was removed."""
-    entries, mcp = load_trusted(config_dir), load_trusted_mcp(config_dir)
-    everything: list[TrustedServer | TrustedMcpServer] = [*entries, *mcp]
-    removed = [e for e in everything if project is None or e.project == str(project)]
+Trusted = TrustedServer | TrustedMcpServer | TrustedCommand
+
+
+def load_all(config_dir: Path) -> list[Trusted]:
+    return [*load_trusted(config_dir), *load_trusted_mcp(config_dir), *load_trusted_commands(config_dir)]
+
+
+def revoke(
+    config_dir: Path, project: Path | None, prefix: str | None = None, commands_only: bool = False
+) -> list[Trusted]:
+    """Forget what was allowed for ``project`` (every project if None): everything, its command rules
+    (``commands_only``), or its command rule ``prefix``; return what was removed."""
+    entries, mcp, commands = load_trusted(config_dir), load_trusted_mcp(config_dir), load_trusted_commands(config_dir)
+    everything: list[Trusted] = [*entries, *mcp, *commands]
+    removed = [
+        e
+        for e in everything
+        if (project is None or e.project == str(project))
+        and (not (commands_only or prefix) or isinstance(e, TrustedCommand))
+        and (prefix is None or (isinstance(e, TrustedCommand) and e.prefix == prefix))
+    ]
     if removed:
-        save_trusted(config_dir, [e for e in entries if e not in removed], [e for e in mcp if e not in removed])
+        save_trusted(
+            config_dir,
+            [e for e in entries if e not in removed],
+            [e for e in mcp if e not in removed],
+            [e for e in commands if e not in removed],
+        )
     return removed
 
 
-def describe(entry: TrustedServer | TrustedMcpServer) -> str:
+def describe(entry: Trusted) -> str:
     if isinstance(entry, TrustedMcpServer):
         return one_line(f"{entry.project}  MCP server {entry.server}")
+    if isinstance(entry, TrustedCommand):
+        return one_line(f"{entry.project}  commands starting with: {entry.prefix}")
     return one_line(f"{entry.project}  {mask_url_credentials(entry.base_url)}")
 
 
@@ -265,3 +313,58 @@ def _confirm(loaded: LoadedSettings, base_url: str, ask: Callable[[str], str] | 
     if answer.strip().lower() not in ("y", "yes"):
         raise ConfigError(f"not using {shown}: not allowed for this project")
     trust(config_dir, project, base_url)
+
+
+# ----- command rules ------------------------------------------------------------------------------------------
+
+NOT_SIMPLE = frozenset(";&|<>()$`\\\n\r*?[]{}!#")
+"""Characters that make a command line more than a simple command (a list, a pipeline, a substitution, a
+redirection, an expansion, a glob, a comment): a command holding any of them, even inside quotes, is never allowed
+by a prefix rule."""
+
+
+def simple_words(command: str) -> list[str] | None:
+    """The words of ``command`` when it is one simple command: none of ``NOT_SIMPLE``'s characters anywhere in it,
+    quotes balanced, only printable characters; else None."""
+    if not command.isprintable() or any(char in NOT_SIMPLE for char in command):
+        return None
+    try:
+        return shlex.split(command)
+    except ValueError:
+        return None
+
+
+def prefix_allows(prefix: str, command: str) -> bool:
+    """Whether a rule allows ``command``: the command is a simple command (``simple_words``) whose first words are
+    the prefix's words, whole (``git status`` allows ``git status --short``, never ``git status-foo`` or
+    ``git status; rm x``). An assignment before the command (``X=1 git status``) is a word of its own: no match."""
+    words, wanted = simple_words(command), simple_words(prefix)
+    return words is not None and bool(wanted) and words[: len(wanted or ())] == wanted
+
+
+def checked_prefix(prefix: str) -> str:
+    """The prefix as it is kept (its words joined by single spaces), or ConfigError when it is not a simple command."""
+    words = simple_words(prefix)
+    if not words:
+        raise ConfigError(
+            f"not a command prefix: {one_line(prefix)!r} (give the first words of a simple command, without ; & | "
+            "< > $ ` ( ) quotes left open or globs)"
+        )
+    return shlex.join(words)
+
+
+def allow_command(config_dir: Path, project: Path, prefix: str) -> TrustedCommand:
+    """Keep the rule that commands starting with ``prefix`` run without asking in ``project``."""
+    entry = TrustedCommand(str(project), checked_prefix(prefix))
+    commands = load_trusted_commands(config_dir)
+    if entry not in commands:
+        save_trusted(config_dir, load_trusted(config_dir), None, [*commands, entry])
+    return entry
+
+
+def command_rule(config_dir: Path, project: Path, command: str) -> TrustedCommand | None:
+    """The user's rule for ``project`` that allows ``command``, if any."""
+    for entry in load_trusted_commands(config_dir):
+        if entry.project == str(project) and prefix_allows(entry.prefix, command):
+            return entry
+    return None

@@ -117,6 +117,7 @@ def test_each_command_lives_in_the_module_of_its_concern() -> None:
         "memory": ["memory", "remember", "forget"],
         "tasks": ["tasks"],
         "mcp": ["mcp"],
+        "sandbox": ["sandbox"],
     }
 
 

@@ -62,7 +62,7 @@ def test_a_resumed_session_is_named_once_and_the_approval_question_reads_cleanly
         child.expect("yes, once", timeout=20)
         screen = screen_lines(child)
         question = screen.index("Approve run_shell: echo hi")  # no "?" glued to the command
-        assert screen[question + 1] == "  (runs a shell command)"
+        assert screen[question + 1].startswith("  (runs a shell command; ")
         assert screen[question + 2] == (
             "  y yes, once · n no (Esc) · a yes, and allow this exact command for the rest of the session"
         )

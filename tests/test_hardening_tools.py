@@ -46,7 +46,9 @@ def _no_co_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def deps(tmp_path: Path) -> CoDeps:
-    return make_deps(tmp_path)
+    # Commands write their pids to files: pids seen outside the sandbox's pid namespace (test_tools_sandbox.py
+    # covers commands inside it).
+    return make_deps(tmp_path, shell_sandbox="off")
 
 
 def call(tool: Callable[..., Awaitable[str]], *args: Any, **kwargs: Any) -> str:

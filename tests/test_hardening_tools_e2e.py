@@ -35,6 +35,12 @@ def start_co(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.Pope
 WORDS_PATTERN = r"^(\w+\s?)*$"
 
 
+@pytest.fixture
+def co_server_env(co_server_env: dict[str, str]) -> dict[str, str]:
+    """Commands write their pids to files: pids as seen outside the sandbox's pid namespace."""
+    return {**co_server_env, "CO_CLI_SHELL_SANDBOX": "off"}
+
+
 @pytest.mark.timeout(60)
 def test_pathological_grep_in_print_mode_returns(
     co_server_env: dict[str, str], workdir: Path, scripted_server: ScriptedServer

@@ -59,6 +59,8 @@ def test_every_setting_declares_what_a_project_file_may_do() -> None:
         "memory",
         "memory_extract",
         "memory_budget_tokens",
+        "shell_sandbox",
+        "shell_network",
     }
 
 

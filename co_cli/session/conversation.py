@@ -156,6 +156,7 @@ class Conversation:
         self.state.last_usage = None  # /usage speaks of this conversation's last turn
         self.state.approved_commands.clear()  # "always" was said for the other session
         self.state.approved_tools.clear()
+        self.state.shell_sandbox = self.state.shell_network = None  # /sandbox was said for the other session
         self.attachments.clear()  # a command's output was for this conversation's next prompt
         self.pins.set(pins, notify=False)  # the engine is rebuilt next, counting them
         self.tasks.set(tasks, notify=False)

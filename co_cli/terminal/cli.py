@@ -190,6 +190,19 @@ def config_show(
         print(json.dumps(rows, indent=2))
         return
     _print_settings(rows)
+    _print_command_rules(loaded.paths.user_settings.parent)
+
+
+def _print_command_rules(config_dir: Path) -> None:
+    """The command prefixes run_shell runs without asking in this project (``co config trust allow --command``)."""
+    from co_cli.memory.instructions_files import project_root
+    from co_cli.project_trust import load_trusted_commands
+
+    project = project_root(Path.cwd())
+    prefixes = [rule.prefix for rule in load_trusted_commands(config_dir) if rule.project == str(project)]
+    if prefixes:
+        print(printable(f"shell commands run without asking in {project}: " + ", ".join(prefixes)))
+        print("  (co config trust allow --command PREFIX adds one; co config trust revoke --command PREFIX removes it)")
 
 
 def _print_settings(rows: list[dict[str, str]]) -> None:

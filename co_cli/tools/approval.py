@@ -74,7 +74,8 @@ def build_request(tool_name: str, args: dict[str, Any], metadata: Mapping[str, A
     reason = str(metadata.get("reason") or DEFAULT_REASON)
     if metadata.get("path"):
         reason = f"{reason}: {_shown(metadata['path'])}"
-    command = args.get("command") if tool_name == "run_shell" else None
+    # A command the tool asks about "once" (outside the sandbox) is never allowed for the session.
+    command = args.get("command") if tool_name == "run_shell" and not metadata.get("once") else None
     always = metadata.get("always")
     return ApprovalRequest(
         tool_name=tool_name,

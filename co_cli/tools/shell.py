@@ -1,4 +1,6 @@
-"""run_shell: a bash command in the working directory, run only with the user's approval."""
+"""run_shell: a bash command in the working directory, run only with the user's approval (or a command rule the
+user keeps for the project, see ``project_trust.prefix_allows``), in the sandbox where the machine allows it
+(``tools.sandbox``)."""
 
 from __future__ import annotations
 
@@ -7,11 +9,13 @@ import contextlib
 import os
 import signal
 import time
+from pathlib import Path
 
 from pydantic_ai import ApprovalRequired, RunContext
 
 from co_cli.deps import CoDeps
-from co_cli.tools.paths import working_dir
+from co_cli.project_trust import command_rule
+from co_cli.tools.paths import is_inside, own_files, working_dir
 from co_cli.tools.processes import (
     forget_process_group,
     group_alive,
@@ -20,6 +24,17 @@ from co_cli.tools.processes import (
     new_mark,
     signal_group,
     track_process_group,
+)
+from co_cli.tools.sandbox import Confinement, blocked_by_sandbox, confinement
+
+SANDBOX_HINT = (
+    "\n[co's sandbox may have stopped this command: it could write only in {writable}{network}. To run it "
+    "outside the sandbox, call run_shell again with sandbox=false: the user is asked (just this once). The user "
+    "can also turn the sandbox off for this session with /sandbox off (or allow the network with /sandbox "
+    'network), or in their own settings: "shell_sandbox": "off" or "shell_network": true.]'
+)
+NOT_SANDBOXED_NOTE = (
+    "\n[This command ran without a sandbox: {reason}. Commands run as in the user's own shell until then.]"
 )
 
 SHELL_REASON = "runs a shell command"
@@ -145,7 +160,7 @@ def format_result(exit_code: int | None, stdout: str, stderr: str, timed_out_aft
     return "\n".join(lines)
 
 
-async def _start(command: str, cwd: str, mark: str) -> asyncio.subprocess.Process:
+async def _start(command: str, cwd: str, mark: str, prefix: tuple[str, ...] = ()) -> asyncio.subprocess.Process:
     """Start ``bash -c command`` in a new process group, tracked until it has no members
     (``processes.track_process_group``).
 
@@ -157,6 +172,7 @@ async def _start(command: str, cwd: str, mark: str) -> asyncio.subprocess.Proces
     """
     starting = asyncio.ensure_future(
         asyncio.create_subprocess_exec(
+            *prefix,
             "bash",
             "-c",
             command,
@@ -183,8 +199,12 @@ async def _start(command: str, cwd: str, mark: str) -> asyncio.subprocess.Proces
     return process
 
 
-async def execute_command(command: str, *, cwd: str, timeout: float, output_limit: int) -> str:
+async def execute_command(
+    command: str, *, cwd: str, timeout: float, output_limit: int, confined: Confinement | None = None
+) -> str:
     """Run ``command`` with ``bash -c`` in its own process group; return exit code, stdout and stderr as text.
+    ``confined`` (a sandbox) puts its words before ``bash``; a failure that looks like the sandbox's ends with
+    what to do about it.
 
     The process group is killed on timeout and when the caller is cancelled. Output beyond
     ``output_limit`` characters keeps its head and tail around a marker. Standard input is empty.
@@ -196,7 +216,7 @@ async def execute_command(command: str, *, cwd: str, timeout: float, output_limi
     """
     mark = new_mark("shell")
     try:
-        process = await _start(command, cwd, mark)
+        process = await _start(command, cwd, mark, confined.prefix if confined is not None else ())
     except OSError as exc:
         return f"Error: cannot start bash: {exc.strerror or exc}"
     assert process.stdout is not None and process.stderr is not None
@@ -228,24 +248,85 @@ async def execute_command(command: str, *, cwd: str, timeout: float, output_limi
         if not group_alive(process.pid):  # else something it started in the background lives on until exit
             forget_process_group(process.pid)
     out_budget, err_budget = split_budget(out.size(), err.size(), output_limit)
-    return format_result(process.returncode, out.shortened(out_budget), err.shortened(err_budget), timed_out_after)
+    result = format_result(process.returncode, out.shortened(out_budget), err.shortened(err_budget), timed_out_after)
+    if confined is not None and blocked_by_sandbox(confined, process.returncode, out.text() + err.text()):
+        writable = " and ".join(str(path) for path in confined.writable)
+        result += SANDBOX_HINT.format(writable=writable, network="" if confined.network else ", with no network")
+    return result
 
 
-async def run_shell(ctx: RunContext[CoDeps], command: str, timeout: float | None = None) -> str:
+def shell_confinement(deps: CoDeps, sandbox: bool = True) -> tuple[Confinement, bool]:
+    """How a command runs (the session's ``/sandbox`` choice, else the settings) and whether it runs outside the
+    sandbox only because the call asked to (``sandbox=False`` where it would have been sandboxed)."""
+    settings, state = deps.settings, deps.state
+    mode = state.shell_sandbox or settings.shell_sandbox
+    network = settings.shell_network if state.shell_network is None else state.shell_network
+    cwd = working_dir(deps)
+    protected = (*own_files(deps).roots, deps.paths.project_settings.parent.resolve())
+    read_only = tuple(dict.fromkeys(path for path in protected if path != cwd and is_inside(cwd, path)))
+    confined = confinement(mode, network, cwd, read_only)
+    if sandbox or not confined.sandboxed or mode == "on":
+        return confined, False
+    return confinement("off", True, cwd), True
+
+
+def _question(command: str, confined: Confinement, outside: bool, noted: bool) -> dict[str, object]:
+    """What the approval question says about the command: how it runs, and whether "a" may allow it again."""
+    if outside:
+        why = "OUTSIDE the sandbox, as asked: it may write anywhere you can and use the network"
+        return {"reason": f"{SHELL_REASON} {why}", "command": command, "once": True}
+    shown = confined.describe() if not noted or confined.sandboxed else "not sandboxed"
+    return {"reason": f"{SHELL_REASON}; {shown}", "command": command}
+
+
+def _refusal(deps: CoDeps, confined: Confinement, sandbox: bool) -> str:
+    """Why the command may not run at all ("" if it may): ``shell_sandbox`` "on" and no sandbox, or a call asking
+    to run outside it."""
+    if (deps.state.shell_sandbox or deps.settings.shell_sandbox) != "on":
+        return ""
+    if confined.unavailable:
+        return f'Error: not run: shell_sandbox is "on" and {confined.unavailable}. The user can allow it: /sandbox off.'
+    if not sandbox:
+        return 'Error: not run outside the sandbox: shell_sandbox is "on". The user can allow it: /sandbox off.'
+    return ""
+
+
+def _allowed_without_asking(deps: CoDeps, command: str) -> bool:
+    """The exact command allowed for the session ("a"), or a command rule the user keeps for this project."""
+    if command in deps.state.approved_commands:
+        return True
+    return command_rule(deps.paths.user_settings.parent, Path(deps.project), command) is not None
+
+
+async def run_shell(ctx: RunContext[CoDeps], command: str, timeout: float | None = None, sandbox: bool = True) -> str:
     """Run a bash command in the working directory and return its exit code, stdout and stderr.
 
-    The user approves each command. It gets no standard input and is killed after the timeout.
+    The user approves each command. It gets no standard input and is killed after the timeout. Where the
+    machine allows it, it runs in a sandbox: it may write only in the working directory and TMPDIR, and may not
+    use the network.
 
     Args:
         command: The bash command line to run.
         timeout: Seconds before the command is killed; at most (and by default) the configured limit.
+        sandbox: False runs it outside the sandbox; only after it failed because of the sandbox (the user is
+            asked every time).
     """
-    if not ctx.tool_call_approved and command not in ctx.deps.state.approved_commands:
-        raise ApprovalRequired(metadata={"reason": SHELL_REASON, "command": command})
-    settings = ctx.deps.settings
-    return await execute_command(
+    deps = ctx.deps
+    confined, outside = await asyncio.to_thread(shell_confinement, deps, sandbox)
+    refused = _refusal(deps, confined, sandbox)
+    if refused:
+        return refused
+    if not ctx.tool_call_approved and (outside or not _allowed_without_asking(deps, command)):
+        raise ApprovalRequired(metadata=_question(command, confined, outside, deps.state.sandbox_noted))
+    settings = deps.settings
+    result = await execute_command(
         command,
-        cwd=str(working_dir(ctx.deps)),
+        cwd=str(working_dir(deps)),
         timeout=effective_timeout(timeout, settings.shell_timeout),
         output_limit=settings.shell_output_limit,
+        confined=confined,
     )
+    if confined.unavailable and not deps.state.sandbox_noted:
+        deps.state.sandbox_noted = True
+        result += NOT_SANDBOXED_NOTE.format(reason=confined.unavailable)
+    return result

@@ -1,11 +1,11 @@
 """Slash commands, one module per concern; importing this package registers them all.
 
 ``registry`` holds the table, ``@command``, ``parse``, ``dispatch`` and ``CommandHost``; ``conversation``,
-``compaction``, ``sessions``, ``memory``, ``tasks`` and ``mcp`` hold the commands, each registering itself when
-imported.
+``compaction``, ``sessions``, ``memory``, ``tasks``, ``mcp`` and ``sandbox`` hold the commands, each registering
+itself when imported.
 """
 
-from co_cli.terminal.commands import compaction, conversation, mcp, memory, sessions, tasks
+from co_cli.terminal.commands import compaction, conversation, mcp, memory, sandbox, sessions, tasks
 from co_cli.terminal.commands.registry import (
     HELP_ORDER,
     REGISTRY,
@@ -32,6 +32,7 @@ __all__ = [
     "memory",
     "names",
     "parse",
+    "sandbox",
     "sessions",
     "tasks",
 ]

@@ -80,7 +80,7 @@ def command(
 HELP_ORDER = (
     "help", "quit", "new", "clear", "model", "retry", "last", "compact", "context", "sessions", "resume", "fork",
     "rename", "delete", "pin", "pins", "unpin", "uncompact", "memory", "remember", "forget", "rewind", "usage",
-    "tasks", "mcp",
+    "tasks", "mcp", "sandbox",
 )  # fmt: skip
 """The order /help lists the commands and completion offers them, whichever module registered them."""
 
