@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Literal
 
 from co_cli.config import Paths, Settings
 from co_cli.context.working import WorkingContext
-from co_cli.vocabulary import TaskStatus
+from co_cli.vocabulary import SessionOrigin, TaskStatus
 
 if TYPE_CHECKING:
     from co_cli.memory.instructions_files import InstructionsFiles
@@ -94,6 +94,9 @@ class CoDeps:
     store: Store
     """The session database (under --no-save a scratch one, removed at exit)."""
     state: SessionState = field(default_factory=SessionState)
+    origin: SessionOrigin = "terminal"
+    """Who drives the session: under ``co serve`` no one can be asked, so what needs approval is refused and a
+    command rule the user keeps does not stand in for the question."""
     clock: Callable[[], float] = time.time
     """Wall-clock time (when tasks change, which done tasks are old enough to leave the list)."""
     keep_file_change: Callable[[FileChange], None] | None = None

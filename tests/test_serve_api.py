@@ -14,6 +14,7 @@ import httpx
 import openai
 import pytest
 
+from co_cli.project_trust import allow_command
 from co_cli.store import Store
 from co_cli.synthetic import failure_of
 from tests.support.scripted_server import Error, ScriptedServer, Text, ToolCalls, last_user_text
@@ -369,6 +370,8 @@ def test_a_client_gone_mid_stream_leaves_the_turn_saved_cut_off(served: ServePro
 
 def test_tools_that_change_nothing_run_and_the_others_are_refused(served: ServeProcess, model: ScriptedServer) -> None:
     (served.cwd / "notes.txt").write_text("the grebe nests on water\n")
+    # a command rule the user keeps lets `touch` run without the question in the terminal, not through the server
+    allow_command(Path(served.env["CO_CLI_CONFIG_DIR"]), served.cwd, "touch")
     model.script(
         ToolCalls(
             [

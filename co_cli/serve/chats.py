@@ -378,7 +378,9 @@ class Chats:
         return conv
 
     def _build(self, resolved: ResolvedModel) -> Conversation:
-        deps = CoDeps(settings=self.loaded.settings, paths=self.loaded.paths, cwd=self.cwd, store=self.store)
+        deps = CoDeps(
+            settings=self.loaded.settings, paths=self.loaded.paths, cwd=self.cwd, store=self.store, origin="serve"
+        )
         conv = Conversation(
             resolved=resolved, deps=deps, ask_approval=None, approve_all=False, origin="serve", denied=SERVER_DENIED
         )

@@ -292,9 +292,12 @@ def _refusal(deps: CoDeps, confined: Confinement, sandbox: bool) -> str:
 
 
 def _allowed_without_asking(deps: CoDeps, command: str) -> bool:
-    """The exact command allowed for the session ("a"), or a command rule the user keeps for this project."""
+    """The exact command allowed for the session ("a"), or a command rule the user keeps for this project (not
+    under ``co serve``: through the server only what changes nothing runs)."""
     if command in deps.state.approved_commands:
         return True
+    if deps.origin == "serve":
+        return False
     return command_rule(deps.paths.user_settings.parent, Path(deps.project), command) is not None
 
 
