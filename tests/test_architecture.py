@@ -9,10 +9,13 @@ room below.
 from __future__ import annotations
 
 import ast
+import dataclasses
+import inspect
 import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "co_cli"
+"""The package the rules are read from."""
 
 FLOORS = {
     "terminal": 7,
@@ -32,9 +35,24 @@ FLOORS = {
 MAX_ROOT_MODULES = 16
 """The words every room shares, and ``cues.py``: the one module of word cues (which only suggest)."""
 MAX_METHODS = 25
+"""A class holds one concern: past 25 methods it holds several (the widest today, the memory and session tables,
+keep the rules of a whole table and its history, 22 to 23 methods), and the next feature belongs in a class of its
+own."""
 TERMINAL_LIBRARIES = ("rich", "prompt_toolkit", "typer")
+"""The libraries that draw, read keys or parse argv: a front end's business, the terminal's alone."""
 SERVER_LIBRARIES = ("starlette", "uvicorn")
+"""The web framework and server of ``co serve``: only ``serve/`` pays for importing them."""
 FRONT_ENDS = ("terminal", "serve")
+"""The rooms a user talks to; each opens conversations through ``session/`` and uses nothing of the other."""
+
+STORE_FACADE = "co_cli.store"
+"""The store's one door: ``Store`` and the names its ``__all__`` offers."""
+STORE_USERS = ("terminal", "serve", "memory")
+"""The rooms that reach the store only through its door (the front ends draw what it holds, ``memory/`` decides
+what goes in it); the session and its tools write turns and so use the tables' statement-level functions."""
+STORE_INSIDES = ("co_cli.store.db", "co_cli.store.lockfiles", "co_cli.store.recover", "co_cli.store.schema")
+"""What the door never offers a class or function of: the connection, the lock files, recovery and the migrations
+(``Store`` has methods for what a front end does with them)."""
 
 ORDINARY_WORDS = frozenset(
     [
@@ -234,6 +252,119 @@ def test_front_ends_stand_apart() -> None:
         and not (source == "co_cli.terminal.serve_cli" and target.startswith("co_cli.serve.server"))
     )
     assert crossing == []
+
+
+def _takes_the_database(thing: object) -> bool:
+    """Whether a function (a class: its ``__init__``) takes the open database or a transaction of it."""
+    function = thing.__init__ if isinstance(thing, type) else thing  # type: ignore[misc]
+    try:
+        parameters = inspect.signature(function).parameters.values()  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False
+    return any(word in str(p.annotation) for p in parameters for word in ("Database", "Transaction", "Reader"))
+
+
+def _is_record(thing: object) -> bool:
+    """A dataclass, a named tuple or an error: data the store hands out, with nothing that reaches the file."""
+    return isinstance(thing, type) and (
+        dataclasses.is_dataclass(thing)
+        or (issubclass(thing, tuple) and hasattr(thing, "_fields"))
+        or issubclass(thing, Exception)
+    )
+
+
+def store_door() -> tuple[frozenset[str], frozenset[str]]:
+    """The names the store's door offers, and those of them that are tables (built by ``Store`` alone)."""
+    import co_cli.store as facade
+
+    offered = frozenset(facade.__all__)
+    tables = frozenset(
+        name
+        for name in offered
+        if isinstance(getattr(facade, name), type) and _takes_the_database(getattr(facade, name))
+    )
+    return offered, tables
+
+
+def _reaches_a_database(node: ast.Attribute) -> bool:
+    """``store.db``, ``self.store.db``: the database of something named a store (``paths.db`` is a file name)."""
+    owner = node.value
+    named = owner.id if isinstance(owner, ast.Name) else owner.attr if isinstance(owner, ast.Attribute) else ""
+    return node.attr == "db" and named == "store"
+
+
+def store_side_doors(trees: dict[str, ast.Module], offered: frozenset[str], tables: frozenset[str]) -> list[str]:
+    """Where a module of ``STORE_USERS`` reaches the store past its door: importing a module under it or a name it
+    does not offer, building a table, or reading a store's ``db``."""
+    found: list[str] = []
+    for name, tree in sorted(trees.items()):
+        if room(name) not in STORE_USERS:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                if node.module.startswith(f"{STORE_FACADE}."):
+                    found.append(f"{name} imports {node.module}")
+                elif node.module == STORE_FACADE:
+                    found += [f"{name} imports {a.name} from the store" for a in node.names if a.name not in offered]
+            elif isinstance(node, ast.Import):
+                found += [f"{name} imports {a.name}" for a in node.names if a.name.startswith(f"{STORE_FACADE}.")]
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in tables:
+                found.append(f"{name}:{node.lineno} builds {node.func.id}")
+            elif isinstance(node, ast.Attribute) and _reaches_a_database(node):
+                found.append(f"{name}:{node.lineno} reads the store's database")
+    return found
+
+
+def test_front_ends_and_memory_use_the_store_door() -> None:
+    """The front ends and ``memory/`` import ``co_cli.store`` alone, and only what its ``__all__`` offers."""
+    offered, tables = store_door()
+    assert store_side_doors(sources(), offered, tables) == []
+
+
+def test_the_store_door_offers_no_insides() -> None:
+    """The door offers ``Store``, the tables it hands out (as types), records, and the pure helpers and words of
+    records: never a class or function of the connection, lock files, recovery or schema, nor a function that
+    takes the database."""
+    import co_cli.store as facade
+
+    offered, tables = store_door()
+    wrong = []
+    for name in sorted(offered):
+        thing = getattr(facade, name)
+        if getattr(thing, "__module__", None) in STORE_INSIDES:
+            wrong.append(f"{name} is one of the store's insides")
+        elif isinstance(thing, type) and name != "Store" and name not in tables and not _is_record(thing):
+            wrong.append(f"{name} is neither a table nor a record")
+        elif inspect.isfunction(thing) and _takes_the_database(thing):
+            wrong.append(f"{name} takes the database")
+    assert wrong == []
+    assert {"Memories", "ExtractionQueue"} <= tables
+
+
+def test_the_store_door_guard_can_fail() -> None:
+    """Each way past the door (and the insides at the door) is caught; a session module may use the tables."""
+    trees = {
+        "co_cli.terminal.memory_cli": ast.parse(
+            "from co_cli.store.db import Database\nfrom co_cli.store import Store, Database\n"
+            "import co_cli.store.lockfiles\nMemories(store.db)\n"
+        ),
+        "co_cli.memory.review": ast.parse("from co_cli.store import Memories\nx = self.store.db\npaths.db\n"),
+        "co_cli.session.recorder": ast.parse("from co_cli.store.db import Transaction\nSessions(store.db)\n"),
+    }
+    assert store_side_doors(trees, frozenset({"Store", "Memories"}), frozenset({"Memories"})) == [
+        "co_cli.memory.review:2 reads the store's database",
+        "co_cli.terminal.memory_cli imports co_cli.store.db",
+        "co_cli.terminal.memory_cli imports Database from the store",
+        "co_cli.terminal.memory_cli imports co_cli.store.lockfiles",
+        "co_cli.terminal.memory_cli:4 builds Memories",
+        "co_cli.terminal.memory_cli:4 reads the store's database",
+    ]
+    from co_cli.store.db import Database, connect
+    from co_cli.store.memories import Memories
+    from co_cli.store.recover import Recovery
+
+    assert _takes_the_database(Memories) and not _takes_the_database(connect)
+    assert not _is_record(Database) and _is_record(Recovery)
 
 
 def test_the_package_root_stays_small() -> None:

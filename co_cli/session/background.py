@@ -36,6 +36,7 @@ class Background:
             return None
         self.memory_worker = ExtractionWorker(
             self.store.memories,
+            self.store.queue,
             lambda: self.engine.memory_model,
             deps.settings.memory_extract,
             deps.project,
