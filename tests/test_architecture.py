@@ -16,6 +16,8 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "co_cli"
 """The package the rules are read from."""
+TESTS = Path(__file__).resolve().parent
+"""The test suite: each test module stands alone; what several of them share lives in ``tests/support/``."""
 
 FLOORS = {
     "terminal": 7,
@@ -365,6 +367,28 @@ def test_the_store_door_guard_can_fail() -> None:
 
     assert _takes_the_database(Memories) and not _takes_the_database(connect)
     assert not _is_record(Database) and _is_record(Recovery)
+
+
+def modules_importing_tests(trees: dict[str, ast.Module]) -> list[str]:
+    """Which modules of the suite import a test module (``tests.test_*``), at any depth."""
+    return sorted(
+        f"{name} imports {target}"
+        for name, tree in trees.items()
+        for target in imported_modules(tree)
+        if target.startswith("tests.test_")
+    )
+
+
+def test_no_test_module_imports_another() -> None:
+    """A fixture or helper two test files share is in ``tests/support/``: running or changing one test file never
+    runs or breaks another's module."""
+    trees = {
+        ".".join(path.relative_to(TESTS.parent).with_suffix("").parts): ast.parse(path.read_text(), str(path))
+        for path in sorted(TESTS.rglob("*.py"))
+    }
+    assert modules_importing_tests(trees) == []
+    guard = {"tests.test_a": ast.parse("def f():\n    from tests.test_b import core\nimport tests.support.x\n")}
+    assert modules_importing_tests(guard) == ["tests.test_a imports tests.test_b"]
 
 
 def test_the_package_root_stays_small() -> None:

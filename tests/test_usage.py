@@ -22,7 +22,7 @@ from co_cli.terminal import commands
 from co_cli.terminal.views import tool_stats, usage_lines
 from co_cli.terminal_text import format_cost
 from tests.support.chat_app import ChatRun
-from tests.test_turn_core import Core, core, long_echo, run, streaming_model, summarizer
+from tests.support.turn_core import Core, core, long_echo, run, streaming_model, summarizer
 
 __all__ = ["core"]
 
