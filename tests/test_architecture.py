@@ -17,6 +17,8 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "co_cli"
 """The package the rules are read from."""
 TESTS = Path(__file__).resolve().parent
+DOC = TESTS.parent / "docs" / "architecture.md"
+"""Where the module tree is drawn: every module of the package, under its package, and none that is gone."""
 """The test suite: each test module stands alone; what several of them share lives in ``tests/support/``."""
 
 FLOORS = {
@@ -389,6 +391,41 @@ def test_no_test_module_imports_another() -> None:
     assert modules_importing_tests(trees) == []
     guard = {"tests.test_a": ast.parse("def f():\n    from tests.test_b import core\nimport tests.support.x\n")}
     assert modules_importing_tests(guard) == ["tests.test_a imports tests.test_b"]
+
+
+def tree_modules(doc: str) -> set[str]:
+    """The modules the module tree of ``docs/architecture.md`` names, as paths under ``co_cli/``.
+
+    A line whose first word ends in ``/`` opens a package, indented under the one it is in; every ``name.py``
+    on that line and on the lines indented deeper below it belongs to the package (a description's next line
+    is indented to the description's column)."""
+    block = doc.split("```\nco_cli/\n", 1)[1].split("```", 1)[0]
+    named: set[str] = set()
+    packages: list[tuple[int, str]] = [(0, "")]
+    for line in block.splitlines():
+        words = line.split()
+        if not words:
+            continue
+        indent = len(line) - len(line.lstrip())
+        while len(packages) > 1 and packages[-1][0] >= indent:
+            packages.pop()
+        if words[0].endswith("/"):
+            packages.append((indent, f"{packages[-1][1]}{words[0]}"))
+        named.update(f"{packages[-1][1]}{name}" for name in re.findall(r"\b(\w+\.py)\b", line))
+    return named
+
+
+def test_the_module_tree_names_every_module() -> None:
+    """``docs/architecture.md`` draws the package module by module: a new module is added to it in the same
+    change, and a module that is gone leaves it."""
+    modules = {path.relative_to(PACKAGE).as_posix() for path in PACKAGE.rglob("*.py") if path.name != "__init__.py"}
+    named = tree_modules(DOC.read_text()) - {"store/__init__.py"}
+    assert sorted(modules - named) == [], "missing from the module tree"
+    assert sorted(named - modules) == [], "gone from the package"
+    sample = (
+        "```\nco_cli/\n  a.py b.py   words\n  room/   x.py\n    y.py   about c.py\n                 z.py\n  d.py\n```\n"
+    )
+    assert tree_modules(sample) == {"a.py", "b.py", "room/x.py", "room/y.py", "room/c.py", "room/z.py", "d.py"}
 
 
 def test_the_package_root_stays_small() -> None:
