@@ -109,6 +109,8 @@ ORDINARY_WORDS = frozenset(
 """Words of ordinary English speech. A regex, or a list of short words, naming three or more of them reads
 people's words: a word cue (the probe only finds them; it is not a cue itself)."""
 CUE_MODULE = "co_cli.cues"
+"""The one module of word cues: what reads the user's words by list lives here, so it is found, measured and
+kept to suggesting in one place."""
 WORD_LISTS_ALLOWED = {
     "co_cli.context.ledger": "which words are not identifiers (names, packages, dates): it only adds what a "
     "summary must keep verbatim and decides nothing about what the user means",
@@ -119,7 +121,10 @@ WORD_LISTS_ALLOWED = {
 """Modules with word lists that are not cues, and why. Everything that reads what the user means (a rule, a
 change, the next step, whose fact, a passing state, a question) lives in ``cues.py`` and only suggests."""
 RE_FUNCTIONS = frozenset({"compile", "search", "match", "fullmatch", "findall", "finditer", "sub", "subn", "split"})
+"""The ``re`` calls whose first argument is a pattern the probe reads for ordinary words."""
 MAX_LIST_WORD_CHARS = 30
+"""A collection of strings this short each reads as a list of words (a phrase list included); longer strings
+are sentences or messages, not cues."""
 
 
 def module_name(path: Path) -> str:

@@ -1,4 +1,4 @@
-"""Builders of message histories shared by the context tests (and a check that they build what they say)."""
+"""The message builders of ``tests/support/messages.py`` build what they say."""
 
 from __future__ import annotations
 
