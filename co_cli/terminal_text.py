@@ -1,8 +1,10 @@
-"""Text from models, tools and saved sessions made safe to print: no terminal control sequences."""
+"""Text from models, tools and saved sessions made safe to print (no terminal control sequences), and the words
+every printed view shares for counts, tokens and costs."""
 
 from __future__ import annotations
 
 import re
+from typing import Protocol
 
 # Format characters (Unicode category Cf, Unicode 14): the bidi controls (U+061C, U+200E/F, U+202A-E,
 # U+2066-9), invisible ones (U+00AD, U+200B, U+2060-4, U+FEFF, the tags U+E0000-7F) and the rest. Kept: U+200C
@@ -59,3 +61,30 @@ def without_control_sequences(text: str) -> str:
 def counted(count: int, noun: str, plural: str | None = None) -> str:
     """``count`` and the noun, singular for one: "1 message", "3 messages", "2 entries" (``plural``)."""
     return f"{count:,} {noun if count == 1 else plural or noun + 's'}"
+
+
+class Priced(Protocol):
+    """Usage totals as the cost line reads them (``store.usage.UsageTotals``)."""
+
+    rows: int
+    unpriced: int
+    cost_usd: float
+
+
+def format_cost(totals: Priced | None) -> str:
+    """ "$0.0123" when every cost is known; "$0.0123 + unknown" when some are not; "unknown" when none is."""
+    if totals is None or totals.rows == 0:
+        return "unknown"
+    if totals.unpriced == totals.rows:
+        return "unknown"
+    text = f"${totals.cost_usd:.4f}"
+    return text if totals.unpriced == 0 else f"{text} + unknown"
+
+
+def format_tokens(count: int) -> str:
+    """1234 -> "1.2k", 1234567 -> "1.2M"."""
+    if count < 1000:
+        return str(count)
+    if count < 1_000_000:
+        return f"{count / 1000:.1f}k"
+    return f"{count / 1_000_000:.1f}M"

@@ -9,10 +9,17 @@ room below.
 from __future__ import annotations
 
 import ast
+import dataclasses
+import inspect
 import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "co_cli"
+"""The package the rules are read from."""
+TESTS = Path(__file__).resolve().parent
+DOC = TESTS.parent / "docs" / "architecture.md"
+"""Where the module tree is drawn: every module of the package, under its package, and none that is gone."""
+"""The test suite: each test module stands alone; what several of them share lives in ``tests/support/``."""
 
 FLOORS = {
     "terminal": 7,
@@ -32,9 +39,24 @@ FLOORS = {
 MAX_ROOT_MODULES = 16
 """The words every room shares, and ``cues.py``: the one module of word cues (which only suggest)."""
 MAX_METHODS = 25
+"""A class holds one concern: past 25 methods it holds several (the widest today, the memory and session tables,
+keep the rules of a whole table and its history, 22 to 23 methods), and the next feature belongs in a class of its
+own."""
 TERMINAL_LIBRARIES = ("rich", "prompt_toolkit", "typer")
+"""The libraries that draw, read keys or parse argv: a front end's business, the terminal's alone."""
 SERVER_LIBRARIES = ("starlette", "uvicorn")
+"""The web framework and server of ``co serve``: only ``serve/`` pays for importing them."""
 FRONT_ENDS = ("terminal", "serve")
+"""The rooms a user talks to; each opens conversations through ``session/`` and uses nothing of the other."""
+
+STORE_FACADE = "co_cli.store"
+"""The store's one door: ``Store`` and the names its ``__all__`` offers."""
+STORE_USERS = ("terminal", "serve", "memory")
+"""The rooms that reach the store only through its door (the front ends draw what it holds, ``memory/`` decides
+what goes in it); the session and its tools write turns and so use the tables' statement-level functions."""
+STORE_INSIDES = ("co_cli.store.db", "co_cli.store.lockfiles", "co_cli.store.recover", "co_cli.store.schema")
+"""What the door never offers a class or function of: the connection, the lock files, recovery and the migrations
+(``Store`` has methods for what a front end does with them)."""
 
 ORDINARY_WORDS = frozenset(
     [
@@ -87,6 +109,8 @@ ORDINARY_WORDS = frozenset(
 """Words of ordinary English speech. A regex, or a list of short words, naming three or more of them reads
 people's words: a word cue (the probe only finds them; it is not a cue itself)."""
 CUE_MODULE = "co_cli.cues"
+"""The one module of word cues: what reads the user's words by list lives here, so it is found, measured and
+kept to suggesting in one place."""
 WORD_LISTS_ALLOWED = {
     "co_cli.context.ledger": "which words are not identifiers (names, packages, dates): it only adds what a "
     "summary must keep verbatim and decides nothing about what the user means",
@@ -97,7 +121,10 @@ WORD_LISTS_ALLOWED = {
 """Modules with word lists that are not cues, and why. Everything that reads what the user means (a rule, a
 change, the next step, whose fact, a passing state, a question) lives in ``cues.py`` and only suggests."""
 RE_FUNCTIONS = frozenset({"compile", "search", "match", "fullmatch", "findall", "finditer", "sub", "subn", "split"})
+"""The ``re`` calls whose first argument is a pattern the probe reads for ordinary words."""
 MAX_LIST_WORD_CHARS = 30
+"""A collection of strings this short each reads as a list of words (a phrase list included); longer strings
+are sentences or messages, not cues."""
 
 
 def module_name(path: Path) -> str:
@@ -234,6 +261,176 @@ def test_front_ends_stand_apart() -> None:
         and not (source == "co_cli.terminal.serve_cli" and target.startswith("co_cli.serve.server"))
     )
     assert crossing == []
+
+
+def _takes_the_database(thing: object) -> bool:
+    """Whether a function (a class: its ``__init__``) takes the open database or a transaction of it."""
+    function = thing.__init__ if isinstance(thing, type) else thing  # type: ignore[misc]
+    try:
+        parameters = inspect.signature(function).parameters.values()  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False
+    return any(word in str(p.annotation) for p in parameters for word in ("Database", "Transaction", "Reader"))
+
+
+def _is_record(thing: object) -> bool:
+    """A dataclass, a named tuple or an error: data the store hands out, with nothing that reaches the file."""
+    return isinstance(thing, type) and (
+        dataclasses.is_dataclass(thing)
+        or (issubclass(thing, tuple) and hasattr(thing, "_fields"))
+        or issubclass(thing, Exception)
+    )
+
+
+def store_door() -> tuple[frozenset[str], frozenset[str]]:
+    """The names the store's door offers, and those of them that are tables (built by ``Store`` alone)."""
+    import co_cli.store as facade
+
+    offered = frozenset(facade.__all__)
+    tables = frozenset(
+        name
+        for name in offered
+        if isinstance(getattr(facade, name), type) and _takes_the_database(getattr(facade, name))
+    )
+    return offered, tables
+
+
+def _reaches_a_database(node: ast.Attribute) -> bool:
+    """``store.db``, ``self.store.db``: the database of something named a store (``paths.db`` is a file name)."""
+    owner = node.value
+    named = owner.id if isinstance(owner, ast.Name) else owner.attr if isinstance(owner, ast.Attribute) else ""
+    return node.attr == "db" and named == "store"
+
+
+def store_side_doors(trees: dict[str, ast.Module], offered: frozenset[str], tables: frozenset[str]) -> list[str]:
+    """Where a module of ``STORE_USERS`` reaches the store past its door: importing a module under it or a name it
+    does not offer, building a table, or reading a store's ``db``."""
+    found: list[str] = []
+    for name, tree in sorted(trees.items()):
+        if room(name) not in STORE_USERS:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                if node.module.startswith(f"{STORE_FACADE}."):
+                    found.append(f"{name} imports {node.module}")
+                elif node.module == STORE_FACADE:
+                    found += [f"{name} imports {a.name} from the store" for a in node.names if a.name not in offered]
+            elif isinstance(node, ast.Import):
+                found += [f"{name} imports {a.name}" for a in node.names if a.name.startswith(f"{STORE_FACADE}.")]
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in tables:
+                found.append(f"{name}:{node.lineno} builds {node.func.id}")
+            elif isinstance(node, ast.Attribute) and _reaches_a_database(node):
+                found.append(f"{name}:{node.lineno} reads the store's database")
+    return found
+
+
+def test_front_ends_and_memory_use_the_store_door() -> None:
+    """The front ends and ``memory/`` import ``co_cli.store`` alone, and only what its ``__all__`` offers."""
+    offered, tables = store_door()
+    assert store_side_doors(sources(), offered, tables) == []
+
+
+def test_the_store_door_offers_no_insides() -> None:
+    """The door offers ``Store``, the tables it hands out (as types), records, and the pure helpers and words of
+    records: never a class or function of the connection, lock files, recovery or schema, nor a function that
+    takes the database."""
+    import co_cli.store as facade
+
+    offered, tables = store_door()
+    wrong = []
+    for name in sorted(offered):
+        thing = getattr(facade, name)
+        if getattr(thing, "__module__", None) in STORE_INSIDES:
+            wrong.append(f"{name} is one of the store's insides")
+        elif isinstance(thing, type) and name != "Store" and name not in tables and not _is_record(thing):
+            wrong.append(f"{name} is neither a table nor a record")
+        elif inspect.isfunction(thing) and _takes_the_database(thing):
+            wrong.append(f"{name} takes the database")
+    assert wrong == []
+    assert {"Memories", "ExtractionQueue"} <= tables
+
+
+def test_the_store_door_guard_can_fail() -> None:
+    """Each way past the door (and the insides at the door) is caught; a session module may use the tables."""
+    trees = {
+        "co_cli.terminal.memory_cli": ast.parse(
+            "from co_cli.store.db import Database\nfrom co_cli.store import Store, Database\n"
+            "import co_cli.store.lockfiles\nMemories(store.db)\n"
+        ),
+        "co_cli.memory.review": ast.parse("from co_cli.store import Memories\nx = self.store.db\npaths.db\n"),
+        "co_cli.session.recorder": ast.parse("from co_cli.store.db import Transaction\nSessions(store.db)\n"),
+    }
+    assert store_side_doors(trees, frozenset({"Store", "Memories"}), frozenset({"Memories"})) == [
+        "co_cli.memory.review:2 reads the store's database",
+        "co_cli.terminal.memory_cli imports co_cli.store.db",
+        "co_cli.terminal.memory_cli imports Database from the store",
+        "co_cli.terminal.memory_cli imports co_cli.store.lockfiles",
+        "co_cli.terminal.memory_cli:4 builds Memories",
+        "co_cli.terminal.memory_cli:4 reads the store's database",
+    ]
+    from co_cli.store.db import Database, connect
+    from co_cli.store.memories import Memories
+    from co_cli.store.recover import Recovery
+
+    assert _takes_the_database(Memories) and not _takes_the_database(connect)
+    assert not _is_record(Database) and _is_record(Recovery)
+
+
+def modules_importing_tests(trees: dict[str, ast.Module]) -> list[str]:
+    """Which modules of the suite import a test module (``tests.test_*``), at any depth."""
+    return sorted(
+        f"{name} imports {target}"
+        for name, tree in trees.items()
+        for target in imported_modules(tree)
+        if target.startswith("tests.test_")
+    )
+
+
+def test_no_test_module_imports_another() -> None:
+    """A fixture or helper two test files share is in ``tests/support/``: running or changing one test file never
+    runs or breaks another's module."""
+    trees = {
+        ".".join(path.relative_to(TESTS.parent).with_suffix("").parts): ast.parse(path.read_text(), str(path))
+        for path in sorted(TESTS.rglob("*.py"))
+    }
+    assert modules_importing_tests(trees) == []
+    guard = {"tests.test_a": ast.parse("def f():\n    from tests.test_b import core\nimport tests.support.x\n")}
+    assert modules_importing_tests(guard) == ["tests.test_a imports tests.test_b"]
+
+
+def tree_modules(doc: str) -> set[str]:
+    """The modules the module tree of ``docs/architecture.md`` names, as paths under ``co_cli/``.
+
+    A line whose first word ends in ``/`` opens a package, indented under the one it is in; every ``name.py``
+    on that line and on the lines indented deeper below it belongs to the package (a description's next line
+    is indented to the description's column)."""
+    block = doc.split("```\nco_cli/\n", 1)[1].split("```", 1)[0]
+    named: set[str] = set()
+    packages: list[tuple[int, str]] = [(0, "")]
+    for line in block.splitlines():
+        words = line.split()
+        if not words:
+            continue
+        indent = len(line) - len(line.lstrip())
+        while len(packages) > 1 and packages[-1][0] >= indent:
+            packages.pop()
+        if words[0].endswith("/"):
+            packages.append((indent, f"{packages[-1][1]}{words[0]}"))
+        named.update(f"{packages[-1][1]}{name}" for name in re.findall(r"\b(\w+\.py)\b", line))
+    return named
+
+
+def test_the_module_tree_names_every_module() -> None:
+    """``docs/architecture.md`` draws the package module by module: a new module is added to it in the same
+    change, and a module that is gone leaves it."""
+    modules = {path.relative_to(PACKAGE).as_posix() for path in PACKAGE.rglob("*.py") if path.name != "__init__.py"}
+    named = tree_modules(DOC.read_text()) - {"store/__init__.py"}
+    assert sorted(modules - named) == [], "missing from the module tree"
+    assert sorted(named - modules) == [], "gone from the package"
+    sample = (
+        "```\nco_cli/\n  a.py b.py   words\n  room/   x.py\n    y.py   about c.py\n                 z.py\n  d.py\n```\n"
+    )
+    assert tree_modules(sample) == {"a.py", "b.py", "room/x.py", "room/y.py", "room/c.py", "room/z.py", "d.py"}
 
 
 def test_the_package_root_stays_small() -> None:

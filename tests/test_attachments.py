@@ -16,7 +16,7 @@ from co_cli.session.attachments import MENTION
 from co_cli.tools.files import path_completions, read_for_prompt
 from co_cli.tools.paths import PathError, own_files
 from tests.support.chat_app import ChatRun
-from tests.test_turn_core import Core, core, streaming_model
+from tests.support.turn_core import Core, core, streaming_model
 
 __all__ = ["core"]
 

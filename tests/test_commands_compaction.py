@@ -15,26 +15,19 @@ from co_cli.context.user_words import USER_WORDS_HEADING
 from co_cli.synthetic import is_summary
 from co_cli.terminal import editor
 from tests.support.chat_app import ChatRun
+from tests.support.compaction_turns import TURNS, three_turns
 from tests.support.summariser import prose_summariser, scripted_summariser
-from tests.test_turn_core import Core, core, echo, long_echo, streaming_model, summarizer
+from tests.support.turn_core import Core, core, echo, long_echo, streaming_model, summarizer
 
 __all__ = ["core"]
 
 pytestmark = pytest.mark.allow_model_requests
 
 SUMMARY = "SUMMARY: the user said hello several times, with padding words."
-TURNS = [f"turn {i} " + "with padding words " * 10 for i in range(3)]
 COMPACTED = re.compile(
     r"Compacted \(summary, manual\): 6 messages, ~[\d,]+ -> ~[\d,]+ tokens[^.]*\. "
     r"/compact show reads it, /uncompact undoes it\."
 )
-
-
-def three_turns(core: Core) -> tuple[ChatRun, str]:
-    chat = ChatRun(core, streaming_model(long_echo), summarizer=summarizer())
-    assert chat.send(*TURNS).code == 0
-    assert chat.conv.session is not None
-    return chat, chat.conv.session.id
 
 
 def summaries(chat: ChatRun) -> list[ModelMessage]:

@@ -13,7 +13,7 @@ from pydantic_ai.messages import ModelMessage
 from co_cli.message_view import user_text
 from co_cli.terminal.commands import HELP_ORDER, commands
 from tests.support.chat_app import ChatRun
-from tests.test_turn_core import Core, core, echo, streaming_model
+from tests.support.turn_core import Core, core, echo, streaming_model
 
 __all__ = ["core"]
 

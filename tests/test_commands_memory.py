@@ -9,7 +9,7 @@ import pytest
 
 from co_cli.config import load_settings
 from tests.support.chat_app import ChatRun
-from tests.test_turn_core import Core, core, echo, streaming_model
+from tests.support.turn_core import Core, core, echo, streaming_model
 
 __all__ = ["core"]
 

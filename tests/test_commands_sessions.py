@@ -7,7 +7,7 @@ import pytest
 
 from co_cli.errors import SessionNotFound
 from tests.support.chat_app import ChatRun
-from tests.test_turn_core import Core, core, echo, streaming_model
+from tests.support.turn_core import Core, core, echo, streaming_model
 
 __all__ = ["core"]
 
@@ -190,7 +190,7 @@ def test_delete_answered_no_keeps_the_session(core: Core, monkeypatch: pytest.Mo
 def test_resume_after_a_compaction_recaps_the_transcript_and_counts_the_compactions_in_force(core: Core) -> None:
     """The recap was read from the working context (a summary after /compact, so nothing was shown), and the
     count included an undone compaction."""
-    from tests.test_commands_compaction import three_turns
+    from tests.support.compaction_turns import three_turns
 
     chat, session_id = three_turns(core)
     assert chat.send("/compact", "/uncompact", "/compact", "/new").code == 0

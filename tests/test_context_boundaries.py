@@ -15,7 +15,7 @@ from co_cli.context.report import context_report
 from co_cli.context.summarize import render_transcript
 from co_cli.message_view import user_text
 from co_cli.synthetic import is_summary, summary_request
-from tests.test_context_fixtures import calls, conversation, reply, returns, static_marker, summary_message, user
+from tests.support.messages import calls, conversation, reply, returns, static_marker, summary_message, user
 
 
 def test_head_is_first_exchange() -> None:

@@ -20,7 +20,7 @@ from co_cli.context.repair import tool_pairs_valid
 from co_cli.context.user_words import USER_WORDS_HEADING
 from co_cli.errors import CoError
 from co_cli.synthetic import ACK_TEXT, is_summary
-from tests.test_context_fixtures import (
+from tests.support.messages import (
     ack,
     calls,
     conversation,

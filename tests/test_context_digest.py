@@ -12,8 +12,8 @@ from co_cli.context.ledger import extract_identifiers, kept_verbatim
 from co_cli.context.repair import tool_pairs_valid
 from co_cli.context.tokens import estimate_messages_tokens, estimate_text_tokens
 from co_cli.synthetic import summary_request
+from tests.support.messages import ack, calls, conversation, reply, returns, user
 from tests.support.planted_facts import DEFAULT_TURNS, FACTS, facts_kept, planted_conversation, planted_script
-from tests.test_context_fixtures import ack, calls, conversation, reply, returns, user
 
 
 def test_planted_conversation_shape() -> None:

@@ -28,17 +28,8 @@ from co_cli.context.governor import ContextGovernor, GovernorEvent
 from co_cli.context.policy import FALLBACK_COOLDOWN_REQUESTS, GovernorConfig
 from co_cli.context.repair import tool_pairs_valid
 from co_cli.synthetic import is_summary
+from tests.support.messages import calls, conversation, recording_model, reply, returns, texts_of, tool_turn, user
 from tests.support.summariser import scripted_summariser, typed_summary
-from tests.test_context_fixtures import (
-    calls,
-    conversation,
-    recording_model,
-    reply,
-    returns,
-    texts_of,
-    tool_turn,
-    user,
-)
 
 pytestmark = pytest.mark.anyio
 

@@ -21,8 +21,8 @@ from co_cli.context.ledger import (
     split_kept_verbatim,
 )
 from co_cli.synthetic import mark, summary_request
+from tests.support.messages import ack, calls, reply, returns, static_marker, summary_message, user
 from tests.support.planted_facts import FACTS, planted_conversation
-from tests.test_context_fixtures import ack, calls, reply, returns, static_marker, summary_message, user
 
 
 def texts(messages: list[ModelMessage]) -> list[str]:

@@ -20,7 +20,7 @@ from co_cli.context.offload import (
     read_tool_output,
     ref_for,
 )
-from tests.test_context_fixtures import calls, reply, returns, user
+from tests.support.messages import calls, reply, returns, user
 
 BIG = "\n".join(f"line {i:04d} " + "x" * 40 for i in range(1000))
 

@@ -8,7 +8,7 @@ import unicodedata
 from co_cli.context.pins import MAX_QUOTE_CHARS, find_quote, normalise, occurs, sentences, verify_quotes
 from co_cli.context.user_words import user_entries
 from co_cli.synthetic import summary_request
-from tests.test_context_fixtures import ack, reply, user
+from tests.support.messages import ack, reply, user
 
 TEXTS = [
     "How does the cache warm up? I keep seeing W-2291 after a restart.",

@@ -27,8 +27,8 @@ from co_cli.context.policy import GovernorConfig
 from co_cli.context.repair import repair_orphans, tool_pairs_valid
 from co_cli.context.tokens import estimate_messages_tokens
 from co_cli.message_view import user_text
+from tests.support.messages import ack, calls, reply, returns, static_marker, summary_message, texts_of, user
 from tests.support.summariser import scripted_summariser, typed_summary
-from tests.test_context_fixtures import ack, calls, reply, returns, static_marker, summary_message, texts_of, user
 
 OUTPUT_SIZES = (5, 120, 900, 6000)
 

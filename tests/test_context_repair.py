@@ -16,7 +16,7 @@ from pydantic_ai.messages import (
 )
 
 from co_cli.context.repair import INTERRUPTED_CONTENT, repair_orphans, tool_pairs_valid
-from tests.test_context_fixtures import calls, conversation, reply, returns, user
+from tests.support.messages import calls, conversation, reply, returns, user
 
 
 def test_valid_history_is_returned_as_is() -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from co_cli.context.offload import offload_large_outputs
 from co_cli.context.report import context_report
-from tests.test_context_fixtures import at, calls, reply, returns, summary_message, user
+from tests.support.messages import at, calls, reply, returns, summary_message, user
 
 
 def _history() -> list:

@@ -11,8 +11,7 @@ from pydantic_ai.models.function import AgentInfo
 from pydantic_ai.profiles import ModelProfile
 
 from co_cli.context.summarize import SummaryMode, render_transcript, summarize_messages
-from tests.support.summariser import TOOL_ONLY, scripted_summariser, typed_summary
-from tests.test_context_fixtures import (
+from tests.support.messages import (
     calls,
     conversation,
     failing_model,
@@ -22,6 +21,7 @@ from tests.test_context_fixtures import (
     summary_message,
     user,
 )
+from tests.support.summariser import TOOL_ONLY, scripted_summariser, typed_summary
 
 pytestmark = pytest.mark.anyio
 

@@ -23,8 +23,8 @@ from co_cli.context.tiers import (
 )
 from co_cli.message_view import content_text
 from co_cli.synthetic import summary_request
+from tests.support.messages import ack, calls, conversation, reply, returns, user
 from tests.support.planted_facts import planted_conversation
-from tests.test_context_fixtures import ack, calls, conversation, reply, returns, user
 
 BIG = "line of file content\n" * 200
 

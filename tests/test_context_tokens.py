@@ -11,7 +11,7 @@ from co_cli.context.tokens import (
     estimate_overhead,
     estimate_text_tokens,
 )
-from tests.test_context_fixtures import at, conversation, reply, static_marker, summary_message, user
+from tests.support.messages import at, conversation, reply, static_marker, summary_message, user
 
 
 def test_text_tokens_about_four_chars_each() -> None:

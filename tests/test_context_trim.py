@@ -9,7 +9,7 @@ from pydantic_ai.messages import ModelRequest, ToolReturnPart
 from co_cli.context.memo import MessageMemo
 from co_cli.context.offload import REFERENCE
 from co_cli.context.trim import truncate_tool_returns
-from tests.test_context_fixtures import calls, conversation, reply, returns, user
+from tests.support.messages import calls, conversation, reply, returns, user
 
 
 def _return_part(history: list, index: int) -> ToolReturnPart:

@@ -22,9 +22,9 @@ from co_cli.context.user_quotes import (
     suggest,
 )
 from co_cli.context.user_words import USER_WORDS_HEADING, Entry
+from tests.support.chatty import chatty
+from tests.support.messages import texts_of
 from tests.support.summariser import prose_summariser, typed_summariser
-from tests.test_context_fixtures import texts_of
-from tests.test_context_user_words import chatty
 
 pytestmark = pytest.mark.anyio
 

@@ -20,22 +20,10 @@ from co_cli.context.user_words import (
 )
 from co_cli.synthetic import is_summary
 from co_cli.text_tokens import estimate_text_tokens
-from tests.test_context_fixtures import recording_model, reply, texts_of, user
+from tests.support.chatty import FILLER, chatty
+from tests.support.messages import recording_model, reply, texts_of, user
 
 pytestmark = pytest.mark.anyio
-
-FILLER = " ".join(["The assistant explains the general idea at some length here."] * 12)
-
-
-def chatty(prompts: list[str]) -> list[ModelMessage]:
-    """A first exchange (the kept head), one exchange per prompt (the assistant's answers are long and never
-    repeat the user's words), then two more for the kept tail, and a last prompt. With max_history_messages=4
-    the middle is exactly the exchanges of ``prompts``."""
-    messages: list[ModelMessage] = [user("Hello."), reply("Hello!")]
-    for prompt in [*prompts, "Tail one?", "Tail two?"]:
-        messages += [user(prompt), reply(FILLER)]
-    messages.append(user("What next?"))
-    return messages
 
 
 # --- keeping the user's words ------------------------------------------------------------------------

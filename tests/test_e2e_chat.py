@@ -8,23 +8,17 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from tests.support.co_process import ctrl_c, ctrl_d, expect_prompt, run_co, send_line, spawn_co, transcript
+from tests.support.co_process import ctrl_c, ctrl_d, expect_prompt, run_co, send_line, transcript
+from tests.support.repl import repl
 from tests.support.scripted_server import Error, ScriptedServer, Text, ToolCalls
+
+__all__ = ["repl"]
 
 pytestmark = pytest.mark.e2e
 
 
 def tool_results(request: object) -> list[str]:
     return [str(m.get("content")) for m in request.messages if m.get("role") == "tool"]  # type: ignore[attr-defined]
-
-
-@pytest.fixture
-def repl(co_server_env: dict[str, str], workdir: Path):  # type: ignore[no-untyped-def]
-    child = spawn_co(["chat"], env=co_server_env, cwd=workdir)
-    expect_prompt(child)
-    yield child
-    if child.isalive():
-        child.terminate(force=True)
 
 
 def test_streamed_answer_and_ctrl_d(repl: pexpect.spawn, scripted_server: ScriptedServer) -> None:

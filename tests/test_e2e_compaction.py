@@ -9,7 +9,7 @@ import pytest
 from tests.support.co_process import expect_prompt, run_co, send_line, spawn_co
 from tests.support.screen import screen_lines
 from tests.support.scripted_server import ScriptedServer
-from tests.test_e2e_context import chat_turns, long_prompt, summariser_answers, summary_messages
+from tests.support.summariser_requests import chat_turns, long_prompt, summariser_answers, summary_messages
 
 pytestmark = pytest.mark.e2e
 
@@ -140,7 +140,7 @@ def test_a_hung_summariser_is_given_up_after_request_timeout(
     import time
 
     from tests.support.scripted_server import Hang
-    from tests.test_e2e_context import is_summariser_request
+    from tests.support.summariser_requests import is_summariser_request
 
     scripted_server.responder = lambda body: Hang(30) if is_summariser_request(body) else None
     env = {**co_server_env, "CO_CLI_REQUEST_TIMEOUT": "1.5"}
@@ -161,7 +161,7 @@ def test_a_slow_summariser_is_asked_once_per_summary_and_named_once(
     import json
 
     from tests.support.scripted_server import Hang
-    from tests.test_e2e_context import is_summariser_request, summariser_calls
+    from tests.support.summariser_requests import is_summariser_request, summariser_calls
 
     scripted_server.responder = lambda body: Hang(30) if is_summariser_request(body) else None
     env = {**co_server_env, "CO_CLI_REQUEST_TIMEOUT": "1.5", "CO_CLI_MAX_HISTORY_MESSAGES": "6"}
@@ -182,7 +182,7 @@ def test_a_summariser_that_writes_slowly_but_steadily_is_not_cut_off(
 ) -> None:
     """request_timeout bounds the summariser's silences, not the time it takes to write the whole summary."""
     from tests.support.scripted_server import JSON, Reply
-    from tests.test_e2e_context import is_summariser_request, summariser_reply
+    from tests.support.summariser_requests import is_summariser_request, summariser_reply
 
     def slow(body: JSON) -> Reply | None:  # ~4 s in all, never more than 0.4 s of silence
         return summariser_reply(body, SUMMARY, delay=0.4) if is_summariser_request(body) else None
@@ -224,7 +224,7 @@ def test_a_rule_stated_in_german_is_pinned_by_compact_and_an_invented_one_is_not
 def test_a_summary_in_plain_text_pins_nothing_and_compact_show_suggests(
     co_server_env: dict[str, str], workdir: Path, scripted_server: ScriptedServer
 ) -> None:
-    from tests.test_e2e_context import summariser_prose
+    from tests.support.summariser_requests import summariser_prose
 
     scripted_server.responder = summariser_prose(SUMMARY)
     first = "Never commit generated files. Then: " + long_prompt(1)

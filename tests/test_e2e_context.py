@@ -22,21 +22,28 @@ from tests.support.scripted_server import (
     Error,
     RecordedRequest,
     Reply,
-    Responder,
     ScriptedServer,
     Text,
     ToolCalls,
     last_user_text,
     message_text,
 )
+from tests.support.summariser_requests import (
+    SUMMARY_RE,
+    chat_turns,
+    is_summariser_request,
+    long_prompt,
+    summariser_answers,
+    summariser_calls,
+    summariser_reply,
+    summary_messages,
+)
 
 pytestmark = pytest.mark.e2e
 
 DIGEST_HEADING = "Digest of the earlier conversation"
 
-SUMMARISER_INSTRUCTIONS = "You summarise conversations between a user and an AI assistant"
 SUMMARY_TEXT = "GOAL-SUMMARY: the user is walking through numbered steps of a checklist."
-SUMMARY_RE = re.compile(r"\A\[Summary of (\d+) earlier messages\]\n")
 STATIC_MARKER_RE = re.compile(
     r"\[Earlier conversation trimmed — (\d+) messages removed to stay within context budget\]"
 )
@@ -47,59 +54,8 @@ LATEST_HEADING = "The user's latest request, verbatim:"
 # ----- helpers ---------------------------------------------------------------------------------------
 
 
-def is_summariser_request(body: JSON | None) -> bool:
-    messages = (body or {}).get("messages", [])
-    return any(m.get("role") == "system" and SUMMARISER_INSTRUCTIONS in message_text(m) for m in messages)
-
-
-def summariser_reply(body: JSON, text: str, *, delay: float = 0.0, **fields: Any) -> Reply:
-    """The summariser's typed answer with ``text`` as its summary and ``fields`` (standing_instructions,
-    changes, next_step, people): a call of the output tool the request offers; the JSON object as text when the
-    request asks for prompted output (the schema in its instructions); ``text`` alone for a plain-text request
-    (a merge of partial summaries)."""
-    answer = {"summary": text, **fields}
-    tools = [tool["function"]["name"] for tool in body.get("tools", []) if tool.get("type") == "function"]
-    if tools:
-        return ToolCalls([(tools[0], answer)], delay=delay)
-    if any('"SummaryAnswer"' in message_text(m) for m in body.get("messages", []) if m.get("role") == "system"):
-        return Text(json.dumps(answer), delay=delay)
-    return Text(text, delay=delay)
-
-
-def summariser_answers(text: str, **fields: Any) -> Responder:
-    """A responder that answers summariser requests with a typed answer (``summariser_reply``) and leaves chat
-    requests to the script."""
-
-    def respond(body: JSON) -> Reply | None:
-        return summariser_reply(body, text, **fields) if is_summariser_request(body) else None
-
-    return respond
-
-
-def summariser_prose(text: str) -> Responder:
-    """A responder that answers summariser requests in plain text, whatever they ask for."""
-
-    def respond(body: JSON) -> Reply | None:
-        return Text(text) if is_summariser_request(body) else None
-
-    return respond
-
-
 def summariser_fails(body: JSON) -> Reply | None:
     return Error(500, "summariser is down") if is_summariser_request(body) else None
-
-
-def chat_turns(server: ScriptedServer) -> list[RecordedRequest]:
-    """The chat model's requests, in order (summariser requests left out)."""
-    return [r for r in server.chat_requests if not is_summariser_request(r.body)]
-
-
-def summariser_calls(server: ScriptedServer) -> list[RecordedRequest]:
-    return [r for r in server.chat_requests if is_summariser_request(r.body)]
-
-
-def summary_messages(request: RecordedRequest) -> list[str]:
-    return [t for t in request.texts("user") if SUMMARY_RE.match(t)]
 
 
 def tool_texts(request: RecordedRequest) -> list[str]:
@@ -108,11 +64,6 @@ def tool_texts(request: RecordedRequest) -> list[str]:
 
 def size(request: RecordedRequest) -> int:
     return len(json.dumps(request.messages))
-
-
-def long_prompt(step: int) -> str:
-    """A prompt long enough that summarising a few of them is clearly worth it."""
-    return f"step {step}: " + " ".join(f"keep detail {step}-{i} about the checklist item" for i in range(10))
 
 
 def only_session(env: dict[str, str], cwd: Path) -> dict[str, Any]:

@@ -27,10 +27,10 @@ from tests.support.co_process import (
     spawn_co,
     transcript,
 )
+from tests.support.mcp_servers import http_server
+from tests.support.processes import wait_for_file
+from tests.support.saved_sessions import assert_ok
 from tests.support.scripted_server import ScriptedServer, Text, ToolCalls
-from tests.test_e2e_sessions import assert_ok
-from tests.test_mcp import http_server
-from tests.test_tools_shell import wait_for_file
 
 __all__ = ["http_server"]
 

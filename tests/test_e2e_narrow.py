@@ -11,9 +11,9 @@ import pytest
 
 from co_cli.store import Store
 from tests.support.co_process import expect_prompt, run_co, send_line, spawn_co
+from tests.support.saved_sessions import db_path, seed_session, turn
 from tests.support.screen import screen_lines
 from tests.support.scripted_server import ScriptedServer, Text, ToolCalls
-from tests.test_e2e_sessions import db_path, seed_session, turn
 
 pytestmark = pytest.mark.e2e
 

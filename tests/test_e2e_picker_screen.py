@@ -10,8 +10,8 @@ import pytest
 
 from co_cli.store import Store
 from tests.support.co_process import expect_prompt, send_line, spawn_co
+from tests.support.saved_sessions import db_path, seed_session, turn
 from tests.support.screen import screen_lines
-from tests.test_e2e_sessions import db_path, seed_session, turn
 
 pytestmark = pytest.mark.e2e
 

@@ -10,8 +10,7 @@ import pexpect
 import pytest
 
 from tests.support.co_process import ctrl_d, expect_prompt, run_co, send_line, spawn_co, transcript
-from tests.support.scripted_server import ScriptedServer, Text, Usage
-from tests.test_e2e_sessions import (
+from tests.support.saved_sessions import (
     assert_ok,
     assert_one_line_error,
     conversation,
@@ -23,6 +22,7 @@ from tests.test_e2e_sessions import (
     tool_turn,
     turn,
 )
+from tests.support.scripted_server import ScriptedServer, Text, Usage
 
 pytestmark = pytest.mark.e2e
 

@@ -10,11 +10,11 @@ import pexpect
 import pytest
 
 from tests.support.co_process import ctrl_c, expect_prompt, send_line, spawn_co
+from tests.support.processes import wait_for_file
 from tests.support.readings import WRITES_GO
+from tests.support.repl import repl
 from tests.support.screen import screen_lines
 from tests.support.scripted_server import ScriptedServer, Text, ToolCalls
-from tests.test_e2e_chat import repl
-from tests.test_tools_shell import wait_for_file
 
 pytestmark = pytest.mark.e2e
 

@@ -18,7 +18,7 @@ from co_cli.errors import CoError
 from co_cli.message_view import user_text
 from co_cli.session.rebuild import check_fork_point, rebuild_context, rewind_point
 from co_cli.store import Store
-from tests.test_turn_core import Core, core, dumped, long_echo, run, streaming_model, summarizer
+from tests.support.turn_core import Core, core, dumped, long_echo, run, streaming_model, summarizer
 
 __all__ = ["core"]  # the fixture, imported for pytest
 

@@ -33,8 +33,8 @@ from co_cli.tools.history import read_tool_output
 from co_cli.tools.paths import PRIVATE_REASON
 from co_cli.tools.shell import run_shell
 from tests.support.deps import ctx_for, in_session, make_deps
-from tests.test_context_fixtures import calls, reply, returns, user
-from tests.test_tools_shell import assert_dies
+from tests.support.messages import calls, reply, returns, user
+from tests.support.processes import assert_dies
 
 
 @pytest.fixture(autouse=True)

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.co_process import CO_COMMAND, co_environment, expect_prompt, run_co, send_line, spawn_co
+from tests.support.processes import assert_dies, wait_for_file
 from tests.support.scripted_server import ScriptedServer, Text, ToolCalls
-from tests.test_tools_shell import assert_dies, wait_for_file
 
 pytestmark = pytest.mark.e2e
 

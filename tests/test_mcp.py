@@ -7,71 +7,32 @@ Each test runs in one event loop: the servers live in tasks of the loop that sta
 from __future__ import annotations
 
 import asyncio
-import json
 import os
-import socket
-import subprocess
-import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic_ai import CancellationToken
 from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart
-from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
 
 from co_cli.config import McpServer
-from co_cli.deps import CoDeps
-from co_cli.models import ModelChoice, ResolvedModel
 from co_cli.session import Conversation
 from co_cli.tools.approval import NON_INTERACTIVE_DENIED_MESSAGE, USER_DENIED_MESSAGE, ApprovalRequest
 from co_cli.tools.mcp.servers import McpServers
 from co_cli.tools.mcp.toolset import offered_name, server_of
-from tests.test_turn_core import Core, RecordingView, core
+from tests.support.mcp_servers import (
+    Script,
+    http_server,
+    run_with_servers,
+    stdio,
+    turn,
+)
+from tests.support.turn_core import Core, RecordingView, core
 
-__all__ = ["core"]
+__all__ = ["core", "http_server"]
 
 pytestmark = pytest.mark.allow_model_requests
-
-SERVER = str(Path(__file__).parent / "support" / "mcp_server.py")
-
-
-def stdio(*extra: str, **spec: Any) -> McpServer:
-    return McpServer(command=sys.executable, args=[SERVER, "stdio", *extra], **spec)
-
-
-@dataclass
-class Script:
-    """The model: each request answered by the next step (a tool call, or text); what each request offered."""
-
-    steps: list[tuple[str, dict[str, Any]] | str]
-    offered: list[list[str]] = field(default_factory=list)
-    seen: list[list[ModelMessage]] = field(default_factory=list)
-
-    def model(self) -> FunctionModel:
-        async def stream(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str | DeltaToolCalls]:
-            self.offered.append([tool.name for tool in info.function_tools])
-            self.seen.append(list(messages))
-            step = self.steps.pop(0) if self.steps else "done"
-            if isinstance(step, tuple):
-                name, args = step
-                yield {0: DeltaToolCall(name=name, json_args=json.dumps(args), tool_call_id=f"c{len(messages)}")}
-                return
-            yield step
-
-        return PlainToolsModel(stream_function=stream, model_name="scripted")
-
-
-class PlainToolsModel(FunctionModel):
-    """A model with no provider-side tools (as a chat-completions server or the embedded model): tool search
-    runs in co, through the search_tools function."""
-
-    @classmethod
-    def supported_native_tools(cls) -> frozenset[Any]:
-        return frozenset()
 
 
 class Asker:
@@ -88,35 +49,6 @@ class Asker:
 
 def returns(messages: list[ModelMessage]) -> list[ToolReturnPart]:
     return [p for m in messages if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, ToolReturnPart)]
-
-
-Scenario = Callable[[Conversation, McpServers], Awaitable[Any]]
-
-
-def run_with_servers(
-    core: Core, servers: dict[str, McpServer], script: Script, scenario: Scenario, ask: Any = None, **settings: Any
-) -> Any:
-    async def main() -> Any:
-        loaded = core.loaded
-        hub = McpServers(servers, loaded.paths, core.cwd)
-        hub.start()
-        try:
-            resolved = ResolvedModel(
-                model=script.model(), choice=ModelChoice("scripted", "test"), context_window=100_000, window_source="t"
-            )
-            deps = CoDeps(
-                settings=loaded.settings.model_copy(update=settings), paths=loaded.paths, cwd=core.cwd, store=core.store
-            )
-            conv = Conversation(resolved=resolved, deps=deps, ask_approval=ask, mcp=hub)
-            return await scenario(conv, hub)
-        finally:
-            await hub.stop()
-
-    return asyncio.run(main())
-
-
-async def turn(conv: Conversation, prompt: str, view: RecordingView | None = None) -> Any:
-    return await conv.run_turn(prompt, view or RecordingView(), CancellationToken())
 
 
 def test_tools_are_offered_under_a_name_that_says_their_server(core: Core) -> None:
@@ -313,7 +245,7 @@ def test_stopping_leaves_no_server_process(core: Core) -> None:
 def test_a_process_the_server_detached_ends_with_it(core: Core, tmp_path: Path, ending: str) -> None:
     """A process the server started in a session of its own (``setsid``) is no member of the server's group; the
     mark in its environment still ties it to the server."""
-    from tests.test_tools_shell import assert_dies, process_alive, wait_for_file
+    from tests.support.processes import assert_dies, process_alive, wait_for_file
 
     pid_file = tmp_path / "detached.pid"
     script = Script([("mcp__t__crash", {}), "it failed"] if ending == "died mid-call" else [])
@@ -338,30 +270,6 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@pytest.fixture
-def http_server() -> Iterator[str]:
-    """The test MCP server over streamable HTTP on 127.0.0.1; its URL."""
-    port = _free_port()
-    process = subprocess.Popen([sys.executable, SERVER, "http", str(port)], stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            with socket.socket() as sock:
-                if sock.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.terminate()
-        process.wait(10)
 
 
 def test_a_streamable_http_server_serves_its_tools(core: Core, http_server: str) -> None:
@@ -513,7 +421,7 @@ def test_under_the_schema_budget_schemas_are_sent_whole(core: Core) -> None:
 
 def test_slash_mcp_without_servers_says_how_to_add_them(core: Core) -> None:
     from tests.support.chat_app import ChatRun
-    from tests.test_turn_core import echo, streaming_model
+    from tests.support.turn_core import echo, streaming_model
 
     run = ChatRun(core, streaming_model(echo))
     printed = run.send("/mcp")

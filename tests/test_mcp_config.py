@@ -11,7 +11,7 @@ import pytest
 from co_cli.config import McpServer, load_settings
 from co_cli.errors import ConfigError
 from co_cli.project_trust import TRUST_FILE, confirm_project_mcp_servers, load_trusted, revoke, trust
-from tests.test_project_trust import Asker, project
+from tests.support.trust import Asker, project
 
 __all__ = ["project"]
 

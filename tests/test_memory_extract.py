@@ -70,7 +70,7 @@ def reading(facts: list[dict[str, Any]] | None = None, calls: list[str] | None =
 
 def run_worker(store: Memories, model: Any, message: str, mode: str = "review") -> ExtractionWorker:
     async def go() -> ExtractionWorker:
-        worker = ExtractionWorker(store, lambda: model, mode, PROJECT)  # type: ignore[arg-type]
+        worker = ExtractionWorker(store, ExtractionQueue(store.db), lambda: model, mode, PROJECT)  # type: ignore[arg-type]
         worker.submit(message, "sess1", 4)
         await worker.drain()
         return worker
@@ -426,7 +426,7 @@ def test_worker_never_blocks_the_caller_and_drains_at_exit(store: Memories) -> N
 
     async def go() -> tuple[bool, list[str]]:
         model = FunctionModel(slow)
-        worker = ExtractionWorker(store, lambda: model, "review", PROJECT)
+        worker = ExtractionWorker(store, ExtractionQueue(store.db), lambda: model, "review", PROJECT)
         worker.submit("I write Go daily at work", "s", 0)  # returns at once
         busy = worker.busy
         notices: list[str] = []
@@ -448,7 +448,7 @@ def test_queued_work_of_an_interrupted_co_is_resumed(store: Memories) -> None:
     model = reading([fact("Prefiero temas oscuros", quote="Prefiero temas oscuros", topic="theme")])
 
     async def go() -> None:
-        worker = ExtractionWorker(store, lambda: model, "review", PROJECT)
+        worker = ExtractionWorker(store, ExtractionQueue(store.db), lambda: model, "review", PROJECT)
         worker.start()
         await worker.drain()
 
@@ -518,7 +518,7 @@ def test_never_more_than_one_request_per_attempt_in_prompted_mode(store: Memorie
         model = _server_model(server)
 
         async def go() -> None:
-            worker = ExtractionWorker(store, lambda: model, "auto", PROJECT)
+            worker = ExtractionWorker(store, ExtractionQueue(store.db), lambda: model, "auto", PROJECT)
             worker.prompted = True  # in prompted mode an invalid answer is not asked again at once
             worker.submit("Ich bin von Porto nach Braga gezogen", "s", 0)
             await worker.drain()

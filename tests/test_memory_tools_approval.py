@@ -10,7 +10,7 @@ from pydantic_ai.messages import ModelMessage
 
 from co_cli.tools.approval import NON_INTERACTIVE_DENIED_MESSAGE, USER_DENIED_MESSAGE, ApprovalRequest
 from co_cli.tools.memory import FORGET_REASON, INSTRUCTION_REASON, REMEMBER_REASON
-from tests.test_turn_core import Core, RecordingView, core, run, streaming_model
+from tests.support.turn_core import Core, RecordingView, core, run, streaming_model
 
 __all__ = ["core"]
 

@@ -10,7 +10,7 @@ import pytest
 from rich.console import Console
 
 from co_cli.terminal.app import ChatApp
-from tests.test_turn_core import Core, core, echo, streaming_model
+from tests.support.turn_core import Core, core, echo, streaming_model
 
 __all__ = ["core"]
 

@@ -14,32 +14,13 @@ from co_cli.errors import ConfigError
 from co_cli.project_trust import TRUST_FILE, confirm_project_server, load_trusted, revoke
 from tests.support.co_process import expect_prompt, run_co, send_line, spawn_co
 from tests.support.scripted_server import ScriptedServer, Text
+from tests.support.trust import Asker, project
 
-
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for key in list(__import__("os").environ):
-        if key.startswith("CO_CLI_"):
-            monkeypatch.delenv(key)
-    monkeypatch.setenv("CO_CLI_CONFIG_DIR", str(tmp_path / "config"))
-    monkeypatch.setenv("CO_CLI_DATA_DIR", str(tmp_path / "data"))
-    path = tmp_path / "repo"
-    (path / ".co-cli").mkdir(parents=True)
-    return path
+__all__ = ["project"]
 
 
 def _point_at(project: Path, base_url: str) -> None:
     (project / ".co-cli" / "settings.json").write_text(json.dumps({"base_url": base_url}))
-
-
-class Asker:
-    def __init__(self, answer: str) -> None:
-        self.answer = answer
-        self.questions: list[str] = []
-
-    def __call__(self, question: str) -> str:
-        self.questions.append(question)
-        return self.answer
 
 
 def test_no_one_to_ask_is_a_one_line_refusal(project: Path) -> None:

@@ -27,7 +27,7 @@ from co_cli.store import CompactionRecord, Store
 from co_cli.store.db import Database
 from co_cli.store.tool_calls import ToolCallRow
 from co_cli.store.usage import TurnUsage
-from tests.test_turn_core import Core, RecordingView, core, echo, streaming_model
+from tests.support.turn_core import Core, RecordingView, core, echo, streaming_model
 
 __all__ = ["core"]
 

@@ -8,7 +8,7 @@ from rich.console import Console
 
 from co_cli.terminal.app import last_exchanges, preview_lines
 from co_cli.terminal.render import MarkdownStream
-from tests.test_context_fixtures import reply, user
+from tests.support.messages import reply, user
 
 HAIKU = "A lone wave, a silent one\nThe sea's unrelenting beauty\nEndless, blue, and deep"
 

@@ -16,8 +16,9 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart
 
 from co_cli.session import Conversation
 from co_cli.store.export import export_json
-from tests.test_mcp import McpServers, Script, run_with_servers, stdio, turn
-from tests.test_turn_core import Core, RecordingView, core, run, streaming_model
+from co_cli.tools.mcp.servers import McpServers
+from tests.support.mcp_servers import Script, run_with_servers, stdio, turn
+from tests.support.turn_core import Core, RecordingView, core, run, streaming_model
 
 __all__ = ["core"]
 

@@ -26,7 +26,7 @@ from co_cli.terminal.sessions_cli import app
 from co_cli.tools.tasks import SECTION_HEADING, tasks_section
 from tests.support.chat_app import ChatRun
 from tests.support.summariser import scripted_summariser, typed_summary
-from tests.test_turn_core import Core, core, run, streaming_model
+from tests.support.turn_core import Core, core, run, streaming_model
 
 __all__ = ["core"]
 

@@ -14,7 +14,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from co_cli.config import load_settings
 from co_cli.session import Conversation
 from co_cli.session.titles import clean_title
-from tests.test_turn_core import Core, RecordingView, core, streaming_model
+from tests.support.turn_core import Core, RecordingView, core, streaming_model
 
 __all__ = ["core"]
 

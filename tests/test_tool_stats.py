@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from co_cli.store.tool_calls import ToolStats
 from co_cli.tools.approval import ApprovalRequest
 from tests.support.chat_app import ChatRun
-from tests.test_turn_core import Core, core, run, streaming_model
+from tests.support.turn_core import Core, core, run, streaming_model
 
 __all__ = ["core"]
 

@@ -23,7 +23,7 @@ from co_cli.tools.processes import (
     new_mark,
     owner_id,
 )
-from tests.test_tools_shell import assert_dies, process_alive
+from tests.support.processes import assert_dies, process_alive
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="marks are found through /proc")
 

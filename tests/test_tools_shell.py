@@ -27,6 +27,7 @@ from co_cli.tools.shell import (
     split_budget,
 )
 from tests.support.deps import ctx_for, make_deps
+from tests.support.processes import assert_dies, process_alive, wait_for_file
 
 
 @pytest.fixture
@@ -40,31 +41,6 @@ def deps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CoDeps:
 
 def shell(deps: CoDeps, command: str, timeout: float | None = None) -> str:
     return asyncio.run(run_shell(ctx_for(deps, approved=True), command, timeout))
-
-
-def process_alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie waiting to be reaped counts as dead)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
-def wait_for_file(path: Path, seconds: float = 5.0) -> str:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if path.exists() and path.read_text().strip():
-            return path.read_text().strip()
-        time.sleep(0.02)
-    raise AssertionError(f"{path} was never written")
-
-
-def assert_dies(pid: int, seconds: float = 5.0) -> None:
-    deadline = time.monotonic() + seconds
-    while process_alive(pid):
-        assert time.monotonic() < deadline, f"process {pid} survived"
-        time.sleep(0.02)
 
 
 def test_needs_approval_unless_approved_or_allowed(deps: CoDeps) -> None:

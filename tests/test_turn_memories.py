@@ -12,7 +12,7 @@ from co_cli.deps import SessionState
 from co_cli.session import recorder as recorder_module
 from co_cli.session.recorder import Extraction, Recorder, TurnRecord
 from co_cli.store.turn_memories import SentMemory
-from tests.test_turn_core import Core, core, run, streaming_model
+from tests.support.turn_core import Core, core, run, streaming_model
 
 __all__ = ["core"]
 

@@ -17,15 +17,12 @@ from typer.testing import CliRunner
 
 from co_cli.session.metering import messages_cost, response_cost
 from co_cli.store.tool_calls import ToolStats
-from co_cli.store.usage import (
-    TurnUsage,
-    UsageTotals,
-    format_cost,
-)
+from co_cli.store.usage import TurnUsage, UsageTotals
 from co_cli.terminal import commands
 from co_cli.terminal.views import tool_stats, usage_lines
+from co_cli.terminal_text import format_cost
 from tests.support.chat_app import ChatRun
-from tests.test_turn_core import Core, core, long_echo, run, streaming_model, summarizer
+from tests.support.turn_core import Core, core, long_echo, run, streaming_model, summarizer
 
 __all__ = ["core"]
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from co_cli.store.memories import Candidate, Memories
+    from co_cli.store import Candidate, Memories
 
 EXPANDED_WEIGHT = 0.5
 MAX_EXPANSION = 24

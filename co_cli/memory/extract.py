@@ -43,8 +43,7 @@ from co_cli.memory.grounding import from_a_secret, grounded, normalise, quoted, 
 from co_cli.memory.retrieval import near_duplicate, query_terms
 from co_cli.models.structured_answer import ProseAnswer, ask
 from co_cli.secrets import find_secret
-from co_cli.store.memories import NO_SUBJECT, TOPIC_MAX_CHARS, Memories, Memory, Subject, parse_ref
-from co_cli.store.queue import ExtractionQueue, QueuedTurn
+from co_cli.store import NO_SUBJECT, TOPIC_MAX_CHARS, ExtractionQueue, Memories, Memory, QueuedTurn, Subject, parse_ref
 
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
@@ -332,13 +331,14 @@ class ExtractionWorker:
     def __init__(
         self,
         store: Memories,
+        queue: ExtractionQueue,
         model: Callable[[], Model],
         mode: ExtractMode,
         project: str,
         on_change: Callable[[], None] | None = None,
     ) -> None:
         self.store = store
-        self.queue = ExtractionQueue(store.db)
+        self.queue = queue
         self.model = model
         self.mode = mode
         self.project = project

@@ -10,7 +10,7 @@ from co_cli.memory.expansion import EXPANDED_WEIGHT, search_with_topics
 from co_cli.memory.retrieval import Scored, query_terms, rank, select, users_first
 
 if TYPE_CHECKING:
-    from co_cli.store.memories import Candidate, Memories
+    from co_cli.store import Candidate, Memories
 
 HEADING = "## Memory"
 CANDIDATES = 50

@@ -13,8 +13,7 @@ import re
 from collections.abc import Sequence
 
 from co_cli.errors import CoError
-from co_cli.store.memories import ImportEntry, Memory, clean_text
-from co_cli.store.schema import MEMORY_KINDS, MEMORY_SCOPES
+from co_cli.store import MEMORY_KINDS, MEMORY_SCOPES, ImportEntry, Memory, clean_text
 
 _LINE = re.compile(
     r"^[-*]\s+(?:m(?P<id>\d{1,18})\s+)?(?:\[(?P<scope>[a-z]+)(?:\s*,\s*(?P<kind>[a-z]+))?\]\s+)?(?P<text>\S.*)$"

@@ -7,8 +7,7 @@ from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 from co_cli.errors import CoError
-from co_cli.store.memories import Memories, Memory
-from co_cli.store.sessions import Sessions
+from co_cli.store import Memories, Memory
 
 QUESTION = "[a]ccept, [e]dit, [r]eject, [s]kip, [q]uit? "
 
@@ -42,13 +41,12 @@ def describe(store: Memories, proposal: Memory) -> list[str]:
             lines.append(f"  {'replaces' if what == 'update' else 'forgets'} m{target.id}: {target.text}")
         except CoError:
             pass
-    source = store.source_text(proposal)
+    source = store.source(proposal)
     if source is not None:
-        flat = " ".join(source.split())
+        flat = " ".join(source.text.split())
         if len(flat) > SOURCE_CHARS:
             flat = flat[: SOURCE_CHARS - 1] + "…"
-        session = Sessions(store.db).short_id(proposal.source_session) if proposal.source_session else "?"
-        lines.append(f"  from your message (session {session} #{proposal.source_seq}): {flat}")
+        lines.append(f"  from your message (session {source.session} #{source.seq}): {flat}")
     return lines
 
 

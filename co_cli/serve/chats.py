@@ -38,8 +38,7 @@ from co_cli.serve.errors import ApiError
 from co_cli.serve.history import ChatMessage, seed_history, session_matching, session_retried
 from co_cli.serve.served_models import ServedModels
 from co_cli.session import Conversation, TurnOutcome, off_loop
-from co_cli.store import SessionInfo, Store
-from co_cli.store.usage import TurnUsage
+from co_cli.store import SessionInfo, Store, TurnUsage
 
 SERVER_DENIED = (
     "Not run: this needs the user's approval, and co serve cannot ask for it. Through the server only tools "

@@ -16,8 +16,7 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Text
 
 from co_cli.message_view import answer_text, user_text
 from co_cli.session.recorder import Recorder, TurnRecord
-from co_cli.store import SessionInfo, Store
-from co_cli.store.messages import StoredMessage
+from co_cli.store import SessionInfo, Store, StoredMessage
 from co_cli.synthetic import is_interrupted
 
 Role = Literal["user", "assistant"]

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from co_cli.serve.errors import ApiError
 from co_cli.serve.history import ChatMessage
-from co_cli.store.usage import TurnUsage
+from co_cli.store import TurnUsage
 
 
 class ContentPart(BaseModel):

@@ -14,13 +14,16 @@ from typing import Any
 
 from co_cli.message_view import views
 from co_cli.serve.markdown import markdown_tree
-from co_cli.store import Store
-from co_cli.store.compactions import CompactionRecord
-from co_cli.store.messages import StoredMessage
-from co_cli.store.search import SNIPPET_CLOSE, SNIPPET_OPEN
-from co_cli.store.sessions import SessionInfo
-from co_cli.store.turn_memories import SentMemory
-from co_cli.store.usage import TurnUsage
+from co_cli.store import (
+    SNIPPET_CLOSE,
+    SNIPPET_OPEN,
+    CompactionRecord,
+    SentMemory,
+    SessionInfo,
+    Store,
+    StoredMessage,
+    TurnUsage,
+)
 from co_cli.synthetic import failure_of
 
 PART_SHOWN_CHARS = 20_000

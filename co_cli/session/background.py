@@ -36,6 +36,7 @@ class Background:
             return None
         self.memory_worker = ExtractionWorker(
             self.store.memories,
+            self.store.queue,
             lambda: self.engine.memory_model,
             deps.settings.memory_extract,
             deps.project,
@@ -55,7 +56,7 @@ class Background:
         that costs and how to turn it off (the embedded model never extracts: ``attach_extraction``)."""
         if self.extraction(prompt) is None:
             return None
-        from co_cli.memory.status import extraction_cost_notice
+        from co_cli.memory.cost_notice import extraction_cost_notice
 
         return extraction_cost_notice(self.engine.deps.paths.data_dir, self.engine.summary_model_name)
 

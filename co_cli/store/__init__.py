@@ -4,102 +4,119 @@
 ``sessions``, ``messages``, ``compactions``, ``pins``, ``usage``, ``search``, ``memories``, ``queue``,
 ``locks``, ``tasks``, ``tool_calls``, ``turn_memories`` and ``file_changes``. Writes that must commit together (a
 whole turn) use the tables' statement-level functions inside one ``store.db.transaction()``.
+
+This module is the store's one door for the front ends and ``memory/``: ``Store`` (``tables.py``; the lock files
+and recovery of a database are its methods) and what ``__all__`` offers: the record types, the tables' types,
+the pure helpers and words of those records, and the export and import of whole sessions. Never the database,
+the lock files, recovery or the schema themselves (``tests/test_architecture.py`` keeps it so).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from functools import cached_property
-from pathlib import Path
-from typing import TYPE_CHECKING
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from co_cli.errors import SessionBusy
-from co_cli.store.compactions import CompactionRecord, Compactions
-from co_cli.store.db import Database
-from co_cli.store.file_changes import FileChanges
-from co_cli.store.locks import OpenSessions
-from co_cli.store.messages import Messages, StoredMessage
-from co_cli.store.pins import Pins
-from co_cli.store.search import Search, SearchHit
-from co_cli.store.sessions import SessionInfo, Sessions
-from co_cli.store.tasks import TaskLists, TaskSnapshot
-from co_cli.store.tool_calls import ToolCalls
-from co_cli.store.turn_memories import TurnMemories
-from co_cli.store.usage import UsageLog
+from co_cli.store.compactions import CompactionRecord, compactions_by_position
+from co_cli.store.file_changes import ChangeRow
+from co_cli.store.messages import StoredMessage
+from co_cli.store.schema import MEMORY_KINDS, MEMORY_SCOPES, MEMORY_STATUSES
+from co_cli.store.search import SNIPPET_CLOSE, SNIPPET_OPEN, ListedSession, SearchHit, query_phrases
+from co_cli.store.sessions import SessionInfo
+from co_cli.store.tables import Store
+from co_cli.store.tasks import TaskSnapshot, earlier_tasks
+from co_cli.store.tool_calls import ToolStats, summed
+from co_cli.store.turn_memories import SentMemory
+from co_cli.store.usage import GroupBy, TurnUsage, UsageTotals
 
 if TYPE_CHECKING:
-    from co_cli.store.memories import Memories
-    from co_cli.store.queue import ExtractionQueue
+    from co_cli.store.export import export_all_json_lines, export_json, export_markdown
+    from co_cli.store.memories import (
+        NO_SUBJECT,
+        TOPIC_MAX_CHARS,
+        Candidate,
+        ImportEntry,
+        Memories,
+        Memory,
+        MemoryEvent,
+        Subject,
+        clean_text,
+        parse_ref,
+    )
+    from co_cli.store.merge import MergeReport, merge_import
+    from co_cli.store.queue import ExtractionQueue, QueuedTurn
+
+# Names offered from modules opened on first use (the memory tables compile the secret patterns on import).
+_ON_FIRST_USE = {
+    **dict.fromkeys(
+        (
+            "NO_SUBJECT",
+            "TOPIC_MAX_CHARS",
+            "Candidate",
+            "ImportEntry",
+            "Memories",
+            "Memory",
+            "MemoryEvent",
+            "Subject",
+            "clean_text",
+            "parse_ref",
+        ),
+        "co_cli.store.memories",
+    ),
+    "ExtractionQueue": "co_cli.store.queue",
+    "QueuedTurn": "co_cli.store.queue",
+    **dict.fromkeys(("export_all_json_lines", "export_json", "export_markdown"), "co_cli.store.export"),
+    "MergeReport": "co_cli.store.merge",
+    "merge_import": "co_cli.store.merge",
+}
 
 
-class Store:
-    """One open session database and its tables. Safe to share between threads; many processes may use one
-    file."""
-
-    def __init__(self, db: Database) -> None:
-        self.db = db
-        self.path = db.path
-        self.sessions = Sessions(db)
-        self.messages = Messages(db)
-        self.compactions = Compactions(db)
-        self.pins = Pins(db)
-        self.usage = UsageLog(db)
-        self.search = Search(db)
-        self.locks = OpenSessions(db)
-        self.tasks = TaskLists(db)
-        self.tool_calls = ToolCalls(db)
-        self.turn_memories = TurnMemories(db)
-        self.file_changes = FileChanges(db)
-
-    # The memory tables are opened on first use: listing or resuming a session never needs them, and their
-    # module compiles the secret patterns.
-    @cached_property
-    def memories(self) -> Memories:
-        from co_cli.store.memories import Memories
-
-        return Memories(self.db)
-
-    @cached_property
-    def queue(self) -> ExtractionQueue:
-        from co_cli.store.queue import ExtractionQueue
-
-        return ExtractionQueue(self.db)
-
-    @classmethod
-    def open(cls, path: Path, *, reads_only: bool = False) -> Store:
-        """Open the store; ``reads_only`` opens a database that cannot be written read-only (see ``connect``)."""
-        return cls(Database.open(path, reads_only=reads_only))
-
-    def close(self) -> None:
-        self.db.close()
-
-    def __enter__(self) -> Store:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def fork(self, session_id: str, upto_seq: int | None = None, files_root: Path | None = None) -> SessionInfo:
-        """Continue a copy of the session (up to message ``upto_seq``) under a new id (``copies.fork``); the
-        session's files under ``files_root`` (its offloaded tool outputs, which its transcript names) go with it."""
-        from co_cli.store import copies
-
-        info = copies.fork(self.db, session_id, upto_seq)
-        if files_root is not None:
-            copies.copy_files(Path(files_root) / session_id, Path(files_root) / info.id)
-        return info
-
-    def import_session(
-        self,
-        info: SessionInfo,
-        messages: Sequence[StoredMessage],
-        compactions: Sequence[CompactionRecord],
-        task_lists: Sequence[TaskSnapshot] = (),
-    ) -> SessionInfo:
-        """Insert a whole session as given (``copies.import_session``)."""
-        from co_cli.store import copies
-
-        return copies.import_session(self.db, info, messages, compactions, task_lists)
+def __getattr__(name: str) -> Any:
+    module = _ON_FIRST_USE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
 
 
-__all__ = ["CompactionRecord", "Database", "SearchHit", "SessionBusy", "SessionInfo", "Store", "StoredMessage"]
+__all__ = [
+    "MEMORY_KINDS",
+    "MEMORY_SCOPES",
+    "MEMORY_STATUSES",
+    "NO_SUBJECT",
+    "SNIPPET_CLOSE",
+    "SNIPPET_OPEN",
+    "TOPIC_MAX_CHARS",
+    "Candidate",
+    "ChangeRow",
+    "CompactionRecord",
+    "ExtractionQueue",
+    "GroupBy",
+    "ImportEntry",
+    "ListedSession",
+    "Memories",
+    "Memory",
+    "MemoryEvent",
+    "MergeReport",
+    "QueuedTurn",
+    "SearchHit",
+    "SentMemory",
+    "SessionBusy",
+    "SessionInfo",
+    "Store",
+    "StoredMessage",
+    "Subject",
+    "TaskSnapshot",
+    "ToolStats",
+    "TurnUsage",
+    "UsageTotals",
+    "clean_text",
+    "compactions_by_position",
+    "earlier_tasks",
+    "export_all_json_lines",
+    "export_json",
+    "export_markdown",
+    "merge_import",
+    "parse_ref",
+    "query_phrases",
+    "summed",
+]

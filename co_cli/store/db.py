@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from co_cli.errors import StoreError
 from co_cli.store import schema
-from co_cli.store.lockfiles import SessionLocks
+from co_cli.store.lockfiles import SessionLocks, lock_directory
 from co_cli.terminal_text import printable
 
 BUSY_TIMEOUT_MS = 10_000
@@ -343,7 +343,7 @@ class Database:
         self.path = path
         self.lock = threading.RLock()
         """Held by every read and transaction; hold it also across steps no other thread may come between."""
-        self.lock_files = SessionLocks(path.parent / f"{path.name}.locks")
+        self.lock_files = SessionLocks(lock_directory(path))
         """The sessions this process holds open (``co_cli.store.locks``); released when the database closes."""
 
     @classmethod

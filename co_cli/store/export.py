@@ -18,12 +18,12 @@ from co_cli.store.messages import SavedRow, StoredMessage
 from co_cli.store.redact import as_saved, as_saved_json, url_without_credentials
 from co_cli.store.sessions import SessionInfo
 from co_cli.store.tasks import StoredTask, TaskSnapshot, earlier_tasks
-from co_cli.store.usage import format_cost
+from co_cli.terminal_text import format_cost
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
-    from co_cli.store import Store
+    from co_cli.store.tables import Store
 
 _ROLE_HEADINGS = {
     "user": "User",

@@ -30,6 +30,11 @@ TAKEN = ".taken-"
 _ATTEMPTS = 50  # files replaced under us this often in a row means someone keeps taking the lock
 
 
+def lock_directory(db: Path) -> Path:
+    """Where the lock files of the sessions of the database at ``db`` live."""
+    return db.parent / f"{db.name}.locks"
+
+
 class SessionLocks:
     """The session locks this process holds, as lock files in ``directory`` (0700, files 0600)."""
 

@@ -29,6 +29,7 @@ from co_cli.secrets import find_secret, refusal
 from co_cli.store.db import Database, Reader, Transaction
 from co_cli.store.messages import saved_text
 from co_cli.store.schema import MEMORY_KINDS, MEMORY_SCOPES, MEMORY_SUBJECTS
+from co_cli.store.sessions import Sessions
 from co_cli.terminal_text import without_control_sequences
 
 Actor = Literal["user", "model", "extractor"]
@@ -622,11 +623,23 @@ class Memories:
     def proposals(self, project: str | None) -> builtins.list[Memory]:
         return self.list(statuses=("proposed",), project=project)
 
-    def source_text(self, memory: Memory) -> str | None:
-        """The text of the message a memory came from (None if unknown or since deleted)."""
+    def source(self, memory: Memory) -> MemorySource | None:
+        """The message a memory came from (None if unknown or since deleted)."""
         if memory.source_session is None or memory.source_seq is None:
             return None
-        return saved_text(self.db, memory.source_session, memory.source_seq)
+        text = saved_text(self.db, memory.source_session, memory.source_seq)
+        if text is None:
+            return None
+        return MemorySource(Sessions(self.db).short_id(memory.source_session), memory.source_seq, text)
+
+
+@dataclass(frozen=True)
+class MemorySource:
+    """The message a memory came from: its session (by the short id co prints), its place and its text."""
+
+    session: str
+    seq: int
+    text: str
 
 
 @dataclass(frozen=True)

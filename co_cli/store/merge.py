@@ -34,7 +34,7 @@ from co_cli.store.sessions import SessionInfo, new_session_id
 from co_cli.store.tasks import TaskSnapshot
 
 if TYPE_CHECKING:
-    from co_cli.store import Store
+    from co_cli.store.tables import Store
 
 MessageKey = tuple[float, str, str, str]  # created_at, kind, status, text
 

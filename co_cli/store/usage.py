@@ -93,25 +93,6 @@ class UsageTotals:
         return self.rows > 0 and self.unpriced == 0
 
 
-def format_cost(totals: UsageTotals | None) -> str:
-    """ "$0.0123" when every cost is known; "$0.0123 + unknown" when some are not; "unknown" when none is."""
-    if totals is None or totals.rows == 0:
-        return "unknown"
-    if totals.unpriced == totals.rows:
-        return "unknown"
-    text = f"${totals.cost_usd:.4f}"
-    return text if totals.unpriced == 0 else f"{text} + unknown"
-
-
-def format_tokens(count: int) -> str:
-    """1234 -> "1.2k", 1234567 -> "1.2M"."""
-    if count < 1000:
-        return str(count)
-    if count < 1_000_000:
-        return f"{count / 1000:.1f}k"
-    return f"{count / 1_000_000:.1f}M"
-
-
 _FIELDS = (
     "role",
     "model",

@@ -19,7 +19,7 @@ import typer
 from co_cli.terminal_text import printable
 
 if TYPE_CHECKING:
-    from co_cli.store.memories import Memories, Memory, MemoryEvent
+    from co_cli.store import Memories, Memory, MemoryEvent
 
 app = typer.Typer(
     name="memory",
@@ -45,12 +45,11 @@ def _open(*, reads_only: bool = False) -> tuple[Memories, str]:
     that cannot be written opens read-only, as for ``co sessions``)."""
     from co_cli.config import load_settings
     from co_cli.memory.instructions_files import project_root
-    from co_cli.store.db import Database
-    from co_cli.store.memories import Memories
+    from co_cli.store import Store
 
     paths = load_settings().paths
     paths.ensure_data_dir()
-    return Memories(Database.open(paths.db, reads_only=reads_only)), str(project_root(Path.cwd()))
+    return Store.open(paths.db, reads_only=reads_only).memories, str(project_root(Path.cwd()))
 
 
 def _out(line: str) -> None:
@@ -80,7 +79,7 @@ def list_memories(
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON array.")] = False,
 ) -> None:
     """List the active memories of the user and of this project."""
-    from co_cli.store.schema import MEMORY_STATUSES
+    from co_cli.store import MEMORY_STATUSES
 
     store, project = _open(reads_only=True)
     memories = store.list(

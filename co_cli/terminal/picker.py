@@ -27,7 +27,7 @@ from prompt_toolkit.styles import Style
 from prompt_toolkit.utils import get_cwidth
 
 from co_cli.errors import CoError
-from co_cli.store.search import SNIPPET_CLOSE, SNIPPET_OPEN
+from co_cli.store import SNIPPET_CLOSE, SNIPPET_OPEN
 from co_cli.terminal.picker_model import Match, PickerModel
 from co_cli.terminal.views import format_time
 from co_cli.terminal_text import counted, printable

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from co_cli.errors import StoreError
-from co_cli.store.search import SNIPPET_CLOSE, SNIPPET_OPEN, ListedSession, query_phrases
+from co_cli.store import SNIPPET_CLOSE, SNIPPET_OPEN, ListedSession, query_phrases
 
 if TYPE_CHECKING:
     from co_cli.store import Store

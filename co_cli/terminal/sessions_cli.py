@@ -28,10 +28,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from co_cli.config import Paths
-    from co_cli.store import Store
-    from co_cli.store.file_changes import ChangeRow
-    from co_cli.store.tasks import TaskSnapshot
-    from co_cli.store.usage import UsageTotals
+    from co_cli.store import ChangeRow, Store, TaskSnapshot, UsageTotals
 
 app = typer.Typer(
     name="sessions",
@@ -291,7 +288,7 @@ def _print_tasks(console: Console, history: list[TaskSnapshot]) -> None:
     from co_cli.config import load_settings
     from co_cli.session.recorder import stored_tasks
     from co_cli.session.tasks import from_stored
-    from co_cli.store.tasks import earlier_tasks
+    from co_cli.store import earlier_tasks
     from co_cli.terminal.views import format_time
     from co_cli.tools.tasks import describe_list, in_force, status_word, task_lines
 
@@ -347,7 +344,7 @@ def export(
 ) -> None:
     """Export a session as Markdown or JSON (on a terminal without control characters; exact to a file or pipe);
     with --all, every session as JSON lines (one lossless document per line)."""
-    from co_cli.store.export import export_json, export_markdown
+    from co_cli.store import export_json, export_markdown
 
     if all_:
         if session_id is not None:
@@ -372,7 +369,7 @@ def export(
 
 
 def _export_all(output: Path | None) -> None:
-    from co_cli.store.export import export_all_json_lines
+    from co_cli.store import export_all_json_lines
 
     store, _ = _open_store(reads_only=True)
     with store:
@@ -394,7 +391,7 @@ def import_session(
     new messages, one that diverged is imported as a fork of the last message both share. Importing the same
     file again changes nothing."""
     from co_cli.context.repair import repair_orphans
-    from co_cli.store.merge import merge_import
+    from co_cli.store import merge_import
 
     text = _read_import_file(file)
     store, _ = _open_store()
@@ -544,21 +541,19 @@ def recover(
     import time
 
     from co_cli.config import load_settings
-    from co_cli.store.lockfiles import SessionLocks
-    from co_cli.store.recover import install
-    from co_cli.store.recover import recover as salvage
+    from co_cli.store import Store
 
     db = load_settings().paths.db
     stamp = time.strftime("%Y%m%d-%H%M%S")
     if output is None:
-        busy = SessionLocks(db.parent / f"{db.name}.locks").held_elsewhere()
+        busy = Store.sessions_open_elsewhere(db)
         if busy:
             raise CoError(
                 f"{counted(len(busy), 'session')} open in a running co (e.g. {busy[0]}); close it first, "
                 "or recover into another file with --output"
             )
     target = output if output is not None else db.with_name(f"{db.stem}.recovered-{stamp}{db.suffix}")
-    report = salvage(db, target)
+    report = Store.recover(db, target)
     saved = ", ".join(
         (
             counted(report.sessions, "session"),
@@ -569,7 +564,7 @@ def recover(
     if output is not None:
         typer.echo(f"saved {saved} to {target}; {db} is unchanged")
     else:
-        kept = install(target, db, stamp)
+        kept = Store.install_recovered(target, db, stamp)
         typer.echo(f"saved {saved} into a new {db}")
         typer.echo(f"the old database is kept as {kept}")
     lost = []

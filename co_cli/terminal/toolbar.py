@@ -4,11 +4,16 @@ tasks and the memory inbox. prompt-toolkit asks for it on every key, so what nee
 from __future__ import annotations
 
 import html
+import time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from co_cli.session import Conversation
-    from co_cli.store import Store
+    from co_cli.store import Memories, Store
+
+MEMORY_REFRESH_SECONDS = 2.0
+"""How often the memory inbox is counted at most: the toolbar asks on every key."""
+_inbox: dict[str, tuple[float, int]] = {}  # project -> (when counted, proposals waiting)
 
 
 class Toolbar:
@@ -25,9 +30,7 @@ class Toolbar:
         r = conv.resolved
         session = self.store.sessions.short_id(conv.session.id) if conv.session else "new"
         pct = conv.window.percent_used()
-        from co_cli.memory.status import toolbar_note
-
-        memory = toolbar_note(conv.memories, conv.project)
+        memory = memory_note(conv.memories, conv.project)
         cost = self._session_cost(conv)
         tasks = _open_tasks(conv)
         return html.escape(
@@ -50,3 +53,23 @@ def _open_tasks(conv: Conversation) -> str:
     """ "│ 2 open tasks " while the session's task list has open tasks, else ""."""
     count = conv.tasks.open_count
     return f"│ {count} open task{'s' if count != 1 else ''} " if count else ""
+
+
+def memory_note(memories: Memories | None, project: str) -> str:
+    """ "│ memory: 2 to review " when proposals (user scope and this project) wait for review; "" when none do or
+    memory is off (None). Counted at most every ``MEMORY_REFRESH_SECONDS``."""
+    now = time.monotonic()
+    cached = _inbox.get(project)
+    if cached is None or now - cached[0] > MEMORY_REFRESH_SECONDS:
+        try:
+            count = memories.counts(project).get("proposed", 0) if memories is not None else 0
+        except Exception:  # the toolbar must never fail
+            count = 0
+        cached = (now, count)
+        _inbox[project] = cached
+    return f"│ memory: {cached[1]} to review " if cached[1] else ""
+
+
+def forget_memory_note() -> None:
+    """Count the memory inbox again on the next key (after a review changed it)."""
+    _inbox.clear()

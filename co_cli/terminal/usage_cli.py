@@ -17,8 +17,7 @@ from co_cli.errors import CoError
 from co_cli.terminal_text import counted, printable
 
 if TYPE_CHECKING:
-    from co_cli.store.tool_calls import ToolStats
-    from co_cli.store.usage import GroupBy, UsageTotals
+    from co_cli.store import GroupBy, ToolStats, UsageTotals
 
 app = typer.Typer(name="usage", add_completion=False)
 
@@ -73,8 +72,8 @@ def usage(
 
     A cost genai-prices does not know is shown as unknown, never as $0."""
     from co_cli.config import load_settings
-    from co_cli.store import Store
-    from co_cli.store.usage import UsageTotals, format_cost, format_tokens
+    from co_cli.store import Store, UsageTotals
+    from co_cli.terminal_text import format_cost, format_tokens
 
     start = parse_since(since) if since is not None else None
     paths = load_settings().paths
@@ -129,8 +128,7 @@ def usage(
 
 def _tool_usage(db: Path, start: float | None, since: str | None, as_json: bool) -> None:
     """``co usage --by tool``: every session's tool calls summed per tool."""
-    from co_cli.store import Store
-    from co_cli.store.tool_calls import ToolStats
+    from co_cli.store import Store, ToolStats
 
     stats: dict[str, ToolStats] = {}
     if db.exists():

@@ -13,15 +13,12 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from co_cli.store.compactions import compactions_by_position
-from co_cli.store.search import SNIPPET_CLOSE, SNIPPET_OPEN
-from co_cli.terminal_text import counted, printable
+from co_cli.store import SNIPPET_CLOSE, SNIPPET_OPEN, compactions_by_position
+from co_cli.terminal_text import counted, format_cost, format_tokens, printable
 
 if TYPE_CHECKING:
     from co_cli.context.report import ContextReport
-    from co_cli.store import CompactionRecord, SearchHit, SessionInfo, Store, StoredMessage
-    from co_cli.store.tool_calls import ToolStats
-    from co_cli.store.usage import UsageTotals
+    from co_cli.store import CompactionRecord, SearchHit, SessionInfo, Store, StoredMessage, ToolStats, UsageTotals
     from co_cli.tools.mcp.toolset import ServerSummary
 
 TOOL_OUTPUT_SHOWN_CHARS = 1500
@@ -74,8 +71,6 @@ def sessions_table(
 
     Lines, not a rich ``Table``: a table measures and wraps every cell, 2 ms a row (20 s for 10,000 sessions);
     without ``width`` these lines are never wrapped or padded by co (a pipe gets them whole)."""
-    from co_cli.store.usage import format_cost, format_tokens
-
     now = time.time()
     header = ["ID", *(["Deleted"] if deleted else []), "Updated", "Msgs"]
     header += ["Tokens", "Cost"] if usage is not None else []
@@ -277,7 +272,7 @@ def tool_stats(stored_messages: Sequence[StoredMessage]) -> dict[str, ToolStats]
     """Calls, failures and denials per tool over a transcript (for sessions saved before co recorded each tool
     call; their time is unknown, 0)."""
     from co_cli.session.tool_stats import tool_calls_of
-    from co_cli.store.tool_calls import summed
+    from co_cli.store import summed
 
     return summed(tool_calls_of([stored.message for stored in stored_messages], {}))
 
@@ -295,7 +290,7 @@ def tool_stats_text(stats: dict[str, ToolStats]) -> str:
 
 def usage_lines(totals_by_role: dict[str, UsageTotals]) -> list[str]:
     """One line per kind of spend (chat, summary, memory, title), then the total when there are several."""
-    from co_cli.store.usage import UsageTotals, format_cost, format_tokens
+    from co_cli.store import UsageTotals
 
     lines: list[str] = []
     overall = UsageTotals()

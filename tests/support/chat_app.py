@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from pydantic_ai.models.function import FunctionModel
 
     from co_cli.session import Conversation
-    from tests.test_turn_core import Core
+    from tests.support.turn_core import Core
 
 
 @dataclass(frozen=True)

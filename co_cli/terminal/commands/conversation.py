@@ -96,7 +96,7 @@ async def _last(host: CommandHost, arg: str) -> None:
 
 @command("usage", "", "tokens and cost of the last turn and of this session, and its tool calls")
 async def _usage(host: CommandHost, arg: str) -> None:
-    from co_cli.store.usage import UsageTotals
+    from co_cli.store import UsageTotals
     from co_cli.terminal.views import usage_lines
 
     last = host.conv.last_usage

@@ -33,7 +33,7 @@ def open_memories(host: CommandHost) -> tuple[Any, str] | None:
 @command("memory", "[review]", "long-term memory: the memories, proposals to review, what the last request used")
 async def _memory(host: CommandHost, arg: str) -> None:
     from co_cli.memory.review import describe
-    from co_cli.memory.status import forget_toolbar_cache
+    from co_cli.terminal.toolbar import forget_memory_note
 
     opened = open_memories(host)
     if opened is None:
@@ -41,7 +41,7 @@ async def _memory(host: CommandHost, arg: str) -> None:
     store, project = opened
     if arg.strip().lower() == "review":
         await _memory_review(host, store, project)
-        forget_toolbar_cache()
+        forget_memory_note()
         return
     if arg.strip():
         host.error("usage: /memory or /memory review")
