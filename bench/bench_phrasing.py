@@ -198,14 +198,14 @@ def model(args: argparse.Namespace, texts: Sequence[str]) -> list[Reader]:
     """co's typed reading of a message by the model ``-m``, one request per message, as memory extraction asks it
     (``memory.extract.read_message``, with no memories kept yet): a rule is a fact of kind "rule_for_assistant", a
     passing state one of kind "passing_state", a fact about another person one about "another_person", and a
-    message that only asks is one co keeps nothing of (``memory.extract.plan``: the reading after co's checks). A
-    secret is co's filter, not the model's reading. Answers are kept in ``--answers`` (a JSON file by message), so
+    message that only asks is one with no fact said as a statement and no rule (nothing, or only questions and
+    requests). A secret is co's filter, not the model's reading. Answers are kept in ``--answers`` (a JSON file by message), so
     a run that stopped goes on where it was."""
     import asyncio
     import tempfile
 
     from co_cli.config import load_settings
-    from co_cli.memory.extract import Reading, plan, read_message
+    from co_cli.memory.extract import Reading, read_message
     from co_cli.models import resolve_model
     from co_cli.models.structured_answer import ProseAnswer
     from co_cli.secrets import find_secret
@@ -242,9 +242,10 @@ def model(args: argparse.Namespace, texts: Sequence[str]) -> list[Reader]:
     unread = sum(1 for t in texts if answers.get(t) is None)
     name = f"{args.model} ({unread} unread)" if unread else args.model
 
-    def kept_nothing(text: str) -> bool:
-        answer = answers.get(text)
-        return answer is not None and not plan(Reading.model_validate(answer), text, [], [])
+    def only_asks(text: str) -> bool:
+        return answers.get(text) is not None and not any(
+            f.form == "statement" or f.kind == "rule_for_assistant" for f in facts(text)
+        )
 
     return [
         Reader("rule", f"{name}: a rule", lambda t: any(f.kind == "rule_for_assistant" for f in facts(t))),
@@ -252,7 +253,7 @@ def model(args: argparse.Namespace, texts: Sequence[str]) -> list[Reader]:
         Reader("next_step", "not read by memory extraction"),
         Reader("about=other", f"{name}: another person", lambda t: any(f.about == "another_person" for f in facts(t))),
         Reader("passing", f"{name}: a passing state", lambda t: any(f.kind == "passing_state" for f in facts(t))),
-        Reader("question_only", f"{name}: co keeps nothing", kept_nothing),
+        Reader("question_only", f"{name}: no statement, no rule", only_asks),
         Reader("secret", "secrets.find_secret", lambda text: find_secret(text) is not None),
     ]
 
