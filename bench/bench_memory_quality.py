@@ -145,7 +145,8 @@ ENGLISH = Variant(
                 Read("My VPN password is hunter2", "VPN password is hunter2", "vpn_password"),)),
             Message("How do I profile a Go program for allocations?"),
             Message("Thanks, I'm feeling much better about the release now", (
-                Read("I'm feeling much better about the release", "feeling much better", "mood", kind="passing_state"),)),
+                Read("I'm feeling much better about the release", "feeling much better", "mood",
+                     kind="passing_state"),)),
             Message("Show me an example of a table-driven test in Go"),
         ),
     ),
@@ -266,7 +267,8 @@ SPANISH = Variant(
             Message("¿Cuál es la diferencia entre un mutex y un channel?"),
             Message("Escribe siempre los mensajes de commit en imperativo, por favor", (
                 Read("Escribe siempre los mensajes de commit en imperativo",
-                     "Escribe siempre los mensajes de commit en imperativo", "commit_style", kind="rule_for_assistant"),)),
+                     "Escribe siempre los mensajes de commit en imperativo", "commit_style",
+                     kind="rule_for_assistant"),)),
             Message("Mi compañero Bob usa emacs y lo defiende a muerte", (
                 other("Mi compañero Bob usa emacs", "Bob usa emacs", "editor", "Bob"),)),
             Message("La contraseña de la base de datos de staging es tulip42, tenla a mano", (
@@ -337,7 +339,8 @@ OTHER_WORDING = Variant(
             Message("How is Arc different from Rc?"),
             Message("Put a conventional prefix like feat: or fix: on every commit message", (
                 Read("Put a conventional prefix like feat: or fix: on every commit message",
-                     "conventional prefix like feat: or fix: on every commit message", "commit_style", kind="rule_for_assistant"),)),
+                     "conventional prefix like feat: or fix: on every commit message", "commit_style",
+                     kind="rule_for_assistant"),)),
             Message("Jonas on my team does everything in Kotlin and won't touch Rust", (
                 other("Jonas does everything in Kotlin", "Jonas on my team does everything in Kotlin", "main_language",
                       "Jonas"),)),

@@ -199,8 +199,8 @@ def model(args: argparse.Namespace, texts: Sequence[str]) -> list[Reader]:
     (``memory.extract.read_message``, with no memories kept yet): a rule is a fact of kind "rule_for_assistant", a
     passing state one of kind "passing_state", a fact about another person one about "another_person", and a
     message that only asks is one with no fact said as a statement and no rule (nothing, or only questions and
-    requests). A secret is co's filter, not the model's reading. Answers are kept in ``--answers`` (a JSON file by message), so
-    a run that stopped goes on where it was."""
+    requests). A secret is co's filter, not the model's reading. Answers are kept in ``--answers`` (a JSON file by
+    message), so a run that stopped goes on where it was."""
     import asyncio
     import tempfile
 
