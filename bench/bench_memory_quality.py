@@ -64,6 +64,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel  # noqa: E402
 from pydantic_ai.profiles import ModelProfile  # noqa: E402
 from pydantic_ai.settings import ModelSettings  # noqa: E402
 
+from co_cli.deps import CoDeps  # noqa: E402
 from co_cli.memory.extract import ExtractionWorker, read_message  # noqa: E402
 from co_cli.memory.inject import (  # noqa: E402
     INTRO,
@@ -638,14 +639,10 @@ class _Quiet:
 
 async def ask(resolved: ResolvedModel, variant: Variant, db_path: Path, cwd: Path, form: str) -> Answers:
     """Each question as the first prompt of a fresh ``co chat`` conversation in ``cwd`` (memories in the store at
-    ``db_path``, filed under its project): co's instructions, tools and ``## Memory`` section for that question,
-    the memories written in ``form``; answered at temperature 0, so forms are compared, not samples."""
-    from pydantic_ai import CancellationToken
-
+    ``db_path``, filed under its project), the memories written in ``form``."""
     import co_cli.memory.inject as inject
     from co_cli.config import load_settings
     from co_cli.deps import CoDeps
-    from co_cli.session import Conversation
     from co_cli.store import Store
 
     loaded = load_settings(cwd=cwd)
@@ -657,21 +654,8 @@ async def ask(resolved: ResolvedModel, variant: Variant, db_path: Path, cwd: Pat
     inject.FORM = "plain" if form == "plain" else "section"
     try:
         for key, question in variant.questions.items():
-            prompt, asked = question, settings
-            if form == "in-message":
-                chosen = relevant_memories(store.memories, question, str(project_root(cwd)),
-                                           settings.memory_budget_tokens, time.time())  # fmt: skip
-                memories = render_memory_section(chosen, "plain")
-                prompt = f"{memories}\n\n{question}" if memories else question
-                asked = settings.model_copy(update={"memory_budget_tokens": 0})  # none in the instructions
-            conv = Conversation(resolved, CoDeps(settings=asked, paths=loaded.paths, cwd=cwd, store=store))
-            limits = conv.engine.agent.model_settings  # co's own (time limits): a dict
-            conv.engine.agent.model_settings = ModelSettings(
-                **limits if isinstance(limits, dict) else {}, temperature=0.0
-            )
-            outcome = await conv.run_turn(prompt, _Quiet(), CancellationToken())
-            conv.release()
-            reply = outcome.output if outcome.status == "ok" else f"({outcome.status}: {outcome.error})"
+            deps = CoDeps(settings=settings, paths=loaded.paths, cwd=cwd, store=store)
+            reply = await answer_of(resolved, deps, question, form)
             verdict = judge(variant, key, reply)
             answers.asked += 1
             answers.right += verdict == "right"
@@ -682,6 +666,31 @@ async def ask(resolved: ResolvedModel, variant: Variant, db_path: Path, cwd: Pat
         inject.FORM = saved
         store.close()
     return answers
+
+
+async def answer_of(resolved: ResolvedModel, deps: CoDeps, question: str, form: str) -> str:
+    """The model's answer to ``question`` as a ``co chat`` turn sends it: co's instructions, tools and memories
+    for that question (in the user's message before it with ``in-message``), at temperature 0, so that forms are
+    compared, not samples."""
+    from pydantic_ai import CancellationToken
+
+    from co_cli.session import Conversation
+
+    prompt = question
+    if form == "in-message":
+        budget = deps.settings.memory_budget_tokens
+        chosen = relevant_memories(deps.store.memories, question, deps.project, budget, time.time())
+        memories = render_memory_section(chosen, "plain")
+        prompt = f"{memories}\n\n{question}" if memories else question
+        deps.settings = deps.settings.model_copy(update={"memory_budget_tokens": 0})  # none in the instructions
+    conv = Conversation(resolved, deps)
+    limits = conv.engine.agent.model_settings  # co's own (time limits): a dict
+    conv.engine.agent.model_settings = ModelSettings(**limits if isinstance(limits, dict) else {}, temperature=0.0)
+    try:
+        outcome = await conv.run_turn(prompt, _Quiet(), CancellationToken())
+    finally:
+        conv.release()
+    return outcome.output if outcome.status == "ok" else f"({outcome.status}: {outcome.error})"
 
 
 def answers_line(form: str, answers: Answers) -> str:
