@@ -157,7 +157,9 @@ def _home(text: str, quote: str) -> dict[str, object]:
         "quote": quote,
         "about": "user",
         "topic": "home_city",
-        "kind": "lasting_fact",
+        "form": "statement",
+        "for_later_answers": False,
+        "holds_next_month": True,
         "replaces": None,
     }
 

@@ -7,7 +7,9 @@ WRITES_GO = {
     "quote": "I write Go at work every day",
     "about": "user",
     "topic": "work_language",
-    "kind": "lasting_fact",
+    "form": "statement",
+    "for_later_answers": False,
+    "holds_next_month": True,
     "replaces": None,
 }
 """The reading of "I write Go at work every day, keep that in mind" as a model answers it."""
