@@ -45,7 +45,7 @@ import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -90,18 +90,9 @@ class Read:
     quote: str
     topic: str
     about: str = "user"
-    kind: str = "fact"
-    """fact, rule or passing"""
+    kind: str = "lasting_fact"
     person: str | None = None
     replaces: str | None = None
-
-    def answer(self) -> dict[str, object]:
-        """The fact as a model's reading holds it (``memory.extract.Fact``)."""
-        return {
-            "quote": self.quote, "form": "statement", "about": "another_person" if self.about == "other" else "user",
-            "person": self.person, "text": self.text, "topic": self.topic, "for_later_answers": self.kind == "rule",
-            "holds_next_month": self.kind != "passing", "replaces": self.replaces,
-        }  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -111,7 +102,7 @@ class Message:
 
 
 def other(text: str, quote: str, topic: str, person: str) -> Read:
-    return Read(text, quote, topic, about="other", person=person)
+    return Read(text, quote, topic, about="another_person", person=person)
 
 
 @dataclass(frozen=True)
@@ -137,7 +128,7 @@ ENGLISH = Variant(
                 Read("My name is Sam", "I'm Sam", "name"), Read("I live in Paris", "I live in Paris", "home_city"),
                 Read("I write mostly Go", "I write mostly Go", "main_language"))),
             Message("I'm in a terrible mood today, the build broke again", (
-                Read("I'm in a terrible mood today", "terrible mood today", "mood", kind="passing"),
+                Read("I'm in a terrible mood today", "terrible mood today", "mood", kind="passing_state"),
                 Read("The build broke again", "the build broke again", "build", about="none"))),
             Message("I use vim for everything, and my shell is fish", (
                 Read("I use vim for everything", "I use vim for everything", "editor"),
@@ -153,7 +144,7 @@ ENGLISH = Variant(
             Message("What's the difference between a mutex and a channel?"),
             Message("Always write commit messages in the imperative mood please", (
                 Read("Always write commit messages in the imperative mood", "write commit messages in the imperative",
-                     "commit_style", kind="rule"),)),
+                     "commit_style", kind="rule_for_assistant"),)),
             Message("My colleague Bob uses emacs and swears by it", (
                 other("My colleague Bob uses emacs", "Bob uses emacs", "editor", "Bob"),)),
             Message("The staging database password is tulip42, keep it handy", (
@@ -176,7 +167,7 @@ ENGLISH = Variant(
             Message("How do I profile a Go program for allocations?"),
             Message("Thanks, I'm feeling much better about the release now", (
                 Read("I'm feeling much better about the release", "feeling much better", "mood",
-                     kind="passing"),)),
+                     kind="passing_state"),)),
             Message("Show me an example of a table-driven test in Go"),
         ),
     ),
@@ -207,7 +198,7 @@ GERMAN = Variant(
                 Read("Mein Name ist Sam", "ich bin Sam", "name"), Read("Ich wohne in Paris", "Ich wohne in Paris",
                 "home_city"), Read("Ich schreibe meistens Go", "schreibe zurzeit meistens Go", "main_language"))),
             Message("Heute habe ich richtig schlechte Laune, der Build ist schon wieder kaputt", (
-                Read("Heute habe ich schlechte Laune", "richtig schlechte Laune", "mood", kind="passing"),
+                Read("Heute habe ich schlechte Laune", "richtig schlechte Laune", "mood", kind="passing_state"),
                 Read("Der Build ist kaputt", "der Build ist schon wieder kaputt", "build", about="none"))),
             Message("Ich nutze vim für alles, und meine Shell ist fish", (
                 Read("Ich nutze vim für alles", "Ich nutze vim für alles", "editor"),
@@ -224,7 +215,7 @@ GERMAN = Variant(
             Message("Was ist der Unterschied zwischen einem Mutex und einem Channel?"),
             Message("Schreib Commit-Nachrichten bitte immer im Imperativ", (
                 Read("Schreib Commit-Nachrichten immer im Imperativ", "immer im Imperativ", "commit_style",
-                     kind="rule"),)),
+                     kind="rule_for_assistant"),)),
             Message("Mein Kollege Bob nutzt emacs und schwört darauf", (
                 other("Mein Kollege Bob nutzt emacs", "Bob nutzt emacs", "editor", "Bob"),)),
             Message("Das Passwort der Staging-Datenbank ist tulip42, heb es gut auf", (
@@ -248,7 +239,7 @@ GERMAN = Variant(
                 Read("Mein VPN-Passwort ist hunter2", "VPN-Passwort ist hunter2", "vpn_password"),)),
             Message("Wie profiliere ich ein Go-Programm auf Allokationen?"),
             Message("Danke, wegen des Releases geht es mir jetzt viel besser", (
-                Read("Es geht mir viel besser", "geht es mir jetzt viel besser", "mood", kind="passing"),)),
+                Read("Es geht mir viel besser", "geht es mir jetzt viel besser", "mood", kind="passing_state"),)),
             Message("Zeig mir ein Beispiel für einen tabellengetriebenen Test in Go"),
         ),
     ),
@@ -279,7 +270,7 @@ SPANISH = Variant(
                 Read("Me llamo Sam", "soy Sam", "name"), Read("Vivo en París", "Vivo en París", "home_city"),
                 Read("Escribo sobre todo Go", "escribo sobre todo Go", "main_language"))),
             Message("Hoy estoy de un humor terrible, el build se rompió otra vez", (
-                Read("Hoy estoy de un humor terrible", "humor terrible", "mood", kind="passing"),
+                Read("Hoy estoy de un humor terrible", "humor terrible", "mood", kind="passing_state"),
                 Read("El build se rompió otra vez", "el build se rompió otra vez", "build", about="none"))),
             Message("Uso vim para todo, y mi shell es fish", (
                 Read("Uso vim para todo", "Uso vim para todo", "editor"),
@@ -298,7 +289,7 @@ SPANISH = Variant(
             Message("Escribe siempre los mensajes de commit en imperativo, por favor", (
                 Read("Escribe siempre los mensajes de commit en imperativo",
                      "Escribe siempre los mensajes de commit en imperativo", "commit_style",
-                     kind="rule"),)),
+                     kind="rule_for_assistant"),)),
             Message("Mi compañero Bob usa emacs y lo defiende a muerte", (
                 other("Mi compañero Bob usa emacs", "Bob usa emacs", "editor", "Bob"),)),
             Message("La contraseña de la base de datos de staging es tulip42, tenla a mano", (
@@ -322,7 +313,7 @@ SPANISH = Variant(
                 Read("Mi contraseña del VPN es hunter2", "contraseña del VPN es hunter2", "vpn_password"),)),
             Message("¿Cómo perfilo un programa en Go para ver las asignaciones?"),
             Message("Gracias, ya me siento mucho mejor con el release", (
-                Read("Me siento mucho mejor", "me siento mucho mejor", "mood", kind="passing"),)),
+                Read("Me siento mucho mejor", "me siento mucho mejor", "mood", kind="passing_state"),)),
             Message("Enséñame un ejemplo de test dirigido por tablas en Go"),
         ),
     ),
@@ -353,7 +344,7 @@ OTHER_WORDING = Variant(
                 Read("My name is Priya", "Priya here", "name"), Read("I live in Porto", "Based in Porto", "home_city"),
                 Read("I mostly write Rust", "Rust is what I mostly write", "main_language"))),
             Message("Ugh, completely drained this afternoon, CI has been flaky all day", (
-                Read("I'm drained this afternoon", "completely drained this afternoon", "mood", kind="passing"),
+                Read("I'm drained this afternoon", "completely drained this afternoon", "mood", kind="passing_state"),
                 Read("CI has been flaky all day", "CI has been flaky all day", "ci", about="none"))),
             Message("VS Code is my editor of choice and I run zsh with oh-my-posh", (
                 Read("VS Code is my editor of choice", "VS Code is my editor of choice", "editor"),
@@ -370,7 +361,7 @@ OTHER_WORDING = Variant(
             Message("Put a conventional prefix like feat: or fix: on every commit message", (
                 Read("Put a conventional prefix like feat: or fix: on every commit message",
                      "conventional prefix like feat: or fix: on every commit message", "commit_style",
-                     kind="rule"),)),
+                     kind="rule_for_assistant"),)),
             Message("Jonas on my team does everything in Kotlin and won't touch Rust", (
                 other("Jonas does everything in Kotlin", "Jonas on my team does everything in Kotlin", "main_language",
                       "Jonas"),)),
@@ -393,7 +384,7 @@ OTHER_WORDING = Variant(
                 Read("The staging db pw is copper19", "db pw for staging: copper19", "staging_password"),)),
             Message("How would I benchmark a Rust function with criterion?"),
             Message("Cheers, a lot less stressed about Heron now", (
-                Read("I'm less stressed about Heron", "a lot less stressed", "mood", kind="passing"),)),
+                Read("I'm less stressed about Heron", "a lot less stressed", "mood", kind="passing_state"),)),
             Message("Sketch a minimal axum handler that returns JSON"),
         ),
     ),
@@ -492,7 +483,7 @@ def scripted_model(variant: Variant, tool_calls: bool = False) -> FunctionModel:
 
     def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         message = _prompt(messages).split("<message>\n", 1)[-1].split("\n</message>", 1)[0]
-        payload = {"facts": [f.answer() for f in facts_of.get(message, ())]}
+        payload = {"facts": [asdict(f) for f in facts_of.get(message, ())]}
         if info.output_tools and tool_calls:
             return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, payload)])
         if info.output_tools:  # a forced tool call is ignored: the model answers in prose

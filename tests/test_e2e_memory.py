@@ -157,9 +157,7 @@ def _home(text: str, quote: str) -> dict[str, object]:
         "quote": quote,
         "about": "user",
         "topic": "home_city",
-        "form": "statement",
-        "for_later_answers": False,
-        "holds_next_month": True,
+        "kind": "lasting_fact",
         "replaces": None,
     }
 

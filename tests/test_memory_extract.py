@@ -39,8 +39,7 @@ TOOL_ONLY = ModelProfile(supports_json_schema_output=False)
 def fact(text: str, quote: str | None = None, **fields: Any) -> dict[str, Any]:
     """One fact of a reading, as a model answers it (about the user, a fact, replacing nothing, by default)."""
     return {"text": text, "quote": quote if quote is not None else text, "about": "user", "person": None,
-            "topic": "misc", "form": "statement", "for_later_answers": False, "holds_next_month": True,
-            "replaces": None, **fields}  # fmt: skip
+            "topic": "misc", "kind": "lasting_fact", "replaces": None, **fields}  # fmt: skip
 
 
 def _prompt_of(messages: list[ModelMessage]) -> str:
@@ -119,7 +118,7 @@ def test_names_stay_as_the_user_wrote_them(store: Memories, message: str, text: 
 def test_a_standing_rule_is_kept_as_an_instruction(store: Memories) -> None:
     message = "Antworte mir bitte immer auf Deutsch, auch wenn ich Englisch schreibe"
     rule = fact("Antworte immer auf Deutsch, auch wenn ich Englisch schreibe", quote="immer auf Deutsch",
-                topic="answer_language", for_later_answers=True)  # fmt: skip
+                topic="answer_language", kind="rule_for_assistant")  # fmt: skip
     run_worker(store, reading([rule]), message, "auto")
     [memory] = store.list()
     assert (memory.kind, memory.topic) == ("instruction", "answer_language")
@@ -256,8 +255,8 @@ def test_a_name_or_number_the_user_did_not_write_is_dropped(store: Memories) -> 
 @pytest.mark.parametrize(
     ("message", "passing"),
     [
-        ("Heute bin ich total müde, lange Nacht gehabt", fact("Heute bin ich total müde", holds_next_month=False)),
-        ("Estoy de mal humor esta mañana", fact("Estoy de mal humor esta mañana", holds_next_month=False)),
+        ("Heute bin ich total müde, lange Nacht gehabt", fact("Heute bin ich total müde", kind="passing_state")),
+        ("Estoy de mal humor esta mañana", fact("Estoy de mal humor esta mañana", kind="passing_state")),
         ("The CI broke again after the merge", fact("The CI broke again after the merge", about="nobody")),
     ],
 )
@@ -285,7 +284,7 @@ def test_a_question_or_one_off_request_is_not_stored(store: Memories, message: s
 
 def test_a_rule_asked_as_a_request_is_stored_as_an_instruction(store: Memories) -> None:
     message = "Schreib mir bitte immer zuerst die Kurzfassung"
-    rule = fact(message, form="request", for_later_answers=True, topic="answer_order")
+    rule = fact(message, form="request", kind="rule_for_assistant", topic="answer_order")
     run_worker(store, reading([rule]), message, "auto")
     assert [(m.text, m.kind) for m in store.list()] == [(message, "instruction")]
 

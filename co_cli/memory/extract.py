@@ -6,9 +6,9 @@ and the candidate memories: the nearest active ones by the message's own words (
 sharing their topic keys, each with its id, whom it is about and its topic key, and the other topic keys in
 use. It answers one ``Reading`` in one request: 0-3 facts, each with the quote it comes from, how that quote
 is said (a statement, a question, a request), whom it is about (the user, another person, no one), its text in
-the user's own language and words, a snake_case topic key, whether it is a rule for later answers, whether it
-still holds next month (false: a passing state) and the id of a shown memory it supersedes. An empty list is a
-fine answer: questions and one-off requests hold nothing to keep.
+the user's own language and words, a snake_case topic key, its kind (a lasting fact, a rule for the assistant,
+a passing state) and the id of a shown memory it supersedes. An empty list is a fine answer: questions and
+one-off requests hold nothing to keep.
 
 ``plan`` (pure) verifies each fact and decides what it changes: its quote must be in the message and its names
 and numbers too (``grounding``: checks that hold in any language); secrets are refused; a fact about no one,
@@ -73,39 +73,29 @@ For each fact, in this order:
 - about: whose fact it is, by the subject of the statement. "user" when the user is the subject (their life,
   work, projects, tools, likes, rules for the assistant). "another_person" when someone else is the subject (a
   colleague, a friend, a relative, named or not), with person: that person's name as written (or how the
-  message calls them, "my aunt"). "nobody" when it is about no person (a thing, a service, the weather).
+  message calls them, "my aunt"). "nobody" when it is about no person (how a thing works, general knowledge).
 - text: one standalone statement, true without the conversation, in the language and the words of the message.
   Never translate it, never rewrite "I" as "the user", keep names exactly as written (my-app stays my-app).
 - topic: a short snake_case key in English for the attribute the fact states (home_city, editor, employer,
   commit_style). A memory shown below on the same attribute of the same person: use its key. A fact that adds
   to a memory instead of superseding it (a second language, another pet) gets a key of its own.
-- for_later_answers: true only when the user tells the assistant how to answer or work in all later answers
-  (a rule or a standing preference); false for a request about the task at hand, and for anything else.
-- holds_next_month: false when it will most likely not be true a month from now (a mood; being tired, ill,
-  hungry or in a hurry; the weather; something broken or slow right now); true otherwise.
+- kind: "rule_for_assistant" when the user tells the assistant how to answer or work from now on, in every
+  later answer (a one-time request is not a rule); "passing_state" when it holds only now and will not hold
+  next week (a mood, being tired, ill or busy, anything "today" or "right now"); otherwise "lasting_fact".
 - replaces: the id (such as m12) of a memory shown below that this fact supersedes (the same attribute with a
   new value: another city, another editor, a new date), else null.
 Never include passwords, keys or tokens. Never add what you know yourself: only what the message says.
 
 Examples (memories shown: m4 | user | home_city | Ich wohne in Linz):
 "Seit März wohne ich in Graz." -> {"facts": [{"quote": "Seit März wohne ich in Graz", "form": "statement",
-"about": "user", "person": null, "text": "Seit März wohne ich in Graz", "topic": "home_city",
-"for_later_answers": false, "holds_next_month": true, "replaces": "m4"}]}
+"about": "user", "person": null, "text": "Seit März wohne ich in Graz", "topic": "home_city", "kind":
+"lasting_fact", "replaces": "m4"}]}
 "My teammate Kofi reviews every migration" -> {"facts": [{"quote": "Kofi reviews every migration", "form":
 "statement", "about": "another_person", "person": "Kofi", "text": "My teammate Kofi reviews every migration",
-"topic": "reviews_migrations", "for_later_answers": false, "holds_next_month": true, "replaces": null}]}
-"うちの父は大工です。" -> {"facts": [{"quote": "うちの父は大工です", "form": "statement", "about": "another_person",
-"person": "父", "text": "うちの父は大工です", "topic": "occupation", "for_later_answers": false,
-"holds_next_month": true, "replaces": null}]}
+"topic": "reviews_migrations", "kind": "lasting_fact", "replaces": null}]}
 "Réponds-moi toujours en tutoyant." -> {"facts": [{"quote": "Réponds-moi toujours en tutoyant", "form":
 "request", "about": "user", "person": null, "text": "Réponds-moi toujours en tutoyant", "topic":
-"form_of_address", "for_later_answers": true, "holds_next_month": true, "replaces": null}]}
-"Estoy resfriado y no pienso con claridad." -> {"facts": [{"quote": "Estoy resfriado", "form": "statement",
-"about": "user", "person": null, "text": "Estoy resfriado", "topic": "health", "for_later_answers": false,
-"holds_next_month": false, "replaces": null}]}
-"Я пишу бэкенд на Clojure." -> {"facts": [{"quote": "Я пишу бэкенд на Clojure", "form": "statement", "about":
-"user", "person": null, "text": "Я пишу бэкенд на Clojure", "topic": "backend_language", "for_later_answers":
-false, "holds_next_month": true, "replaces": null}]}
+"form_of_address", "kind": "rule_for_assistant", "replaces": null}]}
 "¿Cómo formateo una fecha en Go?" -> {"facts": []}
 "Add the new flag to the changelog." -> {"facts": []}"""
 
@@ -120,18 +110,17 @@ def _bounded(chars: int) -> JsonDict:
 
 
 About = Literal["user", "another_person", "nobody"]
+FactKind = Literal["lasting_fact", "rule_for_assistant", "passing_state"]
 Form = Literal["statement", "question", "request"]
 
 
 class Fact(BaseModel):
     # The quote comes first and what it is follows: a small model pointing at the words before it classifies
-    # them takes a question for a fact, and "my colleague ..." for the user's own fact, less often. Whether a
-    # fact is a rule or a passing state is asked as two yes/no questions, which a small model answers better
-    # than it picks among named kinds.
+    # them takes a question for a fact, and "my colleague ..." for the user's own fact, less often.
     quote: str = Field(
         description="the words of the message it comes from, copied exactly", json_schema_extra=_bounded(MAX_TEXT_CHARS)
     )
-    form: Form = Field(description="how the quote is said")
+    form: Form = Field("statement", description="how the quote is said")
     about: About = Field(description="whose fact it is")
     person: str | None = Field(
         None,
@@ -145,8 +134,7 @@ class Fact(BaseModel):
     topic: str = Field(
         description="a short snake_case key of the attribute (home_city, editor)", json_schema_extra=_bounded(60)
     )
-    for_later_answers: bool = Field(description="a rule for how the assistant answers or works from now on")
-    holds_next_month: bool = Field(description="still true a month from now")
+    kind: FactKind = Field("lasting_fact", description="a lasting fact, a rule for the assistant, a passing state")
     replaces: str | None = Field(
         None, description="the id (m12) of a memory shown that this fact supersedes", json_schema_extra=_bounded(12)
     )
@@ -157,20 +145,12 @@ class Fact(BaseModel):
         return {"user": "user", "another_person": "other", "nobody": "none"}[self.about]
 
     @property
-    def rule(self) -> bool:
-        return self.for_later_answers
-
-    @property
-    def passing(self) -> bool:
-        return not self.holds_next_month and not self.for_later_answers
-
-    @property
     def kept(self) -> bool:
         """Whether it is something to keep at all: about someone, lasting (a fact or a rule), and a rule when the
         quote asks rather than tells."""
-        if self.about == "nobody" or self.passing:
+        if self.about == "nobody" or self.kind == "passing_state":
             return False
-        return self.form == "statement" or self.rule
+        return self.form == "statement" or self.kind == "rule_for_assistant"
 
 
 class Reading(BaseModel):
@@ -275,7 +255,7 @@ def checked(
         return None  # the memory already says it
     if target is None and any(near_duplicate(text, m.text) for m in [*known.values(), *same_topic]):
         return None
-    kind = "instruction" if fact.rule else "fact"
+    kind = "instruction" if fact.kind == "rule_for_assistant" else "fact"
     return Change("add" if target is None else "update", text, None if target is None else target.id, kind, subject)
 
 
