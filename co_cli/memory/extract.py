@@ -70,6 +70,9 @@ For each fact, in this order:
 - quote: the words of the message the fact comes from, copied exactly.
 - form: how the quote is said. "statement" when it tells something; "question" when it asks; "request" when it
   asks the assistant to do something.
+- kind: "rule_for_assistant" when the user tells the assistant how to answer or work from now on, in every
+  later answer (a one-time request is not a rule); "passing_state" when it holds only now and will not hold
+  next week (a mood, being tired, ill or busy, anything "today" or "right now"); otherwise "lasting_fact".
 - about: whose fact it is, by the subject of the statement. "user" when the user is the subject (their life,
   work, projects, tools, likes, rules for the assistant). "another_person" when someone else is the subject (a
   colleague, a friend, a relative, named or not), with person: that person's name as written (or how the
@@ -79,24 +82,27 @@ For each fact, in this order:
 - topic: a short snake_case key in English for the attribute the fact states (home_city, editor, employer,
   commit_style). A memory shown below on the same attribute of the same person: use its key. A fact that adds
   to a memory instead of superseding it (a second language, another pet) gets a key of its own.
-- kind: "rule_for_assistant" when the user tells the assistant how to answer or work from now on, in every
-  later answer (a one-time request is not a rule); "passing_state" when it holds only now and will not hold
-  next week (a mood, being tired, ill or busy, anything "today" or "right now"); otherwise "lasting_fact".
 - replaces: the id (such as m12) of a memory shown below that this fact supersedes (the same attribute with a
   new value: another city, another editor, a new date), else null.
 Never include passwords, keys or tokens. Never add what you know yourself: only what the message says.
 
 Examples (memories shown: m4 | user | home_city | Ich wohne in Linz):
 "Seit März wohne ich in Graz." -> {"facts": [{"quote": "Seit März wohne ich in Graz", "form": "statement",
-"about": "user", "person": null, "text": "Seit März wohne ich in Graz", "topic": "home_city", "kind":
-"lasting_fact", "replaces": "m4"}]}
+"kind": "lasting_fact", "about": "user", "person": null, "text": "Seit März wohne ich in Graz", "topic":
+"home_city", "replaces": "m4"}]}
 "My teammate Kofi reviews every migration" -> {"facts": [{"quote": "Kofi reviews every migration", "form":
-"statement", "about": "another_person", "person": "Kofi", "text": "My teammate Kofi reviews every migration",
-"topic": "reviews_migrations", "kind": "lasting_fact", "replaces": null}]}
+"statement", "kind": "lasting_fact", "about": "another_person", "person": "Kofi", "text": "My teammate Kofi
+reviews every migration", "topic": "reviews_migrations", "replaces": null}]}
+"うちの父は大工です。" -> {"facts": [{"quote": "うちの父は大工です", "form": "statement", "kind": "lasting_fact",
+"about": "another_person", "person": "父", "text": "うちの父は大工です", "topic": "occupation", "replaces": null}]}
 "Réponds-moi toujours en tutoyant." -> {"facts": [{"quote": "Réponds-moi toujours en tutoyant", "form":
-"request", "about": "user", "person": null, "text": "Réponds-moi toujours en tutoyant", "topic":
-"form_of_address", "kind": "rule_for_assistant", "replaces": null}]}
+"request", "kind": "rule_for_assistant", "about": "user", "person": null, "text": "Réponds-moi toujours en
+tutoyant", "topic": "form_of_address", "replaces": null}]}
+"Estoy resfriado y no pienso con claridad." -> {"facts": [{"quote": "Estoy resfriado", "form": "statement",
+"kind": "passing_state", "about": "user", "person": null, "text": "Estoy resfriado", "topic": "health",
+"replaces": null}]}
 "¿Cómo formateo una fecha en Go?" -> {"facts": []}
+"Leave the tests alone for this change." -> {"facts": []}
 "Add the new flag to the changelog." -> {"facts": []}"""
 
 
@@ -115,12 +121,14 @@ Form = Literal["statement", "question", "request"]
 
 
 class Fact(BaseModel):
-    # The quote comes first and what it is follows: a small model pointing at the words before it classifies
-    # them takes a question for a fact, and "my colleague ..." for the user's own fact, less often.
+    # The quote comes first and what it is follows (how it is said, its kind, whose it is): a small model
+    # pointing at the words before it classifies them takes a question for a fact, and "my colleague ..." for
+    # the user's own fact, less often.
     quote: str = Field(
         description="the words of the message it comes from, copied exactly", json_schema_extra=_bounded(MAX_TEXT_CHARS)
     )
     form: Form = Field("statement", description="how the quote is said")
+    kind: FactKind = Field("lasting_fact", description="a lasting fact, a rule for the assistant, a passing state")
     about: About = Field(description="whose fact it is")
     person: str | None = Field(
         None,
@@ -134,7 +142,6 @@ class Fact(BaseModel):
     topic: str = Field(
         description="a short snake_case key of the attribute (home_city, editor)", json_schema_extra=_bounded(60)
     )
-    kind: FactKind = Field("lasting_fact", description="a lasting fact, a rule for the assistant, a passing state")
     replaces: str | None = Field(
         None, description="the id (m12) of a memory shown that this fact supersedes", json_schema_extra=_bounded(12)
     )
