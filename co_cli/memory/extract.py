@@ -68,17 +68,15 @@ right now, a greeting or thanks states nothing to remember. Then answer an empty
 
 For each fact, in this order:
 - quote: the words of the message the fact comes from, copied exactly.
-- form: how the quote is said. "question" when it asks something (how, why, what, where, whether: a question
-  mark says so in any language); "request" when it asks the assistant to do something; "statement" when it
-  tells something.
+- form: how the quote is said. "statement" when it tells something; "question" when it asks; "request" when it
+  asks the assistant to do something.
 - kind: "rule_for_assistant" when the user tells the assistant how to answer or work from now on, in every
   later answer (a one-time request is not a rule); "passing_state" when it holds only now and will not hold
   next week (a mood, being tired, ill or busy, anything "today" or "right now"); otherwise "lasting_fact".
 - about: whose fact it is, by the subject of the statement. "user" when the user is the subject (their life,
   work, projects, tools, likes, rules for the assistant). "another_person" when someone else is the subject (a
-  colleague, a friend, a relative, named or not: "my cousin Ingrid repairs boats" is about Ingrid, not the
-  user), with person: that person's name as written (or how the message calls them, "my aunt"). "nobody"
-  when it is about no person (how a thing works, general knowledge).
+  colleague, a friend, a relative, named or not), with person: that person's name as written (or how the
+  message calls them, "my aunt"). "nobody" when it is about no person (how a thing works, general knowledge).
 - text: one standalone statement, true without the conversation, in the language and the words of the message.
   Never translate it, never rewrite "I" as "the user", keep names exactly as written (my-app stays my-app).
 - topic: a short snake_case key in English for the attribute the fact states (home_city, editor, employer,
