@@ -2,6 +2,7 @@
 co's extraction and with add-only extraction on the same model and messages, in English, German and Spanish.
 
 Run: python bench/bench_memory_quality.py [-m MODEL] [--language en|en-other|de|es|all] [--no-baseline] [--show]
+                                           [--ask [--memory-form section|plain|in-message ...]]
 
 Three sessions of a user's messages (below, in each language): nine durable facts, four of them changed later
 (a move to another city, a new editor, a new reviewer, a slipped deadline), one-off questions and passing
@@ -17,6 +18,14 @@ what, recall in the user's language), not how well a model reads: for that, run 
 
 Then one question per fact, in the same language (a fourth session): how many find their fact among the
 memories a request is sent, with and without query expansion, and how many of the memories sent hold it.
+
+With --ask, MODEL then answers each question as the first prompt of a fresh ``co chat`` conversation (co's
+instructions and tools, the memories co chooses for that question), at temperature 0; an answer is right when it
+holds the current fact's words, stale when it gives a superseded value without the new one. --memory-form says
+how the memories are shown: ``section`` (co's ``## Memory`` section: intro, ids, labels), ``plain`` (a plain list,
+"What you remember about the user:", texts only) or ``in-message`` (that list in the user's message, before the
+question, and none in the instructions); several forms are asked in turn. The scripted stand-in answers with
+every memory it is shown, in any form: it tests the path, not the wording.
 
 Reported: current facts kept (of 9), superseded facts still active (of 4: a memory with the old value and not
 the new one), junk memories (about none of the facts, the colleague or Alice leaving), secrets stored (of 2),
@@ -35,7 +44,7 @@ import re
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -44,6 +53,7 @@ os.environ.setdefault("PYDANTIC_AI_NO_BANNER", "1")
 
 from pydantic_ai.messages import (  # noqa: E402
     ModelMessage,
+    ModelRequest,
     ModelResponse,
     TextPart,
     ToolCallPart,
@@ -52,8 +62,19 @@ from pydantic_ai.messages import (  # noqa: E402
 from pydantic_ai.models import Model  # noqa: E402
 from pydantic_ai.models.function import AgentInfo, FunctionModel  # noqa: E402
 from pydantic_ai.profiles import ModelProfile  # noqa: E402
+from pydantic_ai.settings import ModelSettings  # noqa: E402
 
+from co_cli.deps import CoDeps  # noqa: E402
 from co_cli.memory.extract import ExtractionWorker, read_message  # noqa: E402
+from co_cli.memory.inject import (  # noqa: E402
+    INTRO,
+    MEMORY_FORMS,
+    PLAIN_INTRO,
+    relevant_memories,
+    render_memory_section,
+)
+from co_cli.memory.instructions_files import project_root  # noqa: E402
+from co_cli.models import ModelChoice, ResolvedModel  # noqa: E402
 from co_cli.store.db import Database  # noqa: E402
 from co_cli.store.memories import Memories  # noqa: E402
 from co_cli.store.queue import ExtractionQueue  # noqa: E402
@@ -69,7 +90,7 @@ class Read:
     quote: str
     topic: str
     about: str = "user"
-    kind: str = "fact"
+    kind: str = "lasting_fact"
     person: str | None = None
     replaces: str | None = None
 
@@ -81,7 +102,7 @@ class Message:
 
 
 def other(text: str, quote: str, topic: str, person: str) -> Read:
-    return Read(text, quote, topic, about="other", person=person)
+    return Read(text, quote, topic, about="another_person", person=person)
 
 
 @dataclass(frozen=True)
@@ -107,7 +128,7 @@ ENGLISH = Variant(
                 Read("My name is Sam", "I'm Sam", "name"), Read("I live in Paris", "I live in Paris", "home_city"),
                 Read("I write mostly Go", "I write mostly Go", "main_language"))),
             Message("I'm in a terrible mood today, the build broke again", (
-                Read("I'm in a terrible mood today", "terrible mood today", "mood", kind="passing"),
+                Read("I'm in a terrible mood today", "terrible mood today", "mood", kind="passing_state"),
                 Read("The build broke again", "the build broke again", "build", about="none"))),
             Message("I use vim for everything, and my shell is fish", (
                 Read("I use vim for everything", "I use vim for everything", "editor"),
@@ -123,7 +144,7 @@ ENGLISH = Variant(
             Message("What's the difference between a mutex and a channel?"),
             Message("Always write commit messages in the imperative mood please", (
                 Read("Always write commit messages in the imperative mood", "write commit messages in the imperative",
-                     "commit_style", kind="rule"),)),
+                     "commit_style", kind="rule_for_assistant"),)),
             Message("My colleague Bob uses emacs and swears by it", (
                 other("My colleague Bob uses emacs", "Bob uses emacs", "editor", "Bob"),)),
             Message("The staging database password is tulip42, keep it handy", (
@@ -145,7 +166,8 @@ ENGLISH = Variant(
                 Read("My VPN password is hunter2", "VPN password is hunter2", "vpn_password"),)),
             Message("How do I profile a Go program for allocations?"),
             Message("Thanks, I'm feeling much better about the release now", (
-                Read("I'm feeling much better about the release", "feeling much better", "mood", kind="passing"),)),
+                Read("I'm feeling much better about the release", "feeling much better", "mood",
+                     kind="passing_state"),)),
             Message("Show me an example of a table-driven test in Go"),
         ),
     ),
@@ -176,7 +198,7 @@ GERMAN = Variant(
                 Read("Mein Name ist Sam", "ich bin Sam", "name"), Read("Ich wohne in Paris", "Ich wohne in Paris",
                 "home_city"), Read("Ich schreibe meistens Go", "schreibe zurzeit meistens Go", "main_language"))),
             Message("Heute habe ich richtig schlechte Laune, der Build ist schon wieder kaputt", (
-                Read("Heute habe ich schlechte Laune", "richtig schlechte Laune", "mood", kind="passing"),
+                Read("Heute habe ich schlechte Laune", "richtig schlechte Laune", "mood", kind="passing_state"),
                 Read("Der Build ist kaputt", "der Build ist schon wieder kaputt", "build", about="none"))),
             Message("Ich nutze vim für alles, und meine Shell ist fish", (
                 Read("Ich nutze vim für alles", "Ich nutze vim für alles", "editor"),
@@ -193,7 +215,7 @@ GERMAN = Variant(
             Message("Was ist der Unterschied zwischen einem Mutex und einem Channel?"),
             Message("Schreib Commit-Nachrichten bitte immer im Imperativ", (
                 Read("Schreib Commit-Nachrichten immer im Imperativ", "immer im Imperativ", "commit_style",
-                     kind="rule"),)),
+                     kind="rule_for_assistant"),)),
             Message("Mein Kollege Bob nutzt emacs und schwört darauf", (
                 other("Mein Kollege Bob nutzt emacs", "Bob nutzt emacs", "editor", "Bob"),)),
             Message("Das Passwort der Staging-Datenbank ist tulip42, heb es gut auf", (
@@ -217,7 +239,7 @@ GERMAN = Variant(
                 Read("Mein VPN-Passwort ist hunter2", "VPN-Passwort ist hunter2", "vpn_password"),)),
             Message("Wie profiliere ich ein Go-Programm auf Allokationen?"),
             Message("Danke, wegen des Releases geht es mir jetzt viel besser", (
-                Read("Es geht mir viel besser", "geht es mir jetzt viel besser", "mood", kind="passing"),)),
+                Read("Es geht mir viel besser", "geht es mir jetzt viel besser", "mood", kind="passing_state"),)),
             Message("Zeig mir ein Beispiel für einen tabellengetriebenen Test in Go"),
         ),
     ),
@@ -248,7 +270,7 @@ SPANISH = Variant(
                 Read("Me llamo Sam", "soy Sam", "name"), Read("Vivo en París", "Vivo en París", "home_city"),
                 Read("Escribo sobre todo Go", "escribo sobre todo Go", "main_language"))),
             Message("Hoy estoy de un humor terrible, el build se rompió otra vez", (
-                Read("Hoy estoy de un humor terrible", "humor terrible", "mood", kind="passing"),
+                Read("Hoy estoy de un humor terrible", "humor terrible", "mood", kind="passing_state"),
                 Read("El build se rompió otra vez", "el build se rompió otra vez", "build", about="none"))),
             Message("Uso vim para todo, y mi shell es fish", (
                 Read("Uso vim para todo", "Uso vim para todo", "editor"),
@@ -266,7 +288,8 @@ SPANISH = Variant(
             Message("¿Cuál es la diferencia entre un mutex y un channel?"),
             Message("Escribe siempre los mensajes de commit en imperativo, por favor", (
                 Read("Escribe siempre los mensajes de commit en imperativo",
-                     "Escribe siempre los mensajes de commit en imperativo", "commit_style", kind="rule"),)),
+                     "Escribe siempre los mensajes de commit en imperativo", "commit_style",
+                     kind="rule_for_assistant"),)),
             Message("Mi compañero Bob usa emacs y lo defiende a muerte", (
                 other("Mi compañero Bob usa emacs", "Bob usa emacs", "editor", "Bob"),)),
             Message("La contraseña de la base de datos de staging es tulip42, tenla a mano", (
@@ -290,7 +313,7 @@ SPANISH = Variant(
                 Read("Mi contraseña del VPN es hunter2", "contraseña del VPN es hunter2", "vpn_password"),)),
             Message("¿Cómo perfilo un programa en Go para ver las asignaciones?"),
             Message("Gracias, ya me siento mucho mejor con el release", (
-                Read("Me siento mucho mejor", "me siento mucho mejor", "mood", kind="passing"),)),
+                Read("Me siento mucho mejor", "me siento mucho mejor", "mood", kind="passing_state"),)),
             Message("Enséñame un ejemplo de test dirigido por tablas en Go"),
         ),
     ),
@@ -321,7 +344,7 @@ OTHER_WORDING = Variant(
                 Read("My name is Priya", "Priya here", "name"), Read("I live in Porto", "Based in Porto", "home_city"),
                 Read("I mostly write Rust", "Rust is what I mostly write", "main_language"))),
             Message("Ugh, completely drained this afternoon, CI has been flaky all day", (
-                Read("I'm drained this afternoon", "completely drained this afternoon", "mood", kind="passing"),
+                Read("I'm drained this afternoon", "completely drained this afternoon", "mood", kind="passing_state"),
                 Read("CI has been flaky all day", "CI has been flaky all day", "ci", about="none"))),
             Message("VS Code is my editor of choice and I run zsh with oh-my-posh", (
                 Read("VS Code is my editor of choice", "VS Code is my editor of choice", "editor"),
@@ -337,7 +360,8 @@ OTHER_WORDING = Variant(
             Message("How is Arc different from Rc?"),
             Message("Put a conventional prefix like feat: or fix: on every commit message", (
                 Read("Put a conventional prefix like feat: or fix: on every commit message",
-                     "conventional prefix like feat: or fix: on every commit message", "commit_style", kind="rule"),)),
+                     "conventional prefix like feat: or fix: on every commit message", "commit_style",
+                     kind="rule_for_assistant"),)),
             Message("Jonas on my team does everything in Kotlin and won't touch Rust", (
                 other("Jonas does everything in Kotlin", "Jonas on my team does everything in Kotlin", "main_language",
                       "Jonas"),)),
@@ -360,7 +384,7 @@ OTHER_WORDING = Variant(
                 Read("The staging db pw is copper19", "db pw for staging: copper19", "staging_password"),)),
             Message("How would I benchmark a Rust function with criterion?"),
             Message("Cheers, a lot less stressed about Heron now", (
-                Read("I'm less stressed about Heron", "a lot less stressed", "mood", kind="passing"),)),
+                Read("I'm less stressed about Heron", "a lot less stressed", "mood", kind="passing_state"),)),
             Message("Sketch a minimal axum handler that returns JSON"),
         ),
     ),
@@ -400,11 +424,10 @@ class Recall:
     relevant_sent: int = 0
 
 
-def recall(store: Memories, variant: Variant, expanded: bool) -> Recall:
+def recall(store: Memories, variant: Variant, expanded: bool, project: str = PROJECT) -> Recall:
     """For each question, whether the memories a request would be sent hold the asked fact, and how many of
     those sent hold it (precision)."""
     import co_cli.memory.expansion as expansion
-    from co_cli.memory.inject import relevant_memories
 
     saved = expansion.expand
     if not expanded:
@@ -412,7 +435,7 @@ def recall(store: Memories, variant: Variant, expanded: bool) -> Recall:
     outcome = Recall()
     try:
         for key, question in variant.questions.items():
-            sent = [s.text for s in relevant_memories(store, question, PROJECT, 800, time.time())]
+            sent = [s.text for s in relevant_memories(store, question, project, 800, time.time())]
             outcome.found += any(_has(t, variant.current[key]) for t in sent)
             outcome.sent += len(sent)
             outcome.relevant_sent += sum(_has(t, variant.current[key]) for t in sent)
@@ -491,12 +514,13 @@ class Counting:
         return _Counted(self.model)
 
 
-async def run_co(model: Model, variant: Variant, work: Path, show: bool = False) -> Outcome:
+async def run_co(model: Model, variant: Variant, work: Path, show: bool = False, project: str = PROJECT) -> Outcome:
+    """co's extraction of the variant's conversation into ``work/co.db``, memories filed under ``project``."""
     db = Database.open(work / "co.db")
     store = Memories(db)
     counted = Counting(model)
     wrapped = counted.wrap()
-    worker = ExtractionWorker(store, lambda: wrapped, "auto", PROJECT)
+    worker = ExtractionWorker(store, lambda: wrapped, "auto", project)
     ExtractionQueue.RETRY_AFTER = 0.0  # no waiting here: a failed message is retried before the next one
     most = 0
     seq = 0
@@ -512,7 +536,7 @@ async def run_co(model: Model, variant: Variant, work: Path, show: bool = False)
     kept = store.list()
     texts = [m.text for m in kept]
     for expanded in (False, True):
-        r = recall(store, variant, expanded)
+        r = recall(store, variant, expanded, project)
         print(
             f"  recall {'with' if expanded else 'without'} query expansion: {r.found}/{len(variant.questions)} "
             f"questions found their fact; {r.relevant_sent}/{r.sent} memories sent held it"
@@ -540,6 +564,140 @@ async def run_add_only(model: Model, variant: Variant, work: Path) -> Outcome:
     return score(variant, texts, counted.total, 1)
 
 
+# ----- asking the questions through co's request path -----
+
+FORMS = (*MEMORY_FORMS, "in-message")
+"""``section`` and ``plain`` (co_cli.memory.inject.MemoryForm) in the instructions; ``in-message``: the plain
+list in the user's message, before the question, and none in the instructions."""
+_MEMORY_LINE = re.compile(r"- (?:\[m\d+\] )?(?:\((?:instruction|about [^)]*)\) )?(.*)")
+
+
+def shown_memories(messages: list[ModelMessage]) -> list[str]:
+    """The memory texts the last request shows, in any form (its instructions, then its user message)."""
+    request = messages[-1]
+    if not isinstance(request, ModelRequest):
+        return []
+    prompts = [p.content for p in request.parts if isinstance(p, UserPromptPart) and isinstance(p.content, str)]
+    shown: list[str] = []
+    inside = False
+    for line in "\n".join([request.instructions or "", *prompts]).splitlines():
+        if line in (INTRO, PLAIN_INTRO):
+            inside = True
+        elif inside and (match := _MEMORY_LINE.fullmatch(line)):
+            shown.append(match.group(1))
+        else:
+            inside = False
+    return shown
+
+
+def answer_from_memories(messages: list[ModelMessage]) -> str:
+    """The scripted answer: every memory the request shows, whatever its form, or that it knows nothing."""
+    shown = shown_memories(messages)
+    return f"From what I remember: {'; '.join(shown)}." if shown else "I don't know."
+
+
+def scripted_answerer() -> FunctionModel:
+    """A chat model that answers every question with the memories it is shown (``answer_from_memories``)."""
+
+    def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[TextPart(answer_from_memories(messages))])
+
+    async def stream(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str]:
+        yield answer_from_memories(messages)
+
+    return FunctionModel(answer, stream_function=stream, model_name="scripted-answers")
+
+
+def judge(variant: Variant, key: str, answer: str) -> str:
+    """``right`` (the current fact's words), ``stale`` (a superseded value without the new one) or ``wrong``."""
+    if key in variant.superseded:
+        old, new = variant.superseded[key]
+        if _has(answer, old) and not _has(answer, (new,)):
+            return "stale"
+    return "right" if _has(answer, variant.current[key]) else "wrong"
+
+
+@dataclass
+class Answers:
+    asked: int = 0
+    right: int = 0
+    stale: int = 0
+    misses: list[tuple[str, str, str]] = field(default_factory=list)
+    """(fact, verdict, answer) of each answer that was not right"""
+
+
+class _Quiet:
+    """A TurnView that shows nothing."""
+
+    def working(self, what: str) -> None: ...
+    def text(self, delta: str) -> None: ...
+    def tool_call(self, name: str, args: object) -> None: ...
+    def tool_result(self, name: str, content: object) -> None: ...
+    def notice(self, message: str) -> None: ...
+    def end(self, interrupted: bool = False) -> None: ...
+
+
+async def ask(resolved: ResolvedModel, variant: Variant, db_path: Path, cwd: Path, form: str) -> Answers:
+    """Each question as the first prompt of a fresh ``co chat`` conversation in ``cwd`` (memories in the store at
+    ``db_path``, filed under its project), the memories written in ``form``."""
+    import co_cli.memory.inject as inject
+    from co_cli.config import load_settings
+    from co_cli.deps import CoDeps
+    from co_cli.store import Store
+
+    loaded = load_settings(cwd=cwd)
+    loaded.paths.ensure_data_dir()
+    settings = loaded.settings.model_copy(update={"auto_title": False})  # no title request after each answer
+    store = Store.open(db_path)
+    answers = Answers()
+    saved = inject.FORM
+    inject.FORM = "plain" if form == "plain" else "section"
+    try:
+        for key, question in variant.questions.items():
+            deps = CoDeps(settings=settings, paths=loaded.paths, cwd=cwd, store=store)
+            reply = await answer_of(resolved, deps, question, form)
+            verdict = judge(variant, key, reply)
+            answers.asked += 1
+            answers.right += verdict == "right"
+            answers.stale += verdict == "stale"
+            if verdict != "right":
+                answers.misses.append((key, verdict, " ".join(reply.split())[:200]))
+    finally:
+        inject.FORM = saved
+        store.close()
+    return answers
+
+
+async def answer_of(resolved: ResolvedModel, deps: CoDeps, question: str, form: str) -> str:
+    """The model's answer to ``question`` as a ``co chat`` turn sends it: co's instructions, tools and memories
+    for that question (in the user's message before it with ``in-message``), at temperature 0, so that forms are
+    compared, not samples."""
+    from pydantic_ai import CancellationToken
+
+    from co_cli.session import Conversation
+
+    prompt = question
+    if form == "in-message":
+        budget = deps.settings.memory_budget_tokens
+        chosen = relevant_memories(deps.store.memories, question, deps.project, budget, time.time())
+        memories = render_memory_section(chosen, "plain")
+        prompt = f"{memories}\n\n{question}" if memories else question
+        deps.settings = deps.settings.model_copy(update={"memory_budget_tokens": 0})  # none in the instructions
+    conv = Conversation(resolved, deps)
+    limits = conv.engine.agent.model_settings  # co's own (time limits): a dict
+    conv.engine.agent.model_settings = ModelSettings(**limits if isinstance(limits, dict) else {}, temperature=0.0)
+    try:
+        outcome = await conv.run_turn(prompt, _Quiet(), CancellationToken())
+    finally:
+        conv.release()
+    return outcome.output if outcome.status == "ok" else f"({outcome.status}: {outcome.error})"
+
+
+def answers_line(form: str, answers: Answers) -> str:
+    misses = "".join(f"\n    {verdict} {key}: {reply}" for key, verdict, reply in answers.misses)
+    return f"  answers ({form}): {answers.right}/{answers.asked} right, {answers.stale} gave a superseded value{misses}"
+
+
 def row(name: str, variant: Variant, o: Outcome) -> str:
     return (
         f"| {name} | {o.kept}/{len(variant.current)} | {o.superseded}/{len(variant.superseded)} | {o.junk} | "
@@ -554,6 +712,9 @@ async def main() -> None:
     parser.add_argument("--no-baseline", action="store_true")
     parser.add_argument("--show", action="store_true", help="print the memories co kept")
     parser.add_argument("--tool-calls", action="store_true", help="the scripted model honours forced tool calls")
+    parser.add_argument("--ask", action="store_true", help="then ask MODEL each question through co's requests")
+    parser.add_argument("--memory-form", nargs="+", choices=FORMS, default=["section"],
+                        help="with --ask: the forms of the memories to ask with (section: co's default)")  # fmt: skip
     args = parser.parse_args()
     languages = list(VARIANTS) if args.language == "all" else [args.language]
     with tempfile.TemporaryDirectory() as tmp:
@@ -565,16 +726,22 @@ async def main() -> None:
         for language in languages:
             variant = VARIANTS[language]
             work = Path(tmp) / language
-            work.mkdir()
+            cwd = work / "kestrel"  # the conversation's working directory: its memories' project
+            cwd.mkdir(parents=True)
             if args.model == "scripted":
                 model: Model = scripted_model(variant, args.tool_calls)
+                answerer = ResolvedModel(scripted_answerer(), ModelChoice("scripted", "bench"), 32_768, "bench")
             else:
                 from co_cli.config import load_settings
                 from co_cli.models import resolve_model
 
-                model = resolve_model(load_settings(model=args.model).settings, "command line").model
+                answerer = resolve_model(load_settings(model=args.model).settings, "command line")
+                model = answerer.model
             print(f"{language}:", flush=True)
-            print(row(f"{language}, co", variant, await run_co(model, variant, work, args.show)), flush=True)
+            outcome = await run_co(model, variant, work, args.show, str(project_root(cwd)))
+            print(row(f"{language}, co", variant, outcome), flush=True)
+            for form in args.memory_form if args.ask else ():
+                print(answers_line(form, await ask(answerer, variant, work / "co.db", cwd, form)), flush=True)
             if not args.no_baseline:
                 print(row(f"{language}, add-only", variant, await run_add_only(model, variant, work)), flush=True)
 

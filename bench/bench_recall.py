@@ -3,28 +3,30 @@ rolling summary on the same model.
 
 Run: python bench/bench_recall.py [-m MODEL] [--base-url URL] [--window N] [--turns 36] [--limits 40 12]
                                     [--ask] [--no-baseline] [--scripted copy|lossy] [--dump DIR]
+                                    [--variant en|en-other|de]
 
-A scripted conversation (tests/support/planted_facts.py) states 12 facts early (a codename, a region, a
-port, a config path, an error code and its fix, a decision, a hard rule, a style preference, a failed
-upgrade, a reviewer, a date, the next step) and three of harder kinds (a name the assistant proposed and the
-user accepted, a value only a tool output shows, a host the user later changes), then asks ordinary
-questions, some with tool outputs. It is fed turn by turn through co's context governance, exactly as runs do
-(before every model request, then the run's history adopted), with MODEL as the summariser. MODEL is any co
-model string: 'local' (the embedded model), 'local:/path/model.gguf' (any GGUF), a provider string, or a
-model name on an OpenAI-compatible server given by --base-url (llama.cpp's llama-server, vLLM, Ollama's /v1);
---window gives that server's context window when co cannot know it.
+A scripted conversation (tests/support/planted_facts.py; with --variant, bench/recall_variants.py: ``en-other``,
+a bookshop's checkout in other words, or ``de``, a warehouse service in German) states 12 facts early (a
+codename, a region, a port, a config path, an error code and its fix, a decision, a hard rule, a style
+preference, a failed upgrade, a reviewer, a date, the next step) and three of harder kinds (a name the
+assistant proposed and the user accepted, a value only a tool output shows, a host the user later changes),
+then asks ordinary questions, some with tool outputs. It is fed turn by turn through co's context governance,
+exactly as runs do (before every model request, then the run's history adopted), with MODEL as the
+summariser. MODEL is any co model string: 'local' (the embedded model), 'local:/path/model.gguf' (any GGUF), a
+provider string, or a model name on an OpenAI-compatible server given by --base-url (llama.cpp's llama-server,
+vLLM, Ollama's /v1); --window gives that server's context window when co cannot know it.
 
 --scripted runs without any model: the summariser is a script that answers every summary request with a
 copy of the transcript's last assistant paragraph ("copy", the failure seen on small models) or with the
 user's last line only ("lossy"). It measures co's safety nets on the worst summariser; --ask needs a model.
 
 For each max_history_messages it reports the compactions made (and how: summary, digest, marker) and the
-facts found (a) in what the last request would send (instructions with pins included) and, with --ask,
-(b) in the model's answers to one question per fact, the harder kinds apart ("+3": of 3), and how many answers
-gave a value the user had since changed. The baseline is a plain rolling summary: past the same message
-limit, the middle (earlier summary included) is replaced by the model's answer to "Summarise this
-conversation", with no ledger, no digest and no pins. --dump DIR writes each row's final context (what the
-questions are asked with) to DIR as a transcript.
+facts found (a) in what the last request would send (instructions with pins included; the facts missing from
+co's are named under its row) and, with --ask, (b) in the model's answers to one question per fact, the harder
+kinds apart ("+3": of 3), and how many answers gave a value the user had since changed. The baseline is a
+plain rolling summary: past the same message limit, the middle (earlier summary included) is replaced by the
+model's answer to "Summarise this conversation", with no ledger, no digest and no pins. --dump DIR writes each
+row's final context (what the questions are asked with) to DIR as a transcript.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Text
 from pydantic_ai.models import Model, ModelRequestContext, ModelRequestParameters  # noqa: E402
 from pydantic_ai.models.function import AgentInfo  # noqa: E402
 
+from bench.recall_variants import VARIANTS, Variant  # noqa: E402
 from co_cli.config import Settings, load_settings  # noqa: E402
 from co_cli.context.boundaries import find_head_end, find_tail_start  # noqa: E402
 from co_cli.context.governor import ContextGovernor, GovernorEvent  # noqa: E402
@@ -58,8 +61,6 @@ from co_cli.message_view import views  # noqa: E402
 from co_cli.models import resolve_model  # noqa: E402
 from co_cli.session.instructions import pins_section  # noqa: E402
 from tests.support.planted_facts import (  # noqa: E402
-    FACTS,
-    NEW_KIND_FACTS,
     PlantedFact,
     answer_is_stale,
     facts_kept,
@@ -81,17 +82,20 @@ class Outcome:
     answered_new: int | None = None
     stale: int | None = None
     seconds: float = 0.0
+    lost: list[PlantedFact] = field(default_factory=list)
+    """The facts not in the final context"""
 
-    def count_kept(self, text: str) -> None:
-        self.kept = len(facts_kept(text))
-        self.kept_new = len(facts_kept(text, NEW_KIND_FACTS))
+    def count_kept(self, text: str, variant: Variant) -> None:
+        self.kept = len(facts_kept(text, variant.script.facts))
+        self.kept_new = len(facts_kept(text, variant.script.harder))
+        self.lost = [f for f in (*variant.script.facts, *variant.script.harder) if f.key not in text]
 
 
 def text_of(messages: list[ModelMessage]) -> str:
     return "\n".join(view.text for message in messages for view in views(message))
 
 
-async def ask(model: Model, context: list[ModelMessage], instructions: str, outcome: Outcome) -> None:
+async def ask(model: Model, context: list[ModelMessage], instructions: str, outcome: Outcome, variant: Variant) -> None:
     """Facts the model states when asked one question per fact with ``context`` as the history."""
     # Temperature 0: the same context gives the same answer, so co and the baseline are compared, not samples.
     agent: Agent[None, str] = Agent(model, instructions=instructions or None, model_settings={"temperature": 0.0})
@@ -99,14 +103,14 @@ async def ask(model: Model, context: list[ModelMessage], instructions: str, outc
     async def answers(facts: tuple[PlantedFact, ...]) -> list[tuple[PlantedFact, str]]:
         out = []
         for fact in facts:
-            result = await agent.run(f"{fact.question} Answer in a few words.", message_history=context)
+            result = await agent.run(f"{fact.question} {variant.few_words}", message_history=context)
             out.append((fact, result.output))
             if fact.key not in result.output:
                 print(f"    missed {fact.kind} ({fact.key}): {' '.join(result.output.split())[:160]}", flush=True)
         return out
 
-    outcome.answered = sum(fact.key in answer for fact, answer in await answers(FACTS))
-    harder = await answers(NEW_KIND_FACTS)
+    outcome.answered = sum(fact.key in answer for fact, answer in await answers(variant.script.facts))
+    harder = await answers(variant.script.harder)
     outcome.answered_new = sum(fact.key in answer for fact, answer in harder)
     outcome.stale = sum(answer_is_stale(fact, answer) for fact, answer in harder)
 
@@ -124,12 +128,14 @@ def scripted_model(kind: str) -> Model:
     return scripted_summariser(respond, model_name=f"scripted-{kind}")
 
 
-async def governed(governor: ContextGovernor, model: Model, working: list[ModelMessage]) -> list[ModelMessage]:
+async def governed(
+    governor: ContextGovernor, model: Model, working: list[ModelMessage], question: str
+) -> list[ModelMessage]:
     """The context the questions are asked with, as the REPL sends it: the next request goes through the
     governor, which compacts first when the conversation is over its limits (the last turn's answer may have
     taken it there). Without this the questions could be asked with more than the window holds, and the
     model's server would cut the start of the conversation (the summary) away."""
-    probe = ModelRequest(parts=[UserPromptPart(FACTS[0].question)])
+    probe = ModelRequest(parts=[UserPromptPart(question)])
     request = ModelRequestContext(
         model=model,
         messages=[*working, probe],
@@ -150,7 +156,14 @@ def dump_context(path: Path | None, instructions: str, context: list[ModelMessag
 
 
 async def run_co(
-    model: Model, window: int, limit: int, turns: int, ask_model: bool, work: Path, dump: Path | None = None
+    model: Model,
+    window: int,
+    limit: int,
+    turns: int,
+    ask_model: bool,
+    work: Path,
+    dump: Path | None = None,
+    variant: Variant = VARIANTS["en"],
 ) -> Outcome:
     outcome = Outcome()
     pins: list[str] = []
@@ -172,7 +185,7 @@ async def run_co(
     working: list[ModelMessage] = []
     sent: list[ModelMessage] = []
     start = time.perf_counter()
-    for index, turn in enumerate(planted_script(turns)):
+    for index, turn in enumerate(planted_script(turns, variant.script)):
         history = list(working)
         for message in turn_messages(turn, index):
             history.append(message)
@@ -188,21 +201,23 @@ async def run_co(
         working, _ = governor.adopt(history)
     outcome.seconds = time.perf_counter() - start
     instructions = pins_section(pins)
-    outcome.count_kept(text_of(sent) + instructions)
-    final = await governed(governor, model, working)
+    outcome.count_kept(text_of(sent) + instructions, variant)
+    final = await governed(governor, model, working, variant.script.facts[0].question)
     dump_context(dump / f"co-{limit}.txt" if dump else None, instructions, final)
     if ask_model:
-        await ask(model, final, instructions, outcome)
+        await ask(model, final, instructions, outcome, variant)
     return outcome
 
 
-async def run_plain(model: Model, limit: int, turns: int, ask_model: bool, dump: Path | None = None) -> Outcome:
+async def run_plain(
+    model: Model, limit: int, turns: int, ask_model: bool, dump: Path | None = None, variant: Variant = VARIANTS["en"]
+) -> Outcome:
     """The baseline: a plain rolling summary past the same message limit."""
     outcome = Outcome()
     agent: Agent[None, str] = Agent(model)
     working: list[ModelMessage] = []
     start = time.perf_counter()
-    for index, turn in enumerate(planted_script(turns)):
+    for index, turn in enumerate(planted_script(turns, variant.script)):
         working.extend(turn_messages(turn, index))
         if len(working) <= limit:
             continue
@@ -221,20 +236,20 @@ async def run_plain(model: Model, limit: int, turns: int, ask_model: bool, dump:
         outcome.compactions += 1
     outcome.seconds = time.perf_counter() - start
     outcome.methods = {"plain": outcome.compactions}
-    outcome.count_kept(text_of(working))
+    outcome.count_kept(text_of(working), variant)
     dump_context(dump / f"plain-{limit}.txt" if dump else None, "", working)
     if ask_model:
-        await ask(model, working, "", outcome)
+        await ask(model, working, "", outcome, variant)
     return outcome
 
 
-def row(label: str, limit: int, outcome: Outcome) -> str:
+def row(label: str, limit: int, outcome: Outcome, variant: Variant) -> str:
     methods = ", ".join(f"{k} {v}" for k, v in sorted(outcome.methods.items())) or "-"
-    harder = len(NEW_KIND_FACTS)
-    kept = f"{outcome.kept}/{len(FACTS)} +{outcome.kept_new}/{harder}"
+    facts, harder = len(variant.script.facts), len(variant.script.harder)
+    kept = f"{outcome.kept}/{facts} +{outcome.kept_new}/{harder}"
     answered = "-"
     if outcome.answered is not None:
-        answered = f"{outcome.answered}/{len(FACTS)} +{outcome.answered_new}/{harder}, {outcome.stale} stale"
+        answered = f"{outcome.answered}/{facts} +{outcome.answered_new}/{harder}, {outcome.stale} stale"
     return f"| {label} | {limit} | {outcome.compactions} ({methods}) | {kept} | {answered} | {outcome.seconds:.0f} s |"
 
 
@@ -244,6 +259,7 @@ async def main() -> None:
     parser.add_argument("--base-url", help="an OpenAI-compatible server to send MODEL's requests to")
     parser.add_argument("--window", type=int, help="the model's context window in tokens, when co cannot know it")
     parser.add_argument("--scripted", choices=("copy", "lossy"), help="no model: a scripted summariser")
+    parser.add_argument("--variant", choices=VARIANTS, default="en", help="the conversation (wording, language)")
     parser.add_argument("--turns", type=int, default=36)
     parser.add_argument("--limits", type=int, nargs="+", default=[40, 12])
     parser.add_argument("--ask", action="store_true", help="also ask the model one question per fact at the end")
@@ -252,6 +268,9 @@ async def main() -> None:
     args = parser.parse_args()
     if args.scripted and args.ask:
         parser.error("--ask needs a model to answer; --scripted has none")
+    variant = VARIANTS[args.variant]
+    if args.dump:
+        args.dump.mkdir(parents=True, exist_ok=True)
     if args.base_url:
         os.environ["CO_CLI_BASE_URL"] = args.base_url
     with tempfile.TemporaryDirectory() as tmp:
@@ -265,19 +284,21 @@ async def main() -> None:
             resolved = resolve_model(loaded.settings, "command line")
             model, window, label = resolved.model, args.window or resolved.context_window, resolved.label
         print(
-            f"model {label}, window {window:,} tokens, {args.turns} turns, {len(FACTS)} planted facts "
-            f"+ {len(NEW_KIND_FACTS)} of harder kinds"
+            f"model {label}, window {window:,} tokens, conversation {args.variant}, {args.turns} turns, "
+            f"{len(variant.script.facts)} planted facts + {len(variant.script.harder)} of harder kinds"
         )
         print(
             "| compaction | max_history_messages | compactions | facts in the final context | facts answered | time |"
         )
         print("|---|---|---|---|---|---|")
         for limit in args.limits:
-            outcome = await run_co(model, window, limit, args.turns, args.ask, work, args.dump)
-            print(row("co", limit, outcome), flush=True)
+            outcome = await run_co(model, window, limit, args.turns, args.ask, work, args.dump, variant)
+            print(row("co", limit, outcome, variant), flush=True)
+            if outcome.lost:
+                print(f"    not in co's final context: {', '.join(f'{f.kind} ({f.key})' for f in outcome.lost)}")
             if not args.no_baseline:
-                outcome = await run_plain(model, limit, args.turns, args.ask, args.dump)
-                print(row("plain rolling", limit, outcome), flush=True)
+                outcome = await run_plain(model, limit, args.turns, args.ask, args.dump, variant)
+                print(row("plain rolling", limit, outcome, variant), flush=True)
 
 
 if __name__ == "__main__":

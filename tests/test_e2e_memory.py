@@ -153,7 +153,14 @@ def test_print_mode_finishes_extraction_before_exit(
 
 
 def _home(text: str, quote: str) -> dict[str, object]:
-    return {"text": text, "quote": quote, "about": "user", "topic": "home_city", "kind": "fact", "replaces": None}
+    return {
+        "text": text,
+        "quote": quote,
+        "about": "user",
+        "topic": "home_city",
+        "kind": "lasting_fact",
+        "replaces": None,
+    }
 
 
 def test_a_change_stated_in_spanish_supersedes_the_old_memory(

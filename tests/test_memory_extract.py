@@ -39,7 +39,7 @@ TOOL_ONLY = ModelProfile(supports_json_schema_output=False)
 def fact(text: str, quote: str | None = None, **fields: Any) -> dict[str, Any]:
     """One fact of a reading, as a model answers it (about the user, a fact, replacing nothing, by default)."""
     return {"text": text, "quote": quote if quote is not None else text, "about": "user", "person": None,
-            "topic": "misc", "kind": "fact", "replaces": None, **fields}  # fmt: skip
+            "topic": "misc", "kind": "lasting_fact", "replaces": None, **fields}  # fmt: skip
 
 
 def _prompt_of(messages: list[ModelMessage]) -> str:
@@ -118,7 +118,7 @@ def test_names_stay_as_the_user_wrote_them(store: Memories, message: str, text: 
 def test_a_standing_rule_is_kept_as_an_instruction(store: Memories) -> None:
     message = "Antworte mir bitte immer auf Deutsch, auch wenn ich Englisch schreibe"
     rule = fact("Antworte immer auf Deutsch, auch wenn ich Englisch schreibe", quote="immer auf Deutsch",
-                topic="answer_language", kind="rule")  # fmt: skip
+                topic="answer_language", kind="rule_for_assistant")  # fmt: skip
     run_worker(store, reading([rule]), message, "auto")
     [memory] = store.list()
     assert (memory.kind, memory.topic) == ("instruction", "answer_language")
@@ -199,13 +199,15 @@ def test_two_memories_with_the_topic_key_are_left_alone(store: Memories) -> None
 def test_a_colleagues_fact_is_about_them_not_the_user(store: Memories) -> None:
     mine = store.add("I write code in Helix", actor="extractor", subject=Subject("editor", "user"))
     message = "Мой коллега Дмитрий пишет код только в Emacs"
-    theirs = fact("Мой коллега Дмитрий пишет код только в Emacs", about="other", person="Дмитрий", topic="editor")
+    theirs = fact(
+        "Мой коллега Дмитрий пишет код только в Emacs", about="another_person", person="Дмитрий", topic="editor"
+    )
     run_worker(store, reading([theirs]), message, "auto")
     assert store.get(mine.id).status == "active"  # the user's editor stays
     colleague = store.list()[-1]
     assert (colleague.about, colleague.person, colleague.whose) == ("other", "Дмитрий", "about Дмитрий")
     # a later fact about the colleague on the same topic replaces theirs, never the user's
-    again = fact("Дмитрий перешёл на Neovim", about="other", person="Дмитрий", topic="editor")
+    again = fact("Дмитрий перешёл на Neovim", about="another_person", person="Дмитрий", topic="editor")
     run_worker(store, reading([again]), "Дмитрий перешёл на Neovim", "auto")
     assert active(store) == ["I write code in Helix", "Дмитрий перешёл на Neovim"]
 
@@ -213,8 +215,8 @@ def test_a_colleagues_fact_is_about_them_not_the_user(store: Memories) -> None:
 def test_a_fact_about_a_colleague_in_japanese(store: Memories) -> None:
     store.add("朝はコーヒーを飲みます", actor="extractor", subject=Subject("morning_drink", "user"))
     message = "同僚の佐藤さんは毎朝緑茶を飲んでいます"
-    colleague = fact("同僚の佐藤さんは毎朝緑茶を飲んでいます", quote="佐藤さんは毎朝緑茶を飲んで", about="other",
-                     person="佐藤", topic="morning_drink")  # fmt: skip
+    colleague = fact(message, quote="佐藤さんは毎朝緑茶を飲んで", about="another_person", person="佐藤",
+                     topic="morning_drink")  # fmt: skip
     run_worker(store, reading([colleague]), message, "auto")
     assert [(m.text, m.about, m.person) for m in store.list()] == [
         ("朝はコーヒーを飲みます", "user", None),
@@ -253,9 +255,9 @@ def test_a_name_or_number_the_user_did_not_write_is_dropped(store: Memories) -> 
 @pytest.mark.parametrize(
     ("message", "passing"),
     [
-        ("Heute bin ich total müde, lange Nacht gehabt", fact("Heute bin ich total müde", kind="passing")),
-        ("Estoy de mal humor esta mañana", fact("Estoy de mal humor esta mañana", kind="passing")),
-        ("The CI broke again after the merge", fact("The CI broke again after the merge", about="none")),
+        ("Heute bin ich total müde, lange Nacht gehabt", fact("Heute bin ich total müde", kind="passing_state")),
+        ("Estoy de mal humor esta mañana", fact("Estoy de mal humor esta mañana", kind="passing_state")),
+        ("The CI broke again after the merge", fact("The CI broke again after the merge", about="nobody")),
     ],
 )
 def test_a_passing_state_or_a_fact_about_no_one_is_not_stored(
@@ -263,6 +265,28 @@ def test_a_passing_state_or_a_fact_about_no_one_is_not_stored(
 ) -> None:
     run_worker(store, reading([passing]), message, "auto")
     assert store.list(statuses=("active", "proposed")) == []
+
+
+@pytest.mark.parametrize(
+    ("message", "asked"),
+    [
+        ("Kann ich in Rust Traits erben?", fact("Kann ich in Rust Traits erben?", form="question")),
+        (
+            "Sort these invoices by due date",
+            fact("The user wants invoices sorted by due date", quote="Sort these invoices by due date", form="request"),
+        ),  # fmt: skip
+    ],
+)
+def test_a_question_or_one_off_request_is_not_stored(store: Memories, message: str, asked: dict[str, Any]) -> None:
+    run_worker(store, reading([asked]), message, "auto")
+    assert store.list(statuses=("active", "proposed")) == []
+
+
+def test_a_rule_asked_as_a_request_is_stored_as_an_instruction(store: Memories) -> None:
+    message = "Schreib mir bitte immer zuerst die Kurzfassung"
+    rule = fact(message, form="request", kind="rule_for_assistant", topic="answer_order")
+    run_worker(store, reading([rule]), message, "auto")
+    assert [(m.text, m.kind) for m in store.list()] == [(message, "instruction")]
 
 
 @pytest.mark.parametrize("mode", ["review", "auto"])

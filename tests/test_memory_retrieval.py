@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from co_cli.config import OwnFiles
-from co_cli.memory.inject import relevant_memories, render_memory_section
+from co_cli.memory import inject
+from co_cli.memory.inject import INTRO, PLAIN_INTRO, relevant_memories, render_memory_section
 from co_cli.memory.instructions_files import load_instructions_files, project_root
 from co_cli.memory.retrieval import Scored, near_duplicate, query_terms, rank, score, select
 from co_cli.store.memories import Memories
@@ -53,6 +54,25 @@ def test_budget_is_respected_and_instructions_go_first(store: Memories) -> None:
     assert sum(len(line) // 4 + 3 for line in lines) <= 120
     assert 1 < len(chosen) < 41
     assert relevant_memories(store, "kestrel", "", 0, time.time()) == []
+
+
+def test_the_memory_section_labels_each_line_and_the_plain_form_gives_only_the_texts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    chosen = [
+        Scored(3, "Always answer in metric units", "instruction", 1.0),
+        Scored(7, "Bob uses emacs", "fact", 0.5, about="other", person="Bob"),
+    ]
+    section = render_memory_section(chosen)
+    assert (
+        section
+        == f"## Memory\n{INTRO}\n- [m3] (instruction) Always answer in metric units\n- [m7] (about Bob) Bob uses emacs"
+    )
+    plain = f"{PLAIN_INTRO}\n- Always answer in metric units\n- Bob uses emacs"
+    assert render_memory_section(chosen, "plain") == plain
+    monkeypatch.setattr(inject, "FORM", "plain")  # the form the instructions use
+    assert render_memory_section(chosen) == plain
+    assert render_memory_section([], "plain") == ""
 
 
 def test_near_duplicates_skipped() -> None:

@@ -4,14 +4,16 @@ verified against the message, then acted on.
 After a turn is answered, the summarisation model is shown the user's message (never the assistant's answer)
 and the candidate memories: the nearest active ones by the message's own words (the FTS search) and those
 sharing their topic keys, each with its id, whom it is about and its topic key, and the other topic keys in
-use. It answers one ``Reading`` in one request: 0-3 facts, each with its text in the user's own language and
-words, the quote it comes from, whom it is about (the user, another person, no one), a snake_case topic key,
-its kind (a fact, a standing rule, a passing state) and the id of a shown memory it supersedes. An empty list
-is a fine answer: questions and one-off requests hold nothing to keep.
+use. It answers one ``Reading`` in one request: 0-3 facts, each with the quote it comes from, how that quote
+is said (a statement, a question, a request), whom it is about (the user, another person, no one), its text in
+the user's own language and words, a snake_case topic key, its kind (a lasting fact, a rule for the assistant,
+a passing state) and the id of a shown memory it supersedes. An empty list is a fine answer: questions and
+one-off requests hold nothing to keep.
 
 ``plan`` (pure) verifies each fact and decides what it changes: its quote must be in the message and its names
-and numbers too (``grounding``: checks that hold in any language); secrets are refused; a fact about no one
-and a passing state are not kept; a rule becomes an ``instruction`` memory. A fact replaces a memory when the
+and numbers too (``grounding``: checks that hold in any language); secrets are refused; a fact about no one,
+a passing state and a question or request that is not a rule are not kept (``Fact.kept``: the model's own
+classification, no words read); a rule becomes an ``instruction`` memory. A fact replaces a memory when the
 model names it (``replaces``, one of the memories shown) or when it has the same subject (about, person) and
 topic key as exactly one active memory; never because of the words used. A replaced memory stays in the log
 and ``co memory undo`` brings it back. With ``memory_extract = review`` the changes become proposals; with
@@ -60,35 +62,47 @@ MIN_CHARS = 8
 ("thanks", "go on", "ok") is not sent; a sentence of a script without spaces has more characters than that."""
 
 INSTRUCTIONS = """You read ONE message the user wrote to an assistant and say what in it is worth remembering about
-the user for later conversations. Answer 0 to 3 facts. Most messages hold none (questions, requests for a task,
-greetings, thanks): then answer an empty list of facts.
+the user for later conversations. Answer 0 to 3 facts. Most messages hold none: a question, a request for a task
+right now, a greeting or thanks states nothing to remember. Then answer an empty list of facts.
 
-For each fact:
+For each fact, in this order:
+- quote: the words of the message the fact comes from, copied exactly.
+- form: how the quote is said. "statement" when it tells something; "question" when it asks; "request" when it
+  asks the assistant to do something.
+- kind: "rule_for_assistant" when the user tells the assistant how to answer or work from now on, in every
+  later answer (a one-time request is not a rule); "passing_state" when it holds only now and will not hold
+  next week (a mood, being tired, ill or busy, anything "today" or "right now"); otherwise "lasting_fact".
+- about: whose fact it is, by the subject of the statement. "user" when the user is the subject (their life,
+  work, projects, tools, likes, rules for the assistant). "another_person" when someone else is the subject (a
+  colleague, a friend, a relative, named or not), with person: that person's name as written (or how the
+  message calls them, "my aunt"). "nobody" when it is about no person (how a thing works, general knowledge).
 - text: one standalone statement, true without the conversation, in the language and the words of the message.
   Never translate it, never rewrite "I" as "the user", keep names exactly as written (my-app stays my-app).
-- quote: the words of the message the fact comes from, copied exactly.
-- about: whose fact it is, by the subject of the statement. "user" when the user is the subject (their life,
-  work, projects, tools, likes, rules for you). "other" when someone else is the subject (a colleague, a friend,
-  a relative, named or not: "my brother Luis flies cargo planes", "Keiko left Osaka" are about Luis and Keiko),
-  with person: that person's name as written (or how the message calls them, "my aunt"). "none" when it is
-  about no one (general knowledge, something that happened once).
 - topic: a short snake_case key in English for the attribute the fact states (home_city, editor, employer,
   commit_style). A memory shown below on the same attribute of the same person: use its key. A fact that adds
   to a memory instead of superseding it (a second language, another pet) gets a key of its own.
-- kind: "rule" for a standing instruction to the assistant (how to answer or work from now on); "passing" for a
-  passing state that will not hold next week (a mood, being tired, ill or busy, anything "today" or "right now");
-  otherwise "fact".
 - replaces: the id (such as m12) of a memory shown below that this fact supersedes (the same attribute with a
   new value: another city, another editor, a new date), else null.
 Never include passwords, keys or tokens. Never add what you know yourself: only what the message says.
 
 Examples (memories shown: m4 | user | home_city | Ich wohne in Linz):
-"Seit März wohne ich in Graz." -> {"facts": [{"about": "user", "person": null, "text": "Seit März wohne ich in
-Graz", "quote": "Seit März wohne ich in Graz", "topic": "home_city", "kind": "fact", "replaces": "m4"}]}
-"My teammate Priya reviews every migration" -> {"facts": [{"about": "other", "person": "Priya", "text": "My
-teammate Priya reviews every migration", "quote": "Priya reviews every migration", "topic": "reviews_migrations",
-"kind": "fact", "replaces": null}]}
-"¿Cómo formateo una fecha en Go?" -> {"facts": []}"""
+"Seit März wohne ich in Graz." -> {"facts": [{"quote": "Seit März wohne ich in Graz", "form": "statement",
+"kind": "lasting_fact", "about": "user", "person": null, "text": "Seit März wohne ich in Graz", "topic":
+"home_city", "replaces": "m4"}]}
+"My teammate Kofi reviews every migration" -> {"facts": [{"quote": "Kofi reviews every migration", "form":
+"statement", "kind": "lasting_fact", "about": "another_person", "person": "Kofi", "text": "My teammate Kofi
+reviews every migration", "topic": "reviews_migrations", "replaces": null}]}
+"うちの父は大工です。" -> {"facts": [{"quote": "うちの父は大工です", "form": "statement", "kind": "lasting_fact",
+"about": "another_person", "person": "父", "text": "うちの父は大工です", "topic": "occupation", "replaces": null}]}
+"Réponds-moi toujours en tutoyant." -> {"facts": [{"quote": "Réponds-moi toujours en tutoyant", "form":
+"request", "kind": "rule_for_assistant", "about": "user", "person": null, "text": "Réponds-moi toujours en
+tutoyant", "topic": "form_of_address", "replaces": null}]}
+"Estoy resfriado y no pienso con claridad." -> {"facts": [{"quote": "Estoy resfriado", "form": "statement",
+"kind": "passing_state", "about": "user", "person": null, "text": "Estoy resfriado", "topic": "health",
+"replaces": null}]}
+"¿Cómo formateo una fecha en Go?" -> {"facts": []}
+"Leave the tests alone for this change." -> {"facts": []}
+"Add the new flag to the changelog." -> {"facts": []}"""
 
 
 MAX_TEXT_CHARS = 300
@@ -100,29 +114,49 @@ def _bounded(chars: int) -> JsonDict:
     return {"maxLength": chars}
 
 
+About = Literal["user", "another_person", "nobody"]
+FactKind = Literal["lasting_fact", "rule_for_assistant", "passing_state"]
+Form = Literal["statement", "question", "request"]
+
+
 class Fact(BaseModel):
-    # Whom it is about comes first: a small model writing the statement first takes "my colleague ..." as the
-    # user's own fact more often.
-    about: Literal["user", "other", "none"] = Field(description="whom it is about")
+    # The quote comes first and what it is follows (how it is said, its kind, whose it is): a small model
+    # pointing at the words before it classifies them takes a question for a fact, and "my colleague ..." for
+    # the user's own fact, less often.
+    quote: str = Field(
+        description="the words of the message it comes from, copied exactly", json_schema_extra=_bounded(MAX_TEXT_CHARS)
+    )
+    form: Form = Field("statement", description="how the quote is said")
+    kind: FactKind = Field("lasting_fact", description="a lasting fact, a rule for the assistant, a passing state")
+    about: About = Field(description="whose fact it is")
     person: str | None = Field(
         None,
-        description='for about "other": the person\'s name as the message writes it',
+        description='for about "another_person": the person\'s name as the message writes it',
         json_schema_extra=_bounded(80),
     )
     text: str = Field(
         description="one standalone statement, in the language and words of the user's message",
         json_schema_extra=_bounded(MAX_TEXT_CHARS),
     )
-    quote: str = Field(
-        description="the words of the message it comes from, copied exactly", json_schema_extra=_bounded(MAX_TEXT_CHARS)
-    )
     topic: str = Field(
         description="a short snake_case key of the attribute (home_city, editor)", json_schema_extra=_bounded(60)
     )
-    kind: Literal["fact", "rule", "passing"] = Field("fact", description="a fact, a standing rule, a passing state")
     replaces: str | None = Field(
         None, description="the id (m12) of a memory shown that this fact supersedes", json_schema_extra=_bounded(12)
     )
+
+    @property
+    def subject(self) -> str:
+        """Whom it is about, as memories store it: "user", "other" or "none"."""
+        return {"user": "user", "another_person": "other", "nobody": "none"}[self.about]
+
+    @property
+    def kept(self) -> bool:
+        """Whether it is something to keep at all: about someone, lasting (a fact or a rule), and a rule when the
+        quote asks rather than tells."""
+        if self.about == "nobody" or self.kind == "passing_state":
+            return False
+        return self.form == "statement" or self.kind == "rule_for_assistant"
 
 
 class Reading(BaseModel):
@@ -214,12 +248,12 @@ def checked(
     """The change ``fact`` makes, or None: about no one, a passing state, a quote not in the message, a secret,
     a name or number the message does not have, or nothing new."""
     text = " ".join(fact.text.split())
-    if fact.about == "none" or fact.kind == "passing" or not text:
+    if not fact.kept or not text:
         return None
     if not quoted(fact.quote, message) or find_secret(text) is not None or from_a_secret(fact.quote, message):
         return None
-    person = " ".join((fact.person or "").split()) if fact.about == "other" else ""
-    subject = Subject(topic_key(fact.topic), fact.about, person if person and said(person, message) else None)
+    person = " ".join((fact.person or "").split()) if fact.subject == "other" else ""
+    subject = Subject(topic_key(fact.topic), fact.subject, person if person and said(person, message) else None)
     target = replaced(fact, subject, known, same_topic, taken)
     if not grounded(text, message if target is None else f"{message}\n{target.text}"):
         return None
@@ -227,7 +261,7 @@ def checked(
         return None  # the memory already says it
     if target is None and any(near_duplicate(text, m.text) for m in [*known.values(), *same_topic]):
         return None
-    kind = "instruction" if fact.kind == "rule" else "fact"
+    kind = "instruction" if fact.kind == "rule_for_assistant" else "fact"
     return Change("add" if target is None else "update", text, None if target is None else target.id, kind, subject)
 
 

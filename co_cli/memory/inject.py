@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from co_cli.memory.expansion import EXPANDED_WEIGHT, search_with_topics
 from co_cli.memory.retrieval import Scored, query_terms, rank, select, users_first
@@ -19,6 +19,14 @@ INTRO = (
     "words: I and my are the user. Use what is relevant; follow the instructions. Save new durable facts with "
     "remember, drop wrong ones with forget."
 )
+PLAIN_INTRO = "What you remember about the user:"
+
+MemoryForm = Literal["section", "plain"]
+"""How the chosen memories are written: ``section``, the ``## Memory`` section (INTRO, each line with its id and
+label); ``plain``, PLAIN_INTRO and the texts alone."""
+MEMORY_FORMS: tuple[MemoryForm, ...] = get_args(MemoryForm)
+FORM: MemoryForm = "section"
+"""The form the instructions' memories are written in (the memory bench compares the forms by setting it)."""
 
 
 def prompt_text(prompt: str | Sequence[Any] | None) -> str:
@@ -48,9 +56,12 @@ def _ranked(candidates: Sequence[Candidate], now: float) -> list[Scored]:
     return [dataclasses.replace(s, about=by_id[s.id].about, person=by_id[s.id].person) for s in ranked]
 
 
-def render_memory_section(chosen: Sequence[Scored]) -> str:
+def render_memory_section(chosen: Sequence[Scored], form: MemoryForm | None = None) -> str:
+    """The chosen memories as the instructions show them, in ``form`` (by default ``FORM``)."""
     if not chosen:
         return ""
+    if (form or FORM) == "plain":
+        return "\n".join([PLAIN_INTRO, *(f"- {item.text}" for item in chosen)])
     lines = [HEADING, INTRO]
     for item in chosen:
         label = f" {item.label}" if item.label else ""

@@ -11,7 +11,9 @@ proposed and the user accepted without repeating it, a value found only in a too
 and a host the user later changes (the old one must not come back as current).
 
 ``planted_script`` gives the turns (prompts, answers, tool calls) to drive a real model with;
-``planted_conversation`` builds the pydantic-ai messages of the whole scripted conversation.
+``planted_conversation`` builds the pydantic-ai messages of the whole scripted conversation. Both take a
+``PlantedScript``: ``LEDGER``, this module's conversation, by default; the recall bench has conversations of the
+same shape in other words and another language (bench/recall_variants.py).
 """
 
 from __future__ import annotations
@@ -70,6 +72,29 @@ class PlantedConversation:
     turns: list[ScriptedTurn]
     facts: list[PlantedFact]
     messages: list[ModelMessage] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class PlantedScript:
+    """One conversation of this shape in one wording: the facts, the turns that state them, and what the
+    ordinary turns after them are made of."""
+
+    facts: tuple[PlantedFact, ...]
+    """The twelve, of the kinds in the module's docstring, in that order."""
+    harder: tuple[PlantedFact, ...]
+    """The three of harder kinds: a proposal accepted, a value only a tool output shows, a value changed later."""
+    planting: tuple[ScriptedTurn, ...]
+    """The turns that state the twelve facts, then the two of the harder kinds."""
+    change: ScriptedTurn
+    """The user's correction of the changed value: the ordinary turn ``CHANGE_AT`` (when there are enough)."""
+    topics: tuple[tuple[str, str | None], ...]
+    """The ordinary questions and how each is answered: a path read, ``pytest``, ``grep`` or no tool."""
+    answer_sentences: tuple[str, ...]
+    """What the assistant's ordinary answers are made of (no sentence names a fact)."""
+    again: str
+    """Added to an ordinary question asked a second time."""
+    service: str
+    """The code base's name in the ordinary tool outputs (module docstrings, grep results)."""
 
 
 CODENAME = PlantedFact(
@@ -303,14 +328,14 @@ _ANSWER_SENTENCES = (
 )
 
 
-def _answer(index: int) -> str:
-    picks = [_ANSWER_SENTENCES[(index + k) % len(_ANSWER_SENTENCES)] for k in range(4)]
+def _answer(index: int, sentences: tuple[str, ...]) -> str:
+    picks = [sentences[(index + k) % len(sentences)] for k in range(4)]
     return " ".join(picks)
 
 
-def _module_source(path: str, index: int) -> str:
+def _module_source(path: str, index: int, service: str) -> str:
     stem = path.rsplit("/", 1)[-1].removesuffix(".py")
-    lines = [f'"""The {stem} module of the ledger service."""', "", "from __future__ import annotations", ""]
+    lines = [f'"""The {stem} module of the {service} service."""', "", "from __future__ import annotations", ""]
     for k in range(6):
         lines += [
             "",
@@ -333,11 +358,11 @@ def _settings_file() -> str:
     )
 
 
-def _ordinary_turn(index: int) -> ScriptedTurn:
-    question, tool = _TOPICS[index % len(_TOPICS)]
-    if index >= len(_TOPICS):
-        question = f"{question} (Asking again with the latest changes in mind.)"
-    answer = _answer(index)
+def _ordinary_turn(index: int, script: PlantedScript) -> ScriptedTurn:
+    question, tool = script.topics[index % len(script.topics)]
+    if index >= len(script.topics):
+        question = f"{question} {script.again}"
+    answer = _answer(index, script.answer_sentences)
     calls: tuple[ScriptedToolCall, ...] = ()
     if tool == "pytest":
         calls = (
@@ -357,24 +382,38 @@ def _ordinary_turn(index: int) -> ScriptedTurn:
             ScriptedToolCall(
                 "grep",
                 {"pattern": "schema_version", "path": "src"},
-                "\n".join(f"src/ledger/module_{k}.py:{10 + k}: schema_version = {k}" for k in range(15)),
+                "\n".join(f"src/{script.service}/module_{k}.py:{10 + k}: schema_version = {k}" for k in range(15)),
             ),
         )
     elif tool is not None:
-        calls = (ScriptedToolCall("read_file", {"path": tool}, _module_source(tool, index)),)
+        calls = (ScriptedToolCall("read_file", {"path": tool}, _module_source(tool, index, script.service)),)
     return ScriptedTurn(question, answer, tool_calls=calls)
 
 
-def planted_script(turns: int = DEFAULT_TURNS) -> list[ScriptedTurn]:
-    """The scripted turns: seven that plant the twelve facts, two for the harder kinds, then ordinary
-    questions up to ``turns`` in all (one of them the user's correction of the staging host, when there are
-    enough)."""
-    planted = _fact_turns() + _new_kind_turns()
+LEDGER = PlantedScript(
+    facts=FACTS,
+    harder=NEW_KIND_FACTS,
+    planting=(*_fact_turns(), *_new_kind_turns()),
+    change=ScriptedTurn(CHANGED.statement, "Thanks, noted."),
+    topics=_TOPICS,
+    answer_sentences=_ANSWER_SENTENCES,
+    again="(Asking again with the latest changes in mind.)",
+    service="ledger",
+)
+"""The ledger service's conversation (the tests' and the recall bench's default)."""
+
+
+def planted_script(turns: int = DEFAULT_TURNS, script: PlantedScript | None = None) -> list[ScriptedTurn]:
+    """The scripted turns of ``script`` (the ledger conversation by default): seven that plant the twelve facts,
+    two for the harder kinds, then ordinary questions up to ``turns`` in all (one of them the user's correction
+    of the changed value, when there are enough)."""
+    script = script or LEDGER
+    planted = list(script.planting)
     if turns < len(planted):
         raise ValueError(f"at least {len(planted)} turns are needed to plant every fact")
-    ordinary = [_ordinary_turn(i) for i in range(turns - len(planted))]
+    ordinary = [_ordinary_turn(i, script) for i in range(turns - len(planted))]
     if len(ordinary) > CHANGE_AT:
-        ordinary[CHANGE_AT] = ScriptedTurn(CHANGED.statement, "Thanks, noted.")
+        ordinary[CHANGE_AT] = script.change
     return planted + ordinary
 
 
@@ -407,13 +446,13 @@ def turn_messages(turn: ScriptedTurn, index: int) -> list[ModelMessage]:
     return messages
 
 
-def planted_conversation(turns: int = DEFAULT_TURNS) -> PlantedConversation:
+def planted_conversation(turns: int = DEFAULT_TURNS, script: PlantedScript | None = None) -> PlantedConversation:
     """The whole scripted conversation as messages, with its turns and the facts it plants."""
-    script = planted_script(turns)
+    turns_ = planted_script(turns, script)
     messages: list[ModelMessage] = []
-    for index, turn in enumerate(script):
+    for index, turn in enumerate(turns_):
         messages.extend(turn_messages(turn, index))
-    return PlantedConversation(turns=script, facts=list(FACTS), messages=messages)
+    return PlantedConversation(turns=turns_, facts=list((script or LEDGER).facts), messages=messages)
 
 
 def facts_kept(text: str, facts: tuple[PlantedFact, ...] | list[PlantedFact] = FACTS) -> list[PlantedFact]:

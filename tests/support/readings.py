@@ -7,7 +7,7 @@ WRITES_GO = {
     "quote": "I write Go at work every day",
     "about": "user",
     "topic": "work_language",
-    "kind": "fact",
+    "kind": "lasting_fact",
     "replaces": None,
 }
 """The reading of "I write Go at work every day, keep that in mind" as a model answers it."""
