@@ -520,8 +520,9 @@ async def run_co(model: Model, variant: Variant, work: Path, show: bool = False,
     store = Memories(db)
     counted = Counting(model)
     wrapped = counted.wrap()
-    worker = ExtractionWorker(store, ExtractionQueue(db), lambda: wrapped, "auto", project)
-    ExtractionQueue.RETRY_AFTER = 0.0  # no waiting here: a failed message is retried before the next one
+    queue = ExtractionQueue(db)
+    queue.RETRY_AFTER = 0.0  # no waiting here: a failed message is retried before the next one
+    worker = ExtractionWorker(store, queue, lambda: wrapped, "auto", project)
     most = 0
     seq = 0
     for session in variant.sessions:
