@@ -72,3 +72,30 @@ def test_a_resumed_session_is_named_once_and_the_approval_question_reads_cleanly
         assert "  ✓ approved" in screen and not any("yes, once" in line for line in screen)
     finally:
         child.terminate(force=True)
+
+
+@pytest.mark.timeout(90)
+def test_the_embedded_model_says_what_it_is_and_how_to_get_a_real_one(
+    co_server_env: dict[str, str], workdir: Path, scripted_server: ScriptedServer
+) -> None:
+    child = spawn_co(["chat", "-m", "local", "--no-save"], env=co_server_env, cwd=workdir)
+    try:
+        expect_prompt(child, timeout=60)
+        screen = " ".join(line.strip() for line in screen_lines(child))
+    finally:
+        child.terminate(force=True)
+    assert "SmolLM2-135M is a tiny offline demo model, for trying co — not for real work." in screen
+    for way in (
+        "-m ollama:qwen2.5",
+        "an API key and -m provider:model",
+        "CO_CLI_BASE_URL=",
+        "-m local:/path/model.gguf",
+    ):
+        assert way in screen
+
+    child = spawn_co([], env=co_server_env, cwd=workdir)  # any other model: no such line
+    try:
+        expect_prompt(child)
+        assert not any("demo model" in line for line in screen_lines(child))
+    finally:
+        child.terminate(force=True)

