@@ -18,16 +18,31 @@ if TYPE_CHECKING:
     from co_cli.tools.mcp.servers import McpServers
 
 
+LEAN_WINDOW_TOKENS = 8192
+"""A context window this small or smaller gets the lean instructions and tools (``is_lean``)."""
+
+
+def is_lean(context_window: int) -> bool:
+    """Whether a model with this window gets co's lean instructions and tool set, so that the first question
+    leaves most of the window free (0: the window is unknown, the full set)."""
+    return 0 < context_window <= LEAN_WINDOW_TOKENS
+
+
 def build_agent(
-    model: Model, *, capabilities: list[Any], request_timeout: float = 120.0, mcp: McpServers | None = None
+    model: Model,
+    *,
+    capabilities: list[Any],
+    request_timeout: float = 120.0,
+    mcp: McpServers | None = None,
+    lean: bool = False,
 ) -> Agent[CoDeps, str]:
     from pydantic_ai import Agent, RunContext
 
     def instructions(ctx: RunContext[CoDeps]) -> str:
         memory = memory_section(ctx.deps, ctx.prompt)
-        return instructions_text(ctx.deps) + (f"\n\n{memory}" if memory else "")
+        return instructions_text(ctx.deps, lean=lean) + (f"\n\n{memory}" if memory else "")
 
-    toolsets: list[Any] = list(co_toolsets())
+    toolsets: list[Any] = list(co_toolsets(lean))
     if mcp is not None and len(mcp):
         from co_cli.tools.mcp.toolset import McpToolset
 
@@ -44,14 +59,19 @@ def build_agent(
 
 
 @functools.cache
-def co_toolsets() -> tuple[Any, ...]:
+def co_toolsets(lean: bool = False) -> tuple[Any, ...]:
     """co's own tools, built once per process: their schemas are made from the functions' signatures and
-    docstrings (about 20 ms), and the toolsets keep no state of a run, so every agent shares them."""
-    from co_cli.tools import build_toolset
+    docstrings (about 20 ms), and the toolsets keep no state of a run, so every agent shares them. ``lean``:
+    only ``LEAN_TOOL_NAMES``, described in a sentence each."""
+    from co_cli.tools import build_toolset, lean_tool_defs
     from co_cli.tools.history import build_history_toolset
     from co_cli.tools.memory import build_memory_toolset
     from co_cli.tools.tasks import build_tasks_toolset
 
+    if lean:
+        return tuple(
+            t.prepared(lambda ctx, defs: lean_tool_defs(defs)) for t in (build_toolset(), build_history_toolset())
+        )
     return (build_toolset(), build_history_toolset(), build_memory_toolset(), build_tasks_toolset())
 
 
@@ -72,13 +92,13 @@ def summarizer_model(settings: Settings, paths: Paths | None = None) -> Model | 
 
 
 @functools.cache
-def tool_defs_tokens() -> int:
+def tool_defs_tokens(lean: bool = False) -> int:
     """Tokens the chat agent's tool schemas add to every request (they never change in a process)."""
-    return estimate_overhead("", build_agent_tool_defs())
+    return estimate_overhead("", build_agent_tool_defs(lean))
 
 
-def build_agent_tool_defs() -> list[Any]:
-    """Tool definitions of the chat agent (for counting their tokens)."""
+def build_agent_tool_defs(lean: bool = False) -> list[Any]:
+    """Tool definitions of the chat agent (for counting their tokens); ``lean``: the small window's set."""
     from co_cli.tools import build_toolset
     from co_cli.tools.history import build_history_toolset
     from co_cli.tools.memory import memory_function_toolset
@@ -88,13 +108,18 @@ def build_agent_tool_defs() -> list[Any]:
     for toolset in (build_toolset(), build_history_toolset(), memory_function_toolset(), build_tasks_toolset()):
         for tool in toolset.tools.values():
             defs.append(tool.tool_def)
+    if lean:
+        from co_cli.tools import lean_tool_defs
+
+        return lean_tool_defs(defs)
     return defs
 
 
-def overhead_tokens(deps: CoDeps, mcp: McpServers | None = None) -> int:
+def overhead_tokens(deps: CoDeps, mcp: McpServers | None = None, *, lean: bool = False) -> int:
     """Tokens every request carries besides the history: the instructions and the tool schemas (the MCP
     servers' as they are sent now)."""
-    return estimate_overhead(instructions_text(deps), []) + tool_defs_tokens() + mcp_schema_tokens(deps, mcp)
+    instructions = estimate_overhead(instructions_text(deps, lean=lean), [])
+    return instructions + tool_defs_tokens(lean) + mcp_schema_tokens(deps, mcp)
 
 
 def mcp_schema_tokens(deps: CoDeps, mcp: McpServers | None) -> int:

@@ -16,7 +16,7 @@ from co_cli.context.governor import ContextGovernor, GovernorEvent
 from co_cli.context.policy import GovernorConfig
 from co_cli.deps import CoDeps
 from co_cli.models import ResolvedModel
-from co_cli.session.agent import build_agent, overhead_tokens, summarizer_model
+from co_cli.session.agent import build_agent, is_lean, overhead_tokens, summarizer_model
 from co_cli.session.metering import UsageMeter
 from co_cli.session.tool_stats import tool_timer
 from co_cli.store.usage import TurnUsage
@@ -58,7 +58,7 @@ class Engine:
             GovernorConfig.from_settings(settings, self.resolved.context_window),
             summarizer=self.summary_model,
             offload_dir=lambda: self.deps.tool_output_dir,
-            overhead_tokens=overhead_tokens(self.deps, self.mcp),
+            overhead_tokens=overhead_tokens(self.deps, self.mcp, lean=self.lean),
             on_event=self.on_governor_event,
         )
         handler = make_approval_handler(
@@ -69,6 +69,7 @@ class Engine:
             capabilities=[self.governor, HandleDeferredToolCalls(handler=handler), tool_timer()],
             request_timeout=settings.request_timeout,
             mcp=self.mcp,
+            lean=self.lean,
         )
 
     def switch(self, resolved: ResolvedModel) -> None:
@@ -82,7 +83,12 @@ class Engine:
 
     def recount(self) -> None:
         """The instructions (pins, tasks) or the MCP tools changed: count what every request carries again."""
-        self.governor.pipeline.overhead_tokens = overhead_tokens(self.deps, self.mcp)
+        self.governor.pipeline.overhead_tokens = overhead_tokens(self.deps, self.mcp, lean=self.lean)
+
+    @property
+    def lean(self) -> bool:
+        """The model's window is small: co's lean instructions and tools (``agent.is_lean``)."""
+        return is_lean(self.resolved.context_window)
 
     @property
     def summary_model(self) -> Model:

@@ -14,10 +14,20 @@ from co_cli.text_tokens import estimate_text_tokens
 from co_cli.tools.tasks import in_force, tasks_section
 
 
-def instructions_text(deps: CoDeps) -> str:
-    """The instructions that stay the same for the whole conversation (the memory section varies per request)."""
+def instructions_text(deps: CoDeps, *, lean: bool = False) -> str:
+    """The instructions that stay the same for the whole conversation (the memory section varies per request);
+    ``lean``: co's own part in a few lines, for a small window."""
     files = deps.instructions_files.section
-    return _base_instructions(deps) + (f"\n\n{files}" if files else "") + _tasks_part(deps)
+    base = _lean_instructions(deps) if lean else _base_instructions(deps)
+    return base + (f"\n\n{files}" if files else "") + _tasks_part(deps)
+
+
+def _lean_instructions(deps: CoDeps) -> str:
+    return (
+        "You are co, a helpful assistant in the user's terminal. Answer concisely.\n"
+        f"Working directory: {deps.cwd}\nToday: {date.today().isoformat()}\n"
+        "Tools: read_file, edit_file, write_file, run_shell (the user approves each change and command)."
+    ) + pins_section(deps.state.pin_texts())
 
 
 def _base_instructions(deps: CoDeps) -> str:
