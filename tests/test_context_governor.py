@@ -359,3 +359,29 @@ async def test_a_slow_summariser_is_named_once_with_the_setting(make_settings: C
     assert "raise request_timeout" in slow_notices[0]
     compactions = [e.result for e in events if e.kind == "compaction" and e.result is not None]
     assert compactions[0].timed_out and compactions[0].method == "digest"
+
+
+async def test_past_the_threshold_auto_compaction_summarises_what_a_manual_compact_would() -> None:
+    """A short conversation of long messages in a small window: fewer messages than the tail that
+    auto-compaction keeps (half of max_history_messages), so it used to give up ("nothing more can be
+    summarised automatically") where a manual /compact replaced them all."""
+    from co_cli.context.compact import compact_all
+
+    history: list[ModelMessage] = []
+    for i in range(7):
+        history += [user(f"question {i}: " + "tell me more about the harbour " * 12), reply("the harbour " * 60)]
+    history.append(user("and the lighthouse?"))
+    summarizer, prompts = recording_model("The user asked about the harbour seven times.")
+    events: list[GovernorEvent] = []
+    config = GovernorConfig.from_settings(Settings(), 4096)  # the defaults: 40 messages, min span 800 tokens
+    governor = ContextGovernor(config, summarizer=summarizer, overhead_tokens=1700, on_event=events.append)
+
+    manual = await compact_all(history, summarizer)
+    assert manual.n_replaced == len(history) and manual.tokens_after < manual.tokens_before
+
+    sent = await _send(governor, history)
+    assert not [e for e in events if e.kind == "notice"]
+    assert any(is_summary(m) for m in sent) and prompts
+    assert texts_of(sent[-1:]) == "and the lighthouse?"
+    estimate = governor.last_sent_estimate
+    assert estimate is not None and estimate.total <= governor.threshold_tokens

