@@ -575,43 +575,14 @@ def load_settings(cwd: Path | None = None, **overrides: Any) -> LoadedSettings:
     for key, value in overrides.items():
         if value is not None:
             setattr(settings, key, value)
-    sources: dict[str, Source] = {}
-    for name in Settings.model_fields:
-        if overrides.get(name) is not None:
-            sources[name] = "command line"
-        elif os.environ.get(env_var(name)) is not None:
-            sources[name] = "environment"
-        elif name in project:
-            sources[name] = "project file"
-        elif name in user:
-            sources[name] = "user file"
-        else:
-            sources[name] = "default"
-    if sources["base_url"] == "project file" and sources["api_key"] != "project file" and settings.api_key:
-        # Never send the user's key to a server that a project file chose.
-        settings.api_key = SecretStr("")
-        warnings.append(
-            f"base_url comes from {project_file}: your api_key is not sent there (set api_key in that file "
-            "or CO_CLI_BASE_URL to allow it)"
-        )
-    if sources["base_url"] == "project file" and settings.base_url:
-        warnings.append(
-            f"base_url {mask_url_credentials(settings.base_url)} comes from {project_file}: prompts, files "
-            "and command output go to that server"
-        )
+    sources = _sources(overrides, project, user)
+    warnings += _project_choices(settings, sources, project_file)
     if sources["mcp_servers"] == "environment":
         from_project = ()  # the environment's servers replace the files'
     else:
         warnings.extend(server_warnings)
         if from_project:
             sources["mcp_servers"] = "project file"
-    if sources["model"] == "project file":
-        warnings.append(f"model {settings.model!r} comes from {project_file}")
-    if sources["summarization_model"] == "project file" and settings.summarization_model:
-        warnings.append(
-            f"summarization_model {settings.summarization_model!r} comes from {project_file}: the conversation "
-            "is sent there to be summarised"
-        )
     paths = Paths(
         config_dir=settings.config_dir,
         data_dir=settings.data_dir,
@@ -625,6 +596,49 @@ def load_settings(cwd: Path | None = None, **overrides: Any) -> LoadedSettings:
         warnings=tuple(warnings),
         project_mcp_servers=from_project,
     )
+
+
+def _sources(overrides: dict[str, Any], project: dict[str, Any], user: dict[str, Any]) -> dict[str, Source]:
+    """Where each setting's value comes from, the strongest first: command line, environment, files, default."""
+    sources: dict[str, Source] = {}
+    for name in Settings.model_fields:
+        if overrides.get(name) is not None:
+            sources[name] = "command line"
+        elif os.environ.get(env_var(name)) is not None:
+            sources[name] = "environment"
+        elif name in project:
+            sources[name] = "project file"
+        elif name in user:
+            sources[name] = "user file"
+        else:
+            sources[name] = "default"
+    return sources
+
+
+def _project_choices(settings: Settings, sources: dict[str, Source], project_file: Path) -> list[str]:
+    """A warning for each choice a project file made of where the conversation goes; the user's key is not sent
+    to a server a project file chose (it is cleared in ``settings``)."""
+    warnings = []
+    if sources["base_url"] == "project file" and sources["api_key"] != "project file" and settings.api_key:
+        # Never send the user's key to a server that a project file chose.
+        settings.api_key = SecretStr("")
+        warnings.append(
+            f"base_url comes from {project_file}: your api_key is not sent there (set api_key in that file "
+            "or CO_CLI_BASE_URL to allow it)"
+        )
+    if sources["base_url"] == "project file" and settings.base_url:
+        warnings.append(
+            f"base_url {mask_url_credentials(settings.base_url)} comes from {project_file}: prompts, files "
+            "and command output go to that server"
+        )
+    if sources["model"] == "project file":
+        warnings.append(f"model {settings.model!r} comes from {project_file}")
+    if sources["summarization_model"] == "project file" and settings.summarization_model:
+        warnings.append(
+            f"summarization_model {settings.summarization_model!r} comes from {project_file}: the conversation "
+            "is sent there to be summarised"
+        )
+    return warnings
 
 
 def _within_project_scope(

@@ -38,10 +38,48 @@ FLOORS = {
 
 MAX_ROOT_MODULES = 16
 """The words every room shares, and ``cues.py``: the one module of word cues (which only suggest)."""
-MAX_METHODS = 25
-"""A class holds one concern: past 25 methods it holds several (the widest today, the memory and session tables,
-keep the rules of a whole table and its history, 22 to 23 methods), and the next feature belongs in a class of its
-own."""
+MAX_METHODS = 20
+"""A class holds one concern: past 20 methods it holds several, and the next feature belongs in a class of its own
+(the terminal's chat loop is split by what it does: its output, its questions and keys, and the loop itself)."""
+METHODS_ALLOWED = {
+    "co_cli.store.memories.Memories": (
+        24,
+        "the rules of the memory table and its history in one place: every "
+        "write and the review queue keep one row's invariants",
+    ),
+    "co_cli.store.sessions.Sessions": (
+        23,
+        "the rules of the session table (create, trash, restore, retitle, the "
+        "revision a server reads), each a statement-level write of one table",
+    ),
+    "co_cli.tools.mcp.servers.McpServers": (
+        24,
+        "the lifecycle of the process's MCP servers (start, watch, "
+        "restart, stop) and the listings `/mcp` and `co mcp` draw of the same state",
+    ),
+    "co_cli.session.conversation.Conversation": (
+        23,
+        "the facade: most of its methods are one-line properties "
+        "naming what a front end reads, the work is in its collaborators",
+    ),
+    "co_cli.session.recorder.Recorder": (
+        22,
+        "the only writer of a live session: each kind of row a session "
+        "holds has its one write here, by design in one class",
+    ),
+}
+"""Classes allowed past ``MAX_METHODS``, each with its limit (one above today's count: room for one more, then
+split) and why."""
+MAX_FUNCTION_LINES = 60
+"""A function reads top-down in named steps: past 60 lines of body (from its first statement, the docstring
+included, to its last; a typer command's option declarations are its signature, not its steps) it holds steps
+that want names of their own."""
+LONG_FUNCTIONS_ALLOWED = {
+    "co_cli.store.schema._migrate_to_v1": "a released migration is a record of what the schema was: never edited",
+    "co_cli.serve.browser.routes": "the browser view's route handlers, each a few lines, closed over the server's "
+    "context: the function is their list",
+}
+"""Functions allowed past ``MAX_FUNCTION_LINES``, and why."""
 TERMINAL_LIBRARIES = ("rich", "prompt_toolkit", "typer")
 """The libraries that draw, read keys or parse argv: a front end's business, the terminal's alone."""
 SERVER_LIBRARIES = ("starlette", "uvicorn")
@@ -438,15 +476,47 @@ def test_the_package_root_stays_small() -> None:
     assert len(loose) <= MAX_ROOT_MODULES, loose
 
 
-def test_no_class_takes_every_feature() -> None:
+def large_classes(trees: dict[str, ast.Module]) -> list[str]:
+    """Classes with more methods than ``MAX_METHODS`` (or than their allowance)."""
     large = []
-    for name, tree in sources().items():
+    for name, tree in trees.items():
         for node in ast.walk(tree):
             if isinstance(node, ast.ClassDef):
                 methods = [n for n in node.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
-                if len(methods) > MAX_METHODS:
+                limit = METHODS_ALLOWED.get(f"{name}.{node.name}", (MAX_METHODS, ""))[0]
+                if len(methods) > limit:
                     large.append(f"{name}.{node.name}: {len(methods)} methods")
-    assert large == []
+    return large
+
+
+def test_no_class_takes_every_feature() -> None:
+    assert large_classes(sources()) == []
+    many = "class Wide:\n" + "".join(f"    def m{i}(self): pass\n" for i in range(MAX_METHODS + 1))
+    assert large_classes({"co_cli.x": ast.parse(many)}) == ["co_cli.x.Wide: 21 methods"]
+
+
+def long_functions(trees: dict[str, ast.Module]) -> list[str]:
+    """Functions (methods and nested functions too) whose body runs past ``MAX_FUNCTION_LINES``."""
+    found = []
+    for name, tree in trees.items():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.end_lineno is not None:
+                lines = node.end_lineno - node.body[0].lineno + 1
+                if lines > MAX_FUNCTION_LINES and f"{name}.{node.name}" not in LONG_FUNCTIONS_ALLOWED:
+                    found.append(f"{name}.{node.name}: {lines} lines")
+    return sorted(found)
+
+
+def test_functions_read_in_named_steps() -> None:
+    """No function runs past 60 lines of body: a longer one is split into named steps that read top-down."""
+    assert long_functions(sources()) == []
+    long = "def f(\n    a,\n):\n" + "    x = 1\n" * (MAX_FUNCTION_LINES + 1)
+    assert long_functions({"co_cli.x": ast.parse(long)}) == ["co_cli.x.f: 61 lines"]
+    assert long_functions({"co_cli.x": ast.parse("def f(\n    a,\n):\n" + "    x = 1\n" * MAX_FUNCTION_LINES)}) == []
+    modules = sources()
+    for allowed in LONG_FUNCTIONS_ALLOWED:  # an allowance names a function that is there
+        module, function = allowed.rsplit(".", 1)
+        assert any(getattr(n, "name", None) == function for n in ast.walk(modules[module])), allowed
 
 
 def _strings(node: ast.AST, constants: dict[str, str]) -> list[str]:

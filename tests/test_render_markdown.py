@@ -6,7 +6,7 @@ import io
 
 from rich.console import Console
 
-from co_cli.terminal.app import last_exchanges, preview_lines
+from co_cli.terminal.app_output import last_exchanges, preview_lines
 from co_cli.terminal.render import MarkdownStream
 from tests.support.messages import reply, user
 

@@ -56,7 +56,7 @@ def turns(conv: Conversation, *prompts: str, then: Callable[[], None] | None = N
             statuses.append((await conv.run_turn(prompt, RecordingView(), CancellationToken())).status)
         if then is not None:
             then()
-        await conv.finish_background()
+        await conv.close()
         return statuses
 
     return asyncio.run(main())
@@ -122,7 +122,7 @@ def test_background_work_left_at_exit_is_bounded(titling: Core) -> None:
 
         await conv.run_turn("slow one", RecordingView(), CancellationToken())
         started = time.monotonic()
-        await conv.finish_background(timeout=0.2)
+        await conv.close(timeout=0.2)
         return time.monotonic() - started
 
     assert asyncio.run(main()) < 2

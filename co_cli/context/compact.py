@@ -488,20 +488,107 @@ async def compact_middle(
     )
     if plan is None:
         return None
-    head_end, tail_start = plan
-    middle = messages[head_end:tail_start]
-    n = covered_count(middle)
-    latest = _latest_prompt(messages, head_end, tail_start)
-    middle_tokens = estimate_messages_tokens(middle)
-    if middle_tokens < min_span_tokens and not must_fit:
-        return Skipped(f"the span to summarise (~{middle_tokens} tokens) is under ~{min_span_tokens} tokens")
-    entries, omitted = user_entries(middle, exclude_latest=latest)
-    everything = user_entries(middle)[0]
+    span = _Middle.of(messages, *plan)
+    if span.tokens < min_span_tokens and not must_fit:
+        return Skipped(f"the span to summarise (~{span.tokens} tokens) is under ~{min_span_tokens} tokens")
+    error: str | None = None
+    if model is not None:
+        ask = _SummaryAsk(model, focus, max_input_tokens, model_settings, mode)
+        summarised = await span.summarised(ask, user_words_tokens, must_fit)
+        if not isinstance(summarised, str):
+            return summarised
+        error = summarised
+    return span.fallback(error, user_words_tokens, must_fit)
 
-    def added_tokens(summary: ModelRequest) -> int:
-        return estimate_messages_tokens(_replacement(messages, head_end, tail_start, summary)[head_end:])
+
+@dataclass(frozen=True)
+class _SummaryAsk:
+    """How the summariser is asked."""
+
+    model: Model | str
+    focus: str | None
+    max_input_tokens: int | None
+    model_settings: ModelSettings | None
+    mode: SummaryMode | None
+
+
+@dataclass
+class _Middle:
+    """The middle of a history ``compact_middle`` replaces, and what it is built from."""
+
+    messages: Sequence[ModelMessage]
+    head_end: int
+    tail_start: int
+    middle: Sequence[ModelMessage]
+    n: int
+    """How many messages the summary covers."""
+    latest: str | None
+    """The user's latest prompt, when it falls in the middle (copied verbatim)."""
+    tokens: int
+    entries: list[Entry]
+    omitted: int
+    everything: list[Entry]
+    timed_out: bool = False
+
+    @classmethod
+    def of(cls, messages: Sequence[ModelMessage], head_end: int, tail_start: int) -> _Middle:
+        middle = messages[head_end:tail_start]
+        latest = _latest_prompt(messages, head_end, tail_start)
+        entries, omitted = user_entries(middle, exclude_latest=latest)
+        return cls(
+            messages, head_end, tail_start, middle, covered_count(middle), latest,
+            estimate_messages_tokens(middle), entries, omitted, user_entries(middle)[0],
+        )  # fmt: skip
+
+    def added_tokens(self, summary: ModelRequest) -> int:
+        """The size of what replaces the middle with ``summary``."""
+        return estimate_messages_tokens(
+            _replacement(self.messages, self.head_end, self.tail_start, summary)[self.head_end :]
+        )
+
+    async def summarised(
+        self, ask: _SummaryAsk, user_words_tokens: int, must_fit: bool
+    ) -> CompactionResult | Skipped | str:
+        """The middle replaced by the summariser's answer with the user's own words; Skipped when it is no smaller
+        and need not fit; else why the summary cannot stand (the digest is tried next)."""
+        try:
+            checked = await _checked_summary(
+                self.middle, ask.model, focus=ask.focus, max_input_tokens=ask.max_input_tokens,
+                model_settings=ask.model_settings, mode=ask.mode,
+            )  # fmt: skip
+        except SummaryRejected as exc:
+            return f"summary rejected: {exc}"
+        except Exception as exc:  # any provider or network failure: the digest stands in
+            self.timed_out = is_timeout(exc)
+            return describe_error(exc)
+        found = _Found.of(checked, self.everything)
+        target = math.ceil(INFLATION_RATIO * self.tokens) - 1  # the largest size clearly smaller
+        fitted = _fit_user_words(
+            checked, self.middle, self.entries, self.omitted, user_words_tokens, target, self.added_tokens,
+            n=self.n, latest=self.latest, carried=suggestions_info(found.suggestions),
+        )  # fmt: skip
+        if fitted.size <= target:
+            return self.result(fitted.summary, "summary", None, found, fitted.check, fitted.words)
+        error = f"summary rejected: {fitted.size} tokens is not clearly smaller than the {self.tokens} it replaces"
+        return error if must_fit else Skipped(error, summary_tokens=fitted.size)
+
+    def fallback(self, error: str | None, user_words_tokens: int, must_fit: bool) -> CompactionResult | Skipped | None:
+        """The extractive digest when it is smaller; else, only when the request must fit, the static marker."""
+        found = _Found.of(None, self.everything)
+        carried = keep_user_words(self.entries, user_words_tokens, omitted=self.omitted)
+        info = {**(carried.info() if carried else {}), **suggestions_info(found.suggestions)}
+        digest = summary_request(self.n, extractive_digest(self.middle), self.latest, info or None)
+        if self.added_tokens(digest) < self.tokens:
+            return self.result(digest, "digest", error, found)
+        if not must_fit:
+            return Skipped("no digest of the span is smaller than it")
+        marker = summary_request(self.n, None, self.latest, suggestions_info(found.suggestions) or None)
+        if self.added_tokens(marker) >= self.tokens:
+            return None
+        return self.result(marker, "marker", error, found)
 
     def result(
+        self,
         summary: ModelRequest,
         method: CompactionMethod,
         error: str | None,
@@ -509,64 +596,25 @@ async def compact_middle(
         check: str = "",
         words: UserWords | None = None,
     ) -> CompactionResult:
-        replacement = _replacement(messages, head_end, tail_start, summary)
-        new_messages = [*replacement, *messages[tail_start:]]
+        replacement = _replacement(self.messages, self.head_end, self.tail_start, summary)
+        new_messages = [*replacement, *self.messages[self.tail_start :]]
         return CompactionResult(
             messages=new_messages,
-            covered=tail_start,
+            covered=self.tail_start,
             replacement=replacement,
-            head=head_end,
+            head=self.head_end,
             summary=summary_text_of(summary),
-            tokens_before=estimate_messages_tokens(messages),
+            tokens_before=estimate_messages_tokens(self.messages),
             tokens_after=estimate_messages_tokens(new_messages),
             used_fallback=method != "summary",
             error=error,
-            n_replaced=len(middle),
+            n_replaced=len(self.middle),
             method=method,
             check=check,
             user_words=words.describe() if words else "",
-            timed_out=timed_out,
+            timed_out=self.timed_out,
             **found.fields(),
         )
-
-    error: str | None = None
-    timed_out = False
-    if model is not None:
-        try:
-            checked = await _checked_summary(
-                middle, model, focus=focus, max_input_tokens=max_input_tokens, model_settings=model_settings,
-                mode=mode,
-            )  # fmt: skip
-        except SummaryRejected as exc:
-            error = f"summary rejected: {exc}"
-        except Exception as exc:  # any provider or network failure: the digest stands in
-            error = describe_error(exc)
-            timed_out = is_timeout(exc)
-        else:
-            found = _Found.of(checked, everything)
-            target = math.ceil(INFLATION_RATIO * middle_tokens) - 1  # the largest size clearly smaller
-            fitted = _fit_user_words(
-                checked, middle, entries, omitted, user_words_tokens, target, added_tokens, n=n, latest=latest,
-                carried=suggestions_info(found.suggestions),
-            )  # fmt: skip
-            if fitted.size <= target:
-                return result(fitted.summary, "summary", None, found, fitted.check, fitted.words)
-            size = fitted.size
-            error = f"summary rejected: {size} tokens is not clearly smaller than the {middle_tokens} it replaces"
-            if not must_fit:
-                return Skipped(error, summary_tokens=size)
-    found = _Found.of(None, everything)
-    carried = keep_user_words(entries, user_words_tokens, omitted=omitted)
-    info = {**(carried.info() if carried else {}), **suggestions_info(found.suggestions)}
-    digest = summary_request(n, extractive_digest(middle), latest, info or None)
-    if added_tokens(digest) < middle_tokens:
-        return result(digest, "digest", error, found)
-    if not must_fit:
-        return Skipped("no digest of the span is smaller than it")
-    marker = summary_request(n, None, latest, suggestions_info(found.suggestions) or None)
-    if added_tokens(marker) >= middle_tokens:
-        return None
-    return result(marker, "marker", error, found)
 
 
 async def compact_all(
@@ -627,6 +675,20 @@ async def compact_all(
         )
         summary, check, words = fitted.summary, fitted.check, fitted.words
         method = "summary"
+    return _whole_replaced(messages, summary, method, error, found, check, words if method == "summary" else None)
+
+
+def _whole_replaced(
+    messages: Sequence[ModelMessage],
+    summary: ModelRequest,
+    method: CompactionMethod,
+    error: str | None,
+    found: _Found,
+    check: str,
+    words: UserWords | None,
+) -> CompactionResult:
+    """The whole history replaced by ``summary`` and its acknowledgement; NothingToCompact unless smaller."""
+    before = estimate_messages_tokens(messages)
     replacement: list[ModelMessage] = [summary, ack_response()]
     after = estimate_messages_tokens(replacement)
     if after >= before:
@@ -646,7 +708,7 @@ async def compact_all(
         n_replaced=len(messages),
         method=method,
         check=check,
-        user_words=words.describe() if method == "summary" else "",
+        user_words=words.describe() if words else "",
         **found.fields(),
     )
 

@@ -30,14 +30,14 @@ from pydantic_ai import CancellationToken
 from pydantic_ai.messages import ModelResponse
 
 from co_cli.config import LoadedSettings
-from co_cli.deps import CoDeps
 from co_cli.errors import SessionBusy, SessionNotFound, SessionTakenOver
 from co_cli.memory.retrieval import Scored
 from co_cli.models import ResolvedModel
 from co_cli.serve.errors import ApiError
-from co_cli.serve.history import ChatMessage, seed_history, session_matching, session_retried
+from co_cli.serve.history import ChatMessage, client_turns, session_matching, session_retried
 from co_cli.serve.served_models import ServedModels
 from co_cli.session import Conversation, TurnOutcome, off_loop
+from co_cli.session.factory import FrontEnd, Opening, open_conversation
 from co_cli.store import SessionInfo, Store, TurnUsage
 
 SERVER_DENIED = (
@@ -46,6 +46,9 @@ SERVER_DENIED = (
     "could run instead."
 )
 """What the model is told of a shell command, file write, remember or forget asked for through the server."""
+
+SERVER = FrontEnd(origin="serve", denied=SERVER_DENIED)
+"""How the server's conversations run: nobody to ask for approval, and a command rule never stands in for it."""
 
 CACHED_CONVERSATIONS = 64
 """Conversations kept built between requests (their agent and governor), most recently used first."""
@@ -338,22 +341,12 @@ class Chats:
         return None
 
     async def _new(self, request: TurnRequest, resolved: ResolvedModel) -> RunningTurn:
-        conv = self._build(resolved)
         first = next((m.text for m in request.history if m.role == "user"), request.prompt)
-        info = await off_loop(
-            lambda: self.store.sessions.create(model=resolved.label, cwd=str(self.cwd), title=first, origin="serve")
-        )
-        lock = self._locks.setdefault(info.id, asyncio.Lock())
+        opening = Opening.brought_by_client(first, client_turns(request.history))
+        conv = await off_loop(lambda: self._build(resolved, opening))
+        assert conv.session_id is not None
+        lock = self._locks.setdefault(conv.session_id, asyncio.Lock())
         await lock.acquire()
-        try:
-            conv.recorder.open(info)
-            if request.history:
-                await off_loop(lambda: seed_history(conv.recorder, request.history))
-                conv.load(self.store.sessions.get(info.id))
-        except BaseException:
-            conv.release()
-            lock.release()
-            raise
         return RunningTurn(self, conv, request, lock, created=True)
 
     def _open(self, session_id: str, resolved: ResolvedModel) -> Conversation:
@@ -366,8 +359,7 @@ class Chats:
                 conv = kept[0]
                 conv.recorder.open(info)
             else:
-                conv = self._build(resolved)
-                conv.load(info)
+                conv = self._build(resolved, Opening.resumed(info))
         except SessionBusy as exc:
             raise ApiError(
                 409, f"{exc.message.split(';')[0]}; the server does not write to it meanwhile", "session_busy"
@@ -376,15 +368,9 @@ class Chats:
             conv.switch_model(resolved)
         return conv
 
-    def _build(self, resolved: ResolvedModel) -> Conversation:
-        deps = CoDeps(
-            settings=self.loaded.settings, paths=self.loaded.paths, cwd=self.cwd, store=self.store, origin="serve"
-        )
-        conv = Conversation(
-            resolved=resolved, deps=deps, ask_approval=None, approve_all=False, origin="serve", denied=SERVER_DENIED
-        )
-        conv.background.attach_extraction()
-        return conv
+    def _build(self, resolved: ResolvedModel, opening: Opening) -> Conversation:
+        settings, paths = self.loaded.settings, self.loaded.paths
+        return open_conversation(settings, paths, self.store, self.cwd, resolved, SERVER, opening)
 
     def done_with(self, conv: Conversation, *, keep: bool = True) -> None:
         """A turn ended: keep the conversation for the session's next turn, with the session's revision read
@@ -398,7 +384,7 @@ class Chats:
         conv.release()
         while len(self._idle) > CACHED_CONVERSATIONS:
             _, (old, _revision) = self._idle.popitem(last=False)
-            task = asyncio.get_running_loop().create_task(_finish_background(old))
+            task = asyncio.get_running_loop().create_task(old.close())
             self._background.add(task)
             task.add_done_callback(self._background.discard)
 
@@ -409,18 +395,5 @@ class Chats:
         if self._background:
             await asyncio.wait(set(self._background), timeout=timeout)
         for conv, _ in list(self._idle.values()):
-            await _finish_background(conv, timeout)
+            await conv.close(timeout, drain=timeout)
         self._idle.clear()
-
-
-async def _finish_background(conv: Conversation, timeout: float = 15.0) -> None:
-    """A conversation's title and memory extraction finished (at most ``timeout`` seconds each; extraction
-    interrupted stays queued for the next co)."""
-    await conv.finish_background(timeout)
-    worker = conv.background.memory_worker
-    if worker is None:
-        return
-    try:
-        await asyncio.wait_for(worker.drain(), timeout)
-    except TimeoutError:
-        await worker.stop()

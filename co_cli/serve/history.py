@@ -12,10 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
+from pydantic_ai.messages import ModelResponse
 
 from co_cli.message_view import answer_text, user_text
-from co_cli.session.recorder import Recorder, TurnRecord
 from co_cli.store import SessionInfo, Store, StoredMessage
 from co_cli.synthetic import is_interrupted
 
@@ -135,20 +134,9 @@ def session_retried(
     return None
 
 
-def seed_history(recorder: Recorder, history: Sequence[ChatMessage]) -> None:
-    """Save the earlier messages a client brought as the new session's first turns (a prompt, then the
-    answer it was given), so the session holds the whole conversation and the next request continues it."""
-    for prompt, answer in _turns(history):
-        seq = recorder.begin(prompt)
-        messages: list[ModelMessage] = [ModelRequest(parts=[UserPromptPart(prompt)])]
-        if answer:
-            messages.append(ModelResponse(parts=[TextPart(answer)]))
-        recorder.finish(TurnRecord(seq, messages, "ok"))
-
-
-def _turns(history: Sequence[ChatMessage]) -> list[tuple[str, str]]:
-    """(prompt, answer) pairs: consecutive messages of one role joined, an answer before any prompt given an
-    empty one."""
+def client_turns(history: Sequence[ChatMessage]) -> list[tuple[str, str]]:
+    """The client's earlier messages as the (prompt, answer) turns a new session starts with: consecutive
+    messages of one role joined, an answer before any prompt given an empty one."""
     turns: list[tuple[str, str]] = []
     for message in history:
         if message.role == "user":

@@ -8,6 +8,8 @@ the ``Recorder``. Commands use the collaborators: ``conv.pins.add(text)``, ``con
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -182,5 +184,18 @@ class Conversation:
     ) -> TurnOutcome:
         return await self.turns.run(prompt, view, token, instructions, words)
 
-    async def finish_background(self, timeout: float = 15.0) -> None:
+    async def close(
+        self, timeout: float = 15.0, *, drain: float | None = 15.0, notice: Callable[[str], None] | None = None
+    ) -> None:
+        """Finish the background work (the session's title, at most ``timeout`` seconds), then drain the memory
+        worker: what the last turns queued for extraction is done, at most ``drain`` seconds (None: until it is
+        done or interrupted); ``notice`` is told when that takes a while. Interrupted or late, the extraction
+        stays queued for the next co. The session stays held until ``release()``."""
         await self.background.finish(timeout)
+        worker = self.background.memory_worker
+        if worker is None:
+            return
+        try:
+            await asyncio.wait_for(worker.drain(notice), drain)
+        except (TimeoutError, KeyboardInterrupt, asyncio.CancelledError):
+            await worker.stop()

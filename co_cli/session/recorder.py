@@ -128,9 +128,9 @@ class Recorder:
         self.state.info = None
         self._next_seq = 0
 
-    def _ensure_session(self, title: str) -> str:
-        """The session's id, creating it first if nothing has been saved yet (an empty title is set by the
-        first prompt)."""
+    def ensure_session(self, title: str) -> str:
+        """The session's id, creating and holding it first if nothing has been saved yet (an empty title is set
+        by the first prompt). Every session co starts is created here, whichever front end runs it."""
         if self.state.info is None:
             self.state.info = self.store.sessions.create(
                 model=self.model_label(), cwd=str(self.cwd), title=title, origin=self.origin
@@ -151,7 +151,7 @@ class Recorder:
     def begin(self, prompt: str, words: str | None = None) -> int:
         """Commit the user's prompt (creating the session on its first, titled by the user's own ``words`` in
         it when given); return the prompt's seq."""
-        session_id = self._ensure_session(words or prompt)
+        session_id = self.ensure_session(words or prompt)
         with self._writing(session_id) as tx:
             seq = messages.begin(tx, session_id, prompt, title=words)
         self._next_seq = seq + 1
@@ -232,7 +232,7 @@ class Recorder:
 
     def pin(self, text: str, source: PinSource) -> int:
         """Save a pin (a pin made before the first prompt creates the session it belongs to)."""
-        session_id = self._ensure_session("")
+        session_id = self.ensure_session("")
         with self._writing(session_id) as tx:
             return pins.insert(tx, session_id, text, source)
 
@@ -242,7 +242,7 @@ class Recorder:
     def save_tasks(self, items: Sequence[Task]) -> None:
         """Save the task list the user changed (/tasks), as it stands after the transcript's last message (a
         list made before the first prompt creates the session it belongs to)."""
-        session_id = self._ensure_session("")
+        session_id = self.ensure_session("")
         with self._writing(session_id) as tx:
             tasks.insert(tx, session_id, self._next_seq - 1, stored_tasks(items), "user")
 

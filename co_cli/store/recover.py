@@ -328,16 +328,43 @@ def _rebuild(session_id: str, found: _Session, report: Recovery) -> Rebuilt | No
     if not kept:
         report.compactions_lost += len(found.compactions)
         return None
-    old_seqs = [m[0] for m, _ in kept]
+    seqs = _Renumbered([m[0] for m, _ in kept])
+    compactions = _moved_compactions(found.compactions, seqs, kept[0][0][1], report)
+    info = found.info if found.info is not None else _found_session(session_id, kept, report)
+    info.message_count = len(kept)
+    info.compaction_count = compaction_rows.in_force(compactions)
+    if info.fork_seq is not None:
+        info.fork_seq = seqs.last_kept_upto(info.fork_seq)
+    rows = _renumbered_rows(kept, info.created_at)
+    if not info.title:
+        info.title = next((r.text for r in rows if r.kind == "user"), "") or "recovered session"
+    info.title = normalize_title(info.title)
+    return info, rows, compactions
 
-    def last_kept_upto(old: int) -> int:
-        return sum(1 for s in old_seqs if s <= old) - 1
 
-    def first_kept_from(old: int) -> int:
-        return sum(1 for s in old_seqs if s < old)
+Kept = list[tuple[tuple[int, float, str, str], Any]]
+"""The readable messages of a session: each stored row (seq, created, data, status) with its message."""
 
+
+class _Renumbered:
+    """The old seqs of the messages kept, which become 0, 1, 2, ... in the rebuilt session."""
+
+    def __init__(self, old_seqs: list[int]) -> None:
+        self.old_seqs = old_seqs
+
+    def last_kept_upto(self, old: int) -> int:
+        return sum(1 for s in self.old_seqs if s <= old) - 1
+
+    def first_kept_from(self, old: int) -> int:
+        return sum(1 for s in self.old_seqs if s < old)
+
+
+def _moved_compactions(
+    found: list[tuple[Any, ...]], seqs: _Renumbered, first_created: Any, report: Recovery
+) -> list[StoredCompaction]:
+    """The readable compactions, their spans moved to the renumbered messages (the others counted lost)."""
     compactions: list[StoredCompaction] = []
-    for row in found.compactions:
+    for row in found:
         created, from_seq, upto_seq, summary, focus, trigger, before, after, model, replacement, *details = row
         usable = (
             isinstance(from_seq, int)
@@ -349,12 +376,12 @@ def _rebuild(session_id: str, found: _Session, report: Recovery) -> Rebuilt | No
         if not usable:
             report.compactions_lost += 1
             continue
-        upto = last_kept_upto(upto_seq)
+        upto = seqs.last_kept_upto(upto_seq)
         method, detail, ledger, tiers, undone_at = _compaction_details(details)
         compactions.append(
             StoredCompaction(
-                created_at=_finite(created, kept[0][0][1]),
-                from_seq=min(first_kept_from(from_seq), upto),
+                created_at=_finite(created, first_created),
+                from_seq=min(seqs.first_kept_from(from_seq), upto),
                 upto_seq=upto,
                 summary=summary,
                 focus=focus if isinstance(focus, str) else None,
@@ -370,39 +397,38 @@ def _rebuild(session_id: str, found: _Session, report: Recovery) -> Rebuilt | No
                 undone_at=undone_at,
             )
         )
-    info = found.info
-    if info is None:
-        report.sessions_rebuilt += 1
-        first, last = kept[0][0][1] or time.time(), kept[-1][0][1] or time.time()
-        sid = session_id if is_session_id(session_id) else new_session_id()
-        info = SessionInfo(
-            id=sid,
-            title="",
-            created_at=first,
-            updated_at=last,
-            model="",
-            cwd="",
-            parent_id=None,
-            fork_seq=None,
-            message_count=0,
-            input_tokens=0,
-            output_tokens=0,
-            cost_usd=0.0,
-            compaction_count=0,
-        )
-    info.message_count = len(kept)
-    info.compaction_count = compaction_rows.in_force(compactions)
-    if info.fork_seq is not None:
-        info.fork_seq = last_kept_upto(info.fork_seq)
+    return compactions
+
+
+def _found_session(session_id: str, kept: Kept, report: Recovery) -> SessionInfo:
+    """The record of a session whose row was lost, made from its messages (the id kept when it is one)."""
+    report.sessions_rebuilt += 1
+    first, last = kept[0][0][1] or time.time(), kept[-1][0][1] or time.time()
+    sid = session_id if is_session_id(session_id) else new_session_id()
+    return SessionInfo(
+        id=sid,
+        title="",
+        created_at=first,
+        updated_at=last,
+        model="",
+        cwd="",
+        parent_id=None,
+        fork_seq=None,
+        message_count=0,
+        input_tokens=0,
+        output_tokens=0,
+        cost_usd=0.0,
+        compaction_count=0,
+    )
+
+
+def _renumbered_rows(kept: Kept, created_default: float) -> list[MessageRow]:
     rows = []
     for seq, ((_, created, _, status), message) in enumerate(kept):
         kind, text = message_kind_and_text(message)
         status = status if status in MESSAGE_STATUSES else "ok"
-        rows.append(MessageRow(seq, created or info.created_at, kind, text, dump_messages([message]), status))
-    if not info.title:
-        info.title = next((r.text for r in rows if r.kind == "user"), "") or "recovered session"
-    info.title = normalize_title(info.title)
-    return info, rows, compactions
+        rows.append(MessageRow(seq, created or created_default, kind, text, dump_messages([message]), status))
+    return rows
 
 
 def _compaction_details(details: list[Any]) -> tuple[str, str, str, str, float | None]:

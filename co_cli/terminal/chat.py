@@ -14,11 +14,15 @@ from co_cli.config import LoadedSettings, Paths, Settings, load_settings
 from co_cli.terminal_text import printable
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from rich.console import Console
 
     from co_cli.models import ModelChoice
     from co_cli.session import Conversation
+    from co_cli.session.factory import Opening
     from co_cli.store import SessionInfo, Store
+    from co_cli.terminal.app import ChatApp
     from co_cli.terminal.approval_prompt import TerminalApprover
     from co_cli.tools.mcp.servers import McpServers
 
@@ -65,104 +69,167 @@ def ask_on_terminal(question: str) -> str:
 
 
 async def _chat(options: ChatOptions, loaded: LoadedSettings, refused_mcp: dict[str, str] | None = None) -> int:
+    """Open the store and the MCP servers, choose the session, talk, and close what was opened."""
     from rich.console import Console
 
-    from co_cli.models import choose_model
-    from co_cli.terminal.app import ChatApp
-
     if not options.save:
-        # Nothing of this conversation may stay on disk: the session store, input history and offloaded
-        # outputs go to a temporary directory that is removed at exit; long-term memory is off.
-        scratch = tempfile.TemporaryDirectory(prefix="co-nosave-")
-        atexit.register(scratch.cleanup)
-        loaded = replace(loaded, paths=replace(loaded.paths, data_dir=Path(scratch.name)))
-        loaded = replace(loaded, settings=loaded.settings.model_copy(update={"memory": False}))
-    settings, paths = loaded.settings, loaded.paths
+        loaded = _scratch(loaded)
     interactive = options.prompt is None and sys.stdin.isatty() and sys.stdout.isatty()
-    console = Console(highlight=False)
-
-    from co_cli.store import Store
-
-    paths.ensure_data_dir()
-    store = Store.open(paths.db)
-    if options.save:
-        store.sessions.purge_expired(settings.trash_retention_days, paths.tool_outputs)
-    made: list[McpServers] = []
-
-    def mcp_servers() -> McpServers | None:
-        """The configured MCP servers (made once; interactive, in the thread that builds the conversation, so
-        the prompt never waits for their imports; ChatApp starts them)."""
-        if not made and settings.mcp_servers:
-            made.append(_mcp_servers(settings, paths, refused_mcp or {}))
-        return made[0] if made else None
-
-    if not interactive and (servers := mcp_servers()) is not None:
-        servers.start()
+    store = _open_store(loaded, purge=options.save)
+    servers = _LazyServers(loaded.settings, loaded.paths, refused_mcp or {})
+    if not interactive and (started := servers.get()) is not None:
+        started.start()
     try:
         if options.pick:
             options = await _picked(store, options, interactive)
             if options.resume is None:
                 return 0
-        session = _session_to_resume(store, options)
-        if session is not None and options.model is None and session.model:
-            settings = settings.model_copy(update={"model": session.model})
-        source = "session" if session is not None and options.model is None else loaded.sources.get("model", "default")
-        choice = choose_model(settings, source)
+        talk = _Talk(options, loaded, store, Console(highlight=False), interactive, servers)
+        return await talk.run(_session_to_resume(store, options))
+    finally:
+        await servers.stop()
+        store.close()
+
+
+def _scratch(loaded: LoadedSettings) -> LoadedSettings:
+    """--no-save: nothing of this conversation may stay on disk. The session store, input history and offloaded
+    outputs go to a temporary directory that is removed at exit; long-term memory is off."""
+    scratch = tempfile.TemporaryDirectory(prefix="co-nosave-")
+    atexit.register(scratch.cleanup)
+    loaded = replace(loaded, paths=replace(loaded.paths, data_dir=Path(scratch.name)))
+    return replace(loaded, settings=loaded.settings.model_copy(update={"memory": False}))
+
+
+def _open_store(loaded: LoadedSettings, *, purge: bool) -> Store:
+    from co_cli.store import Store
+
+    loaded.paths.ensure_data_dir()
+    store = Store.open(loaded.paths.db)
+    if purge:
+        store.sessions.purge_expired(loaded.settings.trash_retention_days, loaded.paths.tool_outputs)
+    return store
+
+
+class _LazyServers:
+    """The configured MCP servers, made once when first asked for: interactive, in the thread that builds the
+    conversation, so the prompt never waits for their imports (ChatApp starts them)."""
+
+    def __init__(self, settings: Settings, paths: Paths, refused: dict[str, str]) -> None:
+        self.settings, self.paths, self.refused = settings, paths, refused
+        self.made: list[McpServers] = []
+
+    def get(self) -> McpServers | None:
+        if not self.made and self.settings.mcp_servers:
+            self.made.append(_mcp_servers(self.settings, self.paths, self.refused))
+        return self.made[0] if self.made else None
+
+    async def stop(self) -> None:
+        for started in self.made:
+            await started.stop()
+
+
+@dataclass
+class _Talk:
+    """One `co chat` run once the store is open: builds the conversation through the session factory and hands
+    it to the chat loop, the prompt or the pipe."""
+
+    options: ChatOptions
+    loaded: LoadedSettings
+    store: Store
+    console: Console
+    interactive: bool
+    servers: _LazyServers
+
+    async def run(self, session: SessionInfo | None) -> int:
+        from co_cli.models import choose_model
         from co_cli.terminal.approval_prompt import TerminalApprover
 
-        approver = TerminalApprover(console) if interactive else None
+        settings = self.loaded.settings
+        if session is not None and self.options.model is None and session.model:
+            settings = settings.model_copy(update={"model": session.model})
+        chosen = "session" if session is not None and self.options.model is None else None
+        choice = choose_model(settings, chosen or self.loaded.sources.get("model", "default"))
+        approver = TerminalApprover(self.console) if self.interactive else None
 
         def build() -> Conversation:
-            return _build_conversation(
-                settings, loaded, choice, store, session, options, approver, console, mcp_servers()
-            )
+            return self._build(settings, choice, session, approver)
 
-        if interactive and session is None:
+        if self.interactive and session is None:
             # Draw the prompt at once; pydantic-ai and the provider SDK load while the user types.
-            app = ChatApp(
-                build,
-                loaded,
-                choice=choice,
-                store=store,
-                saving=options.save,
-                interactive=True,
-                console=console,
-                approver=approver,
-            )
-            await app.run_interactive()
+            await self._app(build, choice, approver).run_interactive()
             return 0
         conv = build()
-        if session is not None and (options.fork or options.fork_at is not None):
-            await _files_back(store, session.id, options.fork_at, interactive)
-        app = ChatApp(
-            conv,
-            loaded,
-            choice=choice,
-            store=store,
-            saving=options.save,
-            interactive=interactive,
-            console=console,
-            approver=approver,
-        )
+        if session is not None and (self.options.fork or self.options.fork_at is not None):
+            await _files_back(self.store, session.id, self.options.fork_at, self.interactive)
         try:
-            from co_cli.terminal import piped
-
-            if options.prompt is not None:
-                return await piped.run_once(app, options.prompt)
-            if not interactive:
-                if session is not None:
-                    app.show_resumed()
-                if options.lines or not piped.stdin_is_piped():
-                    return await piped.run_lines(app, sys.stdin)
-                return await piped.run_piped(app)
-            await app.run_interactive()
-            return 0
+            return await self._drive(self._app(conv, choice, approver), resumed=session is not None)
         finally:
             conv.release()
-    finally:
-        for started in made:
-            await started.stop()
-        store.close()
+
+    def _app(
+        self, conv: Conversation | Callable[[], Conversation], choice: ModelChoice, approver: TerminalApprover | None
+    ) -> ChatApp:
+        from co_cli.terminal.app import ChatApp
+
+        return ChatApp(
+            conv,
+            self.loaded,
+            choice=choice,
+            store=self.store,
+            saving=self.options.save,
+            interactive=self.interactive,
+            console=self.console,
+            approver=approver,
+        )
+
+    async def _drive(self, app: ChatApp, *, resumed: bool) -> int:
+        """The chat loop in a terminal; else one prompt (-p), each line of stdin (--lines), or all of it."""
+        from co_cli.terminal import piped
+
+        if self.options.prompt is not None:
+            return await piped.run_once(app, self.options.prompt)
+        if self.interactive:
+            await app.run_interactive()
+            return 0
+        if resumed:
+            app.show_resumed()
+        if self.options.lines or not piped.stdin_is_piped():
+            return await piped.run_lines(app, sys.stdin)
+        return await piped.run_piped(app)
+
+    def _build(
+        self,
+        settings: Settings,
+        choice: ModelChoice,
+        session: SessionInfo | None,
+        approver: TerminalApprover | None,
+    ) -> Conversation:
+        """The conversation, opened through the session factory once the model is resolved (no stray forks)."""
+        from co_cli.models import resolve_choice
+        from co_cli.session.factory import FrontEnd, open_conversation
+
+        if approver is not None:
+            _install_local_spinner(self.console)
+        resolved = resolve_choice(choice, settings, self.loaded.paths)
+        approve_all = self.options.approve_all
+        front = FrontEnd(
+            origin="terminal",
+            ask_approval=None if approve_all else approver,
+            approve_all=approve_all,
+            on_memory_change=_redraw_prompt,
+        )
+        paths, opening = self.loaded.paths, _opening(session, self.options)
+        return open_conversation(settings, paths, self.store, Path.cwd(), resolved, front, opening, self.servers.get())
+
+
+def _opening(session: SessionInfo | None, options: ChatOptions) -> Opening:
+    from co_cli.session.factory import Opening
+
+    if session is None:
+        return Opening.new()
+    if options.fork or options.fork_at is not None:
+        return Opening.forked(session, options.fork_at)
+    return Opening.resumed(session, force=options.force)
 
 
 async def _files_back(store: Store, session_id: str, upto_seq: int | None, interactive: bool) -> None:
@@ -205,45 +272,6 @@ def _session_to_resume(store: Store, options: ChatOptions) -> SessionInfo | None
     if session is None:
         raise SessionNotFound("no saved sessions to resume yet")
     return session
-
-
-def _build_conversation(
-    settings: Settings,
-    loaded: LoadedSettings,
-    choice: ModelChoice,
-    store: Store,
-    session: SessionInfo | None,
-    options: ChatOptions,
-    approver: TerminalApprover | None,
-    console: Console,
-    mcp: McpServers | None = None,
-) -> Conversation:
-    from co_cli.deps import CoDeps
-    from co_cli.models import resolve_choice
-    from co_cli.session import Conversation
-
-    if approver is not None:
-        _install_local_spinner(console)
-    resolved = resolve_choice(choice, settings, loaded.paths)
-    if session is not None and (options.fork or options.fork_at is not None):
-        from co_cli.session.branches import fork_at
-
-        # Only once the model is known to work: no stray forks.
-        session = fork_at(store, session.id, options.fork_at, files_root=loaded.paths.tool_outputs)
-    deps = CoDeps(settings=settings, paths=loaded.paths, cwd=Path.cwd(), store=store)
-    conv = Conversation(
-        resolved=resolved,
-        deps=deps,
-        ask_approval=None if options.approve_all else approver,
-        approve_all=options.approve_all,
-        mcp=mcp,
-    )
-    conv.background.attach_extraction(on_change=_redraw_prompt)
-    if session is not None:
-        if options.force:
-            store.locks.acquire(session.id, force=True)  # load() then finds the session already held here
-        conv.load(session)
-    return conv
 
 
 def _redraw_prompt() -> None:
