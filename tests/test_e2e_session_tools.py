@@ -99,8 +99,7 @@ def test_chat_pick_f_forks_and_piped_resume_without_id_says_how(
         wait_for_screen(child, "2 of 2")
         child.send("otter")
         wait_for_screen(child, "1 of 2")
-        child.send("\t")
-        child.send("f")
+        child.send("\x06")  # Ctrl-F forks the selected session (typed letters always filter)
         out = expect_prompt(child)
         [fork] = new_sessions(db, {walrus, otter})
         assert f"Resumed {fork}" in out
