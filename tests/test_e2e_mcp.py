@@ -269,7 +269,8 @@ def test_what_a_co_killed_with_sigkill_left_running_ends_when_the_next_co_starts
     scripted_server.script(ToolCalls([("run_shell", {"command": command})]), Text("never reached"))
     co = subprocess.Popen(
         [*CO_COMMAND, "chat", "-p", "run it", "--approve-all"],
-        env=co_environment(with_servers(co_server_env, busy=spec)),
+        # outside the sandbox: inside it the pids are the sandbox's own, and its processes end with it
+        env=co_environment({**with_servers(co_server_env, busy=spec), "CO_CLI_SHELL_SANDBOX": "off"}),
         cwd=workdir,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
