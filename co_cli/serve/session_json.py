@@ -10,8 +10,9 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from co_cli.failure_text import retold
 from co_cli.message_view import views
 from co_cli.serve.markdown import markdown_tree
 from co_cli.store import (
@@ -25,6 +26,9 @@ from co_cli.store import (
     TurnUsage,
 )
 from co_cli.synthetic import failure_of
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
 
 PART_SHOWN_CHARS = 20_000
 """A part longer than this (a big tool output) is cut, and says so: the page stays quick on long sessions."""
@@ -165,7 +169,7 @@ def _message(stored: StoredMessage) -> dict[str, Any]:
         "created_at": stored.created_at,
         "kind": stored.kind,
         "status": stored.status,
-        "error": failure_of(stored.message),
+        "error": _failure(stored.message),
         "parts": parts,
     }
 
@@ -192,3 +196,9 @@ def _compaction(record: CompactionRecord) -> dict[str, Any]:
         "created_at": record.created_at,
         "undone": record.undone_at is not None,
     }
+
+
+def _failure(message: ModelMessage) -> str | None:
+    """Why a failed turn failed, with its hints told as they work for the page (no slash commands there)."""
+    failure = failure_of(message)
+    return retold(failure, "api") if failure else None
