@@ -151,7 +151,7 @@ def check_store(db: Path, clients: list[Client]) -> list[str]:
             if len(ids) != 1:
                 problems.append(f"client {client.number}: sessions {sorted(ids)}")
                 continue
-            saved = visible(store.messages.messages(ids.pop()))
+            saved = visible(store.messages.transcript(ids.pop()))
             if not same_conversation(saved, client.history):
                 problems.append(f"client {client.number}: the saved transcript is not its conversation")
     every = [client.session_ids[0] for client in clients if client.session_ids]

@@ -293,7 +293,7 @@ def test_tool_call_in_model_text_runs_the_tool(scripted: Any) -> None:
     second_chat = llama.requests[1]["messages"]
     assert second_chat[-1]["role"] == "user" and "Sunny, 21 C in Paris" in second_chat[-1]["content"]
     assert llama.requests[0]["stop"] == ["<|im_end|>"] and llama.requests[0]["max_tokens"] == 48
-    assert llama.requests[0]["temperature"] == 0.4 and llama.requests[0]["top_p"] == 0.9  # co's, not the engine's 0.8
+    assert llama.requests[0]["temperature"] == 0.0 and llama.requests[0]["top_p"] == 0.9  # co's, not the engine's 0.8
 
 
 @pytest.mark.allow_model_requests
@@ -369,7 +369,7 @@ def test_with_function_tools_offered_the_answer_is_left_free(scripted: Any) -> N
     result = asyncio.run(agent.run("Algún día regaré las plantas."))
     assert result.output.chores[0].when == "someday"
     assert "json_schema" not in llama.requests[0] and "calendar" in llama.requests[0]["messages"][0]["content"]
-    assert llama.requests[0]["temperature"] == 0.4  # co's sampling, unchanged by the output mode
+    assert llama.requests[0]["temperature"] == 0.0  # co's sampling, unchanged by the output mode
 
 
 @pytest.mark.allow_model_requests
