@@ -18,6 +18,20 @@ class Variant:
     """Added to each question: answer in a few words (in the conversation's language)."""
 
 
+TWELVE = ("codename", "region", "port", "config", "error", "decision", "rule", "style", "upgrade", "reviewer", "date",
+          "next_step")  # fmt: skip
+"""The twelve kinds every variant plants, in the order the ledger conversation plants them."""
+
+
+def _twelve(facts: dict[str, PlantedFact]) -> tuple[PlantedFact, ...]:
+    return tuple(facts[kind] for kind in TWELVE)
+
+
+def _harder(facts: dict[str, PlantedFact]) -> tuple[PlantedFact, ...]:
+    """The three harder kinds: a name the assistant proposed, a value only a tool showed, a value changed later."""
+    return (facts["proposed"], facts["tool_only"], facts["changed"])
+
+
 # ----- en-other: a bookshop's checkout service -----
 
 _SHOP = dict(
@@ -205,24 +219,8 @@ def _shop_turns() -> tuple[ScriptedTurn, ...]:
 
 
 SHOP = PlantedScript(
-    facts=tuple(
-        _SHOP[k]
-        for k in (
-            "codename",
-            "region",
-            "port",
-            "config",
-            "error",
-            "decision",
-            "rule",
-            "style",
-            "upgrade",
-            "reviewer",
-            "date",
-            "next_step",
-        )
-    ),  # fmt: skip
-    harder=(_SHOP["proposed"], _SHOP["tool_only"], _SHOP["changed"]),
+    facts=_twelve(_SHOP),
+    harder=_harder(_SHOP),
     planting=_shop_turns(),
     change=ScriptedTurn(_SHOP["changed"].statement, "Thanks, updated."),
     topics=(
@@ -445,24 +443,8 @@ def _lager_turns() -> tuple[ScriptedTurn, ...]:
 
 
 LAGER = PlantedScript(
-    facts=tuple(
-        _LAGER[k]
-        for k in (
-            "codename",
-            "region",
-            "port",
-            "config",
-            "error",
-            "decision",
-            "rule",
-            "style",
-            "upgrade",
-            "reviewer",
-            "date",
-            "next_step",
-        )
-    ),  # fmt: skip
-    harder=(_LAGER["proposed"], _LAGER["tool_only"], _LAGER["changed"]),
+    facts=_twelve(_LAGER),
+    harder=_harder(_LAGER),
     planting=_lager_turns(),
     change=ScriptedTurn(_LAGER["changed"].statement, "Danke, ist notiert."),
     topics=(
