@@ -198,9 +198,9 @@ def model(args: argparse.Namespace, texts: Sequence[str]) -> list[Reader]:
     """co's typed reading of a message by the model ``-m``, one request per message, as memory extraction asks it
     (``memory.extract.read_message``, with no memories kept yet): a rule is a fact of kind "rule_for_assistant", a
     passing state one of kind "passing_state", a fact about another person one about "another_person", and a
-    message that only asks is one with no fact said as a statement and no rule (nothing, or only questions and
-    requests). A secret is co's filter, not the model's reading. Answers are kept in ``--answers`` (a JSON file by
-    message), so a run that stopped goes on where it was."""
+    message that only asks is one with no fact that tells and no rule (nothing, or only questions and requests, by
+    the model's form or a question mark: ``Fact.asks``). A secret is co's filter, not the model's reading. Answers
+    are kept in ``--answers`` (a JSON file by message), so a run that stopped goes on where it was."""
     import asyncio
     import tempfile
 
@@ -243,9 +243,7 @@ def model(args: argparse.Namespace, texts: Sequence[str]) -> list[Reader]:
     name = f"{args.model} ({unread} unread)" if unread else args.model
 
     def only_asks(text: str) -> bool:
-        return answers.get(text) is not None and not any(
-            f.form == "statement" or f.kind == "rule_for_assistant" for f in facts(text)
-        )
+        return answers.get(text) is not None and all(f.asks and f.kind != "rule_for_assistant" for f in facts(text))
 
     return [
         Reader("rule", f"{name}: a rule", lambda t: any(f.kind == "rule_for_assistant" for f in facts(t))),
@@ -253,7 +251,7 @@ def model(args: argparse.Namespace, texts: Sequence[str]) -> list[Reader]:
         Reader("next_step", "not read by memory extraction"),
         Reader("about=other", f"{name}: another person", lambda t: any(f.about == "another_person" for f in facts(t))),
         Reader("passing", f"{name}: a passing state", lambda t: any(f.kind == "passing_state" for f in facts(t))),
-        Reader("question_only", f"{name}: no statement, no rule", only_asks),
+        Reader("question_only", f"{name}: only asks (form or ?), no rule", only_asks),
         Reader("secret", "secrets.find_secret", lambda text: find_secret(text) is not None),
     ]
 

@@ -41,7 +41,7 @@ from pydantic.json_schema import JsonDict
 
 from co_cli.cues import memory_suggestions
 from co_cli.errors import CoError
-from co_cli.memory.grounding import from_a_secret, grounded, normalise, quoted, said
+from co_cli.memory.grounding import asked, from_a_secret, grounded, normalise, quoted, said
 from co_cli.memory.retrieval import near_duplicate, query_terms
 from co_cli.models.structured_answer import ProseAnswer, ask
 from co_cli.secrets import find_secret
@@ -151,12 +151,18 @@ class Fact(BaseModel):
         return {"user": "user", "another_person": "other", "nobody": "none"}[self.about]
 
     @property
+    def asks(self) -> bool:
+        """Whether it asks rather than tells: the model says so (a question, a request), or its quote or text ends
+        with a question mark (a small model calls many questions statements)."""
+        return self.form != "statement" or asked(self.quote) or asked(self.text)
+
+    @property
     def kept(self) -> bool:
-        """Whether it is something to keep at all: about someone, lasting (a fact or a rule), and a rule when the
-        quote asks rather than tells."""
+        """Whether it is something to keep at all: about someone, lasting (a fact or a rule), and a rule when it
+        asks rather than tells."""
         if self.about == "nobody" or self.kind == "passing_state":
             return False
-        return self.form == "statement" or self.kind == "rule_for_assistant"
+        return not self.asks or self.kind == "rule_for_assistant"
 
 
 class Reading(BaseModel):
