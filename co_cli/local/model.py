@@ -53,7 +53,7 @@ from co_cli.message_view import part_kind, view_part
 
 DEFAULT_TEMPERATURE = 0.0
 """Local models answer greedily: a small model's most likely word is its best (SmolLM2-135M named Paris, Hola and
-Rome greedily, and drifted off in half its sampled answers at 0.4), and the same question gets the same answer."""
+Rome greedily, and drifted off in half its sampled answers at 0.4)."""
 DEFAULT_TOP_P = 0.9
 DEFAULT_REPEAT_PENALTY = 1.15
 SYSTEM_NAME = "llama_cpp"
