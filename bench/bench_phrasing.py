@@ -6,6 +6,7 @@ measured on the labelled corpus in bench/phrasing/ (see its README for the label
     python bench/bench_phrasing.py --misses             # ... and each miss, with its id and text
     python bench/bench_phrasing.py --split tune --lang en
     python bench/bench_phrasing.py --method model -m local:/path/model.gguf --answers /tmp/answers.json
+    python bench/bench_phrasing.py --method summariser -m local:/path/model.gguf --answers /tmp/summaries.json
 
 Reported figures use the held-out half (the default); anything tuned looks at ``--split tune`` only.
 
@@ -205,7 +206,7 @@ def model(args: argparse.Namespace, texts: Sequence[str]) -> list[Reader]:
     import tempfile
 
     from co_cli.config import load_settings
-    from co_cli.memory.extract import Reading, read_message
+    from co_cli.memory.extract import Reading, read_message, whose
     from co_cli.models import resolve_model
     from co_cli.models.structured_answer import ProseAnswer
     from co_cli.secrets import find_secret
@@ -249,16 +250,97 @@ def model(args: argparse.Namespace, texts: Sequence[str]) -> list[Reader]:
         Reader("rule", f"{name}: a rule", lambda t: any(f.kind == "rule_for_assistant" for f in facts(t))),
         Reader("change", "no reading without kept memories"),
         Reader("next_step", "not read by memory extraction"),
-        Reader("about=other", f"{name}: another person", lambda t: any(f.about == "another_person" for f in facts(t))),
+        Reader("about=other", f"{name}: another person", lambda t: any(whose(f, t) == "other" for f in facts(t))),
         Reader("passing", f"{name}: a passing state", lambda t: any(f.kind == "passing_state" for f in facts(t))),
         Reader("question_only", f"{name}: only asks (form or ?), no rule", only_asks),
         Reader("secret", "secrets.find_secret", lambda text: find_secret(text) is not None),
     ]
 
 
+SPAN = 4
+"""Messages per stretch the summariser is shown (``--method summariser``)."""
+REPLY = "OK."
+"""The assistant's turn between two of the user's messages in those stretches."""
+
+
+def stretches(texts: Sequence[str], size: int = SPAN) -> list[list[str]]:
+    """The messages in consecutive groups of ``size``, in corpus order (one language at a time, mostly)."""
+    return [list(texts[i : i + size]) for i in range(0, len(texts), size)]
+
+
+def summariser(args: argparse.Namespace, texts: Sequence[str]) -> list[Reader]:
+    """co's compaction reading by the model ``-m``: the messages in stretches of ``SPAN`` user turns (each answered
+    "OK."), each stretch summarised as compaction asks it (``context.summarize.summarize_messages``: one typed
+    answer with the standing instructions, the changes and the next step quoted from the user), and the quotes
+    verified as compaction verifies them (``context.pins``). A message is a rule when a verified standing
+    instruction lies in it and not also a change or the next step (``user_quotes.read_answer``), a change when a
+    change's quote is found in it (before compaction's further check that the earlier value occurs in the stretch,
+    which one message alone rarely has), the next step when the stretch's one next step lies in it (a stretch
+    with two next-step messages can have only one found). Answers are kept in ``--answers`` by stretch."""
+    import asyncio
+
+    from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
+
+    from co_cli.config import load_settings
+    from co_cli.context.pins import find_quote, normalise
+    from co_cli.context.summarize import SummaryAnswer, summarize_messages
+    from co_cli.context.user_quotes import read_answer
+    from co_cli.models import resolve_model
+
+    answers_path = Path(args.answers) if args.answers else None
+    answers: dict[str, Any] = json.loads(answers_path.read_text()) if answers_path and answers_path.exists() else {}
+    groups = stretches(texts)
+
+    async def read_all() -> None:
+        chosen = None
+        for index, group in enumerate(groups):
+            key = "\n".join(group)
+            if key in answers:
+                continue
+            chosen = chosen or resolve_model(load_settings(model=args.model).settings, "command line").model
+            messages = [
+                message
+                for text in group
+                for message in (ModelRequest(parts=[UserPromptPart(text)]), ModelResponse(parts=[TextPart(REPLY)]))
+            ]
+            try:
+                summarised = await summarize_messages(messages, chosen, max_input_tokens=3000)
+                answers[key] = summarised.answer.model_dump() if summarised.typed else None
+            except Exception as exc:  # an answer that cannot be read counts as no reading
+                print(f"  {index + 1}/{len(groups)}: no reading ({type(exc).__name__})", file=sys.stderr)
+                answers[key] = None
+            print(f"  {index + 1}/{len(groups)} summarised", file=sys.stderr, flush=True)
+            if answers_path:
+                answers_path.write_text(json.dumps(answers, ensure_ascii=False, indent=1))
+
+    asyncio.run(read_all())
+    found: dict[str, set[str]] = {"rule": set(), "change": set(), "next_step": set()}
+    for group in groups:
+        raw = answers.get("\n".join(group))
+        if raw is None:
+            continue
+        answer = SummaryAnswer.model_validate(raw)
+        reading = read_answer(answer, group, [*group, REPLY])
+
+        def holding(quote: str | None, group: Sequence[str] = group) -> list[str]:
+            return [text for text in group if quote and normalise(quote) in normalise(text)]
+
+        found["rule"].update(text for rule in reading.rules for text in holding(rule))
+        found["change"].update(text for c in answer.changes for text in holding(find_quote(c.quote, group)))
+        found["next_step"].update(holding(reading.next_step))
+    unread = sum(1 for group in groups if answers.get("\n".join(group)) is None)
+    name = f"{args.model} summariser" + (f" ({unread} of {len(groups)} stretches unread)" if unread else "")
+    return [
+        Reader("rule", f"{name}: standing instruction", lambda t: t in found["rule"]),
+        Reader("change", f"{name}: change", lambda t: t in found["change"]),
+        Reader("next_step", f"{name}: next step", lambda t: t in found["next_step"]),
+    ]
+
+
 METHODS: dict[str, Callable[[argparse.Namespace, Sequence[str]], list[Reader]]] = {
     "fallback": fallback,
     "model": model,
+    "summariser": summariser,
 }
 
 
@@ -368,8 +450,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--split", choices=SPLITS, default="held", help="held: for reports (default); tune: to tune")
     parser.add_argument("--lang", help="only the messages in this language (en, de, es, fr, ja, ru)")
     parser.add_argument("--misses", action="store_true", help="list each miss with its id and text")
-    parser.add_argument("-m", "--model", default="local", help="--method model: the model, as co chat -m takes it")
-    parser.add_argument("--answers", help="--method model: a JSON file keeping the model's answers (resumes a run)")
+    parser.add_argument(
+        "-m", "--model", default="local", help="--method model or summariser: the model, as co chat -m takes it"
+    )
+    parser.add_argument(
+        "--answers", help="--method model or summariser: a JSON file keeping the model's answers (resumes a run)"
+    )
     return parser.parse_args(argv)
 
 

@@ -13,6 +13,7 @@ from bench.bench_phrasing import (
     ABOUT,
     CORPUS,
     DECISIONS,
+    SPAN,
     TABLE_HEADER,
     CorpusError,
     Labelled,
@@ -22,6 +23,8 @@ from bench.bench_phrasing import (
     parse_args,
     score,
     split_of,
+    stretches,
+    summariser,
     table,
 )
 
@@ -105,3 +108,27 @@ def test_the_command_reads_the_held_half_unless_told(capsys: pytest.CaptureFixtu
     assert out.startswith("method fallback, split tune: ")
     listed = [line.split()[1] for line in out.splitlines() if line.startswith(("  missed ", "  wrongly "))]
     assert listed and all(split_of(corpus_id) == "tune" for corpus_id in listed)
+
+
+def test_the_summariser_method_counts_only_verified_quotes_in_their_message(
+    tune: list[Labelled], tmp_path: Path
+) -> None:
+    texts = [row.text for row in tune[: SPAN * 2]]
+    first, second = stretches(texts)
+    answers = {
+        "\n".join(first): {
+            "summary": "- the user wrote four messages",
+            "standing_instructions": [first[0], "a rule the user never wrote"],
+            "changes": [{"quote": first[1], "old": "", "new": ""}],
+            "next_step": first[2],
+            "people": [],
+        },
+        "\n".join(second): None,  # no typed answer: nothing read from these
+    }
+    kept = tmp_path / "summaries.json"
+    kept.write_text(json.dumps(answers))
+    readers = {r.decision: r for r in summariser(argparse.Namespace(model="unused", answers=str(kept)), texts)}
+    assert set(readers) == {"rule", "change", "next_step"}
+    said = {decision: [t for t in texts if reader.read and reader.read(t)] for decision, reader in readers.items()}
+    assert said == {"rule": [first[0]], "change": [first[1]], "next_step": [first[2]]}
+    assert "(1 of 2 stretches unread)" in readers["rule"].name
