@@ -20,6 +20,8 @@ from co_cli.memory.extract import (
     plan,
     suggestions,
     topic_key,
+    whom_named,
+    whose,
     worth_extracting,
 )
 from co_cli.memory.inject import relevant_memories, render_memory_section
@@ -210,6 +212,45 @@ def test_a_colleagues_fact_is_about_them_not_the_user(store: Memories) -> None:
     again = fact("Дмитрий перешёл на Neovim", about="another_person", person="Дмитрий", topic="editor")
     run_worker(store, reading([again]), "Дмитрий перешёл на Neovim", "auto")
     assert active(store) == ["I write code in Helix", "Дмитрий перешёл на Neovim"]
+
+
+def test_a_fact_the_model_calls_the_users_is_another_persons_when_its_subject_names_them(store: Memories) -> None:
+    mine = store.add("Vivo en Valencia", actor="extractor", subject=Subject("home_city", "user"))
+    message = "Mi hermana Irene vive en Bilbao desde enero."
+    # a small model says "user" yet copies whom the sentence is about
+    hers = fact("Mi hermana Irene vive en Bilbao", subject="Mi hermana Irene", topic="home_city")
+    run_worker(store, reading([hers]), message, "auto")
+    assert store.get(mine.id).status == "active"  # the user's city is not replaced by the sister's
+    sister = store.list()[-1]
+    assert (sister.text, sister.about, sister.person) == (
+        "Mi hermana Irene vive en Bilbao",
+        "other",
+        "Mi hermana Irene",
+    )
+
+
+@pytest.mark.parametrize(
+    ("fields", "message", "expected"),
+    [
+        ({"subject": "I"}, "I moved to Bilbao in January.", ("user", None)),
+        ({"subject": "i"}, "Ich bin nach Bilbao gezogen.", ("user", None)),
+        ({"subject": ""}, "I moved to Bilbao in January.", ("user", None)),
+        # a subject the message does not name is not taken for someone else
+        ({"subject": "the user"}, "I moved to Bilbao in January.", ("user", None)),
+        ({"subject": "Joana"}, "Joana moved to Bilbao in January.", ("other", "Joana")),
+        ({"about": "another_person", "person": "Joana", "subject": "I"}, "Joana moved to Bilbao.", ("other", "Joana")),
+        (
+            {"about": "another_person", "subject": "my neighbour"},
+            "My neighbour moved to Bilbao.",
+            ("other", "my neighbour"),
+        ),
+        ({"about": "nobody", "subject": "Joana"}, "Joana moved to Bilbao.", ("none", None)),
+    ],
+)
+def test_whose_fact_it_is(fields: dict[str, Any], message: str, expected: tuple[str, str | None]) -> None:
+    read = Fact.model_validate(fact("moved to Bilbao", quote="Bilbao", **fields))
+    about = whose(read, message)
+    assert (about, whom_named(read, message) if about == "other" else None) == expected
 
 
 def test_a_fact_about_a_colleague_in_japanese(store: Memories) -> None:

@@ -72,10 +72,12 @@ For each fact, in this order:
 - kind: "rule_for_assistant" when the user tells the assistant how to answer or work from now on, in every
   later answer (a one-time request is not a rule); "passing_state" when it holds only now and will not hold
   next week (a mood, being tired, ill or busy, anything "today" or "right now"); otherwise "lasting_fact".
-- about: whose fact it is, by the subject of the statement. "user" when the user is the subject (their life,
-  work, projects, tools, likes, rules for the assistant). "another_person" when someone else is the subject (a
-  colleague, a friend, a relative, named or not), with person: that person's name as written (or how the
-  message calls them, "my aunt"). "nobody" when it is about no person (how a thing works, general knowledge).
+- subject: whom the quote is about. "I" when it is about the user (their life, work, projects, tools, likes)
+  or is a rule for the assistant. Else the words of the quote naming that person or thing, copied from it
+  ("Kofi", "my aunt", "mi madre", "うちの父", "the build").
+- about: "user" when the subject is "I". "another_person" when the subject is someone else (a colleague, a
+  friend, a relative, named or not), with person: that person's name as written (or how the message calls
+  them, "my aunt"). "nobody" when it is about no person (a thing, how something works).
 - text: one standalone statement, true without the conversation, in the language and the words of the message.
   Never translate it, never rewrite "I" as "the user", keep names exactly as written (my-app stays my-app).
 - topic: a short snake_case key in English for the attribute the fact states (home_city, editor, employer,
@@ -86,19 +88,20 @@ For each fact, in this order:
 Never include passwords, keys or tokens. Never add what you know yourself: only what the message says.
 
 Examples (memories shown: m4 | user | home_city | Ich wohne in Linz):
-"Seit März wohne ich in Graz." -> {"facts": [{"quote": "Seit März wohne ich in Graz", "form": "statement",
-"kind": "lasting_fact", "about": "user", "person": null, "text": "Seit März wohne ich in Graz", "topic":
+"Seit März wohne ich in Graz." -> {"facts": [{"quote": "Seit März wohne ich in Graz", "form": "statement", "kind":
+"lasting_fact", "subject": "I", "about": "user", "person": null, "text": "Seit März wohne ich in Graz", "topic":
 "home_city", "replaces": "m4"}]}
 "My teammate Kofi reviews every migration" -> {"facts": [{"quote": "Kofi reviews every migration", "form":
-"statement", "kind": "lasting_fact", "about": "another_person", "person": "Kofi", "text": "My teammate Kofi
-reviews every migration", "topic": "reviews_migrations", "replaces": null}]}
+"statement", "kind": "lasting_fact", "subject": "Kofi", "about": "another_person", "person": "Kofi", "text": "My
+teammate Kofi reviews every migration", "topic": "reviews_migrations", "replaces": null}]}
 "うちの父は大工です。" -> {"facts": [{"quote": "うちの父は大工です", "form": "statement", "kind": "lasting_fact",
-"about": "another_person", "person": "父", "text": "うちの父は大工です", "topic": "occupation", "replaces": null}]}
-"Réponds-moi toujours en tutoyant." -> {"facts": [{"quote": "Réponds-moi toujours en tutoyant", "form":
-"request", "kind": "rule_for_assistant", "about": "user", "person": null, "text": "Réponds-moi toujours en
+"subject": "うちの父", "about": "another_person", "person": "父",
+"text": "うちの父は大工です", "topic": "occupation", "replaces": null}]}
+"Réponds-moi toujours en tutoyant." -> {"facts": [{"quote": "Réponds-moi toujours en tutoyant", "form": "request",
+"kind": "rule_for_assistant", "subject": "I", "about": "user", "person": null, "text": "Réponds-moi toujours en
 tutoyant", "topic": "form_of_address", "replaces": null}]}
-"Estoy resfriado y no pienso con claridad." -> {"facts": [{"quote": "Estoy resfriado", "form": "statement",
-"kind": "passing_state", "about": "user", "person": null, "text": "Estoy resfriado", "topic": "health",
+"Estoy resfriado y no pienso con claridad." -> {"facts": [{"quote": "Estoy resfriado", "form": "statement", "kind":
+"passing_state", "subject": "I", "about": "user", "person": null, "text": "Estoy resfriado", "topic": "health",
 "replaces": null}]}
 "¿Cómo formateo una fecha en Go?" -> {"facts": []}
 "Leave the tests alone for this change." -> {"facts": []}
@@ -115,6 +118,8 @@ def _bounded(chars: int) -> JsonDict:
 
 
 About = Literal["user", "another_person", "nobody"]
+SELF = "i"
+"""A fact's subject when it is about the user: "I", as the instructions ask, in any language of the message."""
 FactKind = Literal["lasting_fact", "rule_for_assistant", "passing_state"]
 Form = Literal["statement", "question", "request"]
 
@@ -128,6 +133,11 @@ class Fact(BaseModel):
     )
     form: Form = Field("statement", description="how the quote is said")
     kind: FactKind = Field("lasting_fact", description="a lasting fact, a rule for the assistant, a passing state")
+    subject: str = Field(
+        "",
+        description='"I" for the user, else who or what the quote is about, copied from it',
+        json_schema_extra=_bounded(80),
+    )
     about: About = Field(description="whose fact it is")
     person: str | None = Field(
         None,
@@ -144,11 +154,6 @@ class Fact(BaseModel):
     replaces: str | None = Field(
         None, description="the id (m12) of a memory shown that this fact supersedes", json_schema_extra=_bounded(12)
     )
-
-    @property
-    def subject(self) -> str:
-        """Whom it is about, as memories store it: "user", "other" or "none"."""
-        return {"user": "user", "another_person": "other", "nobody": "none"}[self.about]
 
     @property
     def asks(self) -> bool:
@@ -258,8 +263,8 @@ def checked(
         return None
     if not quoted(fact.quote, message) or find_secret(text) is not None or from_a_secret(fact.quote, message):
         return None
-    person = " ".join((fact.person or "").split()) if fact.subject == "other" else ""
-    subject = Subject(topic_key(fact.topic), fact.subject, person if person and said(person, message) else None)
+    about = whose(fact, message)
+    subject = Subject(topic_key(fact.topic), about, whom_named(fact, message) if about == "other" else None)
     target = replaced(fact, subject, known, same_topic, taken)
     if not grounded(text, message if target is None else f"{message}\n{target.text}"):
         return None
@@ -269,6 +274,24 @@ def checked(
         return None
     kind = "instruction" if fact.kind == "rule_for_assistant" else "fact"
     return Change("add" if target is None else "update", text, None if target is None else target.id, kind, subject)
+
+
+def whose(fact: Fact, message: str) -> str:
+    """Whom ``fact`` is about, as memories store it: "user", "other" or "none". A fact the model says is the user's
+    is another person's when its subject (or person) names someone the message names: a small model says "user"
+    for most facts about a relative or a colleague, yet copies who they are about."""
+    if fact.about == "nobody":
+        return "none"
+    return "other" if fact.about == "another_person" or whom_named(fact, message) is not None else "user"
+
+
+def whom_named(fact: Fact, message: str) -> str | None:
+    """The other person a fact is about, as the message names them: the model's ``person``, else its subject."""
+    for name in (fact.person or "", fact.subject):
+        name = " ".join(name.split())
+        if name and name.casefold() != SELF and said(name, message):
+            return name
+    return None
 
 
 def replaced(
