@@ -47,11 +47,6 @@ METHODS_ALLOWED = {
         "the rules of the memory table and its history in one place: every "
         "write and the review queue keep one row's invariants",
     ),
-    "co_cli.store.sessions.Sessions": (
-        23,
-        "the rules of the session table (create, trash, restore, retitle, the "
-        "revision a server reads), each a statement-level write of one table",
-    ),
     "co_cli.tools.mcp.servers.McpServers": (
         24,
         "the lifecycle of the process's MCP servers (start, watch, "
