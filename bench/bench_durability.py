@@ -119,8 +119,8 @@ def _purge(db: Path) -> None:
     with Store.open(db) as store:
         ids = [info.id for info in store.sessions.list(limit=1000)]
         for sid in ids:
-            store.sessions.trash(sid)
-        store.sessions.purge(ids, db.parent / "tool-outputs")
+            store.trash.put(sid)
+        store.trash.purge(ids, db.parent / "tool-outputs")
 
 
 def _sound(db: Path) -> None:

@@ -42,16 +42,6 @@ MAX_METHODS = 20
 """A class holds one concern: past 20 methods it holds several, and the next feature belongs in a class of its own
 (the terminal's chat loop is split by what it does: its output, its questions and keys, and the loop itself)."""
 METHODS_ALLOWED = {
-    "co_cli.store.memories.Memories": (
-        24,
-        "the rules of the memory table and its history in one place: every "
-        "write and the review queue keep one row's invariants",
-    ),
-    "co_cli.store.sessions.Sessions": (
-        23,
-        "the rules of the session table (create, trash, restore, retitle, the "
-        "revision a server reads), each a statement-level write of one table",
-    ),
     "co_cli.tools.mcp.servers.McpServers": (
         24,
         "the lifecycle of the process's MCP servers (start, watch, "

@@ -100,9 +100,9 @@ def test_forks_copy_the_changes_up_to_their_point_and_the_trash_keeps_them(deps:
     deps.store.locks.release(session_id)
     fork = store.fork(session_id, 0)
     assert [c.seq for c in store.file_changes.of_session(fork.id)] == [0, 0]
-    store.sessions.trash(session_id)
+    store.trash.put(session_id)
     assert len(store.file_changes.of_session(session_id)) == 5
-    store.sessions.purge([session_id])
+    store.trash.purge([session_id])
     assert store.file_changes.of_session(session_id) == []
     rows = store.file_changes.of_session(fork.id)
     assert [store.file_changes.content(row.after_hash) for row in rows] == [b"created\n", b"A1\r\n"]

@@ -71,7 +71,7 @@ def test_remember_refuses_credentials_in_one_line(core: Core, secret: str) -> No
 def test_memory_shows_counts_instructions_pins_proposals_and_what_was_sent(core: Core) -> None:
     chat = ChatRun(core, streaming_model(echo))
     chat.send("hello", "/remember The user prefers tabs", "/pin --remember Never push to main.", "/pin Be brief.")
-    proposal = memories(core).propose("The user lives in Leeds", proposal="add")
+    proposal = memories(core).review.propose("The user lives in Leeds", proposal="add")
     printed = chat.send("/memory")
     assert printed.code == 0, printed.err
     instruction = next(m for m in memories(core).list() if m.kind == "instruction")
@@ -98,19 +98,19 @@ def test_memory_review_without_a_terminal_is_refused(core: Core) -> None:
     chat = ChatRun(core, streaming_model(echo))
     nothing = chat.send("/memory review")
     assert nothing.code == 0 and nothing.lines == ["Nothing to review."]
-    memories(core).propose("The user lives in Leeds", proposal="add")
+    memories(core).review.propose("The user lives in Leeds", proposal="add")
     printed = chat.send("/memory review")
     assert printed.code == 1 and printed.out == ""
     assert printed.err == (
         "error: /memory review asks about each proposal: use it in a terminal, or 'co memory review'\n"
     )
-    assert [m.status for m in memories(core).proposals(None)] == ["proposed"]
+    assert [m.status for m in memories(core).review.proposals(None)] == ["proposed"]
 
 
 def test_memory_review_in_a_terminal_accepts_and_rejects(core: Core, monkeypatch: pytest.MonkeyPatch) -> None:
     chat = ChatRun(core, streaming_model(echo))
-    leeds = memories(core).propose("The user lives in Leeds", proposal="add")
-    tabs = memories(core).propose("The user prefers tabs", proposal="add")
+    leeds = memories(core).review.propose("The user lives in Leeds", proposal="add")
+    tabs = memories(core).review.propose("The user prefers tabs", proposal="add")
     answers = iter(["a", "r"])
 
     async def ask(question: str) -> str | None:
@@ -146,7 +146,7 @@ def test_editing_a_proposal_starts_from_its_text(core: Core) -> None:
     from co_cli.memory.review import review
 
     store = memories(core)
-    proposal = store.propose("The user writes Go", proposal="add")
+    proposal = store.review.propose("The user writes Go", proposal="add")
     asked: list[tuple[str, str]] = []
 
     async def ask(question: str, default: str = "") -> str | None:
@@ -186,7 +186,7 @@ def test_a_proposal_names_its_session_by_an_id_that_resumes_it(core: Core, monke
     monkeypatch.setattr("co_cli.store.sessions.new_session_id", lambda now=None: next(twins))
     sid, other = (core.store.sessions.create(model="test", cwd="/", title=t).id for t in ("one", "two"))
     seq = core.store.messages.begin_turn(sid, "I write Go at work every day")
-    proposal = memories(core).propose("The user writes Go", proposal="add", source_session=sid, source_seq=seq)
+    proposal = memories(core).review.propose("The user writes Go", proposal="add", source_session=sid, source_seq=seq)
     [source] = [line for line in describe(memories(core), proposal) if "from your message" in line]
     shown = source.split("(session ", 1)[1].split(" ", 1)[0]
     assert core.store.sessions.get(shown).id == sid  # its first 8 characters name two sessions

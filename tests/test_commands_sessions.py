@@ -155,7 +155,7 @@ def test_delete_moves_a_session_to_the_trash(core: Core) -> None:
     assert printed.lines == [
         f"Moved {old.id} to the trash. 'co sessions restore {old.id[:8]}' brings it back."
     ]  # piped: nobody to ask, so the answer is yes
-    assert [info.id for info, _ in core.store.sessions.trashed()] == [old.id]
+    assert [info.id for info, _ in core.store.trash.list()] == [old.id]
     assert [s.title for s in core.store.sessions.list()] == ["current one"]
 
 
@@ -184,7 +184,7 @@ def test_delete_answered_no_keeps_the_session(core: Core, monkeypatch: pytest.Mo
     printed = chat.send(f"/delete {current(chat)}")
     assert printed.lines == ["Not deleted."]
     assert asked == [f"Move {current(chat)} (keep me) to the trash?"]
-    assert core.store.sessions.trashed() == [] and [s.title for s in core.store.sessions.list()] == ["keep me"]
+    assert core.store.trash.list() == [] and [s.title for s in core.store.sessions.list()] == ["keep me"]
 
 
 def test_resume_after_a_compaction_recaps_the_transcript_and_counts_the_compactions_in_force(core: Core) -> None:

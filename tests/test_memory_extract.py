@@ -93,7 +93,7 @@ def test_a_fact_becomes_a_proposal_in_the_users_words_with_provenance(store: Mem
     facts = [fact("Ich heiße Jonas", topic="name"), fact("Ich programmiere meistens in Elixir",
              quote="programmiere meistens in Elixir", topic="main_language")]  # fmt: skip
     worker = run_worker(store, reading(facts, calls), message)
-    proposals = store.proposals(PROJECT)
+    proposals = store.review.proposals(PROJECT)
     assert [(p.text, p.topic, p.about) for p in proposals] == [
         ("Ich heiße Jonas", "name", "user"),
         ("Ich programmiere meistens in Elixir", "main_language", "user"),
@@ -163,7 +163,7 @@ def test_a_change_in_german_replaces_the_memory_with_the_same_topic_key(store: M
     assert active(store) == ["I use Fedora on my laptop", "Seit dem Sommer wohne ich in Leipzig"]
     assert store.get(old.id).replaced_by == new.id and new.topic == "home_city"
     assert "home_city" in calls[0]  # the model is told the topic keys in use
-    store.undo()  # the old memory stays in the log, and comes back
+    store.history.undo()  # the old memory stays in the log, and comes back
     assert active(store) == ["I live in Bremen", "I use Fedora on my laptop"]
 
 
@@ -175,7 +175,7 @@ def test_a_change_the_model_names_replaces_the_shown_memory(store: Memories) -> 
                   replaces=old.ref)  # fmt: skip
     run_worker(store, reading([change], calls), message)
     assert f"{old.ref} | ? | - | Uso Sublime para escribir código" in calls[0]  # shown with its id
-    [proposal] = store.proposals(PROJECT)
+    [proposal] = store.review.proposals(PROJECT)
     assert (proposal.proposal, proposal.target_id, proposal.text) == ("update", old.id, "Ahora escribo código en Zed")
     assert f"replaces {old.ref}: Uso Sublime para escribir código" in describe(store, proposal)[1]
 
@@ -357,13 +357,13 @@ def test_at_most_three_changes_and_no_restated_fact(store: Memories) -> None:
         fact(f"I use {tool}", quote=tool, topic=tool) for tool in ("kitty", "fish", "helix")
     ]
     run_worker(store, reading(facts), message)
-    assert [p.text for p in store.proposals(None)] == ["I use tmux", "I use kitty", "I use fish"]
+    assert [p.text for p in store.review.proposals(None)] == ["I use tmux", "I use kitty", "I use fish"]
 
 
 def test_a_fact_already_kept_is_not_added_again(store: Memories) -> None:
     store.add("Ich nutze Arch Linux", actor="extractor", subject=Subject("os", "user"))
     run_worker(store, reading([fact("Ich nutze Arch Linux", topic="os")]), "Wie gesagt, ich nutze Arch Linux", "auto")
-    assert len(store.list()) == 1 and len(store.log()) == 1
+    assert len(store.list()) == 1 and len(store.history.log()) == 1
 
 
 def test_plan_is_pure_and_one_memory_is_replaced_once(store: Memories) -> None:
@@ -412,7 +412,7 @@ def test_no_readable_answer_suggests_by_word_cues_without_acting(store: Memories
     worker = run_worker(store, prose(calls), message, "auto")
     # the prose answer, then the same question for JSON; nothing changed, kept for later
     assert len(calls) == 2 and worker.prompted and worker.last_error
-    assert store.proposals(None) == [] and len(ExtractionQueue(store.db)) == 1
+    assert store.review.proposals(None) == [] and len(ExtractionQueue(store.db)) == 1
 
     async def next_turn() -> None:
         worker.start()
@@ -424,7 +424,7 @@ def test_no_readable_answer_suggests_by_word_cues_without_acting(store: Memories
     asyncio.run(next_turn())
     assert len(calls) == 3 and len(ExtractionQueue(store.db)) == 0  # tried once more, then given up
     # the cues only suggest: a proposal even in auto mode, replacing nothing
-    [suggestion] = store.proposals(None)
+    [suggestion] = store.review.proposals(None)
     assert (suggestion.text, suggestion.proposal) == ("I switched to fish as my shell.", "add")
     assert suggestion.target_id is None
     assert suggestion.cue == "a statement about you"
@@ -451,7 +451,7 @@ def test_a_failed_request_changes_nothing_and_suggests_nothing(store: Memories) 
     assert worker.last_error and "provider down" in worker.last_error
     _later(store)
     worker = run_worker(store, FunctionModel(broken), "I always use tabs when I write Go code")
-    assert store.list() == [kept] and store.proposals(None) == []
+    assert store.list() == [kept] and store.review.proposals(None) == []
 
 
 def test_an_invalid_tool_answer_is_asked_again_as_json_at_once(store: Memories) -> None:
@@ -503,7 +503,7 @@ def test_worker_never_blocks_the_caller_and_drains_at_exit(store: Memories) -> N
 
     busy, notices = asyncio.run(go())
     assert busy and notices and "Finishing memory extraction" in notices[0]
-    assert [p.text for p in store.proposals(None)] == ["I write Go daily"]
+    assert [p.text for p in store.review.proposals(None)] == ["I write Go daily"]
 
 
 def test_queued_work_of_an_interrupted_co_is_resumed(store: Memories) -> None:
@@ -520,7 +520,7 @@ def test_queued_work_of_an_interrupted_co_is_resumed(store: Memories) -> None:
         await worker.drain()
 
     asyncio.run(go())
-    [proposal] = store.proposals(None)
+    [proposal] = store.review.proposals(None)
     assert (proposal.text, proposal.source_session, proposal.source_seq) == ("Prefiero temas oscuros", "old-session", 7)
 
 
@@ -597,4 +597,4 @@ def test_never_more_than_one_request_per_attempt_in_prompted_mode(store: Memorie
         requests = server.chat_requests
     assert len(requests) == 2  # two attempts of one request each, the second later
     assert active(store) == ["I live in Porto"]
-    assert store.proposals(None) == []  # the English cues suggest nothing for a German message
+    assert store.review.proposals(None) == []  # the English cues suggest nothing for a German message

@@ -96,7 +96,7 @@ def test_project_memories_only_in_their_project(store: Memories) -> None:
 
 def test_deleted_and_proposed_are_never_sent(store: Memories) -> None:
     m = store.add("kestrel uses postgres", actor="user")
-    store.propose("kestrel uses mysql", proposal="add")
+    store.review.propose("kestrel uses mysql", proposal="add")
     store.forget(m.ref, actor="user")
     assert relevant_memories(store, "kestrel database", "", 800, time.time()) == []
 

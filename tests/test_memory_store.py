@@ -54,17 +54,17 @@ def test_a_memory_keeps_its_topic_and_whom_it_is_about(store: Memories) -> None:
     moved = store.replace(home.ref, "Vivo en Sevilla desde mayo", actor="extractor", source_session="s9", source_seq=4)
     assert (moved.topic, moved.about, moved.source_session, moved.source_seq) == ("home_city", "user", "s9", 4)
     assert store.with_topics(["home_city"], PROJECT) == [moved]
-    store.undo()
+    store.history.undo()
     assert store.with_topics(["home_city"], PROJECT) == [store.get(home.id)]
 
 
 def test_a_proposal_keeps_its_subject_and_cue_when_accepted(store: Memories) -> None:
-    proposal = store.propose(
+    proposal = store.review.propose(
         "Nunca hagas push a main", proposal="add", kind="instruction", subject=Subject("git_push", "user"),
         cue="a stated rule",
     )  # fmt: skip
     assert (proposal.cue, proposal.status) == ("a stated rule", "proposed")
-    accepted = store.accept(proposal.ref)
+    accepted = store.review.accept(proposal.ref)
     assert (accepted.status, accepted.topic, accepted.kind) == ("active", "git_push", "instruction")
 
 
@@ -81,7 +81,7 @@ def test_forget_is_soft_and_undo_restores(store: Memories) -> None:
     assert store.list() == []
     with pytest.raises(MemoryNotFound):
         store.forget(m.ref, actor="user")  # already forgotten
-    undone = store.undo()
+    undone = store.history.undo()
     assert [(e.action, e.memory_id) for e in undone] == [("restore", m.id)]
     assert [x.text for x in store.list()] == ["The user's dog is called Rex"]
 
@@ -90,14 +90,14 @@ def test_undo_walks_back_change_by_change_and_never_undoes_an_undo(store: Memori
     m = store.add("first text here", actor="user")
     store.edit(m.ref, "second text here")
     store.edit(m.ref, "third text here")
-    store.undo()
+    store.history.undo()
     assert store.get(m.id).text == "second text here"
-    store.undo()
+    store.history.undo()
     assert store.get(m.id).text == "first text here"
-    store.undo()
+    store.history.undo()
     assert store.get(m.id).status == "deleted"  # the add itself, undone softly
     with pytest.raises(MemoryRefused, match="nothing to undo"):
-        store.undo()
+        store.history.undo()
 
 
 def test_replace_is_one_change_with_replaced_by(store: Memories) -> None:
@@ -105,7 +105,7 @@ def test_replace_is_one_change_with_replaced_by(store: Memories) -> None:
     new = store.replace(old.ref, "The user lives in Lyon", actor="model")
     assert store.get(old.id).replaced_by == new.id and store.get(old.id).status == "deleted"
     assert [m.text for m in store.list()] == ["The user lives in Lyon"]
-    store.undo()
+    store.history.undo()
     assert [m.text for m in store.list()] == ["The user lives in Paris"]
     assert store.get(old.id).replaced_by is None
 
@@ -114,26 +114,26 @@ def test_every_change_is_logged_with_old_and_new_text_and_actor(store: Memories)
     m = store.add("The user uses vim daily", actor="user")
     store.edit(m.ref, "The user uses neovim daily", actor="model")
     store.forget(m.ref, actor="extractor")
-    log = store.log()
+    log = store.history.log()
     assert [(e.action, e.actor) for e in log] == [("delete", "extractor"), ("update", "model"), ("add", "user")]
     assert (log[1].old_text, log[1].new_text) == ("The user uses vim daily", "The user uses neovim daily")
 
 
 def test_proposals_accept_reject_and_update_target(store: Memories) -> None:
     target = store.add("The user works at Acme", actor="user")
-    add = store.propose("The user likes green tea", proposal="add", source_session="s1", source_seq=3)
-    upd = store.propose("The user works at Globex", proposal="update", target=target.id)
-    dele = store.propose("The user works at Acme", proposal="delete", target=target.id)
-    assert store.list() == [target] and len(store.proposals(None)) == 3
-    store.reject(add.ref)
+    add = store.review.propose("The user likes green tea", proposal="add", source_session="s1", source_seq=3)
+    upd = store.review.propose("The user works at Globex", proposal="update", target=target.id)
+    dele = store.review.propose("The user works at Acme", proposal="delete", target=target.id)
+    assert store.list() == [target] and len(store.review.proposals(None)) == 3
+    store.review.reject(add.ref)
     assert store.get(add.id).status == "rejected"
-    store.accept(upd.ref, text="The user works at Globex since 2025")
+    store.review.accept(upd.ref, text="The user works at Globex since 2025")
     assert store.get(target.id).status == "deleted" and store.get(target.id).replaced_by == upd.id
     assert [m.text for m in store.list()] == ["The user works at Globex since 2025"]
-    store.accept(dele.ref)  # its target is gone already: nothing more to forget
-    assert store.proposals(None) == []
-    store.undo()
-    assert [m.id for m in store.proposals(None)] == [dele.id]
+    store.review.accept(dele.ref)  # its target is gone already: nothing more to forget
+    assert store.review.proposals(None) == []
+    store.history.undo()
+    assert [m.id for m in store.review.proposals(None)] == [dele.id]
 
 
 def test_project_scope_is_isolated(store: Memories) -> None:
@@ -190,7 +190,7 @@ def test_secrets_are_refused_and_nothing_reaches_the_database(store: Memories, t
     secret_part = max(text.split(), key=len)
     assert secret_part not in exc.value.message
     with pytest.raises(MemoryRefused):
-        store.propose(text, proposal="add")
+        store.review.propose(text, proposal="add")
     ok = store.add("The user prefers tabs", actor="user")
     with pytest.raises(MemoryRefused):
         store.edit(ok.ref, text)
@@ -220,7 +220,7 @@ def test_secrets_said_in_words_are_refused(store: Memories, tmp_path: Path, text
     with pytest.raises(MemoryRefused, match="given in words") as exc:
         store.add(text, actor="user")
     assert secret not in exc.value.message
-    assert store.list(statuses=("active", "proposed", "deleted")) == [] and store.log() == []
+    assert store.list(statuses=("active", "proposed", "deleted")) == [] and store.history.log() == []
 
 
 @pytest.mark.parametrize(
@@ -304,7 +304,7 @@ def test_secrets_said_in_prose_in_any_language_are_refused(
     with pytest.raises(MemoryRefused, match="credential") as exc:
         store.add(text, actor="user")
     assert secret not in exc.value.message and exc.value.message.count("\n") == 0
-    assert store.list(statuses=("active", "proposed", "deleted")) == [] and store.log() == []
+    assert store.list(statuses=("active", "proposed", "deleted")) == [] and store.history.log() == []
     raw = sqlite3.connect(tmp_path / "co.db")
     dump = "\n".join(raw.iterdump())
     raw.close()
@@ -422,7 +422,7 @@ def test_export_import_round_trip_as_events(store: Memories) -> None:
     assert store.get(a.id).text == "The user prefers spaces" and store.get(c.id).status == "deleted"
     again = store.import_entries(memory_file.parse(edited), PROJECT)  # id-less lines match what exists
     assert (again.added, again.updated, again.deleted) == (0, 0, 0)
-    store.undo()  # the whole import is one change
+    store.history.undo()  # the whole import is one change
     assert sorted(m.text for m in store.list(project=PROJECT)) == sorted(
         ["The user prefers tabs", "Run make check first", "The user's cat is Tom"]
     )
@@ -496,8 +496,8 @@ def test_sessions_recover_keeps_memories_and_their_history(tmp_path: Path) -> No
         (kept.id, "The user prefers tabs", "indent", "user")
     ]
     assert copy.search(["tabs"], project=None)  # the full-text index is rebuilt
-    assert [e.action for e in copy.log()] == ["delete", "add", "add"]
-    copy.undo()
+    assert [e.action for e in copy.history.log()] == ["delete", "add", "add"]
+    copy.history.undo()
     assert copy.get(gone.id).status == "active"
     db.close()
 
@@ -517,7 +517,7 @@ def test_sessions_recover_keeps_memories_and_their_history(tmp_path: Path) -> No
 def test_control_sequences_are_not_stored(store: Memories, tmp_path: Path, text: str, kept: str) -> None:
     """On every path a memory is written (add, propose, edit, replace): stored without escape sequences."""
     added = store.add(text, actor="model")
-    proposed = store.propose(text, proposal="add")
+    proposed = store.review.propose(text, proposal="add")
     edited = store.edit(store.add("The user uses vim", actor="user").ref, text)
     assert added.text == proposed.text == edited.text == kept
     raw = sqlite3.connect(tmp_path / "co.db")

@@ -46,7 +46,7 @@ def test_filter_finds_titles_and_message_text_with_a_snippet(store: Store) -> No
     pelican = session(store, "Birds", "where does the pelican nest?", "On the coast.")
     config = session(store, "pelican config", "hello", "hi")
     other = session(store, "Something else", "unrelated", "indeed", cwd="/elsewhere")
-    store.sessions.trash(session(store, "pelican trashed", "pelican", "gone"))
+    store.trash.put(session(store, "pelican trashed", "pelican", "gone"))
     model = PickerModel(store, cwd="/home/me/proj")
     model.load()
     assert [m.row.id for m in model.filter("")] == [other, config, pelican]  # newest first, trash left out
@@ -113,7 +113,7 @@ def test_ctrl_d_asks_before_moving_to_the_trash(store: Store) -> None:
     assert {s.id for s in store.sessions.list()} == {pelican, other}
     assert drive(store, "Birds\x04y\r\x1b") is None  # nothing left that matches: Enter does nothing
     assert [s.id for s in store.sessions.list()] == [other]
-    assert store.sessions.trashed()[0][0].id == pelican
+    assert store.trash.list()[0][0].id == pelican
     assert drive(store, "\x04y\x1b", current=other) is None  # the current session is not trashed from here
     assert [s.id for s in store.sessions.list()] == [other]
 

@@ -204,7 +204,7 @@ def _trashed_session(store: Store, word: str, days_ago: float) -> str:
     seq = store.messages.begin_turn(sid, f"tell me about {word}")
     answer = [ModelRequest(parts=[UserPromptPart(f"tell me about {word}")]), ModelResponse(parts=[TextPart("ok")])]
     store.messages.finish_turn(sid, seq, answer)
-    store.sessions.trash(sid)
+    store.trash.put(sid)
     with store.db.transaction() as tx:
         tx.execute("UPDATE sessions SET deleted_at = ? WHERE id = ?", (time.time() - days_ago * 86400, sid))
     return sid
@@ -221,7 +221,7 @@ def test_a_repository_cannot_purge_the_trash_of_every_project(co_env: dict[str, 
 
     def trashed() -> set[str]:
         with Store.open(data / "co-cli.db") as store:
-            return {info.id for info, _ in store.sessions.trashed()}
+            return {info.id for info, _ in store.trash.list()}
 
     for days in (1, 2, 30):
         write(project_file(repo), {"trash_retention_days": days})

@@ -426,7 +426,7 @@ def test_a_session_is_renamed_moved_to_the_trash_and_restored_from_the_page(
     assert page.url.endswith(f"#/s/{cranes}")
     listed.wait_for()
     with Store.open(Path(server.env["CO_CLI_DATA_DIR"]) / "co-cli.db", reads_only=True) as store:
-        assert store.sessions.get(cranes).title == "Cranes on the marsh" and not store.sessions.in_trash(cranes)
+        assert store.sessions.get(cranes).title == "Cranes on the marsh" and not store.trash.holds(cranes)
     context.close()
 
 

@@ -35,7 +35,7 @@ def test_a_shown_id_grows_until_it_names_one_session(store: Store, monkeypatch: 
     fixed = iter(["abcdef0123" + tail for tail in ("0000000001", "0000000002", "ffff000003")])
     monkeypatch.setattr(sessions_module, "new_session_id", lambda now=None: next(fixed))
     ids = [store.sessions.create(model="test", cwd="/work", title=f"s{i}").id for i in range(3)]
-    store.sessions.trash(ids[2])  # a session in the trash still takes its prefix: restore takes one too
+    store.trash.put(ids[2])  # a session in the trash still takes its prefix: restore takes one too
     shown = store.sessions.short_ids(ids)
     assert shown == {ids[0]: ids[0][:20], ids[1]: ids[1][:20], ids[2]: ids[2][:11]}
     assert store.sessions.get(shown[ids[1]]).id == ids[1]

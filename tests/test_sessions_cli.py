@@ -147,7 +147,7 @@ def test_delete_asks_and_moves_to_the_trash_keeping_everything(data_dir: Path) -
         assert [s.id for s in store.sessions.list()] == [second]
         assert store.search.messages("pelican") == []
         assert store.sessions.latest() is not None and store.sessions.latest().id == second  # type: ignore[union-attr]
-        assert [info.id for info, _ in store.sessions.trashed()] == [first]
+        assert [info.id for info, _ in store.trash.list()] == [first]
         assert len(store.messages.transcript(first)) == 4
     listed = runner.invoke(app, ["trash"], env={"COLUMNS": "160"})
     assert listed.exit_code == 0 and first in listed.output and "Configure the pelican" in listed.output
@@ -170,7 +170,7 @@ def test_restore_brings_a_session_back_unchanged(data_dir: Path) -> None:
             [(m.seq, m.text, m.status) for m in store.messages.transcript(first)],
         ) == before
         assert {h.session_id for h in store.search.messages("pelican")} == {first}
-        assert store.sessions.trashed() == []
+        assert store.trash.list() == []
 
 
 def test_purge_needs_yes_and_removes_rows_and_tool_outputs(data_dir: Path) -> None:
@@ -188,7 +188,7 @@ def test_purge_needs_yes_and_removes_rows_and_tool_outputs(data_dir: Path) -> No
     assert purged.exit_code == 0, purged.output
     assert not outputs.exists()
     with Store.open(data_dir / "co-cli.db") as store:
-        assert store.sessions.trashed() == [] and [s.id for s in store.sessions.list()] == [second]
+        assert store.trash.list() == [] and [s.id for s in store.sessions.list()] == [second]
         with pytest.raises(SessionNotFound):
             store.sessions.get(first, trashed=True)
     assert runner.invoke(app, ["delete", second, "--yes"]).exit_code == 0

@@ -711,13 +711,13 @@ def test_recover_keeps_the_trash_undone_compactions_pins_and_usage(db: Path, tmp
         store.usage.record(ids[0], TurnUsage(role="chat", model="m", requests=1, input_tokens=10, output_tokens=2))
         with store.db.transaction() as tx:
             turn_memories.insert(tx, ids[0], 0, [SentMemory(4, "fact", "The user's kayak is orange")])
-        store.sessions.trash(ids[1])
+        store.trash.put(ids[1])
     target = tmp_path / "recovered.db"
     result = runner.invoke(app, ["recover", "-o", str(target)])
     assert result.exit_code == 0, result.output
     with Store.open(target) as store:
         assert [info.id for info in store.sessions.list()] == [ids[0]]  # the trashed one stays in the trash
-        assert [info.id for info, _ in store.sessions.trashed()] == [ids[1]]
+        assert [info.id for info, _ in store.trash.list()] == [ids[1]]
         (record,) = store.compactions.list(ids[0])
         assert record.method == "digest" and record.undone_at is not None
         assert store.compactions.latest(ids[0]) is None  # the undo still holds

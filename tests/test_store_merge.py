@@ -154,7 +154,7 @@ def test_cli_export_all_and_import_report(tmp_path: Path, monkeypatch: pytest.Mo
         talk(one, sid, "pack the bags")
         trashed = one.sessions.create(model="m", cwd="/", title="gone").id
         talk(one, trashed, "never mind")
-        one.sessions.trash(trashed)
+        one.trash.put(trashed)
     out = tmp_path / "all.jsonl"
     exported = runner.invoke(app, ["export", "--all", "-o", str(out)])
     assert exported.exit_code == 0, exported.output

@@ -56,16 +56,16 @@ def test_trash_hides_everywhere_and_restore_brings_it_back_unchanged(store: Stor
         [(m.seq, m.text) for m in store.messages.transcript(doomed)],
         store.compactions.list(doomed),
     )
-    store.sessions.trash(doomed)
+    store.trash.put(doomed)
     assert [s.id for s in store.sessions.list()] == [keep] and store.sessions.count() == 1
     assert store.sessions.latest() is not None and store.sessions.latest().id == keep  # type: ignore[union-attr]
     assert store.search.messages("albatross") == []
     with pytest.raises(SessionNotFound, match="in the trash"):
         store.sessions.get(doomed)
-    [(info, deleted_at)] = store.sessions.trashed()
+    [(info, deleted_at)] = store.trash.list()
     assert info.id == doomed and abs(deleted_at - time.time()) < 60
     assert "albatross" in fts_terms(store)  # kept whole while in the trash
-    store.sessions.restore(store.sessions.get(doomed, trashed=True).id)
+    store.trash.restore(store.sessions.get(doomed, trashed=True).id)
     after = (
         store.sessions.get(doomed),
         [(m.seq, m.text) for m in store.messages.transcript(doomed)],
@@ -82,10 +82,10 @@ def test_purge_leaves_no_row_search_entry_usage_or_file(store: Store, tmp_path: 
     (files / doomed).mkdir(parents=True)
     (files / doomed / "call-1.txt").write_text("offloaded albatross output")
     pages_before = store.db.read("PRAGMA page_count")[0][0]
-    store.sessions.trash(doomed)
+    store.trash.put(doomed)
     with pytest.raises(SessionNotFound):
-        store.sessions.purge([keep], files_root=files)  # only from the trash
-    assert store.sessions.purge([doomed], files_root=files) == 1
+        store.trash.purge([keep], files_root=files)  # only from the trash
+    assert store.trash.purge([doomed], files_root=files) == 1
     for table, column in (("sessions", "id"), ("messages", "session_id"), ("compactions", "session_id")):
         assert store.db.read(f"SELECT count(*) FROM {table} WHERE {column} = ?", (doomed,))[0][0] == 0
     assert store.db.read("SELECT count(*) FROM turn_usage WHERE session_id = ?", (doomed,))[0][0] == 0
@@ -103,14 +103,14 @@ def test_purge_leaves_no_row_search_entry_usage_or_file(store: Store, tmp_path: 
 def test_nothing_is_purged_by_age_unless_retention_is_set(store: Store) -> None:
     old = saved_session(store, "old")
     recent = saved_session(store, "recent")
-    store.sessions.trash(old)
-    store.sessions.trash(recent)
+    store.trash.put(old)
+    store.trash.put(recent)
     with store.db.transaction() as tx:
         tx.execute("UPDATE sessions SET deleted_at = ? WHERE id = ?", (time.time() - 40 * 86400, old))
-    assert store.sessions.purge_expired(0) == 0
-    assert {info.id for info, _ in store.sessions.trashed()} == {old, recent}
-    assert store.sessions.purge_expired(30) == 1
-    assert [info.id for info, _ in store.sessions.trashed()] == [recent]
+    assert store.trash.purge_expired(0) == 0
+    assert {info.id for info, _ in store.trash.list()} == {old, recent}
+    assert store.trash.purge_expired(30) == 1
+    assert [info.id for info, _ in store.trash.list()] == [recent]
 
 
 def test_a_session_open_in_another_process_is_not_trashed(store: Store) -> None:
@@ -120,9 +120,9 @@ def test_a_session_open_in_another_process_is_not_trashed(store: Store) -> None:
     try:
         assert store.locks.open_elsewhere() == {sid}
         with pytest.raises(SessionBusy):
-            store.sessions.trash(sid)
+            store.trash.put(sid)
         assert store.sessions.get(sid).id == sid
     finally:
         other.release(sid)
-    store.sessions.trash(sid)
-    assert store.sessions.trashed()[0][0].id == sid
+    store.trash.put(sid)
+    assert store.trash.list()[0][0].id == sid

@@ -360,7 +360,7 @@ def apply(store: Memories, changes: Sequence[Change], item: QueuedTurn, mode: Ex
     for change in changes:
         try:
             if mode == "review" or change.cue is not None:
-                store.propose(
+                store.review.propose(
                     change.text, proposal=change.op, kind=change.kind, target=change.target, project=item.project,
                     subject=change.subject, cue=change.cue, source_session=session, source_seq=seq,
                 )  # fmt: skip

@@ -73,17 +73,17 @@ async def review(
             choice = (answer or "q").strip().lower()[:1]
             try:
                 if choice == "a":
-                    store.accept(proposal.id)
+                    store.review.accept(proposal.id)
                     accepted += 1
                 elif choice == "e":
                     text = await ask("new text: ", proposal.text)  # the edit starts from the proposed text
                     if not text or not text.strip():
                         say("  nothing entered; still to review")
                         continue
-                    store.accept(proposal.id, text=text)
+                    store.review.accept(proposal.id, text=text)
                     accepted += 1
                 elif choice == "r":
-                    store.reject(proposal.id)
+                    store.review.reject(proposal.id)
                     rejected += 1
                 elif choice == "s":
                     skipped += 1

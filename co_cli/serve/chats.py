@@ -310,7 +310,7 @@ class Chats:
             raise ApiError(409, f"session {info.id} is answering a request; stop it first", "session_busy")
         async with lock:
             try:
-                await off_loop(lambda: self.store.sessions.trash(info.id))
+                await off_loop(lambda: self.store.trash.put(info.id))
             except SessionBusy as exc:
                 raise ApiError(409, exc.message, "session_busy") from None
         return info
@@ -321,7 +321,7 @@ class Chats:
             info = self.store.sessions.get(id_or_prefix, trashed=True)
         except SessionNotFound as exc:
             raise ApiError(404, exc.message, "session_not_found") from None
-        await off_loop(lambda: self.store.sessions.restore(info.id))
+        await off_loop(lambda: self.store.trash.restore(info.id))
         return self.store.sessions.get(info.id)
 
     def _known(self, id_or_prefix: str) -> SessionInfo:

@@ -67,7 +67,7 @@ def session_list(store: Store, limit: int = LIST_LIMIT) -> dict[str, Any]:
 
 def trash_list(store: Store, limit: int = LIST_LIMIT) -> dict[str, Any]:
     """The sessions in the trash, most recently deleted first (as ``co sessions trash`` lists them)."""
-    trashed = store.sessions.trashed(limit=limit)
+    trashed = store.trash.list(limit=limit)
     short = store.sessions.short_ids(info.id for info, _ in trashed)
     return {"sessions": [{**session_summary(info, short[info.id]), "deleted_at": when} for info, when in trashed]}
 

@@ -3,8 +3,9 @@
 A memory is never destroyed: forgetting sets its status to ``deleted``; an update made by the model or the
 extractor forgets the old memory (``replaced_by`` the new one) and adds the new one. Each user-visible
 change (one command, one tool call, one accepted proposal, one import) is one *change*: one or more rows
-in ``memory_events`` with the same ``change_id``, written in one transaction. ``undo`` reverts the latest
-change that is not itself an undo and not undone yet, and records that as a change too.
+in ``memory_events`` with the same ``change_id``, written in one transaction. ``MemoryHistory.undo`` reverts the
+latest change that is not itself an undo and not undone yet, and records that as a change too. What the extractor
+proposes waits in ``MemoryReview`` for the user's answer.
 
 What is worth remembering, and which memories a prompt gets, is decided by the memory package; the rules of
 a memory row itself (one statement, no secret, a known kind and scope) are here.
@@ -237,6 +238,14 @@ class _Change:
     undoes: int | None = None
     now: float = field(default_factory=time.time)
 
+    @classmethod
+    @contextmanager
+    def open(cls, db: Database, actor: Actor, undoes: int | None = None) -> Iterator[_Change]:
+        """One change in a write transaction of its own, numbered after the latest."""
+        with db.transaction() as tx:
+            last = tx.read_one("SELECT coalesce(max(change_id), 0) AS last FROM memory_events")
+            yield cls(tx, int(last["last"] if last else 0) + 1, actor, undoes)
+
     def event(self, memory_id: int, action: str, old: Snapshot | None, new: Snapshot) -> None:
         self.tx.execute(
             "INSERT INTO memory_events (change_id, undoes, memory_id, at, action, actor, old_text, new_text, "
@@ -303,16 +312,13 @@ def _new(text: str, kind: str, scope: str, project: str, status: str) -> Snapsho
 
 
 class Memories:
-    """The memory tables of one session database: changes (each one transaction, undoable) and reads."""
+    """The memory table of one session database: its memories' changes (each one transaction, undoable) and reads.
+    The proposals awaiting the user are its ``review``, the changes made and their undoing its ``history``."""
 
     def __init__(self, db: Database) -> None:
         self.db = db
-
-    @contextmanager
-    def _change(self, actor: Actor, undoes: int | None = None) -> Iterator[_Change]:
-        with self.db.transaction() as tx:
-            last = tx.read_one("SELECT coalesce(max(change_id), 0) AS last FROM memory_events")
-            yield _Change(tx, int(last["last"] if last else 0) + 1, actor, undoes)
+        self.review = MemoryReview(self)
+        self.history = MemoryHistory(db)
 
     def get(self, ref: str | int) -> Memory:
         return _row(self.db, parse_ref(ref))
@@ -334,33 +340,8 @@ class Memories:
         """A new active memory (refused: empty text, a secret, an unknown kind, scope or subject)."""
         new = _new(text, kind, scope, project, "active")
         subject = check_subject(subject)
-        with self._change(actor) as change:
+        with _Change.open(self.db, actor) as change:
             memory_id = _insert(change, new, source_session=source_session, source_seq=source_seq, subject=subject)
-            return _row(change.tx, memory_id)
-
-    def propose(
-        self,
-        text: str,
-        *,
-        proposal: Literal["add", "update", "delete"],
-        kind: str = "fact",
-        scope: str = "user",
-        project: str = "",
-        target: int | None = None,
-        source_session: str | None = None,
-        source_seq: int | None = None,
-        subject: Subject = NO_SUBJECT,
-        cue: str | None = None,
-    ) -> Memory:
-        """A proposal of the extractor for the user to review (``target``: the memory it updates or deletes;
-        ``cue``: suggested by that word cue, not by a model's answer)."""
-        new = _new(text, kind, scope, project, "proposed")
-        subject = check_subject(subject)
-        with self._change("extractor") as change:
-            memory_id = _insert(
-                change, new, source_session=source_session, source_seq=source_seq, proposal=proposal,
-                target_id=target, subject=subject, cue=cue,
-            )  # fmt: skip
             return _row(change.tx, memory_id)
 
     def edit(self, ref: str | int, text: str, *, actor: Actor = "user", kind: str | None = None) -> Memory:
@@ -368,7 +349,7 @@ class Memories:
         text = clean_text(text)
         if kind is not None:
             check_kind(kind)
-        with self._change(actor) as change:
+        with _Change.open(self.db, actor) as change:
             memory = _with_status(change.tx, ref, "active", "proposed")
             new = evolve(Snapshot.of(memory), text=text, kind=kind or memory.kind)
             if new == Snapshot.of(memory):
@@ -378,7 +359,7 @@ class Memories:
 
     def forget(self, ref: str | int, *, actor: Actor) -> Memory:
         """Soft-delete an active memory."""
-        with self._change(actor) as change:
+        with _Change.open(self.db, actor) as change:
             memory = _with_status(change.tx, ref, "active")
             _write(change, memory, "delete", evolve(Snapshot.of(memory), status="deleted"))
             return _row(change.tx, memory.id)
@@ -396,7 +377,7 @@ class Memories:
     ) -> Memory:
         """Forget a memory and add its successor (``replaced_by``) in one change; returns the new memory. The
         successor keeps the old one's subject and provenance unless given its own."""
-        with self._change(actor) as change:
+        with _Change.open(self.db, actor) as change:
             old = _with_status(change.tx, ref, "active")
             new = _new(text, kind or old.kind, old.scope, old.project, "active")
             new_id = _insert(
@@ -408,37 +389,11 @@ class Memories:
             _write(change, old, "delete", evolve(Snapshot.of(old), status="deleted", replaced_by=new_id))
             return _row(change.tx, new_id)
 
-    def accept(self, ref: str | int, *, text: str | None = None) -> Memory:
-        """Accept a proposal (optionally in the user's own words): it becomes active, or does to its target
-        what it proposes. Returns the proposal's row as it is afterwards."""
-        if text is not None:
-            text = clean_text(text)
-        with self._change("user") as change:
-            memory = _with_status(change.tx, ref, "proposed")
-            target = _row(change.tx, memory.target_id) if memory.target_id else None
-            if target is not None and target.status != "active":
-                target = None  # forgotten meanwhile: an update is then just an add
-            if memory.proposal == "delete":
-                if target is not None:
-                    _write(change, target, "delete", evolve(Snapshot.of(target), status="deleted"))
-                _write(change, memory, "accept", evolve(Snapshot.of(memory), status="deleted"))
-                return _row(change.tx, memory.id)
-            _write(change, memory, "accept", evolve(Snapshot.of(memory), status="active", text=text or memory.text))
-            if memory.proposal == "update" and target is not None:
-                _write(change, target, "delete", evolve(Snapshot.of(target), status="deleted", replaced_by=memory.id))
-            return _row(change.tx, memory.id)
-
-    def reject(self, ref: str | int) -> Memory:
-        with self._change("user") as change:
-            memory = _with_status(change.tx, ref, "proposed")
-            _write(change, memory, "reject", evolve(Snapshot.of(memory), status="rejected"))
-            return _row(change.tx, memory.id)
-
     def import_entries(self, entries: Sequence[ImportEntry], project: str) -> ImportResult:
         """Make the active memories of user scope and ``project`` what ``entries`` list, in one change: new
         entries added, changed ones updated, missing ones forgotten. Entries must be valid (see memory_file)."""
         result = ImportResult()
-        with contextlib.suppress(_NothingChanged), self._change("user") as change:
+        with contextlib.suppress(_NothingChanged), _Change.open(self.db, "user") as change:
             rows = change.tx.read(
                 f"SELECT {_COLUMNS} FROM memories WHERE status = 'active' AND (scope = 'user' OR project = ?)",
                 (project,),
@@ -472,55 +427,7 @@ class Memories:
                 raise _NothingChanged  # rolls the (empty) change back: nothing to undo later
         return result
 
-    def undo(self) -> builtins.list[MemoryEvent]:
-        """Revert the latest change not undone yet; returns the events that did it (MemoryRefused if none)."""
-        with self._change("user") as change:
-            tx = change.tx
-            row = tx.read_one(
-                "SELECT max(change_id) AS latest FROM memory_events WHERE undoes IS NULL AND change_id NOT IN "
-                "(SELECT undoes FROM memory_events WHERE undoes IS NOT NULL)"
-            )
-            if row is None or row["latest"] is None:
-                raise MemoryRefused("nothing to undo")
-            change.undoes = int(row["latest"])
-            events = tx.read(
-                "SELECT memory_id, old_text, old_status, old_replaced_by, old_meta FROM memory_events "
-                "WHERE change_id = ? ORDER BY id DESC",
-                (change.undoes,),
-            )
-            for event in events:
-                current = _row(tx, event["memory_id"])
-                if event["old_status"] is None:  # undoing an add forgets the memory (softly, as always)
-                    before = evolve(Snapshot.of(current), status="deleted")
-                else:
-                    meta = json.loads(event["old_meta"]) if event["old_meta"] else {}
-                    kind, scope = meta.get("kind", current.kind), meta.get("scope", current.scope)
-                    project = meta.get("project", current.project)
-                    before = Snapshot(
-                        event["old_text"], event["old_status"], event["old_replaced_by"], kind, scope, project
-                    )
-                if before.status == "deleted" and current.status != "deleted":
-                    action = "delete"
-                elif current.status == "deleted" and before.status != "deleted":
-                    action = "restore"
-                elif before.text != current.text:
-                    action = "update"
-                else:
-                    action = "restore"
-                _write(change, current, action, before)
-            change_id = change.change_id
-        return self.events_of(change_id)
-
     # -- reads --
-
-    def events_of(self, change_id: int) -> builtins.list[MemoryEvent]:
-        rows = self.db.read(f"SELECT {_EVENT_COLUMNS} FROM memory_events WHERE change_id = ? ORDER BY id", (change_id,))
-        return [_event(r) for r in rows]
-
-    def log(self, limit: int = 50) -> builtins.list[MemoryEvent]:
-        """The newest events first."""
-        rows = self.db.read(f"SELECT {_EVENT_COLUMNS} FROM memory_events ORDER BY id DESC LIMIT ?", (limit,))
-        return [_event(r) for r in rows]
 
     def list(
         self,
@@ -620,9 +527,6 @@ class Memories:
         )
         return {str(row["status"]): int(row["n"]) for row in rows}
 
-    def proposals(self, project: str | None) -> builtins.list[Memory]:
-        return self.list(statuses=("proposed",), project=project)
-
     def source(self, memory: Memory) -> MemorySource | None:
         """The message a memory came from (None if unknown or since deleted)."""
         if memory.source_session is None or memory.source_seq is None:
@@ -631,6 +535,127 @@ class Memories:
         if text is None:
             return None
         return MemorySource(Sessions(self.db).short_id(memory.source_session), memory.source_seq, text)
+
+
+class MemoryReview:
+    """The review queue of the memory table: what the extractor proposes is stored as a proposal for the user,
+    who accepts it (in their own words, if they like) or rejects it; each answer is one undoable change."""
+
+    def __init__(self, memories: Memories) -> None:
+        self.memories = memories
+        self.db = memories.db
+
+    def propose(
+        self,
+        text: str,
+        *,
+        proposal: Literal["add", "update", "delete"],
+        kind: str = "fact",
+        scope: str = "user",
+        project: str = "",
+        target: int | None = None,
+        source_session: str | None = None,
+        source_seq: int | None = None,
+        subject: Subject = NO_SUBJECT,
+        cue: str | None = None,
+    ) -> Memory:
+        """A proposal of the extractor for the user to review (``target``: the memory it updates or deletes;
+        ``cue``: suggested by that word cue, not by a model's answer)."""
+        new = _new(text, kind, scope, project, "proposed")
+        subject = check_subject(subject)
+        with _Change.open(self.db, "extractor") as change:
+            memory_id = _insert(
+                change, new, source_session=source_session, source_seq=source_seq, proposal=proposal,
+                target_id=target, subject=subject, cue=cue,
+            )  # fmt: skip
+            return _row(change.tx, memory_id)
+
+    def accept(self, ref: str | int, *, text: str | None = None) -> Memory:
+        """Accept a proposal (optionally in the user's own words): it becomes active, or does to its target
+        what it proposes. Returns the proposal's row as it is afterwards."""
+        if text is not None:
+            text = clean_text(text)
+        with _Change.open(self.db, "user") as change:
+            memory = _with_status(change.tx, ref, "proposed")
+            target = _row(change.tx, memory.target_id) if memory.target_id else None
+            if target is not None and target.status != "active":
+                target = None  # forgotten meanwhile: an update is then just an add
+            if memory.proposal == "delete":
+                if target is not None:
+                    _write(change, target, "delete", evolve(Snapshot.of(target), status="deleted"))
+                _write(change, memory, "accept", evolve(Snapshot.of(memory), status="deleted"))
+                return _row(change.tx, memory.id)
+            _write(change, memory, "accept", evolve(Snapshot.of(memory), status="active", text=text or memory.text))
+            if memory.proposal == "update" and target is not None:
+                _write(change, target, "delete", evolve(Snapshot.of(target), status="deleted", replaced_by=memory.id))
+            return _row(change.tx, memory.id)
+
+    def reject(self, ref: str | int) -> Memory:
+        with _Change.open(self.db, "user") as change:
+            memory = _with_status(change.tx, ref, "proposed")
+            _write(change, memory, "reject", evolve(Snapshot.of(memory), status="rejected"))
+            return _row(change.tx, memory.id)
+
+    def proposals(self, project: str | None) -> builtins.list[Memory]:
+        """The proposals awaiting an answer, oldest first: user scope plus ``project``'s (None: every project)."""
+        return self.memories.list(statuses=("proposed",), project=project)
+
+
+class MemoryHistory:
+    """The memory table's history (``memory_events``): every change as its events, newest first, and the undoing
+    of the latest change not undone yet (itself a change)."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def events_of(self, change_id: int) -> builtins.list[MemoryEvent]:
+        """The events of one change, in the order they were written."""
+        rows = self.db.read(f"SELECT {_EVENT_COLUMNS} FROM memory_events WHERE change_id = ? ORDER BY id", (change_id,))
+        return [_event(r) for r in rows]
+
+    def log(self, limit: int = 50) -> builtins.list[MemoryEvent]:
+        """The newest events first."""
+        rows = self.db.read(f"SELECT {_EVENT_COLUMNS} FROM memory_events ORDER BY id DESC LIMIT ?", (limit,))
+        return [_event(r) for r in rows]
+
+    def undo(self) -> builtins.list[MemoryEvent]:
+        """Revert the latest change not undone yet; returns the events that did it (MemoryRefused if none)."""
+        with _Change.open(self.db, "user") as change:
+            tx = change.tx
+            row = tx.read_one(
+                "SELECT max(change_id) AS latest FROM memory_events WHERE undoes IS NULL AND change_id NOT IN "
+                "(SELECT undoes FROM memory_events WHERE undoes IS NOT NULL)"
+            )
+            if row is None or row["latest"] is None:
+                raise MemoryRefused("nothing to undo")
+            change.undoes = int(row["latest"])
+            events = tx.read(
+                "SELECT memory_id, old_text, old_status, old_replaced_by, old_meta FROM memory_events "
+                "WHERE change_id = ? ORDER BY id DESC",
+                (change.undoes,),
+            )
+            for event in events:
+                current = _row(tx, event["memory_id"])
+                if event["old_status"] is None:  # undoing an add forgets the memory (softly, as always)
+                    before = evolve(Snapshot.of(current), status="deleted")
+                else:
+                    meta = json.loads(event["old_meta"]) if event["old_meta"] else {}
+                    kind, scope = meta.get("kind", current.kind), meta.get("scope", current.scope)
+                    project = meta.get("project", current.project)
+                    before = Snapshot(
+                        event["old_text"], event["old_status"], event["old_replaced_by"], kind, scope, project
+                    )
+                if before.status == "deleted" and current.status != "deleted":
+                    action = "delete"
+                elif current.status == "deleted" and before.status != "deleted":
+                    action = "restore"
+                elif before.text != current.text:
+                    action = "update"
+                else:
+                    action = "restore"
+                _write(change, current, action, before)
+            change_id = change.change_id
+        return self.events_of(change_id)
 
 
 @dataclass(frozen=True)

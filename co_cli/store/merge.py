@@ -133,7 +133,7 @@ def _merge_one(store: Store, parsed: ParsedExport, report: MergeReport) -> None:
         except SessionBusy:
             report.busy.append(local_id)
             return
-        report.appended.append((store.sessions.get(local_id, trashed=store.sessions.in_trash(local_id)), added))
+        report.appended.append((store.sessions.get(local_id, trashed=store.trash.holds(local_id)), added))
         return
     info.parent_id = local_id
     info.fork_seq = shared - 1

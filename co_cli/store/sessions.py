@@ -1,7 +1,7 @@
 """The sessions table: one row per conversation (title, model, directory, running totals, fork origin, trash).
 
 Listings leave out sessions without messages: one is created just before its first prompt is saved, and
-stays empty if that save fails. Deleting moves a session to the trash; only purging removes it.
+stays empty if that save fails. Deleting moves a session to the trash (``Trash``); only purging removes it.
 """
 
 from __future__ import annotations
@@ -311,14 +311,6 @@ class Sessions:
         )
         return [str(row["id"]) for row in rows]
 
-    def in_trash(self, session_id: str) -> bool:
-        row = self.db.read_one("SELECT deleted_at IS NOT NULL AS trashed FROM sessions WHERE id = ?", (session_id,))
-        if row is None:
-            raise SessionNotFound.no_such(session_id)
-        return bool(row["trashed"])
-
-    # -- removal: the trash hides a session; deleting (purging) removes it --
-
     def delete(self, session_id: str, files_root: Path | None = None) -> None:
         """Remove the session, its transcript, search entries, compactions and ``files_root/session_id``.
 
@@ -337,8 +329,19 @@ class Sessions:
             elif target.exists() or target.is_symlink():
                 target.unlink()
 
-    def trash(self, session_id: str) -> float:
-        """Move the session to the trash: hidden from listings, search and resume, kept whole; return when.
+
+class Trash:
+    """The sessions' trash: a session moved there is hidden from listings, search and resume and kept whole;
+    restoring brings it back unchanged, and purging removes it for good (``Sessions.delete``), by hand or once
+    the retention has passed."""
+
+    def __init__(self, db: Database, sessions: Sessions) -> None:
+        self.db = db
+        self.sessions = sessions
+        self._open = OpenSessions(db)
+
+    def put(self, session_id: str) -> float:
+        """Move the session to the trash; return when.
 
         SessionBusy if another process has it open."""
         now = time.time()
@@ -353,7 +356,14 @@ class Sessions:
             find(tx, session_id)
             tx.execute("UPDATE sessions SET deleted_at = NULL WHERE id = ?", (session_id,))
 
-    def trashed(self, limit: int = 1_000_000) -> builtins.list[tuple[SessionInfo, float]]:
+    def holds(self, session_id: str) -> bool:
+        """Whether the session is in the trash; SessionNotFound if there is no such session."""
+        row = self.db.read_one("SELECT deleted_at IS NOT NULL AS trashed FROM sessions WHERE id = ?", (session_id,))
+        if row is None:
+            raise SessionNotFound.no_such(session_id)
+        return bool(row["trashed"])
+
+    def list(self, limit: int = 1_000_000) -> builtins.list[tuple[SessionInfo, float]]:
         """Sessions in the trash with when each was deleted, most recently deleted first."""
         rows = self.db.read(
             f"SELECT {_COLUMNS}, deleted_at FROM sessions WHERE deleted_at IS NOT NULL "
@@ -362,7 +372,7 @@ class Sessions:
         )
         return [(_info(row), float(row["deleted_at"])) for row in rows]
 
-    def trashed_before(self, cutoff: float) -> builtins.list[str]:
+    def ids_before(self, cutoff: float) -> builtins.list[str]:
         """Ids of the sessions moved to the trash before ``cutoff`` (seconds since the epoch)."""
         rows = self.db.read("SELECT id FROM sessions WHERE deleted_at IS NOT NULL AND deleted_at < ?", (cutoff,))
         return [row["id"] for row in rows]
@@ -372,9 +382,9 @@ class Sessions:
         reclaim the space. Sessions not in the trash are refused (CoError). Returns how many were removed."""
         with self.db.lock:
             for session_id in session_ids:
-                self.get(session_id, trashed=True)
+                self.sessions.get(session_id, trashed=True)
             for session_id in session_ids:
-                self.delete(session_id, files_root=files_root)
+                self.sessions.delete(session_id, files_root=files_root)
             if session_ids:
                 self.db.reclaim_space()
         return len(session_ids)
@@ -385,9 +395,9 @@ class Sessions:
         if retention_days <= 0:
             return 0
         purged = 0
-        for session_id in self.trashed_before(time.time() - retention_days * 86400):
+        for session_id in self.ids_before(time.time() - retention_days * 86400):
             try:
-                self.delete(session_id, files_root=files_root)
+                self.sessions.delete(session_id, files_root=files_root)
             except SessionBusy:
                 continue
             purged += 1

@@ -14,7 +14,7 @@ from co_cli.store.locks import OpenSessions
 from co_cli.store.messages import Messages, StoredMessage
 from co_cli.store.pins import Pins
 from co_cli.store.search import Search
-from co_cli.store.sessions import SessionInfo, Sessions
+from co_cli.store.sessions import SessionInfo, Sessions, Trash
 from co_cli.store.tasks import TaskLists, TaskSnapshot
 from co_cli.store.tool_calls import ToolCalls
 from co_cli.store.turn_memories import TurnMemories
@@ -34,6 +34,7 @@ class Store:
         self.db = db
         self.path = db.path
         self.sessions = Sessions(db)
+        self.trash = Trash(db, self.sessions)
         self.messages = Messages(db)
         self.compactions = Compactions(db)
         self.pins = Pins(db)

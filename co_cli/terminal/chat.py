@@ -106,7 +106,7 @@ def _open_store(loaded: LoadedSettings, *, purge: bool) -> Store:
     loaded.paths.ensure_data_dir()
     store = Store.open(loaded.paths.db)
     if purge:
-        store.sessions.purge_expired(loaded.settings.trash_retention_days, loaded.paths.tool_outputs)
+        store.trash.purge_expired(loaded.settings.trash_retention_days, loaded.paths.tool_outputs)
     return store
 
 

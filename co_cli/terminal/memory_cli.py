@@ -156,7 +156,7 @@ def review() -> None:
     from co_cli.memory.review import review as run_review
 
     store, project = _open()
-    proposals = store.proposals(project)
+    proposals = store.review.proposals(project)
     if not proposals:
         _out("Nothing to review.")
         return
@@ -179,7 +179,7 @@ def review() -> None:
 def log(limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="How many events.")] = 50) -> None:
     """The history of every change, newest first."""
     store, _ = _open(reads_only=True)
-    events = store.log(limit)
+    events = store.history.log(limit)
     if not events:
         _out("No memory changes yet.")
     for event in events:
@@ -190,7 +190,7 @@ def log(limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="How man
 def undo() -> None:
     """Revert the latest change to the memories."""
     store, _ = _open()
-    events = store.undo()
+    events = store.history.undo()
     if events:
         _out(f"Undid change #{events[0].undoes}:")
     for event in events:

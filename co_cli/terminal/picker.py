@@ -251,7 +251,7 @@ class Picker:
             session_id, self.asking = self.asking, None
             assert session_id is not None
             try:
-                self.store.sessions.trash(session_id)
+                self.store.trash.put(session_id)
             except CoError as exc:
                 self.message = exc.message
                 return

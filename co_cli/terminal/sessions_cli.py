@@ -461,7 +461,7 @@ def delete(
             if not typer.confirm(question, default=False):
                 typer.echo("not deleted")
                 raise typer.Exit(1)
-        store.sessions.trash(info.id)
+        store.trash.put(info.id)
         short = store.sessions.short_id(info.id)
     typer.echo(f"moved {info.id} to the trash; `co sessions restore {short}` brings it back")
 
@@ -476,8 +476,8 @@ def trash(
 
     store, paths = _open_store()
     with store:
-        store.sessions.purge_expired(load_settings().settings.trash_retention_days, paths.tool_outputs)
-        items = store.sessions.trashed()
+        store.trash.purge_expired(load_settings().settings.trash_retention_days, paths.tool_outputs)
+        items = store.trash.list()
         parents = parent_short_ids(store, [info for info, _ in items])
     if as_json:
         typer.echo(_json_text([{**asdict(info), "deleted_at": when} for info, when in items]))
@@ -502,7 +502,7 @@ def restore(session_id: Annotated[str, typer.Argument(help="Id or unique prefix 
     store, _ = _open_store()
     with store:
         info = store.sessions.get(session_id, trashed=True)
-        store.sessions.restore(info.id)
+        store.trash.restore(info.id)
     typer.echo(f"restored {info.id} ({printable(info.title) or 'untitled'})")
 
 
@@ -517,14 +517,17 @@ def purge(
         raise CoError("give one session id from `co sessions trash`, or --all", exit_code=2)
     store, paths = _open_store()
     with store:
-        sessions = store.sessions
-        ids = [info.id for info, _ in sessions.trashed()] if all_ else [sessions.get(session_id or "", trashed=True).id]
+        ids = (
+            [info.id for info, _ in store.trash.list()]
+            if all_
+            else [store.sessions.get(session_id or "", trashed=True).id]
+        )
         if not yes:
             raise CoError(
                 f"purging removes {counted(len(ids), 'session')} for good and cannot be undone; add --yes to do it",
                 exit_code=2,
             )
-        count = store.sessions.purge(ids, files_root=paths.tool_outputs)
+        count = store.trash.purge(ids, files_root=paths.tool_outputs)
     typer.echo(f"purged {counted(count, 'session')}" if all_ else f"purged {ids[0]}")
 
 

@@ -64,7 +64,7 @@ async def _memory(host: CommandHost, arg: str) -> None:
     if host.conv.pins:
         lines = [f"  {n}. {pin.text}" for n, pin in enumerate(host.conv.pins, 1)]
         host.show(_plain("Pinned in this session only (/pins, /unpin N):\n" + "\n".join(lines), "dim"))
-    for proposal in store.proposals(project):
+    for proposal in store.review.proposals(project):
         host.show(_plain("\n".join(describe(store, proposal)), "yellow"))
     used = host.conv.state.memory_used
     if used:
@@ -87,7 +87,7 @@ async def _memory(host: CommandHost, arg: str) -> None:
 async def _memory_review(host: CommandHost, store: Any, project: str) -> None:
     from co_cli.memory.review import review
 
-    proposals = store.proposals(project)
+    proposals = store.review.proposals(project)
     if not proposals:
         host.info("Nothing to review.")
         return

@@ -163,7 +163,7 @@ async def _delete(host: CommandHost, arg: str) -> None:
     current = session.id == host.conv.session_id
     if current:
         host.conv.new()
-    store.sessions.trash(session.id)
+    store.trash.put(session.id)
     restore = f" `co sessions restore {store.sessions.short_id(session.id)}` brings it back."
     host.info(f"Moved {session.id} to the trash." + (" Started a new conversation." if current else "") + restore)
 
