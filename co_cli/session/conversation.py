@@ -142,12 +142,12 @@ class Conversation:
     # ----- which session ----------------------------------------------------------------------------------
     def new(self) -> None:
         """Start a new conversation (the current one stays saved)."""
-        self.recorder.detach()
+        self.recorder.held.detach()
         self._reset(WorkingContext(), [], [])
 
     def load(self, session: SessionInfo) -> None:
         """Continue a saved session: rebuild its working context exactly as the live session had it."""
-        self.recorder.open(session)
+        self.recorder.held.open(session)
         stored = self.store.pins.active(session.id)
         pins = [Pin(p.id, p.text, "summary" if p.source == "summary" else "user") for p in stored]
         saved = self.store.tasks.latest(session.id)
@@ -169,7 +169,7 @@ class Conversation:
         return live_context(self.store, self.recorder, self.state.info.id)
 
     def release(self) -> None:
-        self.recorder.release()
+        self.recorder.held.release()
 
     def switch_model(self, resolved: ResolvedModel) -> None:
         self.engine.switch(resolved)
