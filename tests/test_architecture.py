@@ -52,11 +52,6 @@ METHODS_ALLOWED = {
         "the rules of the session table (create, trash, restore, retitle, the "
         "revision a server reads), each a statement-level write of one table",
     ),
-    "co_cli.tools.mcp.servers.McpServers": (
-        24,
-        "the lifecycle of the process's MCP servers (start, watch, "
-        "restart, stop) and the listings `/mcp` and `co mcp` draw of the same state",
-    ),
     "co_cli.session.conversation.Conversation": (
         23,
         "the facade: most of its methods are one-line properties "
