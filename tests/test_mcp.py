@@ -335,7 +335,7 @@ def _hub_with_tools(core: Core, tools_per_server: dict[str, int], description: s
     """Servers that are running as far as the listing can tell, with that many generated tools each."""
     from pydantic_ai.tools import ToolDefinition
 
-    from co_cli.tools.mcp.servers import ServerState
+    from co_cli.tools.mcp.server_state import ServerState
 
     hub = McpServers({}, core.loaded.paths, core.cwd)
     schema = {"type": "object", "properties": {"query": {"type": "string"}, "limit": {"type": "integer"}}}

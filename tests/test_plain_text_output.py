@@ -59,7 +59,7 @@ def test_any_string_the_app_shows_is_plain(core: Core, text: str) -> None:
 
 def test_memory_overview_shows_memories_and_pins_without_escapes(core: Core) -> None:
     app, screen = terminal_app(core)
-    memories = app.conv.memories
+    memories = app.conv.workspace.memories
     assert memories is not None
     memories.add("Deploys go through [bold]ci[/bold] \x1b]0;owned\x07 only", actor="user", kind="instruction")
 

@@ -113,9 +113,9 @@ def test_a_finished_turn_is_one_transaction(tmp_path: Path) -> None:
         with counted_transactions(store.db) as opened:
             whole_turn(recorder, 1)
         assert len(opened) == 2  # the prompt, then everything else the turn brought
-        assert recorder.session is not None
-        assert all(turn_rows(store, recorder.session.id, 1).values())
-        info = store.sessions.get(recorder.session.id)
+        assert recorder.held.info is not None
+        assert all(turn_rows(store, recorder.held.info.id, 1).values())
+        info = store.sessions.get(recorder.held.info.id)
         assert info.message_count == 4 and info.compaction_count == 2 and info.input_tokens == 20
 
 
@@ -142,9 +142,9 @@ def test_a_turn_that_fails_to_save_leaves_only_its_prompt(tmp_path: Path, monkey
         monkeypatch.setattr("co_cli.session.recorder.queue.put", full_disk)  # the last write of the turn
         with pytest.raises(StoreError):
             whole_turn(recorder, 1)
-        assert recorder.session is not None
-        assert not any(turn_rows(store, recorder.session.id, 1).values())
-        texts = [m.text for m in store.messages.transcript(recorder.session.id)]
+        assert recorder.held.info is not None
+        assert not any(turn_rows(store, recorder.held.info.id, 1).values())
+        texts = [m.text for m in store.messages.transcript(recorder.held.info.id)]
         assert texts == ["prompt 0 about the deploy pipeline", "answer 0", "prompt 1 about the deploy pipeline"]
 
 
@@ -183,9 +183,9 @@ def test_opening_the_session_already_open_keeps_holding_it(tmp_path: Path) -> No
     with Store.open(tmp_path / "co.db") as store:
         recorder = new_recorder(store)
         whole_turn(recorder, 0)
-        assert recorder.session is not None
-        session = store.sessions.get(recorder.session.id)
-        recorder.open(session)
+        assert recorder.held.info is not None
+        session = store.sessions.get(recorder.held.info.id)
+        recorder.held.open(session)
         assert store.locks.holds(session.id)
 
 
@@ -214,8 +214,8 @@ def test_a_holder_whose_session_was_taken_over_writes_nothing_more(tmp_path: Pat
         recorder = new_recorder(store)
         whole_turn(recorder, 0)
         prompt_seq = recorder.begin("質問")  # the old holder's turn is under way
-        assert recorder.session is not None
-        session_id = recorder.session.id
+        assert recorder.held.info is not None
+        session_id = recorder.held.info.id
         terminal.locks.acquire(session_id, force=True)  # co chat --resume <id> --force
         before = [(m.seq, m.status, m.text) for m in store.messages.transcript(session_id)]
         tables = {t: store.db.read_one(f"SELECT count(*) FROM {t}")[0] for t in ("compactions", "pins", "task_lists")}
@@ -225,9 +225,9 @@ def test_a_holder_whose_session_was_taken_over_writes_nothing_more(tmp_path: Pat
         assert {t: store.db.read_one(f"SELECT count(*) FROM {t}")[0] for t in tables} == tables
         # The co that took it over writes as usual, and the old holder lets the session go cleanly.
         new_holder = new_recorder(terminal)
-        new_holder.open(terminal.sessions.get(session_id))
+        new_holder.held.open(terminal.sessions.get(session_id))
         new_holder.begin("the terminal's prompt")
-        recorder.release()
+        recorder.held.release()
         assert terminal.locks.holds(session_id)
 
 
@@ -241,10 +241,10 @@ def test_a_takeover_waits_for_a_write_under_way_and_the_next_write_is_refused(tm
         recorder = new_recorder(store)
         whole_turn(recorder, 0)
         prompt_seq = recorder.begin("a long question")
-        assert recorder.session is not None
-        session_id = recorder.session.id
+        assert recorder.held.info is not None
+        session_id = recorder.held.info.id
         in_commit, go_on = threading.Event(), threading.Event()
-        original = recorder._writing
+        original = recorder.held.writing
 
         @contextmanager
         def slow_commit(sid: str) -> Iterator[object]:
@@ -253,7 +253,7 @@ def test_a_takeover_waits_for_a_write_under_way_and_the_next_write_is_refused(tm
                 go_on.wait(30)
                 yield tx
 
-        recorder._writing = slow_commit  # type: ignore[method-assign]
+        recorder.held.writing = slow_commit  # type: ignore[method-assign]
         writer = threading.Thread(
             target=lambda: recorder.finish(TurnRecord(prompt_seq, answered("a long question", "a long answer"), "ok"))
         )
@@ -268,7 +268,7 @@ def test_a_takeover_waits_for_a_write_under_way_and_the_next_write_is_refused(tm
         writer.join(30)
         took.join(30)
         assert not took.is_alive() and terminal.locks.holds(session_id)
-        recorder._writing = original  # type: ignore[method-assign]
+        recorder.held.writing = original  # type: ignore[method-assign]
         texts = [m.text for m in terminal.messages.transcript(session_id)]
         assert texts[-2:] == ["a long question", "a long answer"]  # whole, before the takeover
         with pytest.raises(SessionTakenOver):

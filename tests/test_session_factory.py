@@ -49,7 +49,7 @@ def test_a_client_history_starts_a_session_the_recorder_creates_under_serve(core
     assert conv.session_id is not None
     saved = core.store.sessions.get(conv.session_id)
     assert (saved.title, saved.origin, saved.message_count) == ("what is a fig", "serve", 4)
-    assert conv.deps.origin == "serve" and conv.recorder.origin == "serve"
+    assert conv.deps.origin == "serve" and conv.recorder.held.origin == "serve"
     assert len(conv.working) == 4  # the next prompt continues the client's conversation
     run(conv, "and a plum")
     assert core.store.sessions.get(conv.session_id).message_count == 6

@@ -90,6 +90,6 @@ def test_the_memories_commit_with_the_turn_or_not_at_all(core: Core, monkeypatch
     recorder.finish(TurnRecord(seq, _answer("hello"), "ok", memories=memories, extraction=Extraction("hello", "")))
     assert core.store.turn_memories.by_prompt(session_id) == {seq: memories}
 
-    recorder.release()
+    recorder.held.release()
     core.store.sessions.delete(session_id)
     assert core.store.db.read("SELECT count(*) AS n FROM turn_memories")[0]["n"] == 0

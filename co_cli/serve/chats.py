@@ -357,7 +357,7 @@ class Chats:
         try:
             if kept is not None and kept[1] == self.store.sessions.revision(session_id):
                 conv = kept[0]
-                conv.recorder.open(info)
+                conv.recorder.held.open(info)
             else:
                 conv = self._build(resolved, Opening.resumed(info))
         except SessionBusy as exc:

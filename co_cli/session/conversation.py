@@ -3,14 +3,15 @@
 No terminal I/O here: the REPL, ``-p`` and piped mode all drive this same class. What changes as the
 conversation goes on is in ``SessionState`` (``deps.state``); every write to the saved session goes through
 the ``Recorder``. Commands use the collaborators: ``conv.pins.add(text)``, ``conv.tasks.add(text)``,
-``conv.compactions.preview(focus)``, ``conv.branches.fork(n)``, ``conv.window.report()``.
+``conv.compactions.preview(focus)``, ``conv.branches.fork(n)``, ``conv.window.report()``; what the
+conversation works with (its directory, project, instructions files, memory, MCP servers) is
+``conv.workspace``.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pydantic_ai import CancellationToken
@@ -30,14 +31,13 @@ from co_cli.session.recorder import Recorder
 from co_cli.session.tasks import Tasks, from_stored
 from co_cli.session.turn import TurnOutcome, Turns, TurnView
 from co_cli.session.window import ContextWindow
+from co_cli.session.workspace import Workspace
 from co_cli.tools.approval import NON_INTERACTIVE_DENIED_MESSAGE, ApprovalPrompt
 from co_cli.tools.mcp.servers import McpServers
 from co_cli.vocabulary import SessionOrigin
 
 if TYPE_CHECKING:
-    from co_cli.memory.instructions_files import InstructionsFiles
     from co_cli.store import SessionInfo
-    from co_cli.store.memories import Memories
     from co_cli.store.usage import TurnUsage
 
 
@@ -82,6 +82,7 @@ class Conversation:
         self.branches = Branches(store, self.state, self.load, deps.paths.tool_outputs)
         self.window = ContextWindow(store, self.state, self.engine)
         self.attachments = Attachments(deps)
+        self.workspace = Workspace(deps, self.engine.mcp)
 
     # ----- what the conversation is -----------------------------------------------------------------------
     @property
@@ -114,40 +115,15 @@ class Conversation:
     def last_usage(self) -> TurnUsage | None:
         return self.state.last_usage
 
-    @property
-    def memories(self) -> Memories | None:
-        """Long-term memory, or None when it is off in this run."""
-        return self.store.memories if self.deps.memory_on else None
-
-    @property
-    def mcp(self) -> McpServers | None:
-        """The MCP servers whose tools the model is offered (None when none are configured)."""
-        return self.engine.mcp
-
-    @property
-    def cwd(self) -> Path:
-        """The working directory the conversation's tools work in."""
-        return self.deps.cwd
-
-    @property
-    def instructions_files(self) -> InstructionsFiles:
-        """The instructions files this conversation reads (and those it skipped, with why)."""
-        return self.deps.instructions_files
-
-    @property
-    def project(self) -> str:
-        """What this working directory's project-scope memories are filed under."""
-        return self.deps.project
-
     # ----- which session ----------------------------------------------------------------------------------
     def new(self) -> None:
         """Start a new conversation (the current one stays saved)."""
-        self.recorder.detach()
+        self.recorder.held.detach()
         self._reset(WorkingContext(), [], [])
 
     def load(self, session: SessionInfo) -> None:
         """Continue a saved session: rebuild its working context exactly as the live session had it."""
-        self.recorder.open(session)
+        self.recorder.held.open(session)
         stored = self.store.pins.active(session.id)
         pins = [Pin(p.id, p.text, "summary" if p.source == "summary" else "user") for p in stored]
         saved = self.store.tasks.latest(session.id)
@@ -169,7 +145,7 @@ class Conversation:
         return live_context(self.store, self.recorder, self.state.info.id)
 
     def release(self) -> None:
-        self.recorder.release()
+        self.recorder.held.release()
 
     def switch_model(self, resolved: ResolvedModel) -> None:
         self.engine.switch(resolved)

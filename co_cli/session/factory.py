@@ -124,7 +124,7 @@ def _choose_session(conv: Conversation, store: Store, paths: Paths, opening: Ope
 
 def _create_with(conv: Conversation, store: Store, title: str, turns: Sequence[tuple[str, str]]) -> None:
     """Create the session now, with the client's earlier turns as its first ones."""
-    session_id = conv.recorder.ensure_session(title)
+    session_id = conv.recorder.held.ensure(title)
     if turns:
         seed_turns(conv.recorder, turns)
         conv.load(store.sessions.get(session_id))

@@ -8,9 +8,10 @@ memories its requests were sent and the memory-extraction queue item — in one.
 computed first. A change an edit tool is about to make to a file is committed on its own, during the run and
 before the file is written (``file_change``), so no file is changed without its way back.
 
-Every write of the session's record (a prompt, a turn, a closing note, a compaction, a pin, a task list) checks,
-inside its transaction, that this co still holds the session: once another co has taken it over (``--force``),
-a write is refused with SessionTakenOver and nothing of it is saved.
+Which session is written is the ``HeldSession`` (``Recorder.held``): the one this co holds (its lock), opened,
+created on its first write or let go. Every write of the session's record (a prompt, a turn, a closing note, a
+compaction, a pin, a task list) checks, inside its transaction, that this co still holds the session: once
+another co has taken it over (``--force``), a write is refused with SessionTakenOver and nothing of it is saved.
 """
 
 from __future__ import annotations
@@ -84,7 +85,10 @@ class Written:
     """The id of each pin of the record, in order."""
 
 
-class Recorder:
+class HeldSession:
+    """Which session a recorder writes: the live one, held by this process (its lock), created on its first
+    write, and where its transcript ends."""
+
     def __init__(
         self,
         store: Store,
@@ -103,20 +107,20 @@ class Recorder:
         self.cwd = cwd
         self.model_label = model_label
         """The label of the model in use (saved with a new session)."""
-        self._next_seq = 0
+        self.next_seq = 0
+        """The seq the next message appended to the session's transcript takes."""
 
     @property
-    def session(self) -> SessionInfo | None:
+    def info(self) -> SessionInfo | None:
         return self.state.info
 
-    # ----- which session is written ---------------------------------------------------------------------
     def open(self, session: SessionInfo) -> None:
         """Hold ``session`` for this process (SessionBusy if another co has it open) and write to it from now."""
         self.store.locks.acquire(session.id, record_owner=self.records_owner)
         if self.state.info is not None and self.state.info.id != session.id:
             self.release()
         self.state.info = session
-        self._next_seq = self.store.sessions.get(session.id).message_count
+        self.next_seq = self.store.sessions.get(session.id).message_count
 
     def release(self) -> None:
         if self.state.info is not None:
@@ -126,9 +130,9 @@ class Recorder:
         """Let go of the session; the next prompt starts a new one."""
         self.release()
         self.state.info = None
-        self._next_seq = 0
+        self.next_seq = 0
 
-    def ensure_session(self, title: str) -> str:
+    def ensure(self, title: str) -> str:
         """The session's id, creating and holding it first if nothing has been saved yet (an empty title is set
         by the first prompt). Every session co starts is created here, whichever front end runs it."""
         if self.state.info is None:
@@ -138,8 +142,14 @@ class Recorder:
             self.store.locks.acquire(self.state.info.id, record_owner=self.records_owner)
         return self.state.info.id
 
+    def id(self) -> str:
+        """The live session's id (an error when nothing has been saved yet)."""
+        if self.state.info is None:
+            raise RuntimeError("no session to write to yet")
+        return self.state.info.id
+
     @contextmanager
-    def _writing(self, session_id: str) -> Iterator[Transaction]:
+    def writing(self, session_id: str) -> Iterator[Transaction]:
         """A write transaction on the live session; SessionTakenOver, with nothing written, if another co has
         taken the session over (``--force``). The check runs inside the transaction, and a takeover happens
         inside one too: this co's write lands whole before the takeover, or not at all."""
@@ -147,14 +157,31 @@ class Recorder:
             self.store.locks.check_held(session_id)
             yield tx
 
+
+class Recorder:
+    """Every write of the live session's record: each kind of row a session holds has its one write here."""
+
+    def __init__(
+        self,
+        store: Store,
+        state: SessionState,
+        cwd: Path,
+        model_label: Callable[[], str],
+        origin: SessionOrigin = "terminal",
+    ) -> None:
+        self.store = store
+        self.state = state
+        self.held = HeldSession(store, state, cwd, model_label, origin)
+        """Which session is written (opened, created, let go)."""
+
     # ----- turns ------------------------------------------------------------------------------------------
     def begin(self, prompt: str, words: str | None = None) -> int:
         """Commit the user's prompt (creating the session on its first, titled by the user's own ``words`` in
         it when given); return the prompt's seq."""
-        session_id = self.ensure_session(words or prompt)
-        with self._writing(session_id) as tx:
+        session_id = self.held.ensure(words or prompt)
+        with self.held.writing(session_id) as tx:
             seq = messages.begin(tx, session_id, prompt, title=words)
-        self._next_seq = seq + 1
+        self.held.next_seq = seq + 1
         return seq
 
     def seqs_for(self, prompt_seq: int, messages: list[ModelMessage]) -> list[int]:
@@ -162,15 +189,15 @@ class Recorder:
         seq (it replaces the prompt row), the rest follow the transcript's end."""
         replaces = bool(messages) and is_prompt_request(messages[0])
         appended = len(messages) - int(replaces)
-        return [prompt_seq] * int(replaces) + list(range(self._next_seq, self._next_seq + appended))
+        return [prompt_seq] * int(replaces) + list(range(self.held.next_seq, self.held.next_seq + appended))
 
     def finish(self, turn: TurnRecord) -> Written:
         """Save a finished turn with everything it brought, in one transaction: a crash leaves the turn whole
         or only its prompt (which resume closes with an "interrupted" note)."""
-        session_id = self._session_id()
+        session_id = self.held.id()
         chat = next((u for u in turn.usage if u.role == "chat"), None)
         now = time.time()
-        with self._writing(session_id) as tx:
+        with self.held.writing(session_id) as tx:
             seqs = messages.append_turn(
                 tx,
                 session_id,
@@ -193,25 +220,25 @@ class Recorder:
             turn_memories.insert(tx, session_id, turn.prompt_seq, turn.memories, now)
             if turn.extraction is not None:
                 queue.put(tx, session_id, turn.prompt_seq, turn.extraction.text, turn.extraction.project)
-        self._next_seq = max([self._next_seq - 1, *seqs]) + 1
+        self.held.next_seq = max([self.held.next_seq - 1, *seqs]) + 1
         return Written(seqs, pin_ids)
 
     def file_change(self, change: FileChange) -> None:
         """Commit a change an edit tool is about to make, tied to the running turn, before the file is written:
         a crash leaves the old file (the change's ``after`` never written, which a restore finds already done)
         or the new file with its change, never a changed file with no way back."""
-        session_id = self._session_id()
-        seq = self.state.turn_seq if self.state.turn_seq is not None else self._next_seq - 1
-        with self._writing(session_id) as tx:
+        session_id = self.held.id()
+        seq = self.state.turn_seq if self.state.turn_seq is not None else self.held.next_seq - 1
+        with self.held.writing(session_id) as tx:
             file_changes.insert(tx, session_id, seq, change)
 
     def close_open_turn(self, note: ModelMessage, prompt_seq: int) -> int | None:
         """Save the closing note of a turn a crash cut off (found on resume); its seq."""
-        session_id = self._session_id()
-        with self._writing(session_id) as tx:
+        session_id = self.held.id()
+        with self.held.writing(session_id) as tx:
             saved = messages.append_turn(tx, session_id, prompt_seq, [note], "cancelled")
         if saved:
-            self._next_seq = saved[-1] + 1
+            self.held.next_seq = saved[-1] + 1
         return saved[0] if saved else None
 
     # ----- compactions and pins ----------------------------------------------------------------------------
@@ -220,31 +247,31 @@ class Recorder:
     ) -> list[int]:
         """Save a compaction made outside a turn (``/compact``, after an overflow), the pins its summary found and
         what the summariser spent, in one transaction; return the pin ids."""
-        session_id = self._session_id()
-        with self._writing(session_id) as tx:
+        session_id = self.held.id()
+        with self.held.writing(session_id) as tx:
             compactions.insert(tx, session_id, record)
             if spent is not None:
                 usage.insert(tx, session_id, spent)
             return [pins.insert(tx, session_id, text, source) for text, source in found]
 
     def undo_compaction(self) -> CompactionRecord | None:
-        return self.store.compactions.undo(self._session_id())
+        return self.store.compactions.undo(self.held.id())
 
     def pin(self, text: str, source: PinSource) -> int:
         """Save a pin (a pin made before the first prompt creates the session it belongs to)."""
-        session_id = self.ensure_session("")
-        with self._writing(session_id) as tx:
+        session_id = self.held.ensure("")
+        with self.held.writing(session_id) as tx:
             return pins.insert(tx, session_id, text, source)
 
     def unpin(self, pin_id: int) -> None:
-        self.store.pins.remove(self._session_id(), pin_id)
+        self.store.pins.remove(self.held.id(), pin_id)
 
     def save_tasks(self, items: Sequence[Task]) -> None:
         """Save the task list the user changed (/tasks), as it stands after the transcript's last message (a
         list made before the first prompt creates the session it belongs to)."""
-        session_id = self.ensure_session("")
-        with self._writing(session_id) as tx:
-            tasks.insert(tx, session_id, self._next_seq - 1, stored_tasks(items), "user")
+        session_id = self.held.ensure("")
+        with self.held.writing(session_id) as tx:
+            tasks.insert(tx, session_id, self.held.next_seq - 1, stored_tasks(items), "user")
 
     # ----- the session's record -----------------------------------------------------------------------------
     def title(self, session_id: str, first_title: str, title: str, spent: TurnUsage | None) -> bool:
@@ -261,15 +288,10 @@ class Recorder:
             self.store.sessions.set_model(self.state.info.id, label)
 
     def rename(self, title: str) -> SessionInfo:
-        session_id = self._session_id()
+        session_id = self.held.id()
         self.store.sessions.rename(session_id, title)
         self.state.info = self.store.sessions.get(session_id)
         return self.state.info
-
-    def _session_id(self) -> str:
-        if self.state.info is None:
-            raise RuntimeError("no session to write to yet")
-        return self.state.info.id
 
 
 def stored_tasks(items: Sequence[Task]) -> list[StoredTask]:

@@ -108,8 +108,8 @@ class ChatApp(ChatInput):
             from co_cli.tools.processes import end_orphans  # pydantic-ai is loaded by now
 
             self._orphans = asyncio.ensure_future(asyncio.to_thread(end_orphans))  # and what it left running
-            if self._conv.mcp is not None:
-                start_mcp_servers(self, self._conv.mcp)
+            if self._conv.workspace.mcp is not None:
+                start_mcp_servers(self, self._conv.workspace.mcp)
         return self._conv
 
     async def finish_background(self) -> None:

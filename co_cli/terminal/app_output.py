@@ -93,7 +93,7 @@ class ChatOutput:
     def show_instructions_files(self) -> None:
         """At start: one line naming the instructions files read (interactive only), one per file skipped."""
         if self._conv is not None:
-            found, cwd = self._conv.instructions_files, self._conv.cwd
+            found, cwd = self._conv.workspace.instructions_files, self._conv.workspace.cwd
         else:
             from co_cli.memory.instructions_files import instructions_files_for
 

@@ -64,7 +64,7 @@ class SlashCompleter(Completer):
         """The paths ``read_file`` reads unasked (inside the working directory, none of co's own files). Not
         while the conversation is being built: its thread is importing the tools' libraries."""
         try:
-            cwd = self.host.conv.cwd.resolve()
+            cwd = self.host.conv.workspace.cwd.resolve()
         except AssertionError:
             return
         from co_cli.config import OwnFiles

@@ -30,7 +30,7 @@ class Toolbar:
         r = conv.resolved
         session = self.store.sessions.short_id(conv.session.id) if conv.session else "new"
         pct = conv.window.percent_used()
-        memory = memory_note(conv.memories, conv.project)
+        memory = memory_note(conv.workspace.memories, conv.workspace.project)
         cost = self._session_cost(conv)
         tasks = _open_tasks(conv)
         return html.escape(

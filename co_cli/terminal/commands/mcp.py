@@ -10,7 +10,7 @@ async def _mcp(host: CommandHost, arg: str) -> None:
     from co_cli.terminal.views import mcp_table
     from co_cli.tools.mcp.toolset import budget_note, summarize
 
-    servers = host.conv.mcp
+    servers = host.conv.workspace.mcp
     if servers is None or not len(servers):
         host.info("No MCP servers configured (the mcp_servers setting; see `co config show`).")
         return

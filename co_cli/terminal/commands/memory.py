@@ -23,11 +23,11 @@ def open_memories(host: CommandHost) -> tuple[Any, str] | None:
     if not host.saving:
         host.error("memory needs saved sessions (not with --no-save)")
         return None
-    memories = host.conv.memories
+    memories = host.conv.workspace.memories
     if memories is None:
         host.error("memory is off in this run (--no-memory or the memory setting)")
         return None
-    return memories, host.conv.project
+    return memories, host.conv.workspace.project
 
 
 @command("memory", "[review]", "long-term memory: the memories, proposals to review, what the last request used")

@@ -85,7 +85,7 @@ async def _pick(host: CommandHost, store: Store) -> None:
         return
     from co_cli.terminal.picker import pick_session
 
-    choice = await pick_session(store, cwd=str(host.conv.cwd), current=host.conv.session_id)
+    choice = await pick_session(store, cwd=str(host.conv.workspace.cwd), current=host.conv.session_id)
     if choice is None:
         return
     if choice.action == "fork":

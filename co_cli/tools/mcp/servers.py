@@ -3,10 +3,9 @@
 Each server runs in a task of its own on the chat's event loop, which enters the pydantic-ai ``MCPToolset``
 (a stdio process or a streamable-HTTP session) and holds it until ``stop()``; the agent's runs only use the
 session it holds, so a turn never starts or stops a server. A server that fails to start, or dies, is one line
-for the user (``notices``) and the chat goes on without it. A stdio server's stderr goes to
-``<data dir>/mcp-logs/<name>.log`` (0600, within a fixed size: ``stderr_log``); its process group, and every
-process carrying its mark (one it detached with ``setsid`` included: ``tools.processes``), is killed when it
-stops and when co exits, however co exits.
+for the user (``notices``) and the chat goes on without it. A stdio server's process (its stderr log, its
+process group, every process carrying its mark) is ``ServerProcesses``'s, and is killed when it stops and when
+co exits, however co exits.
 
 Nothing here imports pydantic-ai or the MCP client at module level: they load in a worker thread once the
 prompt is drawn.
@@ -18,15 +17,13 @@ import asyncio
 import contextlib
 import os
 import shutil
-import signal
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from co_cli.config import McpServer, Paths
-from co_cli.tools.mcp.stderr_log import StderrLog
-from co_cli.tools.processes import forget_process_group, kill_marks, marked_environment, new_mark, track_process_group
+from co_cli.tools.mcp.server_processes import ServerProcesses
+from co_cli.tools.mcp.server_state import ServerState, one_line
 
 if TYPE_CHECKING:
     from pydantic_ai.mcp import MCPToolset
@@ -34,52 +31,10 @@ if TYPE_CHECKING:
 
     from co_cli.deps import CoDeps
 
-ServerStatus = Literal["starting", "running", "failed", "stopped", "not allowed", "disabled"]
-
 STARTUP_TIMEOUT = 30.0
 """Seconds a server may take to start and list its tools."""
 STOP_TIMEOUT = 5.0
 """Seconds the servers get to stop at exit before their processes are killed."""
-LOG_DIR = "mcp-logs"
-
-# `sh -c` writes its pid (the server's, after exec) to a file: the server runs in a session of its own (the MCP
-# client starts it so), and co must know that group to kill it when co itself is killed.
-_PID_WRAPPER = 'echo $$ > "$0" && exec "$@"'
-
-
-@dataclass
-class ServerState:
-    """One configured server, as the user sees it in ``/mcp`` and ``co mcp list``."""
-
-    name: str
-    spec: McpServer
-    status: ServerStatus = "starting"
-    detail: str = ""
-    """Why it failed, was not allowed, or stopped (one line)."""
-    tool_defs: list[ToolDefinition] = field(default_factory=list)
-    """Its tools as the server describes them (its own names)."""
-    toolset: MCPToolset[CoDeps] | None = None
-    pid: int | None = None
-    mark: str | None = None
-    """In the environment of its process and of every process it starts (``tools.processes``)."""
-    stderr: StderrLog | None = None
-    stderr_start: int = 0
-    """What it had written to stderr when it started running (what it writes after may say why it stops)."""
-    ready: asyncio.Event = field(default_factory=asyncio.Event)
-    stop: asyncio.Event = field(default_factory=asyncio.Event)
-    task: asyncio.Task[None] | None = None
-
-    @property
-    def transport(self) -> str:
-        return self.spec.transport
-
-
-def one_line(exc: BaseException) -> str:
-    """An exception as one short line (exception groups by their first leaf)."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text if len(text) <= 200 else text[:199] + "…"
 
 
 class McpServers:
@@ -89,8 +44,9 @@ class McpServers:
         self, servers: dict[str, McpServer], paths: Paths, cwd: Path, refused: dict[str, str] | None = None
     ) -> None:
         refused = refused or {}
-        self.paths = paths
         self.cwd = cwd
+        self.processes = ServerProcesses(paths.data_dir)
+        """The stdio servers' processes: how each is started, what it said last, and killing them."""
         self.states: dict[str, ServerState] = {}
         for name, spec in servers.items():
             state = ServerState(name, spec)
@@ -135,25 +91,11 @@ class McpServers:
                 task.cancel()
             if pending:
                 await asyncio.wait(pending, timeout=1.0)
-        self._kill(*self.states.values())
+        self.processes.kill(*self.states.values())
 
     def kill_all(self) -> None:
         """Kill every server process at once (co is ending without a chance to stop them gently)."""
-        self._kill(*self.states.values())
-
-    def _kill(self, *states: ServerState) -> None:
-        """Kill these servers' process groups and every process they started elsewhere (``setsid``)."""
-        marks = set()
-        for state in states:
-            if state.pid is not None:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(state.pid, signal.SIGKILL)
-                forget_process_group(state.pid)
-                state.pid = None
-            if state.mark is not None:
-                marks.add(state.mark)
-                state.mark = None
-        kill_marks(marks)
+        self.processes.kill(*self.states.values())
 
     async def _serve(self, state: ServerState) -> None:
         try:
@@ -166,12 +108,12 @@ class McpServers:
         watch: asyncio.Task[None] | None = None
         try:
             toolset = await asyncio.to_thread(self._build, state)
-            watch = asyncio.ensure_future(self._track_when_spawned(state))
+            watch = asyncio.ensure_future(self.processes.track_when_spawned(state))
             async with asyncio.timeout(STARTUP_TIMEOUT):
                 await toolset.__aenter__()
         except Exception as exc:
-            self._kill(state)
-            said = await self._last_words(state)
+            self.processes.kill(state)
+            said = await self.processes.last_words(state)
             self._failed(state, f"failed to start: {said or one_line(exc)}")
             state.ready.set()
             return
@@ -181,7 +123,7 @@ class McpServers:
         try:
             state.toolset = toolset
             if state.pid is None:
-                state.pid = self._read_pid(state)
+                state.pid = self.processes.read_pid(state)
             try:
                 async with asyncio.timeout(STARTUP_TIMEOUT):
                     state.tool_defs = await self._list(toolset)
@@ -221,18 +163,14 @@ class McpServers:
 
         if shutil.which(spec.command, path=spec.env.get("PATH") or os.environ.get("PATH")) is None:
             raise FileNotFoundError(f"command not found: {spec.command}")
-        state.stderr = StderrLog(self._log_dir(), state.name)
-        command, args = spec.command, list(spec.args)
-        if os.name == "posix":
-            command, args = "/bin/sh", ["-c", _PID_WRAPPER, str(self._pid_file(state.name)), command, *args]
-        state.mark = new_mark("mcp")
+        launch = self.processes.launch(state)
         transport = StdioTransport(
-            command,
-            args,
-            env={**spec.env, **marked_environment(state.mark)},
+            launch.command,
+            launch.args,
+            env=launch.env,
             cwd=spec.cwd or str(self.cwd),
             keep_alive=False,
-            log_file=state.stderr.writer,
+            log_file=launch.stderr,
         )
         return MCPToolset(
             transport, id=state.name, tool_error_behavior="failed", init_timeout=STARTUP_TIMEOUT,
@@ -247,58 +185,6 @@ class McpServers:
         ctx: RunContext[Any] = RunContext(deps=None, model=None, usage=RunUsage())  # type: ignore[arg-type]
         return [tool.tool_def for tool in (await toolset.get_tools(ctx)).values()]
 
-    # ----- files -------------------------------------------------------------------------------------------
-    def _log_dir(self) -> Path:
-        directory = self.paths.data_dir / LOG_DIR
-        if not directory.is_dir():
-            directory.mkdir(parents=True, mode=0o700, exist_ok=True)
-            os.chmod(directory, 0o700)
-        return directory
-
-    async def _last_words(self, state: ServerState, since: int = 0) -> str:
-        """The last line the stopped server wrote to stderr (after ``since`` bytes; often why it stopped), or
-        ''. Only what co keeps in memory is read, whatever the log's size."""
-        if state.stderr is None:
-            return ""
-        state.stderr.detach()
-        await asyncio.to_thread(state.stderr.settle)  # what its last processes wrote, read to the end
-        said = state.stderr.last_line(since)
-        return one_line(Exception(said)) if said else ""
-
-    def _pid_file(self, name: str) -> Path:
-        path = self._log_dir() / f".{name}.pid"
-        path.unlink(missing_ok=True)
-        return path
-
-    def _read_pid(self, state: ServerState) -> int | None:
-        if state.spec.url or os.name != "posix":
-            return None
-        path = self._pid_file_path(state.name)
-        try:
-            pid = int(path.read_text().strip())
-        except (OSError, ValueError):
-            return None
-        finally:
-            path.unlink(missing_ok=True)
-        track_process_group(pid)
-        return pid
-
-    async def _track_when_spawned(self, state: ServerState) -> None:
-        """Know the server's process group as soon as it exists, so co killed while the server is still
-        starting kills it too."""
-        if state.spec.url or os.name != "posix":
-            return
-        path = self._pid_file_path(state.name)
-        while state.pid is None:
-            with contextlib.suppress(OSError):
-                if path.read_text().endswith("\n"):  # written whole
-                    state.pid = self._read_pid(state)
-                    return
-            await asyncio.sleep(0.02)
-
-    def _pid_file_path(self, name: str) -> Path:
-        return self.paths.data_dir / LOG_DIR / f".{name}.pid"
-
     # ----- state changes -----------------------------------------------------------------------------------
     def _failed(self, state: ServerState, detail: str, *, was_running: bool = False) -> None:
         state.status, state.detail = "failed", detail
@@ -312,8 +198,8 @@ class McpServers:
         state = self.states[name]
         if state.status == "running":
             state.status = "failed"  # at once: no other call goes to it meanwhile
-            self._kill(state)
-            said = await self._last_words(state, state.stderr_start)
+            self.processes.kill(state)
+            said = await self.processes.last_words(state, state.stderr_start)
             self._failed(state, f"stopped: {said or one_line(exc)}", was_running=True)
             state.stop.set()
 

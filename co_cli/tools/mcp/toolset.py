@@ -22,7 +22,8 @@ from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
 from co_cli.deps import CoDeps
-from co_cli.tools.mcp.servers import McpServers, ServerState
+from co_cli.tools.mcp.server_state import ServerState
+from co_cli.tools.mcp.servers import McpServers
 from co_cli.vocabulary import MCP_TOOL_PREFIX
 
 PREFIX = MCP_TOOL_PREFIX
