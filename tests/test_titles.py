@@ -65,17 +65,15 @@ def turns(conv: Conversation, *prompts: str, then: Callable[[], None] | None = N
 def test_the_first_exchange_is_titled_in_the_background(titling: Core) -> None:
     calls: list[float] = []
     conv = titling.conversation(streaming_model(lambda m: "sure"), summarizer=titler("Lisbon Trip Plans", 0.3, calls))
-    started = time.monotonic()
     seen: dict[str, str] = {}
 
     def right_after_the_turn() -> None:
         assert conv.session is not None
         seen["title"] = titling.store.sessions.get(conv.session.id).title
-        seen["elapsed"] = str(time.monotonic() - started)
 
     assert turns(conv, "help me plan a trip to lisbon in may", then=right_after_the_turn) == ["ok"]
-    assert seen["title"] == "help me plan a trip to lisbon in may"  # the turn did not wait for the title
-    assert float(seen["elapsed"]) < 0.3
+    # the turn did not wait for the title: right after it the session still has the prompt's words
+    assert seen["title"] == "help me plan a trip to lisbon in may"
     assert conv.session is not None
     assert titling.store.sessions.get(conv.session.id).title == "Lisbon Trip Plans" == conv.session.title
     assert len(calls) == 1
