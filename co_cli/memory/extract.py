@@ -5,7 +5,8 @@ After a turn is answered, the summarisation model is shown the user's message (n
 and the candidate memories: the nearest active ones by the message's own words (the FTS search) and those
 sharing their topic keys, each with its id, whom it is about and its topic key, and the other topic keys in
 use. It answers one ``Reading`` in one request: 0-3 facts, each with the quote it comes from, how that quote
-is said (a statement, a question, a request), whom it is about (the user, another person, no one), its text in
+is said (a statement, a question, a request), its subject (the words naming whom or what it is about, or "I"
+for the user), whom it is about (the user, another person, no one), its text in
 the user's own language and words, a snake_case topic key, its kind (a lasting fact, a rule for the assistant,
 a passing state) and the id of a shown memory it supersedes. An empty list is a fine answer: questions and
 one-off requests hold nothing to keep.
@@ -13,7 +14,8 @@ one-off requests hold nothing to keep.
 ``plan`` (pure) verifies each fact and decides what it changes: its quote must be in the message and its names
 and numbers too (``grounding``: checks that hold in any language); secrets are refused; a fact about no one,
 a passing state and a question or request that is not a rule are not kept (``Fact.kept``: the model's own
-classification, no words read); a rule becomes an ``instruction`` memory. A fact replaces a memory when the
+classification, no words read); a fact is another person's when the model says so or when its subject names
+someone the message names (``whose``); a rule becomes an ``instruction`` memory. A fact replaces a memory when the
 model names it (``replaces``, one of the memories shown) or when it has the same subject (about, person) and
 topic key as exactly one active memory; never because of the words used. A replaced memory stays in the log
 and ``co memory undo`` brings it back. With ``memory_extract = review`` the changes become proposals; with
@@ -72,12 +74,12 @@ For each fact, in this order:
 - kind: "rule_for_assistant" when the user tells the assistant how to answer or work from now on, in every
   later answer (a one-time request is not a rule); "passing_state" when it holds only now and will not hold
   next week (a mood, being tired, ill or busy, anything "today" or "right now"); otherwise "lasting_fact".
-- subject: whom the quote is about. "I" when it is about the user (their life, work, projects, tools, likes)
-  or is a rule for the assistant. Else the words of the quote naming that person or thing, copied from it
-  ("Kofi", "my aunt", "mi madre", "うちの父", "the build").
-- about: "user" when the subject is "I". "another_person" when the subject is someone else (a colleague, a
-  friend, a relative, named or not), with person: that person's name as written (or how the message calls
-  them, "my aunt"). "nobody" when it is about no person (a thing, how something works).
+- subject: who or what the quote is about, copied from it: the words naming that person or thing ("Kofi",
+  "my aunt", "うちの父", "the build"); "I" when the user speaks of themselves or tells the assistant a rule.
+- about: whose fact it is, by that subject. "user" when the subject is the user (their life, work, projects,
+  tools, likes, rules for the assistant). "another_person" when the subject is someone else (a colleague, a
+  friend, a relative, named or not: "Tom", "my sister Ana", "mi madre"), with person: that person's name as
+  written (or how the message calls them, "my aunt"). "nobody" when it is about no person.
 - text: one standalone statement, true without the conversation, in the language and the words of the message.
   Never translate it, never rewrite "I" as "the user", keep names exactly as written (my-app stays my-app).
 - topic: a short snake_case key in English for the attribute the fact states (home_city, editor, employer,
@@ -97,6 +99,10 @@ teammate Kofi reviews every migration", "topic": "reviews_migrations", "replaces
 "うちの父は大工です。" -> {"facts": [{"quote": "うちの父は大工です", "form": "statement", "kind": "lasting_fact",
 "subject": "うちの父", "about": "another_person", "person": "父",
 "text": "うちの父は大工です", "topic": "occupation", "replaces": null}]}
+"Моя сестра Лена работает врачом в Новосибирске." -> {"facts": [{"quote":
+"Моя сестра Лена работает врачом в Новосибирске", "form": "statement", "kind": "lasting_fact", "subject":
+"Моя сестра Лена", "about": "another_person", "person": "Лена", "text":
+"Моя сестра Лена работает врачом в Новосибирске", "topic": "occupation", "replaces": null}]}
 "Réponds-moi toujours en tutoyant." -> {"facts": [{"quote": "Réponds-moi toujours en tutoyant", "form": "request",
 "kind": "rule_for_assistant", "subject": "I", "about": "user", "person": null, "text": "Réponds-moi toujours en
 tutoyant", "topic": "form_of_address", "replaces": null}]}
@@ -135,7 +141,7 @@ class Fact(BaseModel):
     kind: FactKind = Field("lasting_fact", description="a lasting fact, a rule for the assistant, a passing state")
     subject: str = Field(
         "",
-        description='"I" for the user, else who or what the quote is about, copied from it',
+        description='who or what the quote is about, copied from it ("I" for the user)',
         json_schema_extra=_bounded(80),
     )
     about: About = Field(description="whose fact it is")
