@@ -58,6 +58,11 @@ def _static(name: str) -> bytes:
 
 
 def routes(ctx: ServeContext) -> list[BaseRoute]:
+    """The browser view's routes: its page, static files and sign-in, then the session API it reads."""
+    return _page_routes(ctx) + _session_routes(ctx)
+
+
+def _page_routes(ctx: ServeContext) -> list[BaseRoute]:
     async def page(request: Request) -> Response:
         return Response(_static("index.html"), media_type="text/html; charset=utf-8", headers=PAGE_HEADERS)
 
@@ -67,6 +72,19 @@ def routes(ctx: ServeContext) -> list[BaseRoute]:
             raise ApiError(404, f"no route {request.url.path}", "not_found")
         return Response(_static(name), media_type=STATIC_FILES[name], headers=PAGE_HEADERS)
 
+    async def sign_in(request: Request) -> Response:
+        data = await _json_fields(request, ("code", "token"), 'send {"code": "<code>"} or {"token": "<token>"}')
+        key = ctx.sign_in.exchange(code=data["code"], token=data["token"])
+        return JSONResponse({"key": key}, headers=PAGE_HEADERS)
+
+    return [
+        Route("/", page, methods=["GET"]),
+        Route(SIGN_IN_PATH, sign_in, methods=["POST"]),
+        Route("/static/{name}", static, methods=["GET"]),
+    ]
+
+
+def _session_routes(ctx: ServeContext) -> list[BaseRoute]:
     async def sessions(request: Request) -> Response:
         return await _read(session_json.session_list, ctx.store)
 
@@ -105,15 +123,7 @@ def routes(ctx: ServeContext) -> list[BaseRoute]:
         stopped = await ctx.chats.stop(request.path_params["id"])
         return JSONResponse({"stopped": stopped}, headers=PAGE_HEADERS)
 
-    async def sign_in(request: Request) -> Response:
-        data = await _json_fields(request, ("code", "token"), 'send {"code": "<code>"} or {"token": "<token>"}')
-        key = ctx.sign_in.exchange(code=data["code"], token=data["token"])
-        return JSONResponse({"key": key}, headers=PAGE_HEADERS)
-
     return [
-        Route("/", page, methods=["GET"]),
-        Route(SIGN_IN_PATH, sign_in, methods=["POST"]),
-        Route("/static/{name}", static, methods=["GET"]),
         Route("/api/sessions", sessions, methods=["GET"]),
         Route("/api/sessions/{id}", session, methods=["GET"]),
         Route("/api/sessions/{id}", rename, methods=["PATCH"]),

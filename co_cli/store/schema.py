@@ -108,6 +108,11 @@ def run_script(conn: sqlite3.Connection, script: str) -> None:
 
 def _migrate_to_v1(conn: sqlite3.Connection) -> None:
     """Initial schema: sessions, the append-only transcript, compaction events and full-text search."""
+    _v1_sessions_and_messages(conn)
+    _v1_compactions_and_search(conn)
+
+
+def _v1_sessions_and_messages(conn: sqlite3.Connection) -> None:
     run_script(
         conn,
         f"""
@@ -139,7 +144,14 @@ def _migrate_to_v1(conn: sqlite3.Connection) -> None:
             status TEXT NOT NULL DEFAULT 'ok' {_kinds_check("status", MESSAGE_STATUSES)},
             UNIQUE (session_id, seq)
         );
+        """,
+    )
 
+
+def _v1_compactions_and_search(conn: sqlite3.Connection) -> None:
+    run_script(
+        conn,
+        f"""
         CREATE TABLE compactions (
             id INTEGER PRIMARY KEY,
             session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
