@@ -197,10 +197,11 @@ def fallback(args: argparse.Namespace, texts: Sequence[str]) -> list[Reader]:
 
 def model(args: argparse.Namespace, texts: Sequence[str]) -> list[Reader]:
     """co's typed reading of a message by the model ``-m``, one request per message, as memory extraction asks it
-    (``memory.extract.read_message``, with no memories kept yet): a rule is a fact of kind "rule_for_assistant", a
-    passing state one of kind "passing_state", a fact about another person one about "another_person", and a
-    message that only asks is one with no fact that tells and no rule (nothing, or only questions and requests, by
-    the model's form or a question mark: ``Fact.asks``). A secret is co's filter, not the model's reading. Answers
+    (``memory.extract.read_message``, with no memories kept yet): a rule is a fact of kind "rule_for_assistant"
+    that is not a question (``Fact.is_rule``), a passing state one of kind "passing_state", a fact about another
+    person one ``extract.whose`` finds is another person's, and a message that only asks is one with no fact that
+    tells and no rule (nothing, or only questions and requests, by the model's form or a question mark:
+    ``Fact.asks``). A secret is co's filter, not the model's reading. Answers
     are kept in ``--answers`` (a JSON file by message), so a run that stopped goes on where it was."""
     import asyncio
     import tempfile
@@ -244,10 +245,10 @@ def model(args: argparse.Namespace, texts: Sequence[str]) -> list[Reader]:
     name = f"{args.model} ({unread} unread)" if unread else args.model
 
     def only_asks(text: str) -> bool:
-        return answers.get(text) is not None and all(f.asks and f.kind != "rule_for_assistant" for f in facts(text))
+        return answers.get(text) is not None and all(f.asks and not f.is_rule for f in facts(text))
 
     return [
-        Reader("rule", f"{name}: a rule", lambda t: any(f.kind == "rule_for_assistant" for f in facts(t))),
+        Reader("rule", f"{name}: a rule (not a question)", lambda t: any(f.is_rule for f in facts(t))),
         Reader("change", "no reading without kept memories"),
         Reader("next_step", "not read by memory extraction"),
         Reader("about=other", f"{name}: another person", lambda t: any(whose(f, t) == "other" for f in facts(t))),

@@ -314,6 +314,11 @@ def test_a_passing_state_or_a_fact_about_no_one_is_not_stored(
         ("Kann ich in Rust Traits erben?", fact("Kann ich in Rust Traits erben?", form="question")),
         # a question the model called a statement: its question mark says otherwise
         ("Как сравнить две ветки в git?", fact("Как сравнить две ветки в git?")),
+        # a one-off question the model called a rule: it would be sent with every later request
+        (
+            "¿Cómo se declara un enum en TypeScript?",
+            fact("¿Cómo se declara un enum en TypeScript?", form="question", kind="rule_for_assistant"),
+        ),
         (
             "Sort these invoices by due date",
             fact("The user wants invoices sorted by due date", quote="Sort these invoices by due date", form="request"),

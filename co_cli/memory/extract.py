@@ -162,10 +162,21 @@ class Fact(BaseModel):
     )
 
     @property
+    def questioned(self) -> bool:
+        """Whether its quote or text ends with a question mark (``?``, ``？``, ``؟``): a small model calls many
+        questions statements, and many one-off questions rules."""
+        return asked(self.quote) or asked(self.text)
+
+    @property
     def asks(self) -> bool:
-        """Whether it asks rather than tells: the model says so (a question, a request), or its quote or text ends
-        with a question mark (a small model calls many questions statements)."""
-        return self.form != "statement" or asked(self.quote) or asked(self.text)
+        """Whether it asks rather than tells: the model says so (a question, a request), or it is questioned."""
+        return self.form != "statement" or self.questioned
+
+    @property
+    def is_rule(self) -> bool:
+        """Whether it is a rule co keeps: the model says so, and it is not a question (a rule asked as a question
+        is missed; a one-off question kept as a rule would be sent with every later request)."""
+        return self.kind == "rule_for_assistant" and not self.questioned
 
     @property
     def kept(self) -> bool:
@@ -173,7 +184,7 @@ class Fact(BaseModel):
         asks rather than tells."""
         if self.about == "nobody" or self.kind == "passing_state":
             return False
-        return not self.asks or self.kind == "rule_for_assistant"
+        return self.is_rule or not self.asks
 
 
 class Reading(BaseModel):
@@ -278,7 +289,7 @@ def checked(
         return None  # the memory already says it
     if target is None and any(near_duplicate(text, m.text) for m in [*known.values(), *same_topic]):
         return None
-    kind = "instruction" if fact.kind == "rule_for_assistant" else "fact"
+    kind = "instruction" if fact.is_rule else "fact"
     return Change("add" if target is None else "update", text, None if target is None else target.id, kind, subject)
 
 
