@@ -31,5 +31,7 @@ def test_hung_server_is_reported_after_one_timeout(
     waited = time.monotonic() - arrivals[0]
     assert result.returncode == 1, result.stderr
     assert "timed out" in result.stderr and "Traceback" not in result.stderr
-    # The SDK's default two retries would make it about 3 x TIMEOUT (plus back-off) before this change.
-    assert TIMEOUT * 0.9 <= waited < TIMEOUT * 1.75, (waited, len(arrivals))
+    # The SDK's default two retries would send the request three times and take about 3 x TIMEOUT (plus
+    # back-off); the bound leaves room for co's exit on a busy machine (``waited`` runs to the process's end).
+    assert len(arrivals) == 1
+    assert TIMEOUT * 0.9 <= waited < TIMEOUT * 2.5, waited
