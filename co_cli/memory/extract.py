@@ -180,8 +180,8 @@ class Fact(BaseModel):
 
     @property
     def kept(self) -> bool:
-        """Whether it is something to keep at all: about someone, lasting (a fact or a rule), and a rule when it
-        asks rather than tells."""
+        """Whether it is something to keep at all: about someone, lasting (a fact or a rule), and, when it asks
+        rather than tells, a rule that is not a question."""
         if self.about == "nobody" or self.kind == "passing_state":
             return False
         return self.is_rule or not self.asks
