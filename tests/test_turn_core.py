@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from pydantic_ai import CancellationToken
 from pydantic_ai.exceptions import ModelHTTPError
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from co_cli.config import load_settings
@@ -297,18 +297,74 @@ def test_a_plain_text_summary_pins_nothing_and_only_suggests(core: Core) -> None
     assert conv.engine.governor.summary_mode.prompted  # the prose answer switched it to prompted JSON
 
 
-def test_memory_extraction_is_not_attached_with_the_embedded_model_as_summariser(core: Core, tmp_path: Path) -> None:
+def test_memory_extraction_is_attached_with_a_chosen_gguf_but_not_with_the_bundled_model(
+    core: Core, tmp_path: Path
+) -> None:
     from co_cli.local.model import LocalModel
+    from co_cli.local.weights import DEFAULT_WEIGHTS_FILE
 
-    local = LocalModel(tmp_path / "tiny.gguf", n_ctx=2048, max_tokens=16)
-    embedded = core.conversation(streaming_model(echo))
-    embedded.engine.resolved = ResolvedModel(
-        model=local, choice=ModelChoice(spec="local", reason="test"), context_window=2048, window_source="t"
-    )
-    assert embedded.engine.summarizer_is_embedded
-    assert embedded.background.attach_extraction() is None
+    def on_local(weights: str) -> Conversation:
+        conv = core.conversation(streaming_model(echo))
+        local = LocalModel(tmp_path / weights, n_ctx=2048, max_tokens=16)
+        conv.engine.resolved = ResolvedModel(
+            model=local, choice=ModelChoice(spec="local", reason="test"), context_window=2048, window_source="t"
+        )
+        return conv
+
+    bundled = on_local(DEFAULT_WEIGHTS_FILE)
+    assert bundled.engine.summarizer_is_embedded and bundled.engine.summarizer_is_bundled
+    assert bundled.background.attach_extraction() is None
+    chosen = on_local("qwen2.5-1.5b-instruct-q4_k_m.gguf")
+    assert chosen.engine.summarizer_is_embedded and not chosen.engine.summarizer_is_bundled
+    assert chosen.background.attach_extraction() is not None
     assert not core.conversation(streaming_model(echo)).engine.summarizer_is_embedded
     assert not core.conversation(streaming_model(echo), summarizer=summarizer()).engine.summarizer_is_embedded
+
+
+def test_a_turn_stops_an_extraction_on_the_embedded_engine_and_it_is_read_again_after(
+    core: Core, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The embedded engine answers one request at a time: a prompt sent while the last message is being read for
+    memories stops that reading (the message stays queued), and the worker reads it after the answer."""
+    from co_cli.session.engine import Engine
+
+    monkeypatch.setattr(Engine, "summarizer_is_embedded", property(lambda self: True))
+    reading_started = asyncio.Event()
+    calls: list[str] = []
+
+    async def read(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        calls.append(user_text(messages[-1]))
+        if len(calls) == 1:
+            reading_started.set()
+            try:
+                await asyncio.Event().wait()  # the first reading never ends by itself
+            except asyncio.CancelledError:
+                calls[-1] = "stopped"
+                raise
+        if info.output_tools:
+            return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, {"facts": []})])
+        return ModelResponse(parts=[TextPart('{"facts": []}')])
+
+    conv = core.conversation(streaming_model(echo), summarizer=FunctionModel(read))
+    worker = conv.background.attach_extraction()
+    assert worker is not None
+
+    async def two_turns() -> None:
+        await conv.run_turn("my first message to read", RecordingView(), CancellationToken())
+        await asyncio.wait_for(reading_started.wait(), 5)
+        outcome = await conv.run_turn("a second message meanwhile", RecordingView(), CancellationToken())
+        assert outcome.status == "ok"
+        for _ in range(200):
+            if not worker.busy:
+                break
+            await asyncio.sleep(0.01)
+
+    asyncio.run(two_turns())
+    assert calls[0] == "stopped"
+    assert [c for c in calls[1:] if "message" in c] == calls[1:] and len(calls) == 3
+    assert "my first message to read" in calls[1] and "a second message meanwhile" in calls[2]
+    assert worker.last_error is None, worker.last_error
+    assert len(core.store.queue) == 0
 
 
 def test_the_event_loop_runs_while_a_turn_is_saved(core: Core, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -48,7 +48,7 @@ from pydantic_ai.usage import RequestUsage
 from co_cli.errors import ModelConfigError, ProviderError
 from co_cli.local.engine import EngineError, start_engine
 from co_cli.local.toolcalls import ParsedCall, parse_tool_calls, streamable_length
-from co_cli.local.weights import ENGINE_INSTALL, engine_installed, resolve_weights
+from co_cli.local.weights import DEFAULT_WEIGHTS_FILE, ENGINE_INSTALL, engine_installed, resolve_weights
 from co_cli.message_view import part_kind, view_part
 
 DEFAULT_TEMPERATURE = 0.0
@@ -584,6 +584,11 @@ class LocalModel(Model):
     @property
     def model_name(self) -> str:
         return f"local:{self.weights_path.stem}"
+
+    @property
+    def bundled(self) -> bool:
+        """Whether this is the small model co ships (``local``), as opposed to a GGUF the user chose."""
+        return self.weights_path.name == DEFAULT_WEIGHTS_FILE
 
     @property
     def system(self) -> str:

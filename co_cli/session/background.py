@@ -28,11 +28,11 @@ class Background:
     # ----- memory extraction ------------------------------------------------------------------------------
     def attach_extraction(self, on_change: Callable[[], None] | None = None) -> ExtractionWorker | None:
         """Extract facts after each answered turn (with the summarisation model), when memory and extraction
-        are on. Left off when the summariser is the embedded model: it would compete with the chat model for
-        the CPU, and a model that small cannot give structured answers. ``on_change`` is called when
-        proposals arrive (the toolbar redraws)."""
+        are on. Left off when the summariser is the small model co ships: its readings of a message are mostly
+        wrong. A GGUF the user chose extracts, paused while a turn runs (``pause_extraction``). ``on_change``
+        is called when proposals arrive (the toolbar redraws)."""
         deps = self.engine.deps
-        if not deps.memory_on or deps.settings.memory_extract == "off" or self.engine.summarizer_is_embedded:
+        if not deps.memory_on or deps.settings.memory_extract == "off" or self.engine.summarizer_is_bundled:
             return None
         self.memory_worker = ExtractionWorker(
             self.store.memories,
@@ -53,12 +53,19 @@ class Background:
 
     def cost_notice(self, prompt: str) -> str | None:
         """Once per user, when the turn of ``prompt`` is the first to be sent to a model for extraction: what
-        that costs and how to turn it off (the embedded model never extracts: ``attach_extraction``)."""
+        that costs and how to turn it off (the model co ships never extracts: ``attach_extraction``)."""
         if self.extraction(prompt) is None:
             return None
         from co_cli.memory.cost_notice import extraction_cost_notice
 
         return extraction_cost_notice(self.engine.deps.paths.data_dir, self.engine.summary_model_name)
+
+    async def pause_extraction(self) -> None:
+        """Before a turn: stop an extraction running on the embedded engine, which answers one request at a time
+        (the turn would wait for it). Its message stays queued; the turn's end starts the worker again."""
+        worker = self.memory_worker
+        if worker is not None and worker.busy and self.engine.summarizer_is_embedded:
+            await worker.stop()
 
     def start_extraction(self) -> None:
         """Work through the extraction queue (including what an earlier co left) in the background."""

@@ -115,8 +115,14 @@ class Engine:
 
     @property
     def summarizer_is_embedded(self) -> bool:
-        """The summariser is the embedded model (it shares the CPU with the chat model, and answers slowly)."""
+        """The summariser runs in co's own process (a GGUF on the embedded engine): it shares the CPU with the
+        chat model, and one engine answers one request at a time."""
         return type(self.summarizer or self.resolved.model).__name__ == "LocalModel"
+
+    @property
+    def summarizer_is_bundled(self) -> bool:
+        """The summariser is the small model co ships (``local``): too small to read a message for memories."""
+        return self.summarizer_is_embedded and bool(getattr(self.summarizer or self.resolved.model, "bundled", False))
 
     def drain_summary_usage(self) -> TurnUsage | None:
         """What the summariser spent since the last drain (one usage row), or None."""

@@ -123,14 +123,13 @@ class Turns:
         own = words.encode("utf-8", "replace").decode("utf-8") if words is not None else None
         self._words = own if own is not None else prompt
         self.state.last_prompt = prompt
+        await self.background.pause_extraction()
         prompt_seq = await off_loop(lambda: self.recorder.begin(prompt, own))
         self.state.turn_seq = prompt_seq
         outcome = await self._turn(prompt, view, token, prompt_seq, retry_on_overflow=True, instructions=instructions)
-        if outcome.status == "ok":
-            if self.background.extraction(self._words) is not None:
-                self.background.start_extraction()  # the turn queued its prompt
-            if prompt_seq == 0:
-                self.background.start_title(self._words, outcome.output)
+        self.background.start_extraction()  # what the turn queued, or what it paused
+        if outcome.status == "ok" and prompt_seq == 0:
+            self.background.start_title(self._words, outcome.output)
         return outcome
 
     async def _turn(

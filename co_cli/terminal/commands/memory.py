@@ -75,8 +75,9 @@ async def _memory(host: CommandHost, arg: str) -> None:
     if worker is None and host.loaded.settings.memory_extract != "off":
         host.show(
             Text(
-                "Automatic extraction is off with the embedded model as summariser (set summarization_model "
-                "to a larger model to have facts proposed from your messages).",
+                "Automatic extraction is off with the small model co ships as summariser (set "
+                "summarization_model to a larger one, a provider's or local:/path/to/model.gguf, to have facts "
+                "proposed from your messages).",
                 style="dim",
             )
         )
