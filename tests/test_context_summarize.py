@@ -220,9 +220,28 @@ async def test_a_model_that_is_prompted_anyway_is_not_asked_twice() -> None:
     assert (summary.typed, summary.text, requests) == (False, "## Goal\nlocal words", ["prompted"])
 
 
-async def test_a_broken_json_object_is_no_summary() -> None:
+@pytest.mark.parametrize(
+    "answer", ['{"summary": "## Goal\\nunfinished', '```json\n{\n  "summary": "## Goal\\nunfinished']
+)
+async def test_a_broken_json_object_is_no_summary(answer: str) -> None:
     def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        return ModelResponse(parts=[TextPart('{"summary": "## Goal\\nunfinished')])
+        return ModelResponse(parts=[TextPart(answer)])
 
     with pytest.raises(RuntimeError, match="neither a summary nor the object asked for"):
-        await summarize_messages(conversation(2), scripted_summariser(respond))
+        await summarize_messages(conversation(2), scripted_summariser(respond, profile=TOOL_ONLY))
+
+
+async def test_an_answer_held_to_the_schema_and_cut_short_fails_and_keeps_the_mode() -> None:
+    """The engine held the answer to the schema and the token cap cut it: a failure (a digest stands in), not a
+    sign that the server ignores structured output, so the next compaction asks the same way."""
+    requests: list[str] = []
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        requests.append(info.model_request_parameters.output_mode)
+        return ModelResponse(parts=[TextPart('{"summary": "## Goal\\nunfinished')])
+
+    mode = SummaryMode()
+    model = scripted_summariser(respond, profile=ModelProfile(supports_json_schema_output=True))
+    with pytest.raises(RuntimeError, match="cut short"):
+        await summarize_messages(conversation(2), model, mode=mode)
+    assert requests == ["native"] and not mode.prompted

@@ -240,10 +240,14 @@ class _Asker:
 
     async def __call__(self, prompt: str) -> Summarised:
         """The typed answer to ``prompt``; a prose answer switches the mode to prompted JSON and asks again at
-        once (unless the model was shown the schema already); a prose answer then is a plain-text summary."""
+        once (unless the model was shown the schema already); a prose answer then is a plain-text summary. An
+        answer held to the schema and cut at the token cap is a failure (the caller keeps a digest): it says
+        nothing about the server, so the mode stays."""
         try:
             return _checked(await self.typed(prompt))
         except ProseAnswer as exc:
+            if exc.constrained and _json_like(exc.text):
+                raise RuntimeError("the summariser's answer was cut short at its token limit") from None
             prose = exc.text
             if self.mode.prompted or prompted_by_default(self.model):
                 return _untyped(prose)
@@ -252,15 +256,24 @@ class _Asker:
             return _checked(await self.typed(prompt))
         except ProseAnswer as exc:
             # a plain summary rather than a failed attempt at the JSON object, if either answer is one
-            return _untyped(prose if exc.text.lstrip().startswith("{") else exc.text)
+            return _untyped(prose if _json_like(exc.text) else exc.text)
 
 
 def _checked(answer: SummaryAnswer) -> Summarised:
     return Summarised(answer.model_copy(update={"summary": _plain(answer.summary)}), True)
 
 
+def _json_like(text: str) -> bool:
+    """Whether ``text`` begins as a JSON object, bare or in a fenced block: an attempt at the object asked for
+    (unfinished, or not valid), never a summary to show the model."""
+    body = text.lstrip()
+    if body.startswith("```"):
+        body = body.removeprefix("```").removeprefix("json").lstrip()
+    return body.startswith("{")
+
+
 def _untyped(text: str) -> Summarised:
-    if text.lstrip().startswith("{"):
+    if _json_like(text):
         raise RuntimeError("the summariser's answer was neither a summary nor the object asked for")
     return Summarised(SummaryAnswer(summary=_plain(text)), False)
 
