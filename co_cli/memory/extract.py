@@ -65,7 +65,8 @@ MIN_CHARS = 8
 
 INSTRUCTIONS = """You read ONE message the user wrote to an assistant and say what in it is worth remembering about
 the user for later conversations. Answer 0 to 3 facts. Most messages hold none: a question, a request for a task
-right now, a greeting or thanks states nothing to remember. Then answer an empty list of facts.
+right now, a greeting or thanks states nothing to remember. Then answer an empty list of facts. A message that
+tells several things gets one fact for each, its clauses apart.
 
 For each fact, in this order:
 - quote: the words of the message the fact comes from, copied exactly.
@@ -103,6 +104,12 @@ teammate Kofi reviews every migration", "topic": "reviews_migrations", "replaces
 "Моя сестра Лена работает врачом в Новосибирске", "form": "statement", "kind": "lasting_fact", "subject":
 "Моя сестра Лена", "about": "another_person", "person": "Лена", "text":
 "Моя сестра Лена работает врачом в Новосибирске", "topic": "occupation", "replaces": null}]}
+"Jag heter Sven, bor i Umeå och skriver mest Clojure." -> {"facts": [{"quote": "Jag heter Sven", "form":
+"statement", "kind": "lasting_fact", "subject": "I", "about": "user", "person": null, "text": "Jag heter Sven",
+"topic": "name", "replaces": null}, {"quote": "bor i Umeå", "form": "statement", "kind": "lasting_fact", "subject":
+"I", "about": "user", "person": null, "text": "Jag bor i Umeå", "topic": "home_city", "replaces": null}, {"quote":
+"skriver mest Clojure", "form": "statement", "kind": "lasting_fact", "subject": "I", "about": "user", "person":
+null, "text": "Jag skriver mest Clojure", "topic": "main_language", "replaces": null}]}
 "Réponds-moi toujours en tutoyant." -> {"facts": [{"quote": "Réponds-moi toujours en tutoyant", "form": "request",
 "kind": "rule_for_assistant", "subject": "I", "about": "user", "person": null, "text": "Réponds-moi toujours en
 tutoyant", "topic": "form_of_address", "replaces": null}]}
