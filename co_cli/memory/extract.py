@@ -104,12 +104,13 @@ teammate Kofi reviews every migration", "topic": "reviews_migrations", "replaces
 "Моя сестра Лена работает врачом в Новосибирске", "form": "statement", "kind": "lasting_fact", "subject":
 "Моя сестра Лена", "about": "another_person", "person": "Лена", "text":
 "Моя сестра Лена работает врачом в Новосибирске", "topic": "occupation", "replaces": null}]}
-"Jag heter Sven, bor i Umeå och skriver mest Clojure." -> {"facts": [{"quote": "Jag heter Sven", "form":
-"statement", "kind": "lasting_fact", "subject": "I", "about": "user", "person": null, "text": "Jag heter Sven",
-"topic": "name", "replaces": null}, {"quote": "bor i Umeå", "form": "statement", "kind": "lasting_fact", "subject":
-"I", "about": "user", "person": null, "text": "Jag bor i Umeå", "topic": "home_city", "replaces": null}, {"quote":
-"skriver mest Clojure", "form": "statement", "kind": "lasting_fact", "subject": "I", "about": "user", "person":
-null, "text": "Jag skriver mest Clojure", "topic": "main_language", "replaces": null}]}
+"Jag heter Sven, bor i Umeå, och min bror Nils skriver Clojure." -> {"facts": [{"quote": "Jag heter Sven",
+"form": "statement", "kind": "lasting_fact", "subject": "I", "about": "user", "person": null, "text":
+"Jag heter Sven", "topic": "name", "replaces": null}, {"quote": "bor i Umeå", "form": "statement", "kind":
+"lasting_fact", "subject": "I", "about": "user", "person": null, "text": "Jag bor i Umeå", "topic": "home_city",
+"replaces": null}, {"quote": "min bror Nils skriver Clojure", "form": "statement", "kind": "lasting_fact",
+"subject": "min bror Nils", "about": "another_person", "person": "Nils", "text": "Min bror Nils skriver Clojure",
+"topic": "main_language", "replaces": null}]}
 "Réponds-moi toujours en tutoyant." -> {"facts": [{"quote": "Réponds-moi toujours en tutoyant", "form": "request",
 "kind": "rule_for_assistant", "subject": "I", "about": "user", "person": null, "text": "Réponds-moi toujours en
 tutoyant", "topic": "form_of_address", "replaces": null}]}
