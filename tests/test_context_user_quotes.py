@@ -294,6 +294,18 @@ def test_a_sentence_the_model_puts_under_two_kinds_is_not_pinned(users: list[str
     assert reading.changes and reading.next_step
 
 
+@pytest.mark.parametrize(
+    "question",
+    ["Should the cache really live on that host?", "¿Usamos siempre la rama develop?", "この設定は毎回必要ですか？"],
+)
+def test_a_question_quoted_as_a_rule_is_not_pinned(question: str) -> None:
+    """Whatever the summariser calls it, a sentence said as a question is not a rule to pin (counted apart)."""
+    users = [question, "Indent with two spaces in every YAML file."]
+    answer = SummaryAnswer(summary="…", standing_instructions=[question, "Indent with two spaces in every YAML file"])
+    reading = read_answer(answer, users, users)
+    assert reading.rules == ("Indent with two spaces in every YAML file.",) and reading.unsure_rules == 1
+
+
 async def test_the_compaction_line_counts_what_was_found_but_not_acted_on() -> None:
     """The one-off request named a rule and a change (with no earlier value): neither pinned nor placed."""
     said = ENGLISH

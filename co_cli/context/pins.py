@@ -115,6 +115,15 @@ def find_quote(quote: str, texts: Sequence[str]) -> str | None:
     return None
 
 
+QUESTION_MARKS = ("?", "？", "؟")
+"""Question marks: ASCII (Latin and Cyrillic scripts), full width (Chinese, Japanese, Korean) and Arabic."""
+
+
+def asked(text: str) -> bool:
+    """Whether ``text`` is said as a question: it ends with a question mark (closing quotes and brackets aside)."""
+    return text.rstrip(" \t\"'”’»」』)]").endswith(QUESTION_MARKS)
+
+
 def occurs(words: str, texts: Sequence[str]) -> bool:
     """Whether ``words`` (a name, say) occur in one of ``texts``, compared as quotes are."""
     wanted = normalise(words)

@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from pydantic_ai.messages import ModelMessage
 
-from co_cli.context.pins import find_quote, normalise, occurs, sentences, verify_quotes
+from co_cli.context.pins import asked, find_quote, normalise, occurs, sentences, verify_quotes
 from co_cli.context.summarize import Change, SummaryAnswer
 from co_cli.context.user_words import Entry
 from co_cli.cues import MAX_RULE_CHARS, is_standing, names_next_step, states_change
@@ -121,8 +121,9 @@ def read_answer(answer: SummaryAnswer, user_texts: Sequence[str], stretch_texts:
     each widened to the user's sentence; its names found in ``stretch_texts`` (anything written in it). Two
     checks of the model's classification, neither reading the words (small models list one sentence under
     every kind): a change is placed only when the value it replaces occurs in ``stretch_texts`` too (a change
-    of an earlier fact names it), and a rule the answer also names as a change or the next step is not pinned.
-    Both are counted apart."""
+    of an earlier fact names it), and a rule that is a question (its sentence ends with a question mark, in
+    any script) or that the answer also names as a change or the next step is not pinned. Both are counted
+    apart."""
     rules = verify_quotes(answer.standing_instructions, user_texts)
     dropped = rules.dropped
     stated: list[str] = []
@@ -145,7 +146,8 @@ def read_answer(answer: SummaryAnswer, user_texts: Sequence[str], stretch_texts:
         dropped += 1 if next_step is None else 0
     names = [name.strip() for name in answer.people if name.strip()]
     people = tuple(dict.fromkeys(name for name in names if occurs(name, stretch_texts)))
-    sure = tuple(rule for rule in rules.kept if not _overlaps(rule, [*stated, *([next_step] if next_step else [])]))
+    others = [*stated, *([next_step] if next_step else [])]
+    sure = tuple(rule for rule in rules.kept if not asked(rule) and not _overlaps(rule, others))
     return Reading(
         rules=sure,
         changes=tuple(changes),

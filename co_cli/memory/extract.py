@@ -41,9 +41,10 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, Field, ValidationError
 from pydantic.json_schema import JsonDict
 
+from co_cli.context.pins import asked
 from co_cli.cues import memory_suggestions
 from co_cli.errors import CoError
-from co_cli.memory.grounding import asked, from_a_secret, grounded, normalise, quoted, said
+from co_cli.memory.grounding import from_a_secret, grounded, normalise, quoted, said
 from co_cli.memory.retrieval import near_duplicate, query_terms
 from co_cli.models.structured_answer import ProseAnswer, ask
 from co_cli.secrets import find_secret

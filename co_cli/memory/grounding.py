@@ -36,15 +36,6 @@ _RUN = re.compile(r"[^\W_]+", re.UNICODE)
 _CLAUSE_END = re.compile(r"[.!?;。！？；\n]+")
 
 
-QUESTION_MARKS = ("?", "？", "؟")
-"""Question marks: ASCII (Latin and Cyrillic scripts), full width (Chinese, Japanese, Korean) and Arabic."""
-
-
-def asked(text: str) -> bool:
-    """Whether ``text`` is said as a question: it ends with a question mark (closing quotes and brackets aside)."""
-    return text.rstrip(" \t\"'”’»」』)]").endswith(QUESTION_MARKS)
-
-
 def normalise(text: str) -> str:
     """``text`` compared as characters: as compaction compares quotes (``context.pins.normalise``: NFKC-equivalent,
     case folded, letters, digits and marks only), recomposed (NFC) so that a letter and its accent are one
