@@ -198,7 +198,8 @@ def fallback(args: argparse.Namespace, texts: Sequence[str]) -> list[Reader]:
 def model(args: argparse.Namespace, texts: Sequence[str]) -> list[Reader]:
     """co's typed reading of a message by the model ``-m``, one request per message, as memory extraction asks it
     (``memory.extract.read_message``, with no memories kept yet): a rule is a fact of kind "rule_for_assistant"
-    that is not a question (``Fact.is_rule``), a passing state one of kind "passing_state", a fact about another
+    that is not a question (``Fact.is_rule``), a change one of kind "change" that is not a question
+    (``Fact.is_change``), the next step one of kind "next_step", a passing state one of kind "passing_state", a fact about another
     person one ``extract.whose`` finds is another person's, and a message that only asks is one with no fact that
     tells and no rule (nothing, or only questions and requests, by the model's form or a question mark:
     ``Fact.asks``). A secret is co's filter, not the model's reading. Answers
@@ -249,8 +250,8 @@ def model(args: argparse.Namespace, texts: Sequence[str]) -> list[Reader]:
 
     return [
         Reader("rule", f"{name}: a rule (not a question)", lambda t: any(f.is_rule for f in facts(t))),
-        Reader("change", "no reading without kept memories"),
-        Reader("next_step", "not read by memory extraction"),
+        Reader("change", f"{name}: a change (not a question)", lambda t: any(f.is_change for f in facts(t))),
+        Reader("next_step", f"{name}: the next step", lambda t: any(f.kind == "next_step" for f in facts(t))),
         Reader("about=other", f"{name}: another person", lambda t: any(whose(f, t) == "other" for f in facts(t))),
         Reader("passing", f"{name}: a passing state", lambda t: any(f.kind == "passing_state" for f in facts(t))),
         Reader("question_only", f"{name}: only asks (form or ?), no rule", only_asks),
@@ -451,6 +452,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--split", choices=SPLITS, default="held", help="held: for reports (default); tune: to tune")
     parser.add_argument("--lang", help="only the messages in this language (en, de, es, fr, ja, ru)")
     parser.add_argument("--misses", action="store_true", help="list each miss with its id and text")
+    parser.add_argument("--every", type=int, default=1, help="only every N-th message of the half (a quick tuning run)")
     parser.add_argument(
         "-m", "--model", default="local", help="--method model or summariser: the model, as co chat -m takes it"
     )
@@ -468,6 +470,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not rows:
             print(f"no messages in {args.lang!r}", file=sys.stderr)
             return 2
+    rows = rows[:: max(args.every, 1)]
     readers = METHODS[args.method](args, [row.text for row in rows])
     scores = score(rows, readers)
     langs = ", ".join(f"{lang} {n}" for lang, n in Counter(row.lang for row in rows).most_common())

@@ -19,9 +19,11 @@ from co_cli.context.user_quotes import (
     changes_block,
     quote_next_step,
     read_answer,
+    said_key,
     suggest,
 )
 from co_cli.context.user_words import USER_WORDS_HEADING, Entry
+from co_cli.store import ReadPart
 from tests.support.chatty import chatty
 from tests.support.messages import texts_of
 from tests.support.summariser import prose_summariser, typed_summariser
@@ -317,3 +319,71 @@ async def test_the_compaction_line_counts_what_was_found_but_not_acted_on() -> N
         "; 1 rule also named as a change or the next step, not pinned; 1 change without the earlier value, "
         "not placed." in compaction_line(result)
     )
+
+
+def read_one_at_a_time(said: Said, *, rule: bool = True) -> dict[str, tuple[ReadPart, ...]]:
+    """What memory extraction read in each of the conversation's messages, by the message's text: the rule (as
+    the user's sentence), nothing in the one-off request, the change, the next step."""
+    return {
+        said_key(said.rule): (ReadPart("rule", said.rule),) if rule else (),
+        said_key(said.one_off): (),
+        said_key(f"{said.change} {said.person}"): (ReadPart("change", said.change),),
+        said_key(said.next_step): (ReadPart("next_step", said.next_step),),
+    }
+
+
+@LANGUAGES
+async def test_what_each_message_was_read_to_say_is_acted_on_with_a_plain_summary(said: Said) -> None:
+    """A summariser that answered in prose names nothing; the messages read one at a time do: the rule is pinned,
+    the next step quoted under "Pending" and the change closes the summary (no earlier value needed: the message
+    alone was read), in any language, and no cue suggests what a model has read."""
+    model = prose_summariser(BODY)
+    result = await compact_middle(
+        chatty(said.prompts()), model, max_history_messages=4, said=read_one_at_a_time(said)
+    )
+    assert isinstance(result, CompactionResult) and result.method == "summary"
+    assert result.standing_instructions == (said.rule,) and result.suggestions == ()
+    text = summary_of(result)
+    assert text.index("## Pending and next step") < text.index(f"{NEXT_STEP_HEADING}\n> {said.next_step}")
+    assert text.rstrip().endswith(f"{CHANGES_HEADING}\n> {said.change}")
+
+
+async def test_a_message_read_one_at_a_time_overrules_the_summariser_on_it() -> None:
+    """The summariser calls the one-off request a rule and invents the next step's place; the messages' own
+    readings say the request is none and the rule is not read as one: nothing is pinned from those messages,
+    while what the summariser found in a message nobody read on its own still counts."""
+    said = GERMAN
+    answer = {**said.answer(), "standing_instructions": [said.one_off, said.rule_fragment]}
+    readings = read_one_at_a_time(said, rule=False)
+    del readings[said_key(said.next_step)]  # not read yet: the summariser's next step stands
+    result = await compact_middle(
+        chatty(said.prompts()), typed_summariser(BODY, **answer), max_history_messages=4, said=readings
+    )
+    assert isinstance(result, CompactionResult) and result.standing_instructions == ()
+    text = summary_of(result)
+    assert f"{NEXT_STEP_HEADING}\n> {said.next_step}" in text
+    assert text.rstrip().endswith(f"> {said.change}")
+
+
+async def test_a_digest_pins_the_rule_a_message_was_read_to_state() -> None:
+    said = SPANISH
+    result = await compact_middle(chatty(said.prompts()), None, max_history_messages=4, said=read_one_at_a_time(said))
+    assert isinstance(result, CompactionResult) and result.method == "digest"
+    assert result.standing_instructions == (said.rule,)
+    assert all(s.text != said.rule for s in result.suggestions)
+
+
+async def test_a_change_read_one_at_a_time_is_carried_by_the_next_compaction() -> None:
+    """Placed without an earlier value, the change is still placed by the next compaction, once, from the earlier
+    summary's block (its message is gone from the context by then)."""
+    said = RUSSIAN
+    first = await compact_middle(
+        chatty(said.prompts()), prose_summariser(BODY), max_history_messages=4, said=read_one_at_a_time(said)
+    )
+    assert isinstance(first, CompactionResult)
+    copied = summary_of(first).split("\n", 1)[1].split("\n\n" + USER_WORDS_HEADING)[0]
+    copied += f"\n\n{CHANGES_HEADING}\n> {said.change}"
+    later = [*first.messages[:-1], *chatty(["А логи?", "Какой уровень?", "А формат?"])]
+    second = await compact_middle(later, typed_summariser(copied), max_history_messages=4)
+    assert isinstance(second, CompactionResult) and second.method == "summary"
+    assert summary_of(second).count(f"> {said.change}") == 1

@@ -189,6 +189,54 @@ def test_no_replacement_without_the_model_or_a_matching_topic(store: Memories) -
     assert store.get(pets.id).status == "active"
 
 
+def superseding(facts: list[dict[str, Any]], answer: str, asked: list[str]) -> FunctionModel:
+    """A model that reads every message as ``facts`` and answers the question of which memory a change makes out
+    of date with ``answer`` (an id, or "none"), noting each such question in ``asked``."""
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        prompt = _prompt_of(messages)
+        if prompt.startswith("Said:"):
+            asked.append(prompt)
+            return reply(info, {"replaces": answer})
+        return reply(info, {"facts": facts})
+
+    return FunctionModel(respond)
+
+
+@pytest.mark.parametrize("mode", ["review", "auto"])
+def test_a_stated_change_with_no_shared_topic_asks_which_memory_it_replaces(store: Memories, mode: str) -> None:
+    """The reading calls it a change but names no memory and gives a topic key no memory has: one focused
+    question, shown the memories it could be about, says which one it makes out of date."""
+    old = store.add("Vivo en Oporto", actor="extractor", subject=Subject("home_city", "user"))
+    store.add("Toco el bajo en un grupo", actor="extractor", subject=Subject("hobby", "user"))
+    message = "Me trasladé a Turín hace unas semanas"
+    moved = fact("Me trasladé a Turín", topic="relocation", kind="change")
+    asked: list[str] = []
+    run_worker(store, superseding([moved], old.ref, asked), message, mode)
+    assert len(asked) == 1 and f"- {old.ref} | Vivo en Oporto" in asked[0] and "Me trasladé a Turín" in asked[0]
+    if mode == "auto":
+        assert active(store) == ["Toco el bajo en un grupo", "Me trasladé a Turín"]
+        store.history.undo()
+        assert active(store) == ["Vivo en Oporto", "Toco el bajo en un grupo"]
+    else:
+        [proposal] = store.review.proposals(PROJECT)
+        assert (proposal.proposal, proposal.target_id) == ("update", old.id)
+
+
+def test_a_change_the_question_links_to_nothing_is_kept_as_it_is(store: Memories) -> None:
+    store.add("Toco el bajo en un grupo", actor="extractor", subject=Subject("hobby", "user"))
+    asked: list[str] = []
+    run_worker(store, superseding([fact("Ya no bebo café", kind="change")], "none", asked), "Ya no bebo café", "auto")
+    assert len(asked) == 1 and active(store) == ["Toco el bajo en un grupo", "Ya no bebo café"]
+
+
+def test_only_a_stated_change_is_asked_about(store: Memories) -> None:
+    store.add("Toco el bajo en un grupo", actor="extractor", subject=Subject("hobby", "user"))
+    asked: list[str] = []
+    run_worker(store, superseding([fact("Tengo dos gatos")], "m1", asked), "Tengo dos gatos", "auto")
+    assert asked == [] and len(store.list()) == 2
+
+
 def test_two_memories_with_the_topic_key_are_left_alone(store: Memories) -> None:
     store.add("Я говорю по-французски", actor="extractor", subject=Subject("language", "user"))
     store.add("Я говорю по-испански", actor="extractor", subject=Subject("language", "user"))
@@ -311,17 +359,18 @@ def test_a_passing_state_or_a_fact_about_no_one_is_not_stored(
 @pytest.mark.parametrize(
     ("message", "asked"),
     [
-        ("Kann ich in Rust Traits erben?", fact("Kann ich in Rust Traits erben?", form="question")),
+        ("Kann ich in Rust Traits erben?", fact("Kann ich in Rust Traits erben?", kind="request_for_now")),
         # a question the model called a statement: its question mark says otherwise
         ("Как сравнить две ветки в git?", fact("Как сравнить две ветки в git?")),
         # a one-off question the model called a rule: it would be sent with every later request
         (
             "¿Cómo se declara un enum en TypeScript?",
-            fact("¿Cómo se declara un enum en TypeScript?", form="question", kind="rule_for_assistant"),
+            fact("¿Cómo se declara un enum en TypeScript?", kind="rule_for_assistant"),
         ),
         (
             "Sort these invoices by due date",
-            fact("The user wants invoices sorted by due date", quote="Sort these invoices by due date", form="request"),
+            fact("The user wants invoices sorted by due date", quote="Sort these invoices by due date",
+                 kind="request_for_now"),
         ),  # fmt: skip
     ],
 )
@@ -332,7 +381,7 @@ def test_a_question_or_one_off_request_is_not_stored(store: Memories, message: s
 
 def test_a_rule_asked_as_a_request_is_stored_as_an_instruction(store: Memories) -> None:
     message = "Schreib mir bitte immer zuerst die Kurzfassung"
-    rule = fact(message, form="request", kind="rule_for_assistant", topic="answer_order")
+    rule = fact(message, kind="rule_for_assistant", topic="answer_order")
     run_worker(store, reading([rule]), message, "auto")
     assert [(m.text, m.kind) for m in store.list()] == [(message, "instruction")]
 

@@ -37,11 +37,15 @@ from co_cli.context.user_quotes import (
     CHANGES_HEADING,
     NEXT_STEP_HEADING,
     Reading,
+    Said,
     Suggestion,
     carry_earlier,
     changes_block,
+    joined,
     quote_next_step,
     read_answer,
+    read_said,
+    said_key,
     suggest,
     suggestions_info,
     take_block,
@@ -235,11 +239,12 @@ it is a failed summary (small models asked to merge a summary often return a fra
 
 @dataclass(frozen=True)
 class _Summary:
-    """A summariser answer that passed the checks, and what of its typed fields was verified (None: it came
-    as plain text, and word cues only suggest)."""
+    """A summariser answer that passed the checks, and what is known of the user's words: the messages read one
+    at a time and, when the answer is typed, its verified fields for the others."""
 
     body: str
-    reading: Reading | None
+    reading: Reading
+    typed: bool
 
 
 def _stretch_texts(span: Sequence[ModelMessage], entries: Sequence[Entry]) -> list[str]:
@@ -261,8 +266,10 @@ async def _checked_summary(
     max_input_tokens: int | None,
     model_settings: ModelSettings | None,
     mode: SummaryMode | None,
+    said: Said,
 ) -> _Summary:
-    """The summariser's summary of ``span``, and its verified reading of the user's words. Raises
+    """The summariser's summary of ``span``, and the verified reading of the user's words: what the messages read
+    one at a time say (``said``), and the summariser's typed fields for the others. Raises
     SummaryRejected when the answer is not a summary, holds none of the user's content, or drops most of an
     earlier summary."""
     answer = await summarize_messages(
@@ -284,11 +291,13 @@ async def _checked_summary(
         raise SummaryRejected(
             f"the summary kept {len(kept_earlier)} of the {len(earlier)} identifiers of the earlier summary"
         )
-    if not answer.typed:
-        return _Summary(body, None)
-    body, typed = carry_earlier(body, answer.answer)
     user_texts = [entry.text for entry in entries] + _earlier_quotes(span)
-    return _Summary(body, read_answer(typed, user_texts, _stretch_texts(span, entries)))
+    own, read = read_said(user_texts, said)
+    if not answer.typed:
+        return _Summary(body, own, False)
+    body, typed, carried = carry_earlier(body, answer.answer)
+    summarised = read_answer(typed, user_texts, _stretch_texts(span, entries), carried)
+    return _Summary(body, joined(own, summarised, read, user_texts), True)
 
 
 def _earlier_quotes(span: Sequence[ModelMessage]) -> list[str]:
@@ -432,15 +441,16 @@ class _Found:
     suggestions: tuple[Suggestion, ...] = ()
 
     @classmethod
-    def of(cls, checked: _Summary | None, entries: Sequence[Entry]) -> _Found:
-        """The verified reading of a typed answer; without one (plain text, digest, marker), the cues'
-        suggestions over the user's ``entries``."""
-        reading = checked.reading if checked is not None else None
-        if reading is None:
-            return cls(suggestions=suggest(entries))
+    def of(cls, checked: _Summary | None, entries: Sequence[Entry], said: Said) -> _Found:
+        """The verified reading (``checked``'s, or without a summary what the messages read one at a time say);
+        without a typed answer, also the cues' suggestions over the user's ``entries`` that no model read."""
+        reading = read_said([entry.text for entry in entries], said)[0] if checked is None else checked.reading
+        unread = [entry for entry in entries if entry.shortened or said_key(entry.text) not in said]
+        suggestions = () if checked is not None and checked.typed else suggest(unread)
         return cls(
-            reading.rules, reading.dropped_quotes, reading.dropped_names, reading.unsure_rules, reading.unsure_changes
-        )
+            reading.rules, reading.dropped_quotes, reading.dropped_names, reading.unsure_rules,
+            reading.unsure_changes, suggestions,
+        )  # fmt: skip
 
     def fields(self) -> dict[str, Any]:
         return {
@@ -467,6 +477,7 @@ async def compact_middle(
     user_words_tokens: int = DEFAULT_USER_WORDS_TOKENS,
     mode: SummaryMode | None = None,
     whole: bool = False,
+    said: Said | None = None,
 ) -> CompactionResult | Skipped | None:
     """Keep the head and the tail, replace the middle by one user-role message. None when there is no
     middle to replace; ``whole``: no head, and the tail is the current turn only (``plan_middle``).
@@ -480,7 +491,8 @@ async def compact_middle(
     ``user_words_tokens`` and the room the summary leaves (older ones shortened to a line); what the summary
     and those words lack of the identifier ledger is appended verbatim. The user's latest prompt, if it falls
     in the middle, is copied verbatim. The standing instructions, changes and next step of the summariser's
-    typed answer are acted on only as far as they are found in the user's messages; without a typed answer,
+    typed answer are acted on only as far as they are found in the user's messages, and for a message the model
+    read one at a time (``said``: memory extraction's reading) that reading decides instead; without either,
     word cues only suggest.
     """
     plan = plan_middle(
@@ -488,7 +500,7 @@ async def compact_middle(
     )
     if plan is None:
         return None
-    span = _Middle.of(messages, *plan)
+    span = _Middle.of(messages, *plan, said or {})
     if span.tokens < min_span_tokens and not must_fit:
         return Skipped(f"the span to summarise (~{span.tokens} tokens) is under ~{min_span_tokens} tokens")
     error: str | None = None
@@ -528,16 +540,17 @@ class _Middle:
     entries: list[Entry]
     omitted: int
     everything: list[Entry]
+    said: Said
     timed_out: bool = False
 
     @classmethod
-    def of(cls, messages: Sequence[ModelMessage], head_end: int, tail_start: int) -> _Middle:
+    def of(cls, messages: Sequence[ModelMessage], head_end: int, tail_start: int, said: Said) -> _Middle:
         middle = messages[head_end:tail_start]
         latest = _latest_prompt(messages, head_end, tail_start)
         entries, omitted = user_entries(middle, exclude_latest=latest)
         return cls(
             messages, head_end, tail_start, middle, covered_count(middle), latest,
-            estimate_messages_tokens(middle), entries, omitted, user_entries(middle)[0],
+            estimate_messages_tokens(middle), entries, omitted, user_entries(middle)[0], said,
         )  # fmt: skip
 
     def added_tokens(self, summary: ModelRequest) -> int:
@@ -554,14 +567,14 @@ class _Middle:
         try:
             checked = await _checked_summary(
                 self.middle, ask.model, focus=ask.focus, max_input_tokens=ask.max_input_tokens,
-                model_settings=ask.model_settings, mode=ask.mode,
+                model_settings=ask.model_settings, mode=ask.mode, said=self.said,
             )  # fmt: skip
         except SummaryRejected as exc:
             return f"summary rejected: {exc}"
         except Exception as exc:  # any provider or network failure: the digest stands in
             self.timed_out = is_timeout(exc)
             return describe_error(exc)
-        found = _Found.of(checked, self.everything)
+        found = _Found.of(checked, self.everything, self.said)
         target = math.ceil(INFLATION_RATIO * self.tokens) - 1  # the largest size clearly smaller
         fitted = _fit_user_words(
             checked, self.middle, self.entries, self.omitted, user_words_tokens, target, self.added_tokens,
@@ -574,7 +587,7 @@ class _Middle:
 
     def fallback(self, error: str | None, user_words_tokens: int, must_fit: bool) -> CompactionResult | Skipped | None:
         """The extractive digest when it is smaller; else, only when the request must fit, the static marker."""
-        found = _Found.of(None, self.everything)
+        found = _Found.of(None, self.everything, self.said)
         carried = keep_user_words(self.entries, user_words_tokens, omitted=self.omitted)
         info = {**(carried.info() if carried else {}), **suggestions_info(found.suggestions)}
         digest = summary_request(self.n, extractive_digest(self.middle), self.latest, info or None)
@@ -626,6 +639,7 @@ async def compact_all(
     model_settings: ModelSettings | None = None,
     user_words_tokens: int = DEFAULT_USER_WORDS_TOKENS,
     mode: SummaryMode | None = None,
+    said: Said | None = None,
 ) -> CompactionResult:
     """Summarise the whole history (manual /compact) into a summary message and an acknowledgement.
 
@@ -650,17 +664,17 @@ async def compact_all(
     try:
         checked = await _checked_summary(
             messages, model, focus=focus, max_input_tokens=max_input_tokens, model_settings=model_settings,
-            mode=mode,
+            mode=mode, said=said or {},
         )  # fmt: skip
     except SummaryRejected as exc:
         error = f"summary rejected: {exc}"
-        found = _Found.of(None, everything)
+        found = _Found.of(None, everything, said or {})
         words = keep_user_words(entries, user_words_tokens, omitted=omitted)
         info = {**(words.info() if words else {}), **suggestions_info(found.suggestions)}
         summary = summary_request(n, extractive_digest(messages), latest, info or None)
         method: CompactionMethod = "digest"
     else:
-        found = _Found.of(checked, everything)
+        found = _Found.of(checked, everything, said or {})
         fitted = _fit_user_words(
             checked,
             messages,

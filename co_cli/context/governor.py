@@ -30,6 +30,7 @@ from co_cli.context.repair import repair_orphans
 from co_cli.context.summarize import SummaryMode
 from co_cli.context.tiers import MIN_CLAMP_CHARS, TierResult, clamp_oversized_parts, drop_superseded_reads
 from co_cli.context.tokens import TokenEstimate
+from co_cli.context.user_quotes import Said
 from co_cli.models import summary_time_limits
 
 SUMMARIZER_INPUT_FRACTION = 0.5
@@ -69,8 +70,11 @@ class ContextGovernor(AbstractCapability[Any]):
         offload_dir: Callable[[], Path] | None = None,
         overhead_tokens: int = 0,
         on_event: Callable[[GovernorEvent], None] | None = None,
+        said: Callable[[], Said] | None = None,
     ) -> None:
         self.config = config
+        self.said = said
+        """What the model read in the user's messages one at a time (asked for when a compaction is made)."""
         self.summarizer = summarizer
         self.listener = on_event
         self.id = None
@@ -213,6 +217,7 @@ class ContextGovernor(AbstractCapability[Any]):
             user_words_tokens=self.config.user_words_budget,
             mode=self.summary_mode,
             whole=whole,
+            said=self.said() if self.said is not None else None,
         )
 
     async def _compact(

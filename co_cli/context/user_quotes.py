@@ -18,8 +18,8 @@ it. They are only shown (``/compact show``): nothing is pinned or quoted into th
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from pydantic_ai.messages import ModelMessage
@@ -28,6 +28,7 @@ from co_cli.context.pins import asked, find_quote, normalise, occurs, sentences,
 from co_cli.context.summarize import Change, SummaryAnswer
 from co_cli.context.user_words import Entry
 from co_cli.cues import MAX_RULE_CHARS, is_standing, names_next_step, states_change
+from co_cli.store import ReadPart
 from co_cli.synthetic import carried_info
 
 __all__ = [
@@ -35,13 +36,17 @@ __all__ = [
     "NEXT_STEP_HEADING",
     "SUGGESTIONS_KEY",
     "Reading",
+    "Said",
     "StatedChange",
     "Suggestion",
     "carried_suggestions",
     "carry_earlier",
     "changes_block",
     "quote_next_step",
+    "joined",
     "read_answer",
+    "read_said",
+    "said_key",
     "suggest",
     "suggestions_info",
     "take_block",
@@ -60,13 +65,14 @@ _PENDING_HEADING_RE = re.compile(
 
 @dataclass(frozen=True)
 class StatedChange:
-    """A change the user stated: their sentence, and the value it replaces (which occurs in the stretch)."""
+    """A change the user stated: their sentence, and the value it replaces (which occurs in the stretch; "" when
+    the message was read for it alone, where the earlier value need not be named)."""
 
     text: str
     old: str
 
     def line(self) -> str:
-        return f"> {self.text}{_BEFORE}{self.old})"
+        return f"> {self.text}{_BEFORE}{self.old})" if self.old else f"> {self.text}"
 
 
 @dataclass(frozen=True)
@@ -105,25 +111,32 @@ def take_block(body: str, heading: str) -> tuple[str, list[tuple[str, str]]]:
     return re.sub(r"\n{3,}", "\n\n", pattern.sub("", body)).strip(), quotes
 
 
-def carry_earlier(body: str, answer: SummaryAnswer) -> tuple[str, SummaryAnswer]:
+def carry_earlier(body: str, answer: SummaryAnswer) -> tuple[str, SummaryAnswer, frozenset[str]]:
     """``body`` without the next step and changes an earlier summary quoted (a summariser copies them with its
     text), and ``answer`` with them as its oldest items, to be verified again: the changes first among its own,
-    the next step where it names none."""
+    the next step where it names none. Also the carried changes' quotes (normalised): verified when they were
+    placed, they stand without an earlier value."""
     body, steps = take_block(body, NEXT_STEP_HEADING)
     body, changed = take_block(body, CHANGES_HEADING)
     changes = [Change(quote=quote, old=old) for quote, old in changed] + list(answer.changes)
     next_step = answer.next_step or (steps[-1][0] if steps else None)
-    return body, answer.model_copy(update={"changes": changes, "next_step": next_step})
+    carried = frozenset(normalise(quote) for quote, _ in changed)
+    return body, answer.model_copy(update={"changes": changes, "next_step": next_step}), carried
 
 
-def read_answer(answer: SummaryAnswer, user_texts: Sequence[str], stretch_texts: Sequence[str]) -> Reading:
+def read_answer(
+    answer: SummaryAnswer,
+    user_texts: Sequence[str],
+    stretch_texts: Sequence[str],
+    carried: frozenset[str] = frozenset(),
+) -> Reading:
     """The verified part of ``answer``: its quotes found in ``user_texts`` (what the user wrote in the stretch),
     each widened to the user's sentence; its names found in ``stretch_texts`` (anything written in it). Two
     checks of the model's classification, neither reading the words (small models list one sentence under
     every kind): a change is placed only when the value it replaces occurs in ``stretch_texts`` too (a change
     of an earlier fact names it), and a rule that is a question (its sentence ends with a question mark, in
     any script) or that the answer also names as a change or the next step is not pinned. Both are counted
-    apart."""
+    apart. A change an earlier summary placed (its quote in ``carried``) stands without an earlier value."""
     rules = verify_quotes(answer.standing_instructions, user_texts)
     dropped = rules.dropped
     stated: list[str] = []
@@ -138,6 +151,8 @@ def read_answer(answer: SummaryAnswer, user_texts: Sequence[str], stretch_texts:
             old = change.old.strip()
             if old and occurs(old, stretch_texts):
                 changes.append(StatedChange(found, old))
+            elif not old and normalise(change.quote) in carried:
+                changes.append(StatedChange(found, ""))
             else:
                 unsure_changes += 1
     next_step = None
@@ -158,6 +173,67 @@ def read_answer(answer: SummaryAnswer, user_texts: Sequence[str], stretch_texts:
         unsure_rules=len(rules.kept) - len(sure),
         unsure_changes=unsure_changes,
     )
+
+
+Said = Mapping[str, Sequence[ReadPart]]
+"""What the model read in the user's messages one at a time (memory extraction's reading of each, kept with the
+message), by the message's text (``said_key``): the rules, changes and next steps, each the user's sentence."""
+
+
+def said_key(text: str) -> str:
+    """How a user's message is looked up in ``Said``: its text with whitespace collapsed."""
+    return " ".join(text.split())
+
+
+def read_said(user_texts: Sequence[str], said: Said) -> tuple[Reading, list[str]]:
+    """The reading of those of ``user_texts`` (oldest first) that were read one at a time (``said``): their
+    rules, changes and latest next step, each verified against its message when it was read, a rule that is a
+    question or also read as a change or a next step left out; and those texts."""
+    rules: list[str] = []
+    changes: list[StatedChange] = []
+    next_step: str | None = None
+    read: list[str] = []
+    for text in user_texts:
+        parts = said.get(said_key(text))
+        if parts is None:
+            continue
+        read.append(text)
+        others = [part.quote for part in parts if part.kind != "rule"]
+        for part in parts:
+            if part.kind == "rule" and not asked(part.quote) and not _overlaps(part.quote, others):
+                rules.append(part.quote)
+            elif part.kind == "change":
+                changes.append(StatedChange(part.quote, ""))
+            elif part.kind == "next_step":
+                next_step = part.quote
+    return Reading(rules=tuple(dict.fromkeys(rules)), changes=tuple(dict.fromkeys(changes)), next_step=next_step), read
+
+
+def joined(read: Reading, summarised: Reading, read_texts: Sequence[str], user_texts: Sequence[str]) -> Reading:
+    """One reading of a stretch: what the messages read one at a time say (``read``, from ``read_texts``), and
+    what the summariser read in the others (``summarised``; what it found in a message read one at a time is
+    left to that message's own reading). Rules and changes each once; the next step of the later message."""
+
+    def elsewhere(sentence: str) -> bool:
+        wanted = normalise(sentence)
+        return not any(wanted in normalise(text) for text in read_texts)
+
+    rules = {normalise(r): r for r in [*read.rules, *filter(elsewhere, summarised.rules)]}
+    changes = {normalise(c.text): c for c in [*read.changes, *(c for c in summarised.changes if elsewhere(c.text))]}
+    own_step = summarised.next_step if summarised.next_step and elsewhere(summarised.next_step) else None
+    steps = [step for step in (read.next_step, own_step) if step]
+    return replace(
+        summarised,
+        rules=tuple(rules.values()),
+        changes=tuple(changes.values()),
+        next_step=max(steps, key=lambda step: _position(step, user_texts)) if steps else None,
+    )
+
+
+def _position(sentence: str, user_texts: Sequence[str]) -> int:
+    """The index of the newest of ``user_texts`` holding ``sentence`` (-1 when none does)."""
+    wanted = normalise(sentence)
+    return max((i for i, text in enumerate(user_texts) if wanted in normalise(text)), default=-1)
 
 
 def _overlaps(sentence: str, others: Sequence[str]) -> bool:

@@ -14,6 +14,8 @@ if TYPE_CHECKING:
 
 HEADING = "## Memory"
 CANDIDATES = 50
+RECENT = 20
+"""After the memories that match a prompt, at most this many of the newest others, as the budget allows."""
 INTRO = (
     "What you remember from earlier sessions (the user reviews these; ids in brackets). Each is in the user's own "
     "words: I and my are the user. Use what is relevant; follow the instructions. Save new durable facts with "
@@ -46,6 +48,12 @@ def relevant_memories(store: Memories, prompt: str, project: str, budget_tokens:
     ranked = _ranked(candidates, now)
     # what only the topic's other words find: ranked apart, below every direct match
     ranked += [dataclasses.replace(s, score=s.score * EXPANDED_WEIGHT) for s in _ranked(more, now)]
+    # then, as room allows, the newest of the rest: a question in other words or another language than the
+    # memory that answers it shares no word with it
+    found = {s.id for s in ranked}
+    ranked += [
+        Scored(m.id, m.text, m.kind, 0.0, m.about, m.person) for m in store.recent(project, RECENT) if m.id not in found
+    ]
     return select(instructions, users_first(ranked, prompt), budget_tokens)
 
 

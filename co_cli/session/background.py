@@ -41,6 +41,7 @@ class Background:
             deps.settings.memory_extract,
             deps.project,
             on_change=on_change,
+            readings=self.store.readings,
         )
         return self.memory_worker
 

@@ -102,6 +102,7 @@ class Compactions:
             model_settings=self._time_limits(),
             user_words_tokens=self._user_words_budget(),
             mode=self.engine.governor.summary_mode,
+            said=self.engine.said(),
         )
         return replace(result, detail="manual")
 
@@ -179,6 +180,7 @@ class Compactions:
                 model_settings=self._time_limits(),
                 user_words_tokens=self._user_words_budget(),
                 mode=self.engine.governor.summary_mode,
+                said=self.engine.said(),
             )
         except Exception as exc:
             notice(f"Compaction failed: {describe_provider_error(exc)}")

@@ -14,6 +14,7 @@ from pydantic_ai.models import Model
 
 from co_cli.context.governor import ContextGovernor, GovernorEvent
 from co_cli.context.policy import GovernorConfig
+from co_cli.context.user_quotes import Said, said_key
 from co_cli.deps import CoDeps
 from co_cli.models import ResolvedModel
 from co_cli.session.agent import build_agent, is_lean, overhead_tokens, summarizer_model
@@ -60,6 +61,7 @@ class Engine:
             offload_dir=lambda: self.deps.tool_output_dir,
             overhead_tokens=overhead_tokens(self.deps, self.mcp, lean=self.lean),
             on_event=self.on_governor_event,
+            said=self.said,
         )
         handler = make_approval_handler(
             self.ask_approval, approve_all=self.approve_all, deps_getter=lambda: self.deps, denied=self.denied
@@ -98,6 +100,14 @@ class Engine:
             self._meter = UsageMeter(model, "summary")
         self._meter.wrapped = model
         return self._meter
+
+    def said(self) -> Said:
+        """What the model read in each of this session's messages one at a time (memory extraction), by the
+        message's text: what compaction acts on for those messages."""
+        session_id = self.deps.session_id
+        if session_id is None:
+            return {}
+        return {said_key(r.text): r.parts for r in self.deps.store.readings.of_session(session_id)}
 
     @property
     def memory_model(self) -> Model:

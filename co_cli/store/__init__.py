@@ -20,6 +20,7 @@ from co_cli.errors import SessionBusy
 from co_cli.store.compactions import CompactionRecord, compactions_by_position
 from co_cli.store.file_changes import ChangeRow
 from co_cli.store.messages import StoredMessage
+from co_cli.store.readings import MessageReading, PartKind, Readings, ReadPart
 from co_cli.store.schema import MEMORY_KINDS, MEMORY_SCOPES, MEMORY_STATUSES
 from co_cli.store.search import SNIPPET_CLOSE, SNIPPET_OPEN, ListedSession, SearchHit, query_phrases
 from co_cli.store.sessions import SessionInfo
@@ -97,7 +98,11 @@ __all__ = [
     "Memory",
     "MemoryEvent",
     "MergeReport",
+    "MessageReading",
+    "PartKind",
     "QueuedTurn",
+    "ReadPart",
+    "Readings",
     "SearchHit",
     "SentMemory",
     "SessionBusy",

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from co_cli.errors import CoError
-from co_cli.store import compactions, file_changes, messages, pins, sessions, tasks
+from co_cli.store import compactions, file_changes, messages, pins, readings, sessions, tasks
 from co_cli.store.compactions import CompactionRecord
 from co_cli.store.db import Database
 from co_cli.store.messages import StoredMessage
@@ -60,6 +60,7 @@ def fork(db: Database, session_id: str, upto_seq: int | None = None) -> SessionI
         pins.copy(tx, session_id, info.id)
         tasks.copy(tx, session_id, info.id, upto)
         file_changes.copy(tx, session_id, info.id, upto)
+        readings.copy(tx, session_id, info.id, upto)
     return info
 
 

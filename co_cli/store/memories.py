@@ -510,6 +510,15 @@ class Memories:
         )
         return [str(r["topic"]) for r in rows]
 
+    def recent(self, project: str | None, limit: int) -> builtins.list[Memory]:
+        """The active memories of kind ``fact`` in user scope or ``project``, the most recently changed first."""
+        rows = self.db.read(
+            f"SELECT {_COLUMNS} FROM memories WHERE status = 'active' AND kind = 'fact' "
+            "AND (scope = 'user' OR project = ?) ORDER BY updated_at DESC, id DESC LIMIT ?",
+            (project or "", limit),
+        )
+        return [_memory(r) for r in rows]
+
     def instructions(self, project: str | None) -> builtins.list[Memory]:
         """Active memories of kind ``instruction`` in user scope or ``project``, newest first."""
         rows = self.db.read(

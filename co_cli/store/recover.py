@@ -56,6 +56,7 @@ _SESSION_ROWS = {
     "task_lists": "session_id, seq, created_at, source, items",
     "tool_calls": "session_id, seq, created_at, tool, outcome, seconds",
     "turn_memories": "session_id, seq, created_at, memory_id, kind, text",
+    "readings": "session_id, seq, created_at, text, parts",
 }
 """Further per-session tables copied as they are (pinned instructions, usage, task lists, tool calls, the
 memories turns were sent), when the database has them."""

@@ -350,6 +350,24 @@ def _migrate_file_changes(conn: sqlite3.Connection) -> None:
     )
 
 
+def _migrate_readings(conn: sqlite3.Connection) -> None:
+    """What the model read in each of the user's messages: its rules, changes and next steps as the user's
+    sentences (a JSON list, empty when it held none), filed under the message's seq with the message's text."""
+    run_script(
+        conn,
+        """
+        CREATE TABLE readings (
+            session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+            seq INTEGER NOT NULL,
+            created_at REAL NOT NULL,
+            text TEXT NOT NULL,
+            parts TEXT NOT NULL,
+            PRIMARY KEY (session_id, seq)
+        );
+        """,
+    )
+
+
 # MIGRATIONS[i] brings a database from version i to version i + 1.
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migrate_to_v1,
@@ -362,5 +380,6 @@ MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migrate_turn_memories,
     _migrate_memory_subjects,
     _migrate_file_changes,
+    _migrate_readings,
 )
 SCHEMA_VERSION = len(MIGRATIONS)

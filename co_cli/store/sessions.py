@@ -317,7 +317,8 @@ class Sessions:
         SessionBusy if another process has it open."""
         with self._open.holding(session_id), self.db.transaction() as tx:
             find(tx, session_id)
-            for table in ("messages", "compactions", "pins", "turn_usage", "task_lists", "tool_calls", "turn_memories"):
+            for table in ("messages", "compactions", "pins", "turn_usage", "task_lists", "tool_calls", "turn_memories",
+                          "readings"):  # fmt: skip
                 tx.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
             tx.execute("DELETE FROM file_changes WHERE session_id = ?", (session_id,))
             tx.execute("DELETE FROM sessions WHERE id = ?", (session_id,))

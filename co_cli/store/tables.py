@@ -13,6 +13,7 @@ from co_cli.store.file_changes import FileChanges
 from co_cli.store.locks import OpenSessions
 from co_cli.store.messages import Messages, StoredMessage
 from co_cli.store.pins import Pins
+from co_cli.store.readings import Readings
 from co_cli.store.search import Search
 from co_cli.store.sessions import SessionInfo, Sessions, Trash
 from co_cli.store.tasks import TaskLists, TaskSnapshot
@@ -45,6 +46,7 @@ class Store:
         self.tool_calls = ToolCalls(db)
         self.turn_memories = TurnMemories(db)
         self.file_changes = FileChanges(db)
+        self.readings = Readings(db)
 
     # The memory tables are opened on first use: listing or resuming a session never needs them, and their
     # module compiles the secret patterns.
