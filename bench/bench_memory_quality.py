@@ -47,6 +47,7 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("PYDANTIC_AI_NO_BANNER", "1")
@@ -65,6 +66,7 @@ from pydantic_ai.profiles import ModelProfile  # noqa: E402
 from pydantic_ai.settings import ModelSettings  # noqa: E402
 
 from co_cli.deps import CoDeps  # noqa: E402
+from co_cli.memory import standing, supersede  # noqa: E402
 from co_cli.memory.extract import ExtractionWorker, read_message  # noqa: E402
 from co_cli.memory.inject import (  # noqa: E402
     INTRO,
@@ -483,7 +485,11 @@ def scripted_model(variant: Variant, tool_calls: bool = False) -> FunctionModel:
 
     def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         message = _prompt(messages).split("<message>\n", 1)[-1].split("\n</message>", 1)[0]
-        payload = {"facts": [asdict(f) for f in facts_of.get(message, ())]}
+        payload: dict[str, Any] = {"facts": [asdict(f) for f in facts_of.get(message, ())]}
+        if standing.INSTRUCTIONS in (info.instructions or ""):  # is a part read as a rule one? the reading says so
+            payload = {"holds_for": "every_later_answer"}
+        elif supersede.INSTRUCTIONS in (info.instructions or ""):  # which memory a change replaces: it never says
+            payload = {"replaces": supersede.NONE}
         if info.output_tools and tool_calls:
             return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, payload)])
         if info.output_tools:  # a forced tool call is ignored: the model answers in prose

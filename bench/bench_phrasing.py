@@ -196,14 +196,15 @@ def fallback(args: argparse.Namespace, texts: Sequence[str]) -> list[Reader]:
 
 
 def model(args: argparse.Namespace, texts: Sequence[str]) -> list[Reader]:
-    """co's typed reading of a message by the model ``-m``, one request per message, as memory extraction asks it
-    (``memory.extract.read_message``, with no memories kept yet): a rule is a fact of kind "rule_for_assistant"
-    that is not a question (``Fact.is_rule``), a change one of kind "change" that is not a question
-    (``Fact.is_change``), the next step one of kind "next_step", a passing state one of kind "passing_state", a fact about another
+    """co's typed reading of a message by the model ``-m``, as memory extraction asks it (``memory.extract.
+    read_message``, with no memories kept yet: one request per message, and one more for each part read as a rule):
+    a rule is a fact of kind "rule_for_assistant" that is not a question (``Fact.is_rule``) and holds for every
+    later answer (``memory.standing``), a change one of kind "change" that is not a question (``Fact.is_change``),
+    the next step one of kind "next_step", a passing state one of kind "passing_state", a fact about another
     person one ``extract.whose`` finds is another person's, and a message that only asks is one with no fact that
     tells and no rule (nothing, or only questions and requests, by the model's form or a question mark:
-    ``Fact.asks``). A secret is co's filter, not the model's reading. Answers
-    are kept in ``--answers`` (a JSON file by message), so a run that stopped goes on where it was."""
+    ``Fact.asks``). A secret is co's filter, not the model's reading. Answers are kept in ``--answers`` (a JSON
+    file by message), so a run that stopped goes on where it was."""
     import asyncio
     import tempfile
 

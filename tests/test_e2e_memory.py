@@ -25,7 +25,7 @@ def tool_names(request: object) -> list[str]:
     return [t["function"]["name"] for t in request.body.get("tools", [])]  # type: ignore[attr-defined]
 
 
-def test_memory_reaches_a_new_session_when_relevant_and_not_with_no_memory(
+def test_memory_reaches_a_new_session_and_not_with_no_memory(
     co_server_env: dict[str, str], scripted_server: ScriptedServer, workdir: Path
 ) -> None:
     added = run_co(["memory", "add", "The kestrel service deploys with make ship-kestrel"], co_server_env, workdir)
@@ -38,7 +38,9 @@ def test_memory_reaches_a_new_session_when_relevant_and_not_with_no_memory(
     assert "## Memory" in relevant and f"[{ref}] The kestrel service deploys with make ship-kestrel" in relevant
     assert {"remember", "recall", "forget"} <= set(tool_names(scripted_server.chat_requests[-1]))
     assert run_co(["chat", "-p", "what is the weather like?"], co_server_env, workdir).returncode == 0
-    assert "ship-kestrel" not in system_text(scripted_server.chat_requests[-1])
+    # no word in common: it still goes, as the room after the matches allows (a question in other words or
+    # another language than the memory shares none)
+    assert "ship-kestrel" in system_text(scripted_server.chat_requests[-1])
     assert run_co(["chat", "--no-memory", "-p", "how do I deploy kestrel?"], co_server_env, workdir).returncode == 0
     off = scripted_server.chat_requests[-1]
     assert "ship-kestrel" not in system_text(off) and "remember" not in tool_names(off)

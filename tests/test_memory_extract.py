@@ -13,6 +13,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.profiles import ModelProfile
 
 from co_cli.config import Settings
+from co_cli.memory import standing
 from co_cli.memory.extract import (
     ExtractionWorker,
     Fact,
@@ -59,10 +60,15 @@ def reply(info: AgentInfo, payload: dict[str, Any]) -> ModelResponse:
     return ModelResponse(parts=[TextPart(json.dumps(payload))])
 
 
-def reading(facts: list[dict[str, Any]] | None = None, calls: list[str] | None = None) -> FunctionModel:
-    """A model that answers every message with the reading ``facts`` (in the mode it is asked in)."""
+def reading(
+    facts: list[dict[str, Any]] | None = None, calls: list[str] | None = None, *, rules_hold: bool = True
+) -> FunctionModel:
+    """A model that answers every message with the reading ``facts`` (in the mode it is asked in), and whether a
+    part read as a rule holds for every later answer with ``rules_hold``."""
 
     def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if info.instructions and info.instructions.startswith(standing.INSTRUCTIONS[:40]):
+            return reply(info, {"holds_for": "every_later_answer" if rules_hold else "this_answer_only"})
         if calls is not None:
             calls.append(_prompt_of(messages))
         return reply(info, {"facts": facts or []})
@@ -359,7 +365,7 @@ def test_a_passing_state_or_a_fact_about_no_one_is_not_stored(
 @pytest.mark.parametrize(
     ("message", "asked"),
     [
-        ("Kann ich in Rust Traits erben?", fact("Kann ich in Rust Traits erben?", kind="request_for_now")),
+        ("Kann ich in Rust Traits erben?", fact("Kann ich in Rust Traits erben?", form="question")),
         # a question the model called a statement: its question mark says otherwise
         ("Как сравнить две ветки в git?", fact("Как сравнить две ветки в git?")),
         # a one-off question the model called a rule: it would be sent with every later request
@@ -370,7 +376,7 @@ def test_a_passing_state_or_a_fact_about_no_one_is_not_stored(
         (
             "Sort these invoices by due date",
             fact("The user wants invoices sorted by due date", quote="Sort these invoices by due date",
-                 kind="request_for_now"),
+                 form="request"),
         ),  # fmt: skip
     ],
 )
@@ -379,9 +385,19 @@ def test_a_question_or_one_off_request_is_not_stored(store: Memories, message: s
     assert store.list(statuses=("active", "proposed")) == []
 
 
+def test_a_rule_that_holds_for_this_answer_only_is_not_kept(store: Memories) -> None:
+    """The reading calls a one-off request a rule; asked about it alone, the model says it holds for this answer
+    only: nothing is kept, and the message is read as only asking."""
+    message = "Nenn die Variable bitte tmp_puffer"
+    rule = fact(message, form="request", kind="rule_for_assistant", topic="naming")
+    calls: list[str] = []
+    run_worker(store, reading([rule], calls, rules_hold=False), message, "auto")
+    assert store.list(statuses=("active", "proposed")) == [] and len(calls) == 1
+
+
 def test_a_rule_asked_as_a_request_is_stored_as_an_instruction(store: Memories) -> None:
     message = "Schreib mir bitte immer zuerst die Kurzfassung"
-    rule = fact(message, kind="rule_for_assistant", topic="answer_order")
+    rule = fact(message, form="request", kind="rule_for_assistant", topic="answer_order")
     run_worker(store, reading([rule]), message, "auto")
     assert [(m.text, m.kind) for m in store.list()] == [(message, "instruction")]
 

@@ -14,6 +14,7 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from co_cli.context.user_quotes import CHANGES_HEADING, NEXT_STEP_HEADING
+from co_cli.memory import standing
 from co_cli.memory.extract import Reading, said_parts
 from co_cli.message_view import user_text
 from co_cli.store import ReadPart
@@ -30,8 +31,8 @@ STEP = "Dopo la demo sistemiamo la pagina dei prezzi."
 ONE_OFF = "Traduci questa frase in inglese, per favore."
 
 
-def part(quote: str, kind: str) -> dict[str, Any]:
-    return {"quote": quote, "kind": kind, "subject": "I", "about": "user", "person": None, "text": quote,
+def part(quote: str, kind: str, form: str = "statement") -> dict[str, Any]:
+    return {"quote": quote, "form": form, "kind": kind, "subject": "I", "about": "user", "person": None, "text": quote,
             "topic": "misc", "replaces": None}  # fmt: skip
 
 
@@ -39,7 +40,7 @@ READINGS = {
     RULE: [part(RULE.rstrip("."), "rule_for_assistant")],
     CHANGE: [part("adesso gira su pg-test-4", "change")],
     STEP: [part(STEP, "next_step")],
-    ONE_OFF: [part(ONE_OFF, "request_for_now")],
+    ONE_OFF: [part(ONE_OFF, "lasting_fact", "request")],
 }
 
 
@@ -49,6 +50,8 @@ def reader() -> FunctionModel:
 
     def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         prompt = user_text(messages[-1]) or ""
+        if standing.INSTRUCTIONS in (info.instructions or ""):  # each rule holds for every later answer
+            return ModelResponse(parts=[TextPart(json.dumps({"holds_for": "every_later_answer"}))])
         if "<message>" in prompt:
             message = prompt.split("<message>\n", 1)[1].split("\n</message>", 1)[0]
             payload = {"facts": READINGS.get(message, [])}

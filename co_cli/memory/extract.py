@@ -44,7 +44,7 @@ from pydantic.json_schema import JsonDict
 from co_cli.context.pins import asked, find_quote
 from co_cli.cues import memory_suggestions
 from co_cli.errors import CoError
-from co_cli.memory import supersede
+from co_cli.memory import standing, supersede
 from co_cli.memory.grounding import from_a_secret, grounded, normalise, quoted, said
 from co_cli.memory.retrieval import near_duplicate, query_terms
 from co_cli.models.structured_answer import ProseAnswer, ask
@@ -77,71 +77,72 @@ MIN_CHARS = 8
 """A message of fewer than MIN_WORDS words (split at whitespace) and fewer than MIN_CHARS letters or digits
 ("thanks", "go on", "ok") is not sent; a sentence of a script without spaces has more characters than that."""
 
-INSTRUCTIONS = """You read ONE message the user wrote to an assistant and sort what it says, so that the assistant
-remembers what matters in later conversations. Answer 1 to 3 parts: one part for each thing the message says, its
-clauses apart. For each part, in this order:
-- quote: the words of the message it comes from, copied exactly.
-- kind, one of:
-  "rule_for_assistant": how the assistant should answer or work in every later answer, from now on.
-  "request_for_now": a question, or a task for this answer only (write, fix, explain, rename, show me); thanks,
-  a greeting. Not a rule: it is done once.
-  "change": something is different now from before (moved, switched, replaced, dropped, postponed, no longer,
-  a new value or date).
-  "next_step": what the user or their team will do next or later (a plan, the next task).
-  "passing_state": holds only now and not next week (a mood, being tired, ill or busy, "today", "right now").
-  "lasting_fact": anything else it tells that stays true (name, home, work, tools, family, likes, habits).
-- subject: who or what the part is about, copied from the quote: the words naming that person or thing ("Kofi",
-  "my aunt", "うちの父", "the build"); "I" when the user speaks of themselves, asks, or tells the assistant a rule.
-- about: whose it is, by that subject. "user" when the subject is the user (their life, work, projects, tools,
-  likes, rules for the assistant). "another_person" when the subject is someone else (a colleague, a friend, a
-  relative, named or not: "Tom", "my sister Ana", "mi madre"), with person: that person's name as written (or
-  how the message calls them, "my aunt"). "nobody" when it is about no person.
+INSTRUCTIONS = """You read ONE message the user wrote to an assistant and say what in it is worth remembering about
+the user for later conversations. Answer 0 to 3 facts. Most messages hold none: a question, a request for a task
+right now, a greeting or thanks states nothing to remember. Then answer an empty list of facts. A message that
+tells several things gets one fact for each, its clauses apart.
+
+For each fact, in this order:
+- quote: the words of the message the fact comes from, copied exactly.
+- form: how the quote is said. "statement" when it tells something; "question" when it asks; "request" when it
+  asks the assistant to do something.
+- kind: "rule_for_assistant" when the user tells the assistant how to answer or work from now on, in every
+  later answer (a one-time request is not a rule); "change" when it says something is different now from
+  before (moved, switched, replaced, dropped, postponed, no longer, a new value or date); "next_step" when it
+  says what the user or their team will do next or later (a plan, the next task); "passing_state" when it holds
+  only now and will not hold next week (a mood, being tired, ill or busy, anything "today" or "right now");
+  otherwise "lasting_fact".
+- subject: who or what the quote is about, copied from it: the words naming that person or thing ("Kofi",
+  "my aunt", "うちの父", "the build"); "I" when the user speaks of themselves or tells the assistant a rule.
+- about: whose fact it is, by that subject. "user" when the subject is the user (their life, work, projects,
+  tools, likes, rules for the assistant). "another_person" when the subject is someone else (a colleague, a
+  friend, a relative, named or not: "Tom", "my sister Ana", "mi madre"), with person: that person's name as
+  written (or how the message calls them, "my aunt"). "nobody" when it is about no person.
 - text: one standalone statement, true without the conversation, in the language and the words of the message.
   Never translate it, never rewrite "I" as "the user", keep names exactly as written (my-app stays my-app).
-- topic: a short snake_case key in English for the attribute it states (home_city, editor, employer,
+- topic: a short snake_case key in English for the attribute the fact states (home_city, editor, employer,
   commit_style). A memory shown below on the same attribute of the same person: use its key. A fact that adds
   to a memory instead of superseding it (a second language, another pet) gets a key of its own.
-- replaces: the id (such as m12) of a memory shown below that this part supersedes (the same attribute with a
+- replaces: the id (such as m12) of a memory shown below that this fact supersedes (the same attribute with a
   new value: another city, another editor, a new date), else null.
 Never include passwords, keys or tokens. Never add what you know yourself: only what the message says.
 
 Examples (memories shown: m4 | user | home_city | Ich wohne in Linz):
-"Seit März wohne ich in Graz." -> {"facts": [{"quote": "Seit März wohne ich in Graz", "kind": "change", "subject":
-"I", "about": "user", "person": null, "text": "Seit März wohne ich in Graz", "topic": "home_city", "replaces": "m4"}]}
-"Réponds-moi toujours en tutoyant." -> {"facts": [{"quote": "Réponds-moi toujours en tutoyant", "kind":
-"rule_for_assistant", "subject": "I", "about": "user", "person": null, "text": "Réponds-moi toujours en tutoyant",
-"topic": "form_of_address", "replaces": null}]}
-"Add the new flag to the changelog." -> {"facts": [{"quote": "Add the new flag to the changelog", "kind":
-"request_for_now", "subject": "I", "about": "user", "person": null, "text": "Add the new flag to the changelog",
-"topic": "request", "replaces": null}]}
-"My teammate Kofi reviews every migration" -> {"facts": [{"quote": "Kofi reviews every migration", "kind":
-"lasting_fact", "subject": "Kofi", "about": "another_person", "person": "Kofi", "text": "My teammate Kofi reviews
-every migration", "topic": "reviews_migrations", "replaces": null}]}
+"Seit März wohne ich in Graz." -> {"facts": [{"quote": "Seit März wohne ich in Graz", "form": "statement", "kind":
+"change", "subject": "I", "about": "user", "person": null, "text": "Seit März wohne ich in Graz", "topic":
+"home_city", "replaces": "m4"}]}
+"Our standup moved to 10:15." -> {"facts": [{"quote": "Our standup moved to 10:15", "form": "statement", "kind":
+"change", "subject": "I", "about": "user", "person": null, "text": "Our standup is at 10:15", "topic":
+"standup_time", "replaces": null}]}
 "Dopo il rilascio sistemo i log del worker." -> {"facts": [{"quote": "Dopo il rilascio sistemo i log del worker",
-"kind": "next_step", "subject": "I", "about": "user", "person": null, "text": "Dopo il rilascio sistemo i log del
-worker", "topic": "next_step", "replaces": null}]}
-"うちの父は大工です。" -> {"facts": [{"quote": "うちの父は大工です", "kind": "lasting_fact", "subject": "うちの父",
-"about": "another_person", "person": "父", "text": "うちの父は大工です", "topic": "occupation", "replaces": null}]}
-"¿Cómo formateo una fecha en Go?" -> {"facts": [{"quote": "¿Cómo formateo una fecha en Go?", "kind":
-"request_for_now", "subject": "I", "about": "user", "person": null, "text": "¿Cómo formateo una fecha en Go?",
-"topic": "question", "replaces": null}]}
-"Our standup moved to 10:15." -> {"facts": [{"quote": "Our standup moved to 10:15", "kind": "change", "subject":
-"I", "about": "user", "person": null, "text": "Our standup is at 10:15", "topic": "standup_time", "replaces":
-null}]}
+"form": "statement", "kind": "next_step", "subject": "I", "about": "user", "person": null, "text": "Dopo il
+rilascio sistemo i log del worker", "topic": "next_step", "replaces": null}]}
+"My teammate Kofi reviews every migration" -> {"facts": [{"quote": "Kofi reviews every migration", "form":
+"statement", "kind": "lasting_fact", "subject": "Kofi", "about": "another_person", "person": "Kofi", "text": "My
+teammate Kofi reviews every migration", "topic": "reviews_migrations", "replaces": null}]}
+"うちの父は大工です。" -> {"facts": [{"quote": "うちの父は大工です", "form": "statement", "kind": "lasting_fact",
+"subject": "うちの父", "about": "another_person", "person": "父",
+"text": "うちの父は大工です", "topic": "occupation", "replaces": null}]}
 "Моя сестра Лена работает врачом в Новосибирске." -> {"facts": [{"quote":
-"Моя сестра Лена работает врачом в Новосибирске", "kind": "lasting_fact", "subject": "Моя сестра Лена", "about":
-"another_person", "person": "Лена", "text": "Моя сестра Лена работает врачом в Новосибирске", "topic":
-"occupation", "replaces": null}]}
-"Jag heter Sven, bor i Umeå, och min bror Nils skriver Clojure." -> {"facts": [{"quote": "Jag heter Sven", "kind":
-"lasting_fact", "subject": "I", "about": "user", "person": null, "text": "Jag heter Sven", "topic": "name",
-"replaces": null}, {"quote": "bor i Umeå", "kind": "lasting_fact", "subject": "I", "about": "user", "person":
-null, "text": "Jag bor i Umeå", "topic": "home_city", "replaces": null}, {"quote": "min bror Nils skriver
-Clojure", "kind": "lasting_fact", "subject": "min bror Nils", "about": "another_person", "person": "Nils", "text":
-"Min bror Nils skriver Clojure", "topic": "main_language", "replaces": null}]}
-"Estoy resfriado, explícame esto más despacio." -> {"facts": [{"quote": "Estoy resfriado", "kind":
+"Моя сестра Лена работает врачом в Новосибирске", "form": "statement", "kind": "lasting_fact", "subject":
+"Моя сестра Лена", "about": "another_person", "person": "Лена", "text":
+"Моя сестра Лена работает врачом в Новосибирске", "topic": "occupation", "replaces": null}]}
+"Jag heter Sven, bor i Umeå, och min bror Nils skriver Clojure." -> {"facts": [{"quote": "Jag heter Sven",
+"form": "statement", "kind": "lasting_fact", "subject": "I", "about": "user", "person": null, "text":
+"Jag heter Sven", "topic": "name", "replaces": null}, {"quote": "bor i Umeå", "form": "statement", "kind":
+"lasting_fact", "subject": "I", "about": "user", "person": null, "text": "Jag bor i Umeå", "topic": "home_city",
+"replaces": null}, {"quote": "min bror Nils skriver Clojure", "form": "statement", "kind": "lasting_fact",
+"subject": "min bror Nils", "about": "another_person", "person": "Nils", "text": "Min bror Nils skriver Clojure",
+"topic": "main_language", "replaces": null}]}
+"Réponds-moi toujours en tutoyant." -> {"facts": [{"quote": "Réponds-moi toujours en tutoyant", "form": "request",
+"kind": "rule_for_assistant", "subject": "I", "about": "user", "person": null, "text": "Réponds-moi toujours en
+tutoyant", "topic": "form_of_address", "replaces": null}]}
+"Estoy resfriado y no pienso con claridad." -> {"facts": [{"quote": "Estoy resfriado", "form": "statement", "kind":
 "passing_state", "subject": "I", "about": "user", "person": null, "text": "Estoy resfriado", "topic": "health",
-"replaces": null}, {"quote": "explícame esto más despacio", "kind": "request_for_now", "subject": "I", "about":
-"user", "person": null, "text": "explícame esto más despacio", "topic": "request", "replaces": null}]}"""
+"replaces": null}]}
+"¿Cómo formateo una fecha en Go?" -> {"facts": []}
+"Leave the tests alone for this change." -> {"facts": []}
+"Add the new flag to the changelog." -> {"facts": []}"""
 
 
 MAX_TEXT_CHARS = 300
@@ -156,22 +157,24 @@ def _bounded(chars: int) -> JsonDict:
 About = Literal["user", "another_person", "nobody"]
 SELF = "i"
 """A fact's subject when it is about the user: "I", as the instructions ask, in any language of the message."""
-FactKind = Literal["rule_for_assistant", "request_for_now", "change", "next_step", "passing_state", "lasting_fact"]
+FactKind = Literal["lasting_fact", "change", "rule_for_assistant", "next_step", "passing_state"]
+Form = Literal["statement", "question", "request"]
 LASTING: frozenset[FactKind] = frozenset({"lasting_fact", "change", "rule_for_assistant"})
-"""The kinds worth keeping: a question and a request are for now, and so are a next step and a passing state."""
-ASKING: frozenset[FactKind] = frozenset({"request_for_now"})
+"""The kinds worth keeping: a next step and a passing state hold for now only."""
 
 
 class Fact(BaseModel):
-    """One part of a message as the model reads it. The quote comes first and what it is follows (its kind, whose
-    it is): a small model pointing at the words before it classifies them takes a question for a fact, and "my
-    colleague ..." for the user's own fact, less often. A question and a one-off request are kinds of their own:
-    a small model never answers an empty list, and with only lasting kinds to choose from it calls them rules."""
+    """One part of a message as the model reads it. The quote comes first and what it is follows (how it is said,
+    its kind, whose it is): a small model pointing at the words before it classifies them takes a question for a
+    fact, and "my colleague ..." for the user's own fact, less often."""
 
     quote: str = Field(
         description="the words of the message it comes from, copied exactly", json_schema_extra=_bounded(MAX_TEXT_CHARS)
     )
-    kind: FactKind = Field("lasting_fact", description="what the part is, the first kind that fits")
+    form: Form = Field("statement", description="how the quote is said")
+    kind: FactKind = Field(
+        "lasting_fact", description="a rule for the assistant, a change, the next step, a passing state, a lasting fact"
+    )
     subject: str = Field(
         "",
         description='who or what the quote is about, copied from it ("I" for the user)',
@@ -202,9 +205,8 @@ class Fact(BaseModel):
 
     @property
     def asks(self) -> bool:
-        """Whether it asks rather than tells: the model says so (a question, a request for now), or it is
-        questioned."""
-        return self.kind in ASKING or self.questioned
+        """Whether it asks rather than tells: the model says so (a question, a request), or it is questioned."""
+        return self.form != "statement" or self.questioned
 
     @property
     def is_rule(self) -> bool:
@@ -224,9 +226,11 @@ class Fact(BaseModel):
 
     @property
     def kept(self) -> bool:
-        """Whether it is something to keep at all: about someone, lasting (a fact, a change, a rule) and not a
-        question."""
-        return self.about != "nobody" and self.kind in LASTING and not self.questioned
+        """Whether it is something to keep at all: about someone, lasting (a fact, a change or a rule), and, when
+        it asks rather than tells, a rule that is not a question."""
+        if self.about == "nobody" or self.kind not in LASTING:
+            return False
+        return self.is_rule or not self.asks
 
 
 class Reading(BaseModel):
@@ -403,10 +407,18 @@ def suggestions(message: str) -> list[Change]:
 async def read_message(
     model: Model, store: Memories, message: str, project: str, *, prompted: bool = False
 ) -> tuple[Reading, list[Memory]]:
-    """The model's reading of ``message`` (one request) and the memories it was shown."""
+    """The model's reading of ``message`` (one request, and one more for each part it reads as a rule: does it hold
+    for every later answer? ``memory.standing``) and the memories it was shown. A part that holds for this answer
+    only is read as a request."""
     shown = candidates(store, message, project)
     prompt = reading_prompt(message, shown, store.topics(project, MAX_TOPIC_KEYS))
-    return await ask(model, Reading, INSTRUCTIONS, prompt, prompted=prompted), shown
+    reading = await ask(model, Reading, INSTRUCTIONS, prompt, prompted=prompted)
+    facts = []
+    for fact in reading.facts:
+        if fact.is_rule and not await standing.holds_later(model, fact.quote, message, prompted=prompted):
+            fact = fact.model_copy(update={"form": "request", "kind": "lasting_fact"})
+        facts.append(fact)
+    return Reading(facts=facts), shown
 
 
 def said_parts(reading: Reading, message: str) -> list[ReadPart]:
