@@ -3,7 +3,7 @@ rolling summary on the same model.
 
 Run: python bench/bench_recall.py [-m MODEL] [--base-url URL] [--window N] [--turns 36] [--limits 40 12]
                                     [--ask] [--no-baseline] [--scripted copy|lossy] [--dump DIR]
-                                    [--variant en|en-other|de]
+                                    [--variant en|en-other|de] [--no-readings]
 
 A scripted conversation (tests/support/planted_facts.py; with --variant, bench/recall_variants.py: ``en-other``,
 a bookshop's checkout in other words, or ``de``, a warehouse service in German) states 12 facts early (a
@@ -26,7 +26,10 @@ co's are named under its row) and, with --ask, (b) in the model's answers to one
 kinds apart ("+3": of 3), and how many answers gave a value the user had since changed. The baseline is a
 plain rolling summary: past the same message limit, the middle (earlier summary included) is replaced by the
 model's answer to "Summarise this conversation", with no ledger, no digest and no pins. --dump DIR writes each
-row's final context (what the questions are asked with) to DIR as a transcript.
+row's final context (what the questions are asked with) to DIR as a transcript. With a model, each of the user's
+messages is also read as memory extraction reads it after a turn (one request, and one more for a part read as
+a rule), and compaction acts on those readings, as in a session with memory extraction on (the default);
+--no-readings leaves them out.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -57,9 +61,12 @@ from co_cli.context.governor import ContextGovernor, GovernorEvent  # noqa: E402
 from co_cli.context.policy import GovernorConfig  # noqa: E402
 from co_cli.context.summarize import render_transcript  # noqa: E402
 from co_cli.context.tokens import estimate_messages_tokens  # noqa: E402
-from co_cli.message_view import views  # noqa: E402
+from co_cli.context.user_quotes import said_key  # noqa: E402
+from co_cli.memory.extract import read_message, said_parts  # noqa: E402
+from co_cli.message_view import user_text, views  # noqa: E402
 from co_cli.models import resolve_model  # noqa: E402
 from co_cli.session.instructions import pins_section  # noqa: E402
+from co_cli.store import ReadPart, Store  # noqa: E402
 from tests.support.planted_facts import (  # noqa: E402
     PlantedFact,
     answer_is_stale,
@@ -115,6 +122,24 @@ async def ask(model: Model, context: list[ModelMessage], instructions: str, outc
     outcome.stale = sum(answer_is_stale(fact, answer) for fact, answer in harder)
 
 
+Reader = Callable[[str], Awaitable[dict[str, tuple[ReadPart, ...]]]]
+
+
+def message_reader(model: Model, store: Store) -> Reader:
+    """Each user message read as memory extraction reads it after a turn (``read_message`` with the memories of
+    ``store``, which stays empty), as what compaction acts on: its rules, changes and next steps. A message whose
+    reading fails has none (compaction then has the summariser's reading of it)."""
+
+    async def read(text: str) -> dict[str, tuple[ReadPart, ...]]:
+        try:
+            reading, _ = await read_message(model, store.memories, text, "/bench")
+        except Exception:
+            return {}
+        return {said_key(text): tuple(said_parts(reading, text))}
+
+    return read
+
+
 def scripted_model(kind: str) -> Model:
     """A summariser without a model: a copy of the transcript's last assistant paragraph, or the user's last
     line only."""
@@ -164,9 +189,13 @@ async def run_co(
     work: Path,
     dump: Path | None = None,
     variant: Variant = VARIANTS["en"],
+    reader: Reader | None = None,
 ) -> Outcome:
+    """co's governance of the conversation; ``reader`` reads each of the user's messages as memory extraction
+    does after a turn (what compaction acts on for them), None for none."""
     outcome = Outcome()
     pins: list[str] = []
+    said: dict[str, tuple[ReadPart, ...]] = {}
 
     def listen(event: GovernorEvent) -> None:
         if event.kind == "compaction" and event.result is not None:
@@ -181,6 +210,7 @@ async def run_co(
         offload_dir=lambda: work / "offload",
         overhead_tokens=1000,
         on_event=listen,
+        said=lambda: said,
     )
     working: list[ModelMessage] = []
     sent: list[ModelMessage] = []
@@ -189,6 +219,9 @@ async def run_co(
         history = list(working)
         for message in turn_messages(turn, index):
             history.append(message)
+            prompt = user_text(message)
+            if reader is not None and prompt:
+                said.update(await reader(prompt))
             if isinstance(message, ModelRequest):
                 context = ModelRequestContext(
                     model=model,
@@ -265,6 +298,9 @@ async def main() -> None:
     parser.add_argument("--ask", action="store_true", help="also ask the model one question per fact at the end")
     parser.add_argument("--no-baseline", action="store_true")
     parser.add_argument("--dump", type=Path, help="write the final context of each row to this directory")
+    parser.add_argument(
+        "--no-readings", action="store_true", help="no reading of each message (as with memory extraction off)"
+    )
     args = parser.parse_args()
     if args.scripted and args.ask:
         parser.error("--ask needs a model to answer; --scripted has none")
@@ -291,8 +327,10 @@ async def main() -> None:
             "| compaction | max_history_messages | compactions | facts in the final context | facts answered | time |"
         )
         print("|---|---|---|---|---|---|")
+        store = Store.open(work / "readings.db")
+        reader = None if args.scripted or args.no_readings else message_reader(model, store)
         for limit in args.limits:
-            outcome = await run_co(model, window, limit, args.turns, args.ask, work, args.dump, variant)
+            outcome = await run_co(model, window, limit, args.turns, args.ask, work, args.dump, variant, reader)
             print(row("co", limit, outcome, variant), flush=True)
             if outcome.lost:
                 print(f"    not in co's final context: {', '.join(f'{f.kind} ({f.key})' for f in outcome.lost)}")

@@ -239,6 +239,12 @@ def _runtime_dir() -> Path:
     return path
 
 
+PROMPT_CACHE_MIB = 512
+"""Host memory for the engine's prompt cache: the states of the prompts it read last (co's chat instructions, memory
+extraction's, the summariser's) are kept and restored when a prompt starts the same way. The engine holds one
+conversation at a time, so without it every switch between the chat and a background reading reads the whole
+prefix again (measured on the 1.5B model, 2 cores: 53-67 s a reading, 11-14 s with the cache)."""
+
 def start_engine(
     model_path: Path, *, n_ctx: int, n_threads: int, n_threads_batch: int, slot_dir: Path | None
 ) -> Engine:
@@ -261,7 +267,7 @@ def start_engine(
     params.endpoint_metrics = False
     params.cors_origins = ""
     params.n_threads_http = 2
-    params.cache_ram_mib = 0  # one conversation at a time: no second copy of prompt states in memory
+    params.cache_ram_mib = PROMPT_CACHE_MIB
     runtime_dir = _runtime_dir()
     key = secrets.token_urlsafe(32)
     params.hostnames = [str(runtime_dir / SOCKET_NAME)]
