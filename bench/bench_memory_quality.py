@@ -487,7 +487,7 @@ def scripted_model(variant: Variant, tool_calls: bool = False) -> FunctionModel:
         message = _prompt(messages).split("<message>\n", 1)[-1].split("\n</message>", 1)[0]
         payload: dict[str, Any] = {"facts": [asdict(f) for f in facts_of.get(message, ())]}
         if standing.INSTRUCTIONS in (info.instructions or ""):  # is a part read as a rule one? the reading says so
-            payload = {"holds_for": "every_later_answer"}
+            payload = {"answer": "rule"}
         elif supersede.INSTRUCTIONS in (info.instructions or ""):  # which memory a change replaces: it never says
             payload = {"replaces": supersede.NONE}
         if info.output_tools and tool_calls:

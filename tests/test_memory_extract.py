@@ -63,12 +63,12 @@ def reply(info: AgentInfo, payload: dict[str, Any]) -> ModelResponse:
 def reading(
     facts: list[dict[str, Any]] | None = None, calls: list[str] | None = None, *, rules_hold: bool = True
 ) -> FunctionModel:
-    """A model that answers every message with the reading ``facts`` (in the mode it is asked in), and whether a
-    part read as a rule holds for every later answer with ``rules_hold``."""
+    """A model that answers every message with the reading ``facts`` (in the mode it is asked in), and a part read
+    as a rule, asked about alone, as a rule (``rules_hold``) or a task for now."""
 
     def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         if info.instructions and info.instructions.startswith(standing.INSTRUCTIONS[:40]):
-            return reply(info, {"holds_for": "every_later_answer" if rules_hold else "this_answer_only"})
+            return reply(info, {"answer": "rule" if rules_hold else "task"})
         if calls is not None:
             calls.append(_prompt_of(messages))
         return reply(info, {"facts": facts or []})
@@ -385,9 +385,9 @@ def test_a_question_or_one_off_request_is_not_stored(store: Memories, message: s
     assert store.list(statuses=("active", "proposed")) == []
 
 
-def test_a_rule_that_holds_for_this_answer_only_is_not_kept(store: Memories) -> None:
-    """The reading calls a one-off request a rule; asked about it alone, the model says it holds for this answer
-    only: nothing is kept, and the message is read as only asking."""
+def test_a_rule_that_reads_alone_as_a_task_for_now_is_not_kept(store: Memories) -> None:
+    """The reading calls a one-off request a rule; asked about it alone, the model says it is a task for now:
+    nothing is kept, and the message is read as only asking."""
     message = "Nenn die Variable bitte tmp_puffer"
     rule = fact(message, form="request", kind="rule_for_assistant", topic="naming")
     calls: list[str] = []

@@ -51,7 +51,7 @@ def reader() -> FunctionModel:
     def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         prompt = user_text(messages[-1]) or ""
         if standing.INSTRUCTIONS in (info.instructions or ""):  # each rule holds for every later answer
-            return ModelResponse(parts=[TextPart(json.dumps({"holds_for": "every_later_answer"}))])
+            return ModelResponse(parts=[TextPart(json.dumps({"answer": "rule"}))])
         if "<message>" in prompt:
             message = prompt.split("<message>\n", 1)[1].split("\n</message>", 1)[0]
             payload = {"facts": READINGS.get(message, [])}

@@ -407,16 +407,19 @@ def suggestions(message: str) -> list[Change]:
 async def read_message(
     model: Model, store: Memories, message: str, project: str, *, prompted: bool = False
 ) -> tuple[Reading, list[Memory]]:
-    """The model's reading of ``message`` (one request, and one more for each part it reads as a rule: does it hold
-    for every later answer? ``memory.standing``) and the memories it was shown. A part that holds for this answer
-    only is read as a request."""
+    """The model's reading of ``message`` (one request, and one more for each part it reads as a rule: is it one?
+    ``memory.standing``) and the memories it was shown. A part that reads alone as a task for now is a request; as
+    a fact, a lasting fact."""
     shown = candidates(store, message, project)
     prompt = reading_prompt(message, shown, store.topics(project, MAX_TOPIC_KEYS))
     reading = await ask(model, Reading, INSTRUCTIONS, prompt, prompted=prompted)
     facts = []
     for fact in reading.facts:
-        if fact.is_rule and not await standing.holds_later(model, fact.quote, message, prompted=prompted):
-            fact = fact.model_copy(update={"form": "request", "kind": "lasting_fact"})
+        if fact.is_rule:
+            alone = await standing.sort_rule(model, fact.quote, message, prompted=prompted)
+            if alone != "rule":
+                fact = fact.model_copy(update={"form": "request" if alone == "task" else "statement",
+                                               "kind": "lasting_fact"})  # fmt: skip
         facts.append(fact)
     return Reading(facts=facts), shown
 
