@@ -87,11 +87,11 @@ For each fact, in this order:
 - form: how the quote is said. "statement" when it tells something; "question" when it asks; "request" when it
   asks the assistant to do something.
 - kind: "rule_for_assistant" when the user tells the assistant how to answer or work from now on, in every
-  later answer (a one-time request is not a rule); "change" when it says something is different now from
-  before (moved, switched, replaced, dropped, postponed, no longer, a new value or date); "next_step" when it
-  says what the user or their team will do next or later (a plan, the next task); "passing_state" when it holds
-  only now and will not hold next week (a mood, being tired, ill or busy, anything "today" or "right now");
-  otherwise "lasting_fact".
+  later answer (a one-time request is not a rule); "passing_state" when it holds only now and will not hold
+  next week (a mood, being tired, ill or busy, something broken, failing or slow right now, the weather,
+  anything "today" or "right now"); "change" when a lasting fact was replaced by a new one (moved home,
+  switched tools or teams, dropped or stopped something, a date postponed); "next_step" when it says what the
+  user or their team will do next or later (a plan, the next task); otherwise "lasting_fact".
 - subject: who or what the quote is about, copied from it: the words naming that person or thing ("Kofi",
   "my aunt", "うちの父", "the build"); "I" when the user speaks of themselves or tells the assistant a rule.
 - about: whose fact it is, by that subject. "user" when the subject is the user (their life, work, projects,
@@ -140,6 +140,9 @@ tutoyant", "topic": "form_of_address", "replaces": null}]}
 "Estoy resfriado y no pienso con claridad." -> {"facts": [{"quote": "Estoy resfriado", "form": "statement", "kind":
 "passing_state", "subject": "I", "about": "user", "person": null, "text": "Estoy resfriado", "topic": "health",
 "replaces": null}]}
+"Meine Tastatur spinnt gerade." -> {"facts": [{"quote": "Meine Tastatur spinnt gerade", "form": "statement",
+"kind": "passing_state", "subject": "I", "about": "user", "person": null, "text": "Meine Tastatur
+spinnt gerade", "topic": "keyboard", "replaces": null}]}
 "¿Cómo formateo una fecha en Go?" -> {"facts": []}
 "Leave the tests alone for this change." -> {"facts": []}
 "Add the new flag to the changelog." -> {"facts": []}"""
