@@ -26,7 +26,7 @@ def _instructions_of(messages: list[ModelMessage]) -> str:
 def test_a_turn_saves_the_memories_its_requests_were_sent(core: Core) -> None:
     kayak = core.store.memories.add("The user's kayak is orange", scope="user", kind="fact", actor="user").id
     metric = core.store.memories.add("Answer in metric units", scope="user", kind="instruction", actor="user").id
-    core.store.memories.add("The user keeps bees", scope="user", kind="fact", actor="user")
+    bees = core.store.memories.add("The user keeps bees", scope="user", kind="fact", actor="user").id
     sent: list[str] = []
     calls = iter([("set_tasks", {"tasks": [{"text": "paint the kayak"}]})])
 
@@ -44,8 +44,9 @@ def test_a_turn_saves_the_memories_its_requests_were_sent(core: Core) -> None:
         0: [
             SentMemory(metric, "instruction", "Answer in metric units"),
             SentMemory(kayak, "fact", "The user's kayak is orange"),
+            SentMemory(bees, "fact", "The user keeps bees"),
         ]
-    }, "each memory once, though both requests carried it, under the turn's prompt"
+    }, "each memory once, though both requests carried it, under the turn's prompt; the match first, then the fill"
     # The text stays as it was sent when the memory changes later.
     core.store.memories.edit(kayak, "The user's kayak is red")
     run(conv, "and my bees?")
@@ -53,7 +54,8 @@ def test_a_turn_saves_the_memories_its_requests_were_sent(core: Core) -> None:
     assert saved[0][1].text == "The user's kayak is orange"
     second = conv.state.turn_seq
     assert second is not None and sorted(saved) == [0, second]
-    assert [m.text for m in saved[second]] == ["Answer in metric units", "The user keeps bees"]
+    assert [m.text for m in saved[second]][:2] == ["Answer in metric units", "The user keeps bees"]
+    assert "The user's kayak is red" in [m.text for m in saved[second]], "the changed memory is sent as it is now"
 
 
 def test_a_turn_with_memory_off_saves_none(core: Core) -> None:
