@@ -35,6 +35,9 @@ SPLITS = ("tune", "held")
 ABOUT = ("user", "other", "none")
 FLAGS = ("rule", "next_step", "passing", "question_only", "secret")
 FIELDS = frozenset({"id", "lang", "text", "change", "about", "person", "split", *FLAGS})
+PEOPLE_ASKED = "people_asked"
+"""Marks a kept answer read with the question whether whom a fact is about is a person (``memory.people``): an
+answer kept before it is asked that question (and the rule question again) when the run reads it."""
 
 
 def split_of(corpus_id: str) -> str:
@@ -209,7 +212,7 @@ def model(args: argparse.Namespace, texts: Sequence[str]) -> list[Reader]:
     import tempfile
 
     from co_cli.config import load_settings
-    from co_cli.memory.extract import Reading, read_message, whose
+    from co_cli.memory.extract import Reading, confirmed, read_message, whose
     from co_cli.models import resolve_model
     from co_cli.models.structured_answer import ProseAnswer
     from co_cli.secrets import find_secret
@@ -221,6 +224,12 @@ def model(args: argparse.Namespace, texts: Sequence[str]) -> list[Reader]:
 
     async def read_all(store: Store) -> None:
         for index, text in enumerate(texts):
+            kept = answers.get(text)
+            if kept is not None and not kept.get(PEOPLE_ASKED):  # read before whom a fact is about was asked
+                reading = await confirmed(chosen, Reading.model_validate(kept), text)
+                answers[text] = {**reading.model_dump(), PEOPLE_ASKED: True}
+                if answers_path:
+                    answers_path.write_text(json.dumps(answers, ensure_ascii=False, indent=1))
             if text in answers:
                 continue
             try:
@@ -231,7 +240,7 @@ def model(args: argparse.Namespace, texts: Sequence[str]) -> list[Reader]:
                 print(f"  {index + 1}/{len(texts)}: no reading ({type(exc).__name__})", file=sys.stderr)
                 answers[text] = None
                 continue
-            answers[text] = reading.model_dump()
+            answers[text] = {**reading.model_dump(), PEOPLE_ASKED: True}
             print(f"  {index + 1}/{len(texts)} read", file=sys.stderr, flush=True)
             if answers_path:
                 answers_path.write_text(json.dumps(answers, ensure_ascii=False, indent=1))

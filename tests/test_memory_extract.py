@@ -13,7 +13,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.profiles import ModelProfile
 
 from co_cli.config import Settings
-from co_cli.memory import standing
+from co_cli.memory import people, standing
 from co_cli.memory.extract import (
     ExtractionWorker,
     Fact,
@@ -61,14 +61,21 @@ def reply(info: AgentInfo, payload: dict[str, Any]) -> ModelResponse:
 
 
 def reading(
-    facts: list[dict[str, Any]] | None = None, calls: list[str] | None = None, *, rules_hold: bool = True
+    facts: list[dict[str, Any]] | None = None,
+    calls: list[str] | None = None,
+    *,
+    rules_hold: bool = True,
+    persons: bool = True,
 ) -> FunctionModel:
-    """A model that answers every message with the reading ``facts`` (in the mode it is asked in), and a part read
-    as a rule, asked about alone, as a rule (``rules_hold``) or a task for now."""
+    """A model that answers every message with the reading ``facts`` (in the mode it is asked in), a part read as a
+    rule, asked about alone, as a rule (``rules_hold``) or a task for now, and whom a fact is about, other than the
+    user, as a person (``persons``) or not."""
 
     def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         if info.instructions and info.instructions.startswith(standing.INSTRUCTIONS[:40]):
             return reply(info, {"answer": "rule" if rules_hold else "task"})
+        if info.instructions and info.instructions.startswith(people.INSTRUCTIONS[:40]):
+            return reply(info, {"answer": "person" if persons else "not_a_person"})
         if calls is not None:
             calls.append(_prompt_of(messages))
         return reply(info, {"facts": facts or []})
@@ -281,6 +288,19 @@ def test_a_fact_the_model_calls_the_users_is_another_persons_when_its_subject_na
         "other",
         "Mi hermana Irene",
     )
+
+
+def test_a_subject_that_is_no_person_leaves_the_fact_the_users(store: Memories) -> None:
+    """The reading copies a place (or a project) as the subject; asked about that name alone, the model says it
+    is no person: the fact is the user's, and replaces the user's memory on the same topic (said to be a person,
+    the sister's fact in the test above is kept as hers)."""
+    old = store.add("Vivo en Valencia", actor="extractor", subject=Subject("home_city", "user"))
+    message = "Ahora vivo en Bilbao, me mudé en enero."
+    city = fact("Ahora vivo en Bilbao", subject="Bilbao", kind="change", topic="home_city")
+    run_worker(store, reading([city], persons=False), message, "auto")
+    [mine] = store.list()
+    assert (mine.text, mine.about, mine.person) == ("Ahora vivo en Bilbao", "user", None)
+    assert store.get(old.id).replaced_by == mine.id
 
 
 @pytest.mark.parametrize(

@@ -44,7 +44,7 @@ from pydantic.json_schema import JsonDict
 from co_cli.context.pins import asked, find_quote
 from co_cli.cues import memory_suggestions
 from co_cli.errors import CoError
-from co_cli.memory import standing, supersede
+from co_cli.memory import people, standing, supersede
 from co_cli.memory.grounding import from_a_secret, grounded, normalise, quoted, said
 from co_cli.memory.retrieval import near_duplicate, query_terms
 from co_cli.models.structured_answer import ProseAnswer, ask
@@ -410,12 +410,18 @@ def suggestions(message: str) -> list[Change]:
 async def read_message(
     model: Model, store: Memories, message: str, project: str, *, prompted: bool = False
 ) -> tuple[Reading, list[Memory]]:
-    """The model's reading of ``message`` (one request, and one more for each part it reads as a rule: is it one?
-    ``memory.standing``) and the memories it was shown. A part that reads alone as a task for now is a request; as
-    a fact, a lasting fact."""
+    """The model's reading of ``message`` (one request, then ``confirmed``) and the memories it was shown."""
     shown = candidates(store, message, project)
     prompt = reading_prompt(message, shown, store.topics(project, MAX_TOPIC_KEYS))
     reading = await ask(model, Reading, INSTRUCTIONS, prompt, prompted=prompted)
+    return await confirmed(model, reading, message, prompted=prompted), shown
+
+
+async def confirmed(model: Model, reading: Reading, message: str, *, prompted: bool = False) -> Reading:
+    """``reading`` with each part whose kind acts asked about once more, alone: a part read as a rule is asked
+    whether it is one (``memory.standing``: read alone as a task for now it is a request, as a fact a lasting
+    fact), and a fact that would be kept as someone else's whether that one is a person (``memory.people``: a
+    place, a thing or a project makes it the user's)."""
     facts = []
     for fact in reading.facts:
         if fact.is_rule:
@@ -423,8 +429,15 @@ async def read_message(
             if alone != "rule":
                 fact = fact.model_copy(update={"form": "request" if alone == "task" else "statement",
                                                "kind": "lasting_fact"})  # fmt: skip
+        name = whom_named(fact, message) or (fact.person or fact.subject).strip()
+        if (
+            whose(fact, message) == "other"
+            and name
+            and not await people.is_person(model, name, fact.quote, message, prompted=prompted)
+        ):
+            fact = fact.model_copy(update={"about": "user", "subject": "I", "person": None})
         facts.append(fact)
-    return Reading(facts=facts), shown
+    return Reading(facts=facts)
 
 
 def said_parts(reading: Reading, message: str) -> list[ReadPart]:
