@@ -75,7 +75,7 @@ def reading(
         if info.instructions and info.instructions.startswith(standing.INSTRUCTIONS[:40]):
             return reply(info, {"answer": "rule" if rules_hold else "task"})
         if info.instructions and info.instructions.startswith(people.INSTRUCTIONS[:40]):
-            return reply(info, {"answer": "person" if persons else "not_a_person"})
+            return reply(info, {"answer": "person" if persons else "place"})
         if calls is not None:
             calls.append(_prompt_of(messages))
         return reply(info, {"facts": facts or []})

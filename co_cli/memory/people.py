@@ -4,8 +4,11 @@ A small model reading a whole message says ``about: user`` for most facts about 
 copies whom the fact is about into ``subject``; co takes a subject other than the user that the message names
 for another person's (``extract.whose``). A subject is as often a thing: a city ("Based in Porto"), a language,
 the user's own project ("Kestrel is a billing service"), and a fact kept about "Porto" is lost to the user. So
-each fact that would be kept as someone else's is asked about once more, alone: is that name a person other
-than the user, or not a person? The answer's schema allows only those two; nothing here reads the words.
+each fact that would be kept as someone else's is asked about once more, alone: is that name a person, a
+place, a thing or a group? The answer's schema allows only those four (asked as two, "a person other than the
+user" or "not a person", the 1.5B model said "not a person" for 8 of the tuning half's 17 people; as these four,
+3 of 17, and every place, tool and project named there was not taken for a person); nothing here reads the
+words.
 """
 
 from __future__ import annotations
@@ -19,23 +22,24 @@ from co_cli.models.structured_answer import ask
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
 
-Kind = Literal["person", "not_a_person"]
+Kind = Literal["person", "place", "thing", "group"]
 
-INSTRUCTIONS = """The user wrote the sentence below to an assistant. Say what the name is in it. "person": a person
-other than the user (a colleague, a friend, a relative, named or not). "not_a_person": a place, a thing, a tool,
-a language, a team, a project, a company, or the user.
+INSTRUCTIONS = """The user wrote a sentence to an assistant. Say what the name in it is: "person" (a human: a
+colleague, a friend, a relative, anyone called by a name or by who they are to the user), "place" (a city, a
+country, a building), "thing" (a tool, a program, a language, a machine, a build) or "group" (a team, a project,
+a company).
 
 Examples:
 Sentence: "Meine Schwester Jana studiert in Wien." Name: "Meine Schwester Jana" -> {"answer": "person"}
-Sentence: "Je vis à Nantes depuis peu." Name: "Nantes" -> {"answer": "not_a_person"}
-Sentence: "Our app Quill syncs notes to S3." Name: "Quill" -> {"answer": "not_a_person"}
-Sentence: "Mi jefe se llama Andrés." Name: "Mi jefe" -> {"answer": "person"}
-Sentence: "Я пишу в основном на Kotlin." Name: "Kotlin" -> {"answer": "not_a_person"}
-Sentence: "同僚の佐藤さんはいつもEmacsを使う。" Name: "佐藤さん" -> {"answer": "person"}"""
+Sentence: "Je vis à Rennes depuis peu." Name: "Rennes" -> {"answer": "place"}
+Sentence: "Our app Quill syncs notes to S3." Name: "Quill" -> {"answer": "group"}
+Sentence: "Mi jefe Andrés odia Jira." Name: "Andrés" -> {"answer": "person"}
+Sentence: "Я пишу в основном на Haskell." Name: "Haskell" -> {"answer": "thing"}
+Sentence: "佐藤さんはインフラ担当です。" Name: "佐藤さん" -> {"answer": "person"}"""
 
 
 class Named(BaseModel):
-    answer: Kind = Field(description="a person other than the user, or not a person")
+    answer: Kind = Field(description="what the name is")
 
 
 def question(name: str, quote: str, message: str) -> str:
