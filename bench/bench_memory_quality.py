@@ -543,6 +543,7 @@ async def run_co(model: Model, variant: Variant, work: Path, show: bool = False,
     worker.start()  # what is left to retry
     await worker.drain()
     kept = store.list()
+    replaced = [m for m in store.list(statuses=("deleted",)) if m.replaced_by is not None]
     texts = [m.text for m in kept]
     for expanded in (False, True):
         r = recall(store, variant, expanded, project)
@@ -553,6 +554,7 @@ async def run_co(model: Model, variant: Variant, work: Path, show: bool = False,
     db.close()
     if show:
         print("\n".join(f"  {m.ref} [{m.kind}, {m.topic}, {m.whose or 'user'}] {m.text}" for m in kept))
+        print("\n".join(f"  {m.ref} replaced by m{m.replaced_by}: {m.text}" for m in replaced))
     return score(variant, texts, counted.total, most)
 
 

@@ -97,6 +97,29 @@ def test_a_compaction_acts_on_what_each_message_was_read_to_say(core: Core) -> N
     assert f"{CHANGES_HEADING}\n> {CHANGE}" in result.summary
 
 
+def test_a_prompt_that_carried_a_file_is_acted_on_by_the_reading_of_the_users_words(core: Core) -> None:
+    """Extraction reads the user's own words; the transcript holds the prompt with the file it carried: compaction
+    finds the reading for that message all the same."""
+    conv = core.conversation(streaming_model(long_echo), summarizer=reader())
+    worker = conv.background.attach_extraction()
+    assert worker is not None
+    composed = f'{RULE}\n\n<file path="notes.txt">\nriga uno\nriga due\n</file>'
+
+    async def talk() -> Any:
+        await conv.run_turn(composed, RecordingView(), CancellationToken(), words=RULE)
+        await worker.drain()
+        for prompt in [ONE_OFF, CHANGE, STEP]:
+            await conv.run_turn(prompt, RecordingView(), CancellationToken())
+            await worker.drain()
+        return await conv.compactions.compact(None)
+
+    result = asyncio.run(talk())
+    assert conv.session is not None
+    [first, *_] = core.store.readings.of_session(conv.session.id)
+    assert (first.text, first.stored) == (RULE, composed)
+    assert result.standing_instructions == (RULE,)
+
+
 def test_readings_go_with_their_session(core: Core) -> None:
     store = core.store
     conv = core.conversation(streaming_model(long_echo), summarizer=reader())

@@ -245,6 +245,7 @@ extraction's, the summariser's) are kept and restored when a prompt starts the s
 conversation at a time, so without it every switch between the chat and a background reading reads the whole
 prefix again (measured on the 1.5B model, 2 cores: 53-67 s a reading, 11-14 s with the cache)."""
 
+
 def start_engine(
     model_path: Path, *, n_ctx: int, n_threads: int, n_threads_batch: int, slot_dir: Path | None
 ) -> Engine:

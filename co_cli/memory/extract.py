@@ -431,7 +431,8 @@ async def confirmed(model: Model, reading: Reading, message: str, *, prompted: b
                                                "kind": "lasting_fact"})  # fmt: skip
         name = whom_named(fact, message) or (fact.person or fact.subject).strip()
         if (
-            whose(fact, message) == "other"
+            fact.kept
+            and whose(fact, message) == "other"
             and name
             and not await people.is_person(model, name, fact.quote, message, prompted=prompted)
         ):
@@ -486,7 +487,8 @@ async def superseding(
     out: list[Change] = []
     for change in changes:
         if change.op == "add" and change.stated_change:
-            shown = supersede.candidates(store, f"{change.quote} {change.text}", change.subject.topic, project, taken)
+            near = supersede.candidates(store, f"{change.quote} {change.text}", change.subject.topic, project, taken)
+            shown = [m for m in near if same_subject(m, change.subject)]  # the user's change, never someone else's
             try:
                 target = await supersede.superseded(model, change.quote or change.text, shown, prompted=prompted)
             except Exception:  # the fact is kept as it is: a change not linked is better than one lost

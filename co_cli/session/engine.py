@@ -103,11 +103,17 @@ class Engine:
 
     def said(self) -> Said:
         """What the model read in each of this session's messages one at a time (memory extraction), by the
-        message's text: what compaction acts on for those messages."""
+        message's text (the user's words, and the prompt as saved when it carried files or command output): what
+        compaction acts on for those messages."""
         session_id = self.deps.session_id
         if session_id is None:
             return {}
-        return {said_key(r.text): r.parts for r in self.deps.store.readings.of_session(session_id)}
+        said: Said = {}
+        for r in self.deps.store.readings.of_session(session_id):
+            for text in (r.text, r.stored or ""):
+                if text:
+                    said[said_key(text)] = r.parts
+        return said
 
     @property
     def memory_model(self) -> Model:

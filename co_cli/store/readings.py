@@ -28,11 +28,14 @@ class ReadPart:
 
 @dataclass(frozen=True)
 class MessageReading:
-    """A message of the user's as it was read: its text (as the user sent it) and the parts found in it."""
+    """A message of the user's as it was read: its text (the user's own words, as read), the parts found in it, and
+    the message's text as the transcript holds it (with the files and command output a prompt carried; None when
+    the message is not in the transcript)."""
 
     seq: int
     text: str
     parts: tuple[ReadPart, ...]
+    stored: str | None = None
 
 
 def _parts(raw: str) -> tuple[ReadPart, ...]:
@@ -76,6 +79,18 @@ class Readings:
             )
 
     def of_session(self, session_id: str) -> list[MessageReading]:
-        """The readings of the session's messages, in the order of the messages."""
-        rows = self.db.read("SELECT seq, text, parts FROM readings WHERE session_id = ? ORDER BY seq", (session_id,))
-        return [MessageReading(int(row["seq"]), str(row["text"]), _parts(str(row["parts"]))) for row in rows]
+        """The readings of the session's messages, in the order of the messages, each with its message's text."""
+        rows = self.db.read(
+            "SELECT r.seq, r.text, r.parts, m.text AS stored FROM readings r LEFT JOIN messages m "
+            "ON m.session_id = r.session_id AND m.seq = r.seq WHERE r.session_id = ? ORDER BY r.seq",
+            (session_id,),
+        )
+        return [
+            MessageReading(
+                int(row["seq"]),
+                str(row["text"]),
+                _parts(str(row["parts"])),
+                None if row["stored"] is None else str(row["stored"]),
+            )
+            for row in rows
+        ]
