@@ -40,7 +40,8 @@ def prompt_text(prompt: str | Sequence[Any] | None) -> str:
 
 
 def relevant_memories(store: Memories, prompt: str, project: str, budget_tokens: int, now: float) -> list[Scored]:
-    """The memories for a request about ``prompt``: instructions first, then the best matches, within budget."""
+    """The memories for a request about ``prompt``: instructions first, then the best matches, then the RECENT
+    newest of the rest, within budget."""
     if budget_tokens <= 0:
         return []
     instructions = [Scored(m.id, m.text, m.kind, 1.0, m.about, m.person) for m in store.instructions(project)]
@@ -50,11 +51,12 @@ def relevant_memories(store: Memories, prompt: str, project: str, budget_tokens:
     ranked += [dataclasses.replace(s, score=s.score * EXPANDED_WEIGHT) for s in _ranked(more, now)]
     # then, as room allows, the newest of the rest: a question in other words or another language than the
     # memory that answers it shares no word with it
+    # (after every match, whoever the match is about)
     found = {s.id for s in ranked}
-    ranked += [
+    fill = [
         Scored(m.id, m.text, m.kind, 0.0, m.about, m.person) for m in store.recent(project, RECENT) if m.id not in found
     ]
-    return select(instructions, users_first(ranked, prompt), budget_tokens)
+    return select(instructions, users_first(ranked, prompt) + fill, budget_tokens)
 
 
 def _ranked(candidates: Sequence[Candidate], now: float) -> list[Scored]:

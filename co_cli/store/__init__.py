@@ -1,9 +1,9 @@
 """The session store: every conversation and every memory, saved in one SQLite file.
 
-``Store`` opens the file once (``db``, the only way to run SQL) and hands out one object per table:
-``sessions`` (and their ``trash``), ``messages``, ``compactions``, ``pins``, ``usage``, ``search``, ``memories``,
-``queue``, ``locks``, ``tasks``, ``tool_calls``, ``turn_memories`` and ``file_changes``. Writes that must commit
-together (a whole turn) use the tables' statement-level functions inside one ``store.db.transaction()``.
+``Store`` opens the file once (``db``, the only way to run SQL) and hands out one object per table: ``sessions`` (and
+their ``trash``), ``messages``, ``compactions``, ``pins``, ``usage``, ``search``, ``memories``, ``queue``, ``locks``,
+``tasks``, ``tool_calls``, ``turn_memories``, ``readings`` and ``file_changes``. Writes that must commit together (a
+whole turn) use the tables' statement-level functions inside one ``store.db.transaction()``.
 
 This module is the store's one door for the front ends and ``memory/``: ``Store`` (``tables.py``; the lock files
 and recovery of a database are its methods) and what ``__all__`` offers: the record types, the tables' types,

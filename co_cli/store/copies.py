@@ -1,6 +1,7 @@
 """Whole sessions written at once: a fork of a stored session, and a session imported as given.
 
-Each is one transaction over the sessions, messages, compactions and task lists (and, for a fork, pins) tables.
+Each is one transaction over the sessions, messages, compactions and task lists (and, for a fork, pins and
+readings) tables.
 """
 
 from __future__ import annotations
@@ -26,10 +27,11 @@ FORK_MARK = " (fork)"
 def fork(db: Database, session_id: str, upto_seq: int | None = None) -> SessionInfo:
     """Copy the session (up to ``upto_seq``) under a new id; the original is untouched.
 
-    The fork keeps the pins in force, the changes co's edit tools made up to that point, the task list as it
-    stood after message ``upto_seq`` and the compactions that had happened by that point: those covering only
-    messages up to ``upto_seq`` and made before the message after it was saved, as a rebuild of the working
-    context at that point has them)."""
+    The fork keeps the pins in force, what its messages were read to say (readings kept by then; a message still waiting
+    to be read is read for the original only), the changes co's edit tools made up to that point, the task list as it
+    stood after message ``upto_seq`` and the compactions that had happened by that point: those covering only messages
+    up to ``upto_seq`` and made before the message after it was saved, as a rebuild of the working context at that point
+    has them)."""
     now = time.time()
     with db.transaction() as tx:
         source = sessions.find(tx, session_id)

@@ -59,7 +59,7 @@ _SESSION_ROWS = {
     "readings": "session_id, seq, created_at, text, parts",
 }
 """Further per-session tables copied as they are (pinned instructions, usage, task lists, tool calls, the
-memories turns were sent), when the database has them."""
+memories turns were sent, what each message was read to say), when the database has them."""
 _MEMORY_ROWS = {
     "memories": (
         "text, scope, project, kind, status, source_session, source_seq, created_at, updated_at, replaced_by, "

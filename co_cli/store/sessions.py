@@ -148,6 +148,13 @@ def mark_trashed(tx: Transaction, session_id: str, deleted_at: float) -> None:
 
 # --- the table -------------------------------------------------------------------------------------------
 
+SESSION_TABLES = (
+    "messages", "compactions", "pins", "turn_usage", "task_lists", "tool_calls", "turn_memories", "readings",
+    "file_changes",
+)  # fmt: skip
+"""The tables whose rows belong to one session: a deleted session leaves none (the extraction queue's items are
+the queue's, claimed and finished on their own)."""
+
 
 class Sessions:
     """Create, find, list, rename and remove sessions."""
@@ -317,10 +324,8 @@ class Sessions:
         SessionBusy if another process has it open."""
         with self._open.holding(session_id), self.db.transaction() as tx:
             find(tx, session_id)
-            for table in ("messages", "compactions", "pins", "turn_usage", "task_lists", "tool_calls", "turn_memories",
-                          "readings"):  # fmt: skip
+            for table in SESSION_TABLES:
                 tx.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
-            tx.execute("DELETE FROM file_changes WHERE session_id = ?", (session_id,))
             tx.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
             prune_contents(tx)
         if files_root is not None:
