@@ -387,3 +387,22 @@ async def test_a_change_read_one_at_a_time_is_carried_by_the_next_compaction() -
     second = await compact_middle(later, typed_summariser(copied), max_history_messages=4)
     assert isinstance(second, CompactionResult) and second.method == "summary"
     assert summary_of(second).count(f"> {said.change}") == 1
+
+
+async def test_a_plain_summary_that_copies_an_earlier_block_has_one_block_of_changes() -> None:
+    """A summariser answering in prose copies the earlier summary's changes; a later message was read to state
+    another: one block holds both, the earlier one verified again."""
+    said = RUSSIAN
+    first = await compact_middle(
+        chatty(said.prompts()), prose_summariser(BODY), max_history_messages=4, said=read_one_at_a_time(said)
+    )
+    assert isinstance(first, CompactionResult)
+    copied = summary_of(first).split("\n", 1)[1].split("\n\n" + USER_WORDS_HEADING)[0]
+    copied += f"\n\n{CHANGES_HEADING}\n> {said.change}"
+    moved = "Сервер теперь в Казани, не в Омске."
+    later = [*first.messages[:-1], *chatty([moved, "Какой уровень?", "А формат?", "А тесты?"])]
+    readings = {said_key(moved): (ReadPart("change", moved),)}
+    second = await compact_middle(later, prose_summariser(copied), max_history_messages=4, said=readings)
+    assert isinstance(second, CompactionResult) and second.method == "summary"
+    text = summary_of(second)
+    assert text.count(CHANGES_HEADING) == 1 and text.count(f"> {said.change}") == 1 and f"> {moved}" in text

@@ -293,11 +293,11 @@ async def _checked_summary(
         )
     user_texts = [entry.text for entry in entries] + _earlier_quotes(span)
     own, read = read_said(user_texts, said)
-    if not answer.typed:
-        return _Summary(body, own, False)
+    # an earlier summary's next step and changes, copied into the body, are taken out and verified again (a
+    # plain-text answer has no fields of its own, only those)
     body, typed, carried = carry_earlier(body, answer.answer)
     summarised = read_answer(typed, user_texts, _stretch_texts(span, entries), carried)
-    return _Summary(body, joined(own, summarised, read, user_texts), True)
+    return _Summary(body, joined(own, summarised, read, user_texts), answer.typed)
 
 
 def _earlier_quotes(span: Sequence[ModelMessage]) -> list[str]:
