@@ -323,17 +323,15 @@ def _earlier_prose_identifiers(span: Sequence[ModelMessage]) -> list[Identifier]
     return list(found.values())
 
 
-def _identifiers(span: Sequence[ModelMessage], reading: Reading | None) -> list[Identifier]:
+def _identifiers(span: Sequence[ModelMessage], reading: Reading) -> list[Identifier]:
     """The span's ledger, with the people the summariser named (found in the span) among the user's names."""
     identifiers = extract_identifiers(span)
     known = {ident.text for ident in identifiers}
-    people = [Identifier(name, "proper", "user") for name in (reading.people if reading else ()) if name not in known]
+    people = [Identifier(name, "proper", "user") for name in reading.people if name not in known]
     return [*people, *identifiers] if people else identifiers
 
 
-def _with_user_words(
-    body: str, words: UserWords, span: Sequence[ModelMessage], reading: Reading | None
-) -> tuple[str, str]:
+def _with_user_words(body: str, words: UserWords, span: Sequence[ModelMessage], reading: Reading) -> tuple[str, str]:
     """The summary's text: the summariser's ``body`` with bare file names completed to their paths and the
     next step the user stated quoted under its "Pending" heading, the user's own words, the identifiers all
     these lack ("Kept verbatim"), and last the changes the user stated (``user_quotes``); and the check line,
@@ -341,9 +339,9 @@ def _with_user_words(
     identifiers = _identifiers(span, reading)
     own = check_summary(body, identifiers)
     text = complete_paths(body, identifiers)
-    text = quote_next_step(text, reading.next_step if reading else None)
+    text = quote_next_step(text, reading.next_step)
     text = f"{text.rstrip()}\n\n{words.render()}" if words else text
-    changes = changes_block(reading.changes if reading else ())
+    changes = changes_block(reading.changes)
     full = check_summary(f"{text}\n{changes}", identifiers)
     appended = len(select_missing(full))
     text = append_missing(text, full)

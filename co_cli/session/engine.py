@@ -6,7 +6,7 @@ cache and summariser failures; its overhead counts the session's pins).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from pydantic_ai import Agent
 from pydantic_ai.capabilities import HandleDeferredToolCalls
@@ -20,6 +20,7 @@ from co_cli.models import ResolvedModel
 from co_cli.session.agent import build_agent, is_lean, overhead_tokens, summarizer_model
 from co_cli.session.metering import UsageMeter
 from co_cli.session.tool_stats import tool_timer
+from co_cli.store import ReadPart
 from co_cli.store.usage import TurnUsage
 from co_cli.tools.approval import NON_INTERACTIVE_DENIED_MESSAGE, ApprovalPrompt, make_approval_handler
 from co_cli.tools.mcp.servers import McpServers
@@ -108,7 +109,7 @@ class Engine:
         session_id = self.deps.session_id
         if session_id is None:
             return {}
-        said: Said = {}
+        said: dict[str, Sequence[ReadPart]] = {}
         for r in self.deps.store.readings.of_session(session_id):
             for text in (r.text, r.stored or ""):
                 if text:
