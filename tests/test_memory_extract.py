@@ -193,6 +193,17 @@ def test_a_change_the_model_names_replaces_the_shown_memory(store: Memories) -> 
     assert f"replaces {old.ref}: Uso Sublime para escribir código" in describe(store, proposal)[1]
 
 
+def test_a_memory_the_model_names_of_another_topic_is_not_replaced(store: Memories) -> None:
+    """The model names the language memory for a fact about the editor: both stay."""
+    language = store.add("Ich schreibe meist Rust", actor="extractor", subject=Subject("main_language", "user"))
+    message = "Für Rust nehme ich VS Code als Editor"
+    editor = fact(message, topic="editor", replaces=language.ref)
+    calls: list[str] = []
+    run_worker(store, reading([editor], calls), message, "auto")
+    assert language.ref in calls[0]  # shown, and named
+    assert active(store) == ["Ich schreibe meist Rust", message]
+
+
 def test_no_replacement_without_the_model_or_a_matching_topic(store: Memories) -> None:
     pets = store.add("I have a cat called Miso", actor="extractor", subject=Subject("pet", "user"))
     message = "We also adopted a dog called Pixel last spring"

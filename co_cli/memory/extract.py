@@ -371,10 +371,18 @@ def whom_named(fact: Fact, message: str) -> str | None:
 def replaced(
     fact: Fact, subject: Subject, known: dict[int, Memory], same_topic: Sequence[Memory], taken: set[int]
 ) -> Memory | None:
-    """The memory ``fact`` replaces: the shown one it names, else the one active memory of the same subject and
-    topic key (none when several have them: which one is not known)."""
+    """The memory ``fact`` replaces: the shown one it names when that one is about the same person (or about no
+    known person, as a memory the user saved) and holds no other topic key (a small model names memories of any
+    topic: "VS Code is my editor" named the memory of the user's language), else the one active memory of the
+    same subject and topic key (none when several have them: which one is not known). A stated change that
+    replaces neither is asked about apart (``superseding``)."""
     named = _shown(fact.replaces, known)
-    if named is not None and named.id not in taken:
+    if (
+        named is not None
+        and named.id not in taken
+        and (named.about is None or same_subject(named, subject))
+        and (named.topic is None or named.topic == subject.topic)
+    ):
         return named
     if subject.topic is None:
         return None
