@@ -156,14 +156,14 @@ ENGLISH = Variant(
         ),
         (
             Message("I moved to Lyon last month, finally settled", (
-                Read("I moved to Lyon last month", "I moved to Lyon", "home_city"),)),
+                Read("I moved to Lyon last month", "I moved to Lyon", "home_city", kind="change"),)),
             Message("I switched from vim to helix last week", (
-                Read("I switched from vim to helix", "switched from vim to helix", "editor"),)),
+                Read("I switched from vim to helix", "switched from vim to helix", "editor", kind="change"),)),
             Message("Alice left the team; Carol reviews my pull requests now", (
-                Read("Carol reviews my pull requests now", "Carol reviews my pull requests", "pr_reviewer"),
+                Read("Carol reviews my pull requests now", "Carol reviews my pull requests", "pr_reviewer", kind="change"),
                 other("Alice left the team", "Alice left the team", "team_membership", "Alice"))),
             Message("The Kestrel deadline slipped to April 14", (
-                Read("The Kestrel deadline is April 14", "slipped to April 14", "kestrel_deadline"),)),
+                Read("The Kestrel deadline is April 14", "slipped to April 14", "kestrel_deadline", kind="change"),)),
             Message("my VPN password is hunter2 if you need it", (
                 Read("My VPN password is hunter2", "VPN password is hunter2", "vpn_password"),)),
             Message("How do I profile a Go program for allocations?"),
@@ -228,15 +228,15 @@ GERMAN = Variant(
         ),
         (
             Message("Ich bin letzten Monat nach Lyon gezogen, endlich angekommen", (
-                Read("Ich bin nach Lyon gezogen", "nach Lyon gezogen", "home_city"),)),
+                Read("Ich bin nach Lyon gezogen", "nach Lyon gezogen", "home_city", kind="change"),)),
             Message("Letzte Woche bin ich von vim auf helix umgestiegen", (
-                Read("Ich bin von vim auf helix umgestiegen", "von vim auf helix umgestiegen", "editor"),)),
+                Read("Ich bin von vim auf helix umgestiegen", "von vim auf helix umgestiegen", "editor", kind="change"),)),
             Message("Alice hat das Team verlassen; Carol reviewt jetzt meine Pull Requests", (
                 Read("Carol reviewt jetzt meine Pull Requests", "Carol reviewt jetzt meine Pull Requests",
-                     "pr_reviewer"),
+                     "pr_reviewer", kind="change"),
                 other("Alice hat das Team verlassen", "Alice hat das Team verlassen", "team_membership", "Alice"))),
             Message("Die Kestrel-Deadline ist auf den 14. April gerutscht", (
-                Read("Die Kestrel-Deadline ist der 14. April", "auf den 14. April gerutscht", "kestrel_deadline"),)),
+                Read("Die Kestrel-Deadline ist der 14. April", "auf den 14. April gerutscht", "kestrel_deadline", kind="change"),)),
             Message("Mein VPN-Passwort ist hunter2, falls du es brauchst", (
                 Read("Mein VPN-Passwort ist hunter2", "VPN-Passwort ist hunter2", "vpn_password"),)),
             Message("Wie profiliere ich ein Go-Programm auf Allokationen?"),
@@ -302,15 +302,15 @@ SPANISH = Variant(
         ),
         (
             Message("Me mudé a Lyon el mes pasado, por fin instalado", (
-                Read("Me mudé a Lyon", "Me mudé a Lyon", "home_city"),)),
+                Read("Me mudé a Lyon", "Me mudé a Lyon", "home_city", kind="change"),)),
             Message("La semana pasada cambié de vim a helix", (
-                Read("Cambié de vim a helix", "cambié de vim a helix", "editor"),)),
+                Read("Cambié de vim a helix", "cambié de vim a helix", "editor", kind="change"),)),
             Message("Alice dejó el equipo; ahora Carol revisa mis pull requests", (
-                Read("Carol revisa mis pull requests", "Carol revisa mis pull requests", "pr_reviewer"),
+                Read("Carol revisa mis pull requests", "Carol revisa mis pull requests", "pr_reviewer", kind="change"),
                 other("Alice dejó el equipo", "Alice dejó el equipo", "team_membership", "Alice"))),
             Message("La fecha límite de Kestrel se retrasó al 14 de abril", (
                 Read("La fecha límite de Kestrel es el 14 de abril", "se retrasó al 14 de abril",
-                     "kestrel_deadline"),)),
+                     "kestrel_deadline", kind="change"),)),
             Message("mi contraseña del VPN es hunter2 por si la necesitas", (
                 Read("Mi contraseña del VPN es hunter2", "contraseña del VPN es hunter2", "vpn_password"),)),
             Message("¿Cómo perfilo un programa en Go para ver las asignaciones?"),
@@ -374,14 +374,14 @@ OTHER_WORDING = Variant(
         ),
         (
             Message("Relocated to Turin a few weeks ago, the flat is great", (
-                Read("I live in Turin", "Relocated to Turin", "home_city"),)),
+                Read("I live in Turin", "Relocated to Turin", "home_city", kind="change"),)),
             Message("Dropped VS Code for Zed, it's much snappier", (
-                Read("My editor is Zed", "Dropped VS Code for Zed", "editor"),)),
+                Read("My editor is Zed", "Dropped VS Code for Zed", "editor", kind="change"),)),
             Message("Marek went on parental leave, so Ines handles reviews on my-app now", (
-                Read("Ines handles reviews on my-app", "Ines handles reviews on my-app", "pr_reviewer"),
+                Read("Ines handles reviews on my-app", "Ines handles reviews on my-app", "pr_reviewer", kind="change"),
                 other("Marek is on parental leave", "Marek went on parental leave", "leave", "Marek"))),
             Message("Heron got pushed back, new date is June 11", (
-                Read("Heron has to ship by June 11", "new date is June 11", "heron_deadline"),)),
+                Read("Heron has to ship by June 11", "new date is June 11", "heron_deadline", kind="change"),)),
             Message("db pw for staging: copper19", (
                 Read("The staging db pw is copper19", "db pw for staging: copper19", "staging_password"),)),
             Message("How would I benchmark a Rust function with criterion?"),

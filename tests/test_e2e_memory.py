@@ -154,13 +154,13 @@ def test_print_mode_finishes_extraction_before_exit(
     assert [(m["text"], m["status"]) for m in listed] == [("The user writes Go daily at work", "active")]
 
 
-def _home(text: str, quote: str) -> dict[str, object]:
+def _home(text: str, quote: str, kind: str = "lasting_fact") -> dict[str, object]:
     return {
         "text": text,
         "quote": quote,
         "about": "user",
         "topic": "home_city",
-        "kind": "lasting_fact",
+        "kind": kind,
         "replaces": None,
     }
 
@@ -179,10 +179,11 @@ def test_a_change_stated_in_spanish_supersedes_the_old_memory(
     assert [(m["id"], m["text"], m["topic"], m["about"]) for m in listed] == [
         ("m1", "Vivo en Zaragoza", "home_city", "user")
     ]
-    # the change shares no word with the memory; the model gives the same topic key and names no memory
+    # the change shares no word with the memory; the model reads a change, gives the same topic key and names no
+    # memory
     scripted_server.script(
         Text("¡Suerte con la mudanza!"),
-        ToolCalls([("final_result", {"facts": [_home("Me mudé a Gijón el mes pasado", "me mudé a Gijón")]})]),
+        ToolCalls([("final_result", {"facts": [_home("Me mudé a Gijón el mes pasado", "me mudé a Gijón", "change")]})]),
     )
     second = run_co(["chat", "-p", "Por cierto, me mudé a Gijón el mes pasado"], env, workdir)
     assert second.returncode == 0, second.stderr

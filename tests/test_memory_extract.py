@@ -169,7 +169,7 @@ def test_a_change_in_german_replaces_the_memory_with_the_same_topic_key(store: M
     old = store.add("I live in Bremen", actor="extractor", subject=Subject("home_city", "user"))
     store.add("I use Fedora on my laptop", actor="extractor", subject=Subject("laptop_os", "user"))
     message = "Seit dem Sommer wohne ich in Leipzig, die Kisten sind endlich ausgepackt"
-    moved = fact("Seit dem Sommer wohne ich in Leipzig", topic="home_city")  # the model names no memory
+    moved = fact("Seit dem Sommer wohne ich in Leipzig", topic="home_city", kind="change")  # names no memory
     calls: list[str] = []
     run_worker(store, reading([moved], calls), message, "auto")
     [new] = store.list(statuses=("active",))[-1:]
@@ -202,6 +202,15 @@ def test_a_memory_the_model_names_of_another_topic_is_not_replaced(store: Memori
     run_worker(store, reading([editor], calls), message, "auto")
     assert language.ref in calls[0]  # shown, and named
     assert active(store) == ["Ich schreibe meist Rust", message]
+
+
+def test_a_topic_key_alone_replaces_nothing(store: Memories) -> None:
+    """A small model copies the topic keys it is shown onto unrelated facts: a fact not read as a change, with the
+    key of a memory, is added beside it."""
+    language = store.add("Ich schreibe meist Rust", actor="extractor", subject=Subject("programming_language", "user"))
+    message = "Mein Editor ist VS Code"
+    run_worker(store, reading([fact(message, topic="programming_language")]), message, "auto")
+    assert active(store) == ["Ich schreibe meist Rust", message] and store.get(language.id).status == "active"
 
 
 def test_no_replacement_without_the_model_or_a_matching_topic(store: Memories) -> None:
@@ -281,7 +290,7 @@ def test_a_colleagues_fact_is_about_them_not_the_user(store: Memories) -> None:
     colleague = store.list()[-1]
     assert (colleague.about, colleague.person, colleague.whose) == ("other", "Дмитрий", "about Дмитрий")
     # a later fact about the colleague on the same topic replaces theirs, never the user's
-    again = fact("Дмитрий перешёл на Neovim", about="another_person", person="Дмитрий", topic="editor")
+    again = fact("Дмитрий перешёл на Neovim", about="another_person", person="Дмитрий", topic="editor", kind="change")
     run_worker(store, reading([again]), "Дмитрий перешёл на Neovim", "auto")
     assert active(store) == ["I write code in Helix", "Дмитрий перешёл на Neovim"]
 

@@ -373,9 +373,10 @@ def replaced(
 ) -> Memory | None:
     """The memory ``fact`` replaces: the shown one it names when that one is about the same person (or about no
     known person, as a memory the user saved) and holds no other topic key (a small model names memories of any
-    topic: "VS Code is my editor" named the memory of the user's language), else the one active memory of the
-    same subject and topic key (none when several have them: which one is not known). A stated change that
-    replaces neither is asked about apart (``superseding``)."""
+    topic: "VS Code is my editor" named the memory of the user's language), else, for a fact read as a change,
+    the one active memory of the same subject and topic key (none when several have them: which one is not
+    known; a small model copies the topic keys it is shown onto unrelated facts, so a key alone replaces
+    nothing). A stated change that replaces neither is asked about apart (``superseding``)."""
     named = _shown(fact.replaces, known)
     if (
         named is not None
@@ -384,7 +385,7 @@ def replaced(
         and (named.topic is None or named.topic == subject.topic)
     ):
         return named
-    if subject.topic is None:
+    if subject.topic is None or not fact.is_change:
         return None
     same = [m for m in same_topic if m.id not in taken and m.topic == subject.topic and same_subject(m, subject)]
     return same[0] if len(same) == 1 else None
