@@ -160,7 +160,8 @@ ENGLISH = Variant(
             Message("I switched from vim to helix last week", (
                 Read("I switched from vim to helix", "switched from vim to helix", "editor", kind="change"),)),
             Message("Alice left the team; Carol reviews my pull requests now", (
-                Read("Carol reviews my pull requests now", "Carol reviews my pull requests", "pr_reviewer", kind="change"),
+                Read("Carol reviews my pull requests now", "Carol reviews my pull requests", "pr_reviewer",
+                     kind="change"),
                 other("Alice left the team", "Alice left the team", "team_membership", "Alice"))),
             Message("The Kestrel deadline slipped to April 14", (
                 Read("The Kestrel deadline is April 14", "slipped to April 14", "kestrel_deadline", kind="change"),)),
@@ -230,13 +231,15 @@ GERMAN = Variant(
             Message("Ich bin letzten Monat nach Lyon gezogen, endlich angekommen", (
                 Read("Ich bin nach Lyon gezogen", "nach Lyon gezogen", "home_city", kind="change"),)),
             Message("Letzte Woche bin ich von vim auf helix umgestiegen", (
-                Read("Ich bin von vim auf helix umgestiegen", "von vim auf helix umgestiegen", "editor", kind="change"),)),
+                Read("Ich bin von vim auf helix umgestiegen", "von vim auf helix umgestiegen", "editor",
+                     kind="change"),)),
             Message("Alice hat das Team verlassen; Carol reviewt jetzt meine Pull Requests", (
                 Read("Carol reviewt jetzt meine Pull Requests", "Carol reviewt jetzt meine Pull Requests",
                      "pr_reviewer", kind="change"),
                 other("Alice hat das Team verlassen", "Alice hat das Team verlassen", "team_membership", "Alice"))),
             Message("Die Kestrel-Deadline ist auf den 14. April gerutscht", (
-                Read("Die Kestrel-Deadline ist der 14. April", "auf den 14. April gerutscht", "kestrel_deadline", kind="change"),)),
+                Read("Die Kestrel-Deadline ist der 14. April", "auf den 14. April gerutscht", "kestrel_deadline",
+                     kind="change"),)),
             Message("Mein VPN-Passwort ist hunter2, falls du es brauchst", (
                 Read("Mein VPN-Passwort ist hunter2", "VPN-Passwort ist hunter2", "vpn_password"),)),
             Message("Wie profiliere ich ein Go-Programm auf Allokationen?"),
