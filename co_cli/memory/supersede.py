@@ -3,7 +3,7 @@
 Memory extraction's reading says when a part of the message is a change ("Relocated to Turin", "dropped X for
 Y"), and names the memory it replaces when it sees one, or gives the same topic key; a small model often does
 neither. For such a change co asks apart: shown the user's words and the memories it could be about (the
-nearest by the change's own words and those sharing its topic key, else the most recent ones), which one it makes
+nearest by the change's own words and those sharing its topic key), which one it makes
 out of date, answered as one of the ids shown or "none" (the answer's schema allows nothing else). Nothing here
 reads the words: the model decides, co checks that the answer is a memory it was shown.
 """
@@ -39,20 +39,16 @@ Said: "Ahora uso Neovim." Memories: m1 | Vivo en Cádiz; m4 | Mi perro se llama 
 
 def candidates(store: Memories, words: str, topic: str | None, project: str, taken: Sequence[int]) -> list[Memory]:
     """The memories a change in ``words`` may make out of date: the nearest by its words and those with its topic
-    key, else (none shares a word or the key: another language, other words) the most recently changed; at most
-    SHOWN, none of ``taken``. (Shown the newest beside the nearest, the 1.5B model picked unrelated ones.)"""
-
-    def facts(memories: Sequence[Memory]) -> list[Memory]:
-        found: dict[int, Memory] = {}
-        for memory in memories:
-            if memory.id not in taken and memory.kind == "fact":
-                found.setdefault(memory.id, memory)
-        return list(found.values())[:SHOWN]
-
+    key, at most SHOWN, none of ``taken``. (Shown the newest memories when none shared a word or the key, the
+    1.5B model named unrelated ones: a project's deadline for a colleague's leave, that for "Cheers".)"""
     terms = query_terms(words)
     near = [c.memory for c in store.search(terms, project=project, limit=NEAREST)] if terms else []
     same = store.with_topics([topic], project) if topic else []
-    return facts([*near, *same]) or facts(store.recent(project, SHOWN))
+    found: dict[int, Memory] = {}
+    for memory in [*near, *same]:
+        if memory.id not in taken and memory.kind == "fact":
+            found.setdefault(memory.id, memory)
+    return list(found.values())[:SHOWN]
 
 
 def question(said: str, shown: Sequence[Memory]) -> str:
