@@ -373,16 +373,22 @@ async def test_a_digest_pins_the_rule_a_message_was_read_to_state() -> None:
     assert all(s.text != said.rule for s in result.suggestions)
 
 
-async def test_a_change_read_one_at_a_time_is_carried_by_the_next_compaction() -> None:
-    """Placed without an earlier value, the change is still placed by the next compaction, once, from the earlier
-    summary's block (its message is gone from the context by then)."""
-    said = RUSSIAN
+async def _compacted_with_a_change(said: Said) -> tuple[CompactionResult, str]:
+    """A first compaction (prose summariser, each message read one at a time), and its summary's text as a
+    summariser copies it next time, the change's block included."""
     first = await compact_middle(
         chatty(said.prompts()), prose_summariser(BODY), max_history_messages=4, said=read_one_at_a_time(said)
     )
     assert isinstance(first, CompactionResult)
     copied = summary_of(first).split("\n", 1)[1].split("\n\n" + USER_WORDS_HEADING)[0]
-    copied += f"\n\n{CHANGES_HEADING}\n> {said.change}"
+    return first, copied + f"\n\n{CHANGES_HEADING}\n> {said.change}"
+
+
+async def test_a_change_read_one_at_a_time_is_carried_by_the_next_compaction() -> None:
+    """Placed without an earlier value, the change is still placed by the next compaction, once, from the earlier
+    summary's block (its message is gone from the context by then)."""
+    said = RUSSIAN
+    first, copied = await _compacted_with_a_change(said)
     later = [*first.messages[:-1], *chatty(["А логи?", "Какой уровень?", "А формат?"])]
     second = await compact_middle(later, typed_summariser(copied), max_history_messages=4)
     assert isinstance(second, CompactionResult) and second.method == "summary"
@@ -393,12 +399,7 @@ async def test_a_plain_summary_that_copies_an_earlier_block_has_one_block_of_cha
     """A summariser answering in prose copies the earlier summary's changes; a later message was read to state
     another: one block holds both, the earlier one verified again."""
     said = RUSSIAN
-    first = await compact_middle(
-        chatty(said.prompts()), prose_summariser(BODY), max_history_messages=4, said=read_one_at_a_time(said)
-    )
-    assert isinstance(first, CompactionResult)
-    copied = summary_of(first).split("\n", 1)[1].split("\n\n" + USER_WORDS_HEADING)[0]
-    copied += f"\n\n{CHANGES_HEADING}\n> {said.change}"
+    first, copied = await _compacted_with_a_change(said)
     moved = "Сервер теперь в Казани, не в Омске."
     later = [*first.messages[:-1], *chatty([moved, "Какой уровень?", "А формат?", "А тесты?"])]
     readings = {said_key(moved): (ReadPart("change", moved),)}
