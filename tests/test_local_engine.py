@@ -100,6 +100,44 @@ def test_context_window_comes_from_n_ctx() -> None:
     assert context_window_for(model, Settings(data_dir="/tmp/x", config_dir="/tmp/y")) == (2048, "local model n_ctx")
 
 
+@pytest.mark.allow_model_requests
+def test_a_stop_is_taken_while_the_prompt_is_read(tmp_path: Path) -> None:
+    """Ctrl-C at exit stops memory extraction while its long prompt is read: the engine reports each batch read
+    and stops at the first report after it is told to, with the prompt half read and nothing written."""
+    from co_cli.local.engine import PROMPT_BATCH
+
+    engine = _start(tmp_path, n_ctx=4096)
+    try:
+        text = " ".join(f"Item {i} is kept in box {i * 7}." for i in range(200))
+        assert len(engine.tokenize(text, special=False)) > 4 * PROMPT_BATCH
+        progress: list[dict[str, int]] = []
+        written: list[str] = []
+
+        def on_chunk(chunk: dict[str, object]) -> bool:
+            if isinstance(report := chunk.get("prompt_progress"), dict):
+                progress.append(report)
+            for choice in chunk.get("choices") or []:  # type: ignore[attr-defined]
+                written.append((choice.get("delta") or {}).get("content") or "")
+            return any(report["processed"] > 0 for report in progress)
+
+        def on_answer(chunk: dict[str, object]) -> bool:
+            for choice in chunk.get("choices") or []:  # type: ignore[attr-defined]
+                written.append((choice.get("delta") or {}).get("content") or "")
+            return False
+
+        engine.chat({"messages": [{"role": "user", "content": text}], "max_tokens": 8}, on_chunk)
+        assert [report["processed"] for report in progress] == [0, PROMPT_BATCH]
+        assert progress[-1]["total"] > 4 * PROMPT_BATCH
+        assert not "".join(written)
+        # The engine serves the next request as usual.
+        written.clear()
+        engine.chat({"messages": [{"role": "user", "content": "Say hi."}], "max_tokens": 4}, on_answer)
+        assert "".join(written).strip()
+
+    finally:
+        engine.close()
+
+
 @pytest.mark.e2e
 def test_co_chat_print_on_the_embedded_model(co_env: dict[str, str], workdir: Path) -> None:
     """`co chat -p` with no key, no server and no network answers from the bundled model (model=auto)."""

@@ -121,15 +121,20 @@ def load_model(path: Path, n_ctx: int, n_threads: int | None = None, cache_dir: 
         return _LOADED[key]
 
 
+STOP_WAIT_S = 10.0
+"""How long closing waits for a generation told to stop to end."""
+
+
 def close_all() -> None:
     """Stop the engines (and remove their sockets) before interpreter shutdown.
 
-    A generation still running is told to stop first; an engine still busy after that is left to the
-    process's end rather than destroyed under a running request."""
+    A generation still running is told to stop first (it stops at the end of the prompt batch or token it is on,
+    ``engine.PROMPT_BATCH``); an engine still busy after ``STOP_WAIT_S`` is left to the process's end rather than
+    destroyed under a running request."""
     for key, loaded in list(_LOADED.items()):
         if loaded.active is not None:
             loaded.active.set()
-        if loaded.lock.acquire(timeout=2):
+        if loaded.lock.acquire(timeout=STOP_WAIT_S):
             try:
                 loaded.engine.close()
             finally:
