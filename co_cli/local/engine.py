@@ -250,7 +250,7 @@ prefix again (measured on the 1.5B model, 2 cores: 53-67 s a reading, 11-14 s wi
 
 PROMPT_BATCH = 128
 """Tokens of the prompt the engine reads in one step; a request can be stopped only between steps. At the engine's
-default (2048) a stop waited for the step to end, up to half a minute on 2 cores (Ctrl-C at exit while memory
+default (2048) a stop waited for the step to end, half a minute or more on 2 cores (Ctrl-C at exit while memory
 extraction read its prompt). Measured on the 1.5B model, 2 cores, a 1000-token prompt: read in 22.7 s at 128 tokens
 a step, 25.2 s at 256, 25.4 s at 512, 27.9 s at 64; the longest step 2.3 s at 128, 4.9 s at 256, 9.0 s at 512."""
 

@@ -4,8 +4,8 @@ verified against the message, then acted on.
 After a turn is answered, the summarisation model is shown the user's message (never the assistant's answer) and the
 candidate memories: the nearest active ones by the message's own words (the FTS search) and those sharing their topic
 keys, each with its id, whom it is about and its topic key, and the other topic keys in use. It answers one ``Reading``
-in one request (``confirmed`` then asks one short question about each part read as a rule, and about each fact that
-would be kept as someone else's): 0-3 facts, each with the quote it comes from, how that quote is said (a statement, a
+in one request (``confirmed`` then asks one short question about each part read as a rule, each part read as a
+lasting fact, and each fact that would be kept as someone else's): 0-3 facts, each with the quote it comes from, how that quote is said (a statement, a
 question, a request), its subject (the words naming whom or what it is about, or "I" for the user), whom it is about
 (the user, another person, no one), its text in the user's own language and words, a snake_case topic key, its kind (a
 lasting fact, a change, a rule for the assistant, the next step, a passing state) and the id of a shown memory it
@@ -16,8 +16,9 @@ and numbers too (``grounding``: checks that hold in any language); secrets are r
 a passing state and a question or request that is not a rule are not kept (``Fact.kept``: the model's own
 classification, no words read); a fact is another person's when the model says so or when its subject names
 someone the message names (``whose``); a rule becomes an ``instruction`` memory. A fact replaces a memory when the
-model names it (``replaces``, one of the memories shown) or when it has the same subject (about, person) and
-topic key as exactly one active memory; never because of the words used. A replaced memory stays in the log
+model names it (``replaces``, one of the memories shown, and names it again when asked apart: ``superseding``) or
+when, read as a change, it has the same subject (about, person) and topic key as exactly one active memory; never
+because of the words used. A replaced memory stays in the log
 and ``co memory undo`` brings it back. With ``memory_extract = review`` the changes become proposals; with
 ``auto`` they are applied at once (logged and undoable); at most ``MAX_PROPOSALS`` per message.
 
@@ -44,7 +45,7 @@ from pydantic.json_schema import JsonDict
 from co_cli.context.pins import asked, find_quote
 from co_cli.cues import memory_suggestions
 from co_cli.errors import CoError
-from co_cli.memory import people, standing, supersede
+from co_cli.memory import people, standing, supersede, tells
 from co_cli.memory.grounding import from_a_secret, grounded, normalise, quoted, said
 from co_cli.memory.retrieval import near_duplicate, query_terms
 from co_cli.models.structured_answer import ProseAnswer, ask
@@ -260,6 +261,8 @@ class Change:
     stated_change: bool = False
     """The model read it as a change of something said before: if no memory is named or shares its topic key,
     which one it makes out of date is asked apart (``memory.supersede``)."""
+    named: bool = False
+    """Its ``target`` is the memory the reading named: which one it makes out of date is asked again, apart."""
 
 
 def worth_extracting(prompt: str) -> bool:
@@ -347,6 +350,7 @@ def checked(
     return Change(
         "add" if target is None else "update", text, None if target is None else target.id, kind, subject,
         quote=fact.quote, stated_change=fact.is_change,
+        named=target is not None and target is _shown(fact.replaces, known),
     )  # fmt: skip
 
 
@@ -429,8 +433,9 @@ async def read_message(
 async def confirmed(model: Model, reading: Reading, message: str, *, prompted: bool = False) -> Reading:
     """``reading`` with each part whose kind acts asked about once more, alone: a part read as a rule is asked
     whether it is one (``memory.standing``: read alone as a task for now it is a request, as a fact a lasting
-    fact), and a fact that would be kept as someone else's whether that one is a person (``memory.people``: a
-    place, a thing or a project makes it the user's)."""
+    fact), a part that would be kept as a lasting fact whether it tells one (``memory.tells``: a task for now is a
+    request, small talk about no one), and a fact that would be kept as someone else's whether that one is a
+    person (``memory.people``: a place, a thing or a project makes it the user's)."""
     facts = []
     for fact in reading.facts:
         if fact.is_rule:
@@ -438,6 +443,10 @@ async def confirmed(model: Model, reading: Reading, message: str, *, prompted: b
             if alone != "rule":
                 fact = fact.model_copy(update={"form": "request" if alone == "task" else "statement",
                                                "kind": "lasting_fact"})  # fmt: skip
+        elif fact.kept and fact.kind == "lasting_fact":
+            told = await tells.sort_fact(model, fact.quote, message, prompted=prompted)
+            if told != "fact":  # a task for now asks; small talk is about no one
+                fact = fact.model_copy(update={"form": "request"} if told == "task" else {"about": "nobody"})
         name = whom_named(fact, message) or (fact.person or fact.subject).strip()
         if (
             fact.kept
@@ -490,23 +499,38 @@ async def extract_changes(
 async def superseding(
     model: Model, store: Memories, changes: Sequence[Change], message: str, project: str, *, prompted: bool = False
 ) -> list[Change]:
-    """``changes`` with each stated change that replaces nothing yet made the replacement of the memory it makes
-    out of date, asked apart (``memory.supersede``: one request per such change); a failed question leaves it an
-    addition."""
+    """``changes`` with the memory each replacement makes out of date asked apart (``memory.supersede``: one
+    request each), for a stated change that replaces nothing yet and for a replacement of the memory the reading
+    named (the 1.5B model names memories of another subject with the same topic key: a colleague's leave named
+    the user's project). The question is shown the memories that share a word or the topic key, and the named
+    one. Its answer is the replacement; "none" makes a named replacement an addition; a failed question leaves
+    the change as it is."""
     taken = [c.target for c in changes if c.target is not None]
     out: list[Change] = []
     for change in changes:
-        if change.op == "add" and change.stated_change:
-            near = supersede.candidates(store, f"{change.quote} {change.text}", change.subject.topic, project, taken)
+        if (change.op == "add" and change.stated_change) or change.named:
+            others = [t for t in taken if t != change.target]
+            near = supersede.candidates(store, f"{change.quote} {change.text}", change.subject.topic, project, others)
             shown = [m for m in near if same_subject(m, change.subject)]  # the user's change, never someone else's
+            named = store.get(change.target) if change.target is not None else None
+            if named is not None and all(m.id != named.id for m in shown):
+                shown.insert(0, named)
             try:
                 target = await supersede.superseded(model, change.quote or change.text, shown, prompted=prompted)
             except Exception:  # the fact is kept as it is: a change not linked is better than one lost
-                target = None
-            if target is not None and grounded(change.text, f"{message}\n{target.text}"):
+                target = named
+            if target is not None and target.id != change.target:  # another memory than the one the reading named
                 if near_duplicate(change.text, target.text):
                     continue  # the memory already says it
-                change = replace(change, op="update", target=target.id)
+                if not grounded(change.text, f"{message}\n{target.text}"):
+                    target = None
+            if target is None and not grounded(change.text, message):
+                continue  # its names or numbers came from the memory it no longer replaces
+            if change.target is not None:
+                taken.remove(change.target)
+            change = replace(change, op="add" if target is None else "update",
+                             target=None if target is None else target.id, named=False)  # fmt: skip
+            if target is not None:
                 taken.append(target.id)
         out.append(change)
     return out
