@@ -66,7 +66,7 @@ from pydantic_ai.profiles import ModelProfile  # noqa: E402
 from pydantic_ai.settings import ModelSettings  # noqa: E402
 
 from co_cli.deps import CoDeps  # noqa: E402
-from co_cli.memory import people, standing, supersede, tells  # noqa: E402
+from co_cli.memory import people, standing, supersede  # noqa: E402
 from co_cli.memory.extract import ExtractionWorker, read_message  # noqa: E402
 from co_cli.memory.inject import (  # noqa: E402
     INTRO,
@@ -493,8 +493,6 @@ def scripted_model(variant: Variant, tool_calls: bool = False) -> FunctionModel:
             payload = {"answer": "rule"}
         elif people.INSTRUCTIONS in (info.instructions or ""):  # whom a fact is about: a person, as the reading says
             payload = {"answer": "person"}
-        elif tells.INSTRUCTIONS in (info.instructions or ""):  # does a lasting fact tell one? the reading says so
-            payload = {"answer": "fact"}
         elif supersede.INSTRUCTIONS in (info.instructions or ""):  # which memory a change replaces: it never says
             payload = {"replaces": supersede.NONE}
         if info.output_tools and tool_calls:

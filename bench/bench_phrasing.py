@@ -35,9 +35,9 @@ SPLITS = ("tune", "held")
 ABOUT = ("user", "other", "none")
 FLAGS = ("rule", "next_step", "passing", "question_only", "secret")
 FIELDS = frozenset({"id", "lang", "text", "change", "about", "person", "split", *FLAGS})
-CONFIRMED = "tells_asked"
-"""Marks a kept answer read with every short question ``extract.confirmed`` asks (the last added: whether a lasting
-fact tells one, ``memory.tells``): an answer kept before is asked them again when the run reads it."""
+PEOPLE_ASKED = "people_asked"
+"""Marks a kept answer read with the question whether whom a fact is about is a person (``memory.people``): an
+answer kept before it is asked that question (and the rule question again) when the run reads it."""
 
 
 def split_of(corpus_id: str) -> str:
@@ -200,8 +200,7 @@ def fallback(args: argparse.Namespace, texts: Sequence[str]) -> list[Reader]:
 
 def model(args: argparse.Namespace, texts: Sequence[str]) -> list[Reader]:
     """co's typed reading of a message by the model ``-m``, as memory extraction asks it (``memory.extract.
-    read_message``, with no memories kept yet: one request per message, and one more for each part read as a rule,
-    as a lasting fact, or as someone else's fact: ``extract.confirmed``):
+    read_message``, with no memories kept yet: one request per message, and one more for each part read as a rule):
     a rule is a fact of kind "rule_for_assistant" that is not a question (``Fact.is_rule``) and holds for every
     later answer (``memory.standing``), a change one of kind "change" that is not a question (``Fact.is_change``),
     the next step one of kind "next_step", a passing state one of kind "passing_state", a fact about another
@@ -226,9 +225,9 @@ def model(args: argparse.Namespace, texts: Sequence[str]) -> list[Reader]:
     async def read_all(store: Store) -> None:
         for index, text in enumerate(texts):
             kept = answers.get(text)
-            if kept is not None and not kept.get(CONFIRMED):  # read before the short questions of today
+            if kept is not None and not kept.get(PEOPLE_ASKED):  # read before whom a fact is about was asked
                 reading = await confirmed(chosen, Reading.model_validate(kept), text)
-                answers[text] = {**reading.model_dump(), CONFIRMED: True}
+                answers[text] = {**reading.model_dump(), PEOPLE_ASKED: True}
                 if answers_path:
                     answers_path.write_text(json.dumps(answers, ensure_ascii=False, indent=1))
             if text in answers:
@@ -241,7 +240,7 @@ def model(args: argparse.Namespace, texts: Sequence[str]) -> list[Reader]:
                 print(f"  {index + 1}/{len(texts)}: no reading ({type(exc).__name__})", file=sys.stderr)
                 answers[text] = None
                 continue
-            answers[text] = {**reading.model_dump(), CONFIRMED: True}
+            answers[text] = {**reading.model_dump(), PEOPLE_ASKED: True}
             print(f"  {index + 1}/{len(texts)} read", file=sys.stderr, flush=True)
             if answers_path:
                 answers_path.write_text(json.dumps(answers, ensure_ascii=False, indent=1))

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.co_process import expect_prompt, run_co, send_line, spawn_co
-from tests.support.readings import WRITES_GO, confirming_replies
+from tests.support.readings import WRITES_GO
 from tests.support.screen import screen_lines
 from tests.support.scripted_server import ScriptedServer, Text, ToolCalls
 
@@ -132,14 +132,13 @@ def test_print_mode_finishes_extraction_before_exit(
     co_server_env: dict[str, str], scripted_server: ScriptedServer, workdir: Path
 ) -> None:
     env = {**co_server_env, "CO_CLI_MEMORY_EXTRACT": "review"}
-    scripted_server.responder = confirming_replies
     scripted_server.script(
         Text("Noted, Go it is."),
         ToolCalls([("final_result", {"facts": [WRITES_GO]})]),
     )
     result = run_co(["chat", "-p", "I write Go at work every day, keep that in mind"], env, workdir)
     assert result.returncode == 0, result.stderr
-    extraction = scripted_server.chat_requests[1]
+    extraction = scripted_server.chat_requests[-1]
     assert "I write Go at work every day" in json.dumps(extraction.messages)
     assert "Noted, Go it is." not in json.dumps(extraction.messages)  # the user's words only
     # a server at base_url is not assumed to honour a JSON schema: the answer is asked for with a forced tool
@@ -170,7 +169,6 @@ def test_a_change_stated_in_spanish_supersedes_the_old_memory(
     co_server_env: dict[str, str], scripted_server: ScriptedServer, workdir: Path
 ) -> None:
     env = {**co_server_env, "CO_CLI_MEMORY_EXTRACT": "auto"}
-    scripted_server.responder = confirming_replies
     scripted_server.script(
         Text("¡Qué bien!"),
         ToolCalls([("final_result", {"facts": [_home("Vivo en Zaragoza", "vivo en Zaragoza")]})]),

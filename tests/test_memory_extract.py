@@ -13,7 +13,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.profiles import ModelProfile
 
 from co_cli.config import Settings
-from co_cli.memory import people, standing, supersede, tells
+from co_cli.memory import people, standing, supersede
 from co_cli.memory.extract import (
     INSTRUCTIONS,
     ExtractionWorker,
@@ -68,20 +68,16 @@ def reading(
     *,
     rules_hold: bool = True,
     persons: bool = True,
-    told: str = "fact",
 ) -> FunctionModel:
     """A model that answers every message with the reading ``facts`` (in the mode it is asked in), a part read as a
-    rule, asked about alone, as a rule (``rules_hold``) or a task for now, a part read as a lasting fact, asked
-    about alone, as ``told`` (a fact, a task, small talk), whom a fact is about, other than the user, as a person
-    (``persons``) or not, and which memory a change replaces as the one the reading named."""
+    rule, asked about alone, as a rule (``rules_hold``) or a task for now, whom a fact is about, other than the user,
+    as a person (``persons``) or not, and which memory a change replaces as the one the reading named."""
 
     def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         if info.instructions and info.instructions.startswith(standing.INSTRUCTIONS[:40]):
             return reply(info, {"answer": "rule" if rules_hold else "task"})
         if info.instructions and info.instructions.startswith(people.INSTRUCTIONS[:40]):
             return reply(info, {"answer": "person" if persons else "place"})
-        if info.instructions and info.instructions.startswith(tells.INSTRUCTIONS[:40]):
-            return reply(info, {"answer": told})
         if (prompt := _prompt_of(messages)).startswith("Said:"):  # which memory it replaces: the one it named
             named = [f["replaces"] for f in facts or [] if f["quote"] in prompt and f["replaces"]]
             return reply(info, {"replaces": named[0] if named else supersede.NONE})
@@ -478,37 +474,6 @@ def test_a_rule_that_reads_alone_as_a_task_for_now_is_not_kept(store: Memories) 
     calls: list[str] = []
     run_worker(store, reading([rule], calls, rules_hold=False), message, "auto")
     assert store.list(statuses=("active", "proposed")) == [] and len(calls) == 1
-
-
-@pytest.mark.parametrize("told", ["task", "chat"])
-def test_a_lasting_fact_that_reads_alone_as_a_task_or_small_talk_is_not_kept(store: Memories, told: str) -> None:
-    """The reading keeps a one-off request worded as a statement, or a greeting, as a lasting fact; asked about it
-    alone, the model says it is a task for now or small talk: nothing is kept."""
-    message = "Rechne mir 12 Zoll in Zentimeter um"
-    junk = fact(message, topic="unit_conversion")
-    run_worker(store, reading([junk], told=told), message, "auto")
-    assert store.list(statuses=("active", "proposed")) == []
-
-
-def test_only_a_lasting_fact_is_asked_whether_it_tells_one(store: Memories) -> None:
-    """A change and a rule have their own checks: the question is asked for the lasting fact only."""
-    asked: list[str] = []
-
-    def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        if (confirming := confirming_answer(info.instructions)) is not None:
-            if tells.INSTRUCTIONS in (info.instructions or ""):
-                asked.append(_prompt_of(messages))
-            return reply(info, confirming)
-        return reply(info, {"facts": [
-            fact("Ich wohne jetzt in Kassel", kind="change", topic="home_city"),
-            fact("Antworte immer knapp", form="request", kind="rule_for_assistant", topic="answer_length"),
-            fact("Ich spiele Cello", topic="instrument"),
-        ]})  # fmt: skip
-
-    message = "Ich wohne jetzt in Kassel. Antworte immer knapp. Ich spiele Cello."
-    run_worker(store, FunctionModel(answer), message, "auto")
-    assert asked == ['"Ich spiele Cello"']
-    assert len(store.list()) == 3
 
 
 def test_a_rule_asked_as_a_request_is_stored_as_an_instruction(store: Memories) -> None:

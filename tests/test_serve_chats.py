@@ -19,7 +19,7 @@ from co_cli.serve.errors import ApiError
 from co_cli.serve.history import ChatMessage
 from co_cli.serve.server import make_context
 from co_cli.store import Store
-from tests.support.readings import WRITES_GO, confirming_replies
+from tests.support.readings import WRITES_GO
 from tests.support.scripted_server import Error, ScriptedServer, Text, ToolCalls
 
 pytestmark = pytest.mark.allow_model_requests
@@ -131,7 +131,6 @@ def test_facts_are_extracted_after_a_served_turn(
     }.items():
         monkeypatch.setenv(name, value)
     context, _ = make_context(load_settings(cwd=tmp_path), tmp_path)
-    scripted_server.responder = confirming_replies
     scripted_server.script(
         Text("Noted, Go it is."),
         ToolCalls([("final_result", {"facts": [WRITES_GO]})]),

@@ -4,8 +4,8 @@ verified against the message, then acted on.
 After a turn is answered, the summarisation model is shown the user's message (never the assistant's answer) and the
 candidate memories: the nearest active ones by the message's own words (the FTS search) and those sharing their topic
 keys, each with its id, whom it is about and its topic key, and the other topic keys in use. It answers one ``Reading``
-in one request (``confirmed`` then asks one short question about each part read as a rule, each part read as a
-lasting fact, and each fact that would be kept as someone else's): 0-3 facts, each with the quote it comes from, how that quote is said (a statement, a
+in one request (``confirmed`` then asks one short question about each part read as a rule, and about each fact that
+would be kept as someone else's): 0-3 facts, each with the quote it comes from, how that quote is said (a statement, a
 question, a request), its subject (the words naming whom or what it is about, or "I" for the user), whom it is about
 (the user, another person, no one), its text in the user's own language and words, a snake_case topic key, its kind (a
 lasting fact, a change, a rule for the assistant, the next step, a passing state) and the id of a shown memory it
@@ -45,7 +45,7 @@ from pydantic.json_schema import JsonDict
 from co_cli.context.pins import asked, find_quote
 from co_cli.cues import memory_suggestions
 from co_cli.errors import CoError
-from co_cli.memory import people, standing, supersede, tells
+from co_cli.memory import people, standing, supersede
 from co_cli.memory.grounding import from_a_secret, grounded, normalise, quoted, said
 from co_cli.memory.retrieval import near_duplicate, query_terms
 from co_cli.models.structured_answer import ProseAnswer, ask
@@ -433,9 +433,8 @@ async def read_message(
 async def confirmed(model: Model, reading: Reading, message: str, *, prompted: bool = False) -> Reading:
     """``reading`` with each part whose kind acts asked about once more, alone: a part read as a rule is asked
     whether it is one (``memory.standing``: read alone as a task for now it is a request, as a fact a lasting
-    fact), a part that would be kept as a lasting fact whether it tells one (``memory.tells``: a task for now is a
-    request, small talk about no one), and a fact that would be kept as someone else's whether that one is a
-    person (``memory.people``: a place, a thing or a project makes it the user's)."""
+    fact), and a fact that would be kept as someone else's whether that one is a person (``memory.people``: a
+    place, a thing or a project makes it the user's)."""
     facts = []
     for fact in reading.facts:
         if fact.is_rule:
@@ -443,10 +442,6 @@ async def confirmed(model: Model, reading: Reading, message: str, *, prompted: b
             if alone != "rule":
                 fact = fact.model_copy(update={"form": "request" if alone == "task" else "statement",
                                                "kind": "lasting_fact"})  # fmt: skip
-        elif fact.kept and fact.kind == "lasting_fact":
-            told = await tells.sort_fact(model, fact.quote, message, prompted=prompted)
-            if told != "fact":  # a task for now asks; small talk is about no one
-                fact = fact.model_copy(update={"form": "request"} if told == "task" else {"about": "nobody"})
         name = whom_named(fact, message) or (fact.person or fact.subject).strip()
         if (
             fact.kept

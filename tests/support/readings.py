@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from co_cli.memory import people, standing, tells
-from tests.support.scripted_server import JSON, Reply, ToolCalls, message_text
+from co_cli.memory import people, standing
 
 WRITES_GO = {
     "text": "I write Go at work every day",
@@ -17,10 +16,9 @@ WRITES_GO = {
 }
 """The reading of "I write Go at work every day, keep that in mind" as a model answers it."""
 
-CONFIRMING = ((standing.INSTRUCTIONS, "rule"), (tells.INSTRUCTIONS, "fact"), (people.INSTRUCTIONS, "person"))
-"""The short questions co asks about one part of a reading (``memory.standing``, ``memory.tells``,
-``memory.people``), each with the answer that confirms the reading: a rule holds for every later answer, a lasting
-fact tells one, the one a fact is about is a person."""
+CONFIRMING = ((standing.INSTRUCTIONS, "rule"), (people.INSTRUCTIONS, "person"))
+"""The short questions co asks about one part of a reading (``memory.standing``, ``memory.people``), each with the
+answer that confirms the reading: a rule holds for every later answer, the one a fact is about is a person."""
 
 
 def confirming_answer(system: str | None) -> dict[str, Any] | None:
@@ -31,10 +29,3 @@ def confirming_answer(system: str | None) -> dict[str, Any] | None:
             return {"answer": answer}
     return None
 
-
-def confirming_replies(request: JSON) -> Reply | None:
-    """A ``ScriptedServer.responder`` that answers each short question with its confirming answer (the forced
-    tool's call), and leaves every other request to the script."""
-    system = " ".join(message_text(m) for m in request.get("messages", []) if m.get("role") == "system")
-    answer = confirming_answer(system)
-    return None if answer is None else ToolCalls([("final_result", answer)])
