@@ -13,9 +13,8 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.profiles import ModelProfile
 
 from co_cli.config import Settings
-from co_cli.memory import people, standing, supersede
+from co_cli.memory import people, standing
 from co_cli.memory.extract import (
-    INSTRUCTIONS,
     ExtractionWorker,
     Fact,
     Reading,
@@ -31,7 +30,6 @@ from co_cli.memory.review import describe
 from co_cli.models import ModelChoice, build_model
 from co_cli.store.memories import Memories, Subject
 from co_cli.store.queue import ExtractionQueue
-from tests.support.readings import confirming_answer
 from tests.support.scripted_server import ScriptedServer, Text
 
 pytestmark = pytest.mark.allow_model_requests
@@ -70,17 +68,14 @@ def reading(
     persons: bool = True,
 ) -> FunctionModel:
     """A model that answers every message with the reading ``facts`` (in the mode it is asked in), a part read as a
-    rule, asked about alone, as a rule (``rules_hold``) or a task for now, whom a fact is about, other than the user,
-    as a person (``persons``) or not, and which memory a change replaces as the one the reading named."""
+    rule, asked about alone, as a rule (``rules_hold``) or a task for now, and whom a fact is about, other than the
+    user, as a person (``persons``) or not."""
 
     def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         if info.instructions and info.instructions.startswith(standing.INSTRUCTIONS[:40]):
             return reply(info, {"answer": "rule" if rules_hold else "task"})
         if info.instructions and info.instructions.startswith(people.INSTRUCTIONS[:40]):
             return reply(info, {"answer": "person" if persons else "place"})
-        if (prompt := _prompt_of(messages)).startswith("Said:"):  # which memory it replaces: the one it named
-            named = [f["replaces"] for f in facts or [] if f["quote"] in prompt and f["replaces"]]
-            return reply(info, {"replaces": named[0] if named else supersede.NONE})
         if calls is not None:
             calls.append(_prompt_of(messages))
         return reply(info, {"facts": facts or []})
@@ -198,27 +193,6 @@ def test_a_change_the_model_names_replaces_the_shown_memory(store: Memories) -> 
     assert f"replaces {old.ref}: Uso Sublime para escribir código" in describe(store, proposal)[1]
 
 
-@pytest.mark.parametrize("answer", ["right", "none"])
-def test_the_memory_the_reading_names_is_asked_again(store: Memories, answer: str) -> None:
-    """The reading names a memory with the same topic key that the change is not about; asked apart, shown the
-    memories that share a word with it and the named one, the model names the memory it is about (that one is
-    replaced) or none (the fact is added, nothing replaced)."""
-    named = store.add("Im Büro bauen wir Lumen", actor="extractor", subject=Subject("work", "user"))
-    right = store.add("Ich fahre mit dem Rad ins Büro", actor="extractor", subject=Subject("commute", "user"))
-    message = "Seit dem Umzug fahre ich mit der Bahn ins Büro"
-    change = fact("Ich fahre mit der Bahn ins Büro", quote="fahre ich mit der Bahn ins Büro", topic="work",
-                  kind="change", replaces=named.ref)  # fmt: skip
-    asked: list[str] = []
-    run_worker(store, superseding([change], right.ref if answer == "right" else "none", asked), message, "auto")
-    assert [named.ref in asked[0], right.ref in asked[0]] == [True, True]  # shown both
-    assert store.get(named.id).status == "active"
-    if answer == "right":
-        assert store.get(right.id).replaced_by is not None
-        assert active(store) == ["Im Büro bauen wir Lumen", "Ich fahre mit der Bahn ins Büro"]
-    else:
-        assert store.get(right.id).status == "active" and len(active(store)) == 3
-
-
 def test_a_memory_the_model_names_of_another_topic_is_not_replaced(store: Memories) -> None:
     """The model names the language memory for a fact about the editor: both stay."""
     language = store.add("Ich schreibe meist Rust", actor="extractor", subject=Subject("main_language", "user"))
@@ -257,8 +231,6 @@ def superseding(facts: list[dict[str, Any]], answer: str, asked: list[str]) -> F
         if prompt.startswith("Said:"):
             asked.append(prompt)
             return reply(info, {"replaces": answer})
-        if (confirming := confirming_answer(info.instructions)) is not None:
-            return reply(info, confirming)
         return reply(info, {"facts": facts})
 
     return FunctionModel(respond)
@@ -609,8 +581,6 @@ def test_an_invalid_tool_answer_is_asked_again_as_json_at_once(store: Memories) 
     calls: list[str] = []
 
     def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        if (confirming := confirming_answer(info.instructions)) is not None:
-            return reply(info, confirming)
         calls.append(_prompt_of(messages))
         if info.output_tools:  # a tool call missing the required fields
             return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, {"facts": [{"text": "I use Nix"}]})])
@@ -627,8 +597,6 @@ def test_a_native_answer_cut_short_is_asked_again_as_json_without_switching(stor
     modes: list[str] = []
 
     def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        if (confirming := confirming_answer(info.instructions)) is not None:
-            return reply(info, confirming)
         modes.append(info.model_request_parameters.output_mode)
         if info.model_request_parameters.output_mode == "native":
             return ModelResponse(parts=[TextPart('{"facts": [{"text": "Ich nutze Nix überall", "quote": "Ich nu')])
@@ -644,7 +612,7 @@ def test_worker_never_blocks_the_caller_and_drains_at_exit(store: Memories) -> N
 
     async def slow(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         await release.wait()
-        return reply(info, confirming_answer(info.instructions) or {"facts": [fact("I write Go daily")]})
+        return reply(info, {"facts": [fact("I write Go daily")]})
 
     async def go() -> tuple[bool, list[str]]:
         model = FunctionModel(slow)
@@ -690,21 +658,14 @@ def _server_model(server: ScriptedServer) -> Any:
 
 def _ignores_tool_choice(prose: str, facts: list[dict[str, Any]]) -> Any:
     """A server that never enforces tool_choice: with tools offered the model answers ``prose``; asked for JSON
-    in its instructions (prompted output) it answers the reading; a short question about one part it answers in
-    JSON text."""
+    in its instructions (prompted output) it answers the reading."""
 
     def respond(request: dict[str, Any]) -> Text:
-        system = " ".join(str(m.get("content")) for m in request.get("messages", []) if m.get("role") == "system")
-        if (confirming := confirming_answer(system)) is not None:  # a short question: its answer in the text
-            return Text(json.dumps(confirming))
-        return Text(prose) if request.get("tools") else Text(json.dumps({"facts": facts}))
+        if request.get("tools"):
+            return Text(prose)
+        return Text(json.dumps({"facts": facts}))
 
     return respond
-
-
-def _readings(server: ScriptedServer) -> list[Any]:
-    """The requests to ``server`` that read a message (not the short questions about one part)."""
-    return [r for r in server.chat_requests if INSTRUCTIONS[:60] in r.all_text]
 
 
 def test_a_server_that_answers_prose_gets_prompted_json(store: Memories) -> None:
@@ -715,7 +676,7 @@ def test_a_server_that_answers_prose_gets_prompted_json(store: Memories) -> None
         worker = run_worker(store, model, first, "auto")
         assert worker.prompted and worker.last_error is None and len(worker.queue) == 0
         assert active(store) == [first]
-        requests = _readings(server)
+        requests = server.chat_requests
         assert len(requests) == 2  # the forced tool call answered in prose, then the same question for JSON
         assert requests[0].body and requests[0].body.get("tool_choice") == "required"
         assert requests[1].body and not requests[1].body.get("tools") and '"replaces"' in requests[1].all_text
@@ -726,7 +687,7 @@ def test_a_server_that_answers_prose_gets_prompted_json(store: Memories) -> None
 
         server.responder = _ignores_tool_choice("prose", [fact("Mis gatos se llaman Tito y Luna", topic="cats")])
         asyncio.run(next_message())
-        assert len(_readings(server)) == 3
+        assert len(server.chat_requests) == 3
     assert len(store.list()) == 2
 
 
@@ -735,7 +696,7 @@ def test_json_in_text_is_accepted_in_one_request(store: Memories) -> None:
     with ScriptedServer() as server:
         server.responder = _ignores_tool_choice(fenced, [])
         run_worker(store, _server_model(server), "I use neovim every day for everything", "auto")
-        requests = _readings(server)
+        requests = server.chat_requests
     assert active(store) == ["I use neovim every day"]
     assert len(requests) == 1
 

@@ -14,10 +14,10 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from co_cli.context.user_quotes import CHANGES_HEADING, NEXT_STEP_HEADING
+from co_cli.memory import people, standing
 from co_cli.memory.extract import Reading, said_parts
 from co_cli.message_view import user_text
 from co_cli.store import ReadPart
-from tests.support.readings import confirming_answer
 from tests.support.summariser import scripted_summariser
 from tests.support.turn_core import Core, RecordingView, core, long_echo, streaming_model
 
@@ -50,8 +50,10 @@ def reader() -> FunctionModel:
 
     def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         prompt = user_text(messages[-1]) or ""
-        if (confirming := confirming_answer(info.instructions)) is not None:  # the reading holds
-            return ModelResponse(parts=[TextPart(json.dumps(confirming))])
+        if standing.INSTRUCTIONS in (info.instructions or ""):  # each rule holds for every later answer
+            return ModelResponse(parts=[TextPart(json.dumps({"answer": "rule"}))])
+        if people.INSTRUCTIONS in (info.instructions or ""):  # whom a fact is about is a person
+            return ModelResponse(parts=[TextPart(json.dumps({"answer": "person"}))])
         if "<message>" in prompt:
             message = prompt.split("<message>\n", 1)[1].split("\n</message>", 1)[0]
             payload = {"facts": READINGS.get(message, [])}

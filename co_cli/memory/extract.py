@@ -16,9 +16,8 @@ and numbers too (``grounding``: checks that hold in any language); secrets are r
 a passing state and a question or request that is not a rule are not kept (``Fact.kept``: the model's own
 classification, no words read); a fact is another person's when the model says so or when its subject names
 someone the message names (``whose``); a rule becomes an ``instruction`` memory. A fact replaces a memory when the
-model names it (``replaces``, one of the memories shown, and names it again when asked apart: ``superseding``) or
-when, read as a change, it has the same subject (about, person) and topic key as exactly one active memory; never
-because of the words used. A replaced memory stays in the log
+model names it (``replaces``, one of the memories shown) or when it has the same subject (about, person) and
+topic key as exactly one active memory; never because of the words used. A replaced memory stays in the log
 and ``co memory undo`` brings it back. With ``memory_extract = review`` the changes become proposals; with
 ``auto`` they are applied at once (logged and undoable); at most ``MAX_PROPOSALS`` per message.
 
@@ -261,8 +260,6 @@ class Change:
     stated_change: bool = False
     """The model read it as a change of something said before: if no memory is named or shares its topic key,
     which one it makes out of date is asked apart (``memory.supersede``)."""
-    named: bool = False
-    """Its ``target`` is the memory the reading named: which one it makes out of date is asked again, apart."""
 
 
 def worth_extracting(prompt: str) -> bool:
@@ -350,7 +347,6 @@ def checked(
     return Change(
         "add" if target is None else "update", text, None if target is None else target.id, kind, subject,
         quote=fact.quote, stated_change=fact.is_change,
-        named=target is not None and target is _shown(fact.replaces, known),
     )  # fmt: skip
 
 
@@ -494,38 +490,23 @@ async def extract_changes(
 async def superseding(
     model: Model, store: Memories, changes: Sequence[Change], message: str, project: str, *, prompted: bool = False
 ) -> list[Change]:
-    """``changes`` with the memory each replacement makes out of date asked apart (``memory.supersede``: one
-    request each), for a stated change that replaces nothing yet and for a replacement of the memory the reading
-    named (the 1.5B model names memories of another subject with the same topic key: a colleague's leave named
-    the user's project). The question is shown the memories that share a word or the topic key, and the named
-    one. Its answer is the replacement; "none" makes a named replacement an addition; a failed question leaves
-    the change as it is."""
+    """``changes`` with each stated change that replaces nothing yet made the replacement of the memory it makes
+    out of date, asked apart (``memory.supersede``: one request per such change); a failed question leaves it an
+    addition."""
     taken = [c.target for c in changes if c.target is not None]
     out: list[Change] = []
     for change in changes:
-        if (change.op == "add" and change.stated_change) or change.named:
-            others = [t for t in taken if t != change.target]
-            near = supersede.candidates(store, f"{change.quote} {change.text}", change.subject.topic, project, others)
+        if change.op == "add" and change.stated_change:
+            near = supersede.candidates(store, f"{change.quote} {change.text}", change.subject.topic, project, taken)
             shown = [m for m in near if same_subject(m, change.subject)]  # the user's change, never someone else's
-            named = store.get(change.target) if change.target is not None else None
-            if named is not None and all(m.id != named.id for m in shown):
-                shown.insert(0, named)
             try:
                 target = await supersede.superseded(model, change.quote or change.text, shown, prompted=prompted)
             except Exception:  # the fact is kept as it is: a change not linked is better than one lost
-                target = named
-            if target is not None and target.id != change.target:  # another memory than the one the reading named
+                target = None
+            if target is not None and grounded(change.text, f"{message}\n{target.text}"):
                 if near_duplicate(change.text, target.text):
                     continue  # the memory already says it
-                if not grounded(change.text, f"{message}\n{target.text}"):
-                    target = None
-            if target is None and not grounded(change.text, message):
-                continue  # its names or numbers came from the memory it no longer replaces
-            if change.target is not None:
-                taken.remove(change.target)
-            change = replace(change, op="add" if target is None else "update",
-                             target=None if target is None else target.id, named=False)  # fmt: skip
-            if target is not None:
+                change = replace(change, op="update", target=target.id)
                 taken.append(target.id)
         out.append(change)
     return out
