@@ -17,6 +17,11 @@ pytestmark = pytest.mark.e2e
 WIDTH = 70
 
 
+NO_SANDBOX = {"CO_CLI_SHELL_SANDBOX": "off"}
+"""The output is drawn the same with or without bubblewrap (without it, co's once-a-session notice that commands
+are not sandboxed would be one more line of the output)."""
+
+
 def run_approved(child: pexpect.spawn, command: str) -> None:
     send_line(child, "run it")
     child.expect("yes, once", timeout=20)
@@ -30,7 +35,8 @@ def test_a_commands_output_shows_its_first_lines_cut_to_the_width_and_last_pages
 ) -> None:
     command = "seq 1 12; printf 'x%.0s' $(seq 1 150); echo"
     scripted_server.script(ToolCalls([("run_shell", {"command": command})]), Text("Done."))
-    child = spawn_co(["chat"], env={**co_server_env, "PAGER": ""}, cwd=workdir, dimensions=(40, WIDTH))
+    env = {**co_server_env, "PAGER": "", **NO_SANDBOX}
+    child = spawn_co(["chat"], env=env, cwd=workdir, dimensions=(40, WIDTH))
     try:
         expect_prompt(child)
         run_approved(child, command)
@@ -57,7 +63,7 @@ def test_last_shows_an_offloaded_output_from_its_file(
     co_server_env: dict[str, str], workdir: Path, scripted_server: ScriptedServer
 ) -> None:
     scripted_server.script(ToolCalls([("run_shell", {"command": "seq 1000 1199"})]), Text("Done."))
-    env = {**co_server_env, "PAGER": "cat", "CO_CLI_TOOL_OUTPUT_OFFLOAD_CHARS": "300"}
+    env = {**co_server_env, "PAGER": "cat", "CO_CLI_TOOL_OUTPUT_OFFLOAD_CHARS": "300", **NO_SANDBOX}
     child = spawn_co(["chat"], env=env, cwd=workdir, dimensions=(40, WIDTH))
     try:
         expect_prompt(child)
