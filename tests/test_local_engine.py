@@ -113,17 +113,16 @@ def test_a_stop_is_taken_while_the_prompt_is_read(tmp_path: Path) -> None:
         progress: list[dict[str, int]] = []
         written: list[str] = []
 
-        def on_chunk(chunk: dict[str, object]) -> bool:
-            if isinstance(report := chunk.get("prompt_progress"), dict):
-                progress.append(report)
-            for choice in chunk.get("choices") or []:  # type: ignore[attr-defined]
-                written.append((choice.get("delta") or {}).get("content") or "")
-            return any(report["processed"] > 0 for report in progress)
-
         def on_answer(chunk: dict[str, object]) -> bool:
             for choice in chunk.get("choices") or []:  # type: ignore[attr-defined]
                 written.append((choice.get("delta") or {}).get("content") or "")
             return False
+
+        def on_chunk(chunk: dict[str, object]) -> bool:
+            if isinstance(report := chunk.get("prompt_progress"), dict):
+                progress.append(report)
+            on_answer(chunk)
+            return any(report["processed"] > 0 for report in progress)
 
         engine.chat({"messages": [{"role": "user", "content": text}], "max_tokens": 8}, on_chunk)
         assert [report["processed"] for report in progress] == [0, PROMPT_BATCH]
@@ -133,7 +132,6 @@ def test_a_stop_is_taken_while_the_prompt_is_read(tmp_path: Path) -> None:
         written.clear()
         engine.chat({"messages": [{"role": "user", "content": "Say hi."}], "max_tokens": 4}, on_answer)
         assert "".join(written).strip()
-
     finally:
         engine.close()
 
