@@ -78,7 +78,7 @@ from co_cli.memory.inject import (  # noqa: E402
 from co_cli.memory.instructions_files import project_root  # noqa: E402
 from co_cli.models import ModelChoice, ResolvedModel  # noqa: E402
 from co_cli.store.db import Database  # noqa: E402
-from co_cli.store.memories import Memories  # noqa: E402
+from co_cli.store.memories import Memories, Memory, Subject  # noqa: E402
 from co_cli.store.queue import ExtractionQueue  # noqa: E402
 
 PROJECT = "/repo/kestrel"
@@ -578,6 +578,151 @@ async def run_add_only(model: Model, variant: Variant, work: Path) -> Outcome:
     return score(variant, texts, counted.total, 1)
 
 
+# ----- message by message, against a careful reader's memories -----
+
+KEEPS: frozenset[str] = frozenset({"lasting_fact", "change", "rule_for_assistant"})
+"""The kinds of ``Read`` a careful reader keeps (a next step and a passing state hold for now only)."""
+
+
+def _subject(read: Read) -> Subject:
+    about = {"user": "user", "another_person": "other"}.get(read.about, "none")
+    return Subject(read.topic, about, read.person if about == "other" else None)
+
+
+def careful_keeps(variant: Variant, read: Read) -> bool:
+    """Whether a careful reader keeps ``read``: lasting, about someone, and no secret."""
+    secret = any(s in read.text.lower() for s in variant.secrets)
+    return read.kind in KEEPS and read.about != "none" and not secret
+
+
+def _tracked(variant: Variant) -> list[tuple[str, ...]]:
+    return [*variant.current.values(), *(old for old, _ in variant.superseded.values()), variant.colleague,
+            *variant.known]  # fmt: skip
+
+
+def words_of(variant: Variant, read: Read) -> tuple[str, ...] | None:
+    """The words a memory must hold to say ``read``: the longest of the bench's word sets its text holds (the
+    project's two words over the language it is written in), or None when it holds none (not scored)."""
+    sets = [words for words in _tracked(variant) if _has(read.text, words)]
+    return max(sets, key=len) if sets else None
+
+
+@dataclass
+class MessageScore:
+    """One message read against the memories a careful reader holds before it."""
+
+    text: str
+    facts: int = 0
+    kept: int = 0
+    replacements: int = 0
+    replaced: int = 0
+    wrong_removals: int = 0
+    merged: int = 0
+    """memories that hold two of the message's facts (a change to one would take the other with it)"""
+    junk: int = 0
+    secrets: int = 0
+    requests: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+def seed(store: Memories, variant: Variant, before: Sequence[Message], project: str) -> None:
+    """The memories a careful reader holds after ``before``: each fact it keeps, a change replacing the memory of
+    the same subject and topic key."""
+    for message in before:
+        for read in message.facts:
+            if not careful_keeps(variant, read):
+                continue
+            subject = _subject(read)
+            kind = "instruction" if read.kind == "rule_for_assistant" else "fact"
+            old = [m for m in store.with_topics([read.topic], project) if m.subject == subject]
+            if read.kind == "change" and old:
+                store.replace(old[0].id, read.text, actor="extractor", kind=kind, subject=subject)
+            else:
+                store.add(read.text, actor="extractor", kind=kind, project=project, subject=subject)
+
+
+def expected_removal(store: Memories, read: Read, project: str) -> Memory | None:
+    """The memory a careful reader replaces with ``read``: the one of the same subject and topic key."""
+    if read.kind != "change":
+        return None
+    same = [m for m in store.with_topics([read.topic], project) if m.subject == _subject(read)]
+    return same[0] if same else None
+
+
+async def read_forced(model: Model, variant: Variant, work: Path, project: str = PROJECT) -> list[MessageScore]:
+    """Each message read by co's extraction worker alone, against a store holding what a careful reader keeps
+    of the messages before it (``seed``), so that a wrong reading costs that message only and does not carry into
+    the next. Scored per message: its facts kept (``words_of``), the memories its changes make out of date
+    replaced, other memories removed, junk added, secrets stored."""
+    known = _tracked(variant)
+    scores: list[MessageScore] = []
+    before: list[Message] = []
+    counted = Counting(model)
+    wrapped = counted.wrap()
+    for n, message in enumerate(m for session in variant.sessions for m in session):
+        db = Database.open(work / f"forced-{n}.db")
+        store = Memories(db)
+        seed(store, variant, before, project)
+        active = {m.id: m for m in store.list()}
+        removals = {m.id for read in message.facts if careful_keeps(variant, read)
+                    and (m := expected_removal(store, read, project)) is not None}  # fmt: skip
+        queue = ExtractionQueue(db)
+        queue.RETRY_AFTER = 0.0
+        worker = ExtractionWorker(store, queue, lambda: wrapped, "auto", project)
+        start = counted.total
+        worker.submit(message.text, "bench", 2 * n)
+        await worker.drain()
+        worker.start()  # a failed reading is retried, as co does
+        await worker.drain()
+        after = store.list()
+        added = [m for m in after if m.id not in active]
+        gone = set(active) - {m.id for m in after}
+        outcome = MessageScore(message.text, requests=counted.total - start)
+        for read in message.facts:
+            words = words_of(variant, read)
+            if not careful_keeps(variant, read) or words is None:
+                continue
+            outcome.facts += 1
+            if any(_has(m.text, words) for m in added):
+                outcome.kept += 1
+            else:
+                outcome.notes.append(f"lost: {read.text}")
+        facts = [w for read in message.facts if careful_keeps(variant, read) and (w := words_of(variant, read))]
+        merged = [m for m in added if sum(_has(m.text, words) for words in facts) > 1]
+        outcome.merged = len(merged)
+        outcome.notes += [f"merged: {m.text}" for m in merged]
+        outcome.replacements = len(removals)
+        outcome.replaced = len(removals & gone)
+        outcome.notes += [f"left active: {active[i].text}" for i in removals - gone]
+        outcome.wrong_removals = len(gone - removals)
+        outcome.notes += [f"removed: {active[i].text}" for i in gone - removals]
+        junk = [m for m in added if not any(_has(m.text, words) for words in known)]
+        outcome.junk = len(junk)
+        outcome.notes += [f"junk: {m.text}" for m in junk]
+        outcome.secrets = sum(any(s in m.text.lower() for s in variant.secrets) for m in added)
+        outcome.notes += [f"kept: {m.text}" for m in added if m not in junk]
+        db.close()
+        scores.append(outcome)
+        before.append(message)
+    return scores
+
+
+def forced_table(scores: Sequence[MessageScore]) -> str:
+    lines = [
+        "| message | facts kept | replaced | other removed | merged | junk | secrets | requests |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for s in scores:
+        lines.append(f"| {s.text[:48]} | {s.kept}/{s.facts} | {s.replaced}/{s.replacements} | {s.wrong_removals} | "
+                     f"{s.merged} | {s.junk} | {s.secrets} | {s.requests} |")  # fmt: skip
+        lines += [f"|   {note[:100]} | | | | | | | |" for note in s.notes if not note.startswith("kept")]
+    total = (sum(s.kept for s in scores), sum(s.facts for s in scores), sum(s.replaced for s in scores),
+             sum(s.replacements for s in scores), sum(s.wrong_removals for s in scores), sum(s.merged for s in scores),
+             sum(s.junk for s in scores), sum(s.secrets for s in scores), sum(s.requests for s in scores))  # fmt: skip
+    lines.append("| all messages | {}/{} | {}/{} | {} | {} | {} | {} | {} |".format(*total))
+    return "\n".join(lines)
+
+
 # ----- asking the questions through co's request path -----
 
 FORMS = (*MEMORY_FORMS, "in-message")
@@ -726,6 +871,8 @@ async def main() -> None:
     parser.add_argument("--no-baseline", action="store_true")
     parser.add_argument("--show", action="store_true", help="print the memories co kept")
     parser.add_argument("--tool-calls", action="store_true", help="the scripted model honours forced tool calls")
+    parser.add_argument("--forced", action="store_true",
+                        help="read each message alone against a careful reader's memories")  # fmt: skip
     parser.add_argument("--ask", action="store_true", help="then ask MODEL each question through co's requests")
     parser.add_argument("--memory-form", nargs="+", choices=FORMS, default=["section"],
                         help="with --ask: the forms of the memories to ask with (section: co's default)")  # fmt: skip
@@ -734,9 +881,10 @@ async def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         os.environ.setdefault("CO_CLI_DATA_DIR", str(Path(tmp) / "data"))
         os.environ.setdefault("CO_CLI_CONFIG_DIR", str(Path(tmp) / "config"))
-        print("| language, extraction | current facts kept | superseded still active | junk | secrets stored "
-              "| requests | most requests for one message |")  # fmt: skip
-        print("|---|---|---|---|---|---|---|")
+        if not args.forced:
+            print("| language, extraction | current facts kept | superseded still active | junk | secrets stored "
+                  "| requests | most requests for one message |")  # fmt: skip
+            print("|---|---|---|---|---|---|---|")
         for language in languages:
             variant = VARIANTS[language]
             work = Path(tmp) / language
@@ -752,6 +900,9 @@ async def main() -> None:
                 answerer = resolve_model(load_settings(model=args.model).settings, "command line")
                 model = answerer.model
             print(f"{language}:", flush=True)
+            if args.forced:
+                print(forced_table(await read_forced(model, variant, work, str(project_root(cwd)))), flush=True)
+                continue
             outcome = await run_co(model, variant, work, args.show, str(project_root(cwd)))
             print(row(f"{language}, co", variant, outcome), flush=True)
             for form in args.memory_form if args.ask else ():

@@ -7,16 +7,18 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from pydantic_ai.messages import ModelMessage, ModelRequest, UserPromptPart
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from bench.bench_memory_quality import (
     ENGLISH,
     FORMS,
+    OTHER_WORDING,
     Variant,
     answer_from_memories,
     ask,
     judge,
+    read_forced,
     run_co,
     scripted_answerer,
     scripted_model,
@@ -108,3 +110,22 @@ def test_the_scripted_answerer_reads_each_form_and_says_so_when_shown_none() -> 
         answer_from_memories(request(section, "Which editor?")) == "From what I remember: Bob uses emacs; I use helix."
     )
     assert answer_from_memories(request("You are co.", "Which editor?")) == "I don't know."
+
+
+def test_read_message_by_message_a_careful_reading_scores_every_fact_and_a_reading_of_nothing_scores_none(
+    tmp_path: Path,
+) -> None:
+    careful = asyncio.run(read_forced(scripted_model(OTHER_WORDING, tool_calls=True), OTHER_WORDING, tmp_path / "a"))
+    assert [s.kept for s in careful] == [s.facts for s in careful]
+    assert sum(s.facts for s in careful) >= 9
+    assert sum(s.replaced for s in careful) == sum(s.replacements for s in careful) == len(OTHER_WORDING.superseded)
+    assert sum(s.junk + s.wrong_removals + s.merged + s.secrets for s in careful) == 0
+
+    def nothing(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[TextPart('{"facts": []}')])
+
+    (tmp_path / "b").mkdir()
+    blind = asyncio.run(read_forced(FunctionModel(nothing), OTHER_WORDING, tmp_path / "b"))
+    assert sum(s.kept + s.replaced for s in blind) == 0
+    assert sum(s.replacements for s in blind) == len(OTHER_WORDING.superseded)
+    assert any(note.startswith("left active: I live in Porto") for s in blind for note in s.notes)
