@@ -449,6 +449,12 @@ def recall(store: Memories, variant: Variant, expanded: bool, project: str = PRO
     return outcome
 
 
+def tracked(variant: Variant) -> list[tuple[str, ...]]:
+    """Every word set the bench knows: a memory that holds none of them is junk."""
+    return [*variant.current.values(), *(old for old, _ in variant.superseded.values()), variant.colleague,
+            *variant.known]  # fmt: skip
+
+
 @dataclass
 class Outcome:
     kept: int = 0
@@ -466,9 +472,7 @@ def score(variant: Variant, texts: Sequence[str], requests: int, most: int) -> O
         any(_has(t, old) and not _has(t, (new,)) for t in texts) for old, new in variant.superseded.values()
     )
     outcome.secrets = sum(any(s in t.lower() for t in texts) for s in variant.secrets)
-    known = [*variant.current.values(), *(old for old, _ in variant.superseded.values()), variant.colleague,
-             *variant.known]  # fmt: skip
-    outcome.junk = sum(not any(_has(t, words) for words in known) for t in texts)
+    outcome.junk = sum(not any(_has(t, words) for words in tracked(variant)) for t in texts)
     return outcome
 
 
@@ -595,15 +599,10 @@ def careful_keeps(variant: Variant, read: Read) -> bool:
     return read.kind in KEEPS and read.about != "none" and not secret
 
 
-def _tracked(variant: Variant) -> list[tuple[str, ...]]:
-    return [*variant.current.values(), *(old for old, _ in variant.superseded.values()), variant.colleague,
-            *variant.known]  # fmt: skip
-
-
 def words_of(variant: Variant, read: Read) -> tuple[str, ...] | None:
     """The words a memory must hold to say ``read``: the longest of the bench's word sets its text holds (the
     project's two words over the language it is written in), or None when it holds none (not scored)."""
-    sets = [words for words in _tracked(variant) if _has(read.text, words)]
+    sets = [words for words in tracked(variant) if _has(read.text, words)]
     return max(sets, key=len) if sets else None
 
 
@@ -634,9 +633,8 @@ def seed(store: Memories, variant: Variant, before: Sequence[Message], project: 
                 continue
             subject = _subject(read)
             kind = "instruction" if read.kind == "rule_for_assistant" else "fact"
-            old = [m for m in store.with_topics([read.topic], project) if m.subject == subject]
-            if read.kind == "change" and old:
-                store.replace(old[0].id, read.text, actor="extractor", kind=kind, subject=subject)
+            if (old := expected_removal(store, read, project)) is not None:
+                store.replace(old.id, read.text, actor="extractor", kind=kind, subject=subject)
             else:
                 store.add(read.text, actor="extractor", kind=kind, project=project, subject=subject)
 
@@ -654,7 +652,7 @@ async def read_forced(model: Model, variant: Variant, work: Path, project: str =
     of the messages before it (``seed``), so that a wrong reading costs that message only and does not carry into
     the next. Scored per message: its facts kept (``words_of``), the memories its changes make out of date
     replaced, other memories removed, junk added, secrets stored."""
-    known = _tracked(variant)
+    known = tracked(variant)
     scores: list[MessageScore] = []
     before: list[Message] = []
     counted = Counting(model)
