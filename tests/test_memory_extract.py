@@ -18,6 +18,7 @@ from co_cli.memory.extract import (
     ExtractionWorker,
     Fact,
     Reading,
+    new_value_for,
     plan,
     suggestions,
     topic_key,
@@ -165,19 +166,36 @@ def test_short_sentences_in_any_script_are_sent(message: str) -> None:
 # ----- what replaces what -----
 
 
-def test_a_change_in_german_replaces_the_memory_with_the_same_topic_key(store: Memories) -> None:
+@pytest.mark.parametrize("answer", ["m1", "none"])
+def test_a_change_with_the_key_of_a_memory_not_shown_is_asked_about(store: Memories, answer: str) -> None:
+    """The German change shares no word with the memory, so it is not shown; the model gives its topic key from
+    the keys in use. Which memory it makes out of date is asked, shown that memory: the answer decides."""
     old = store.add("I live in Bremen", actor="extractor", subject=Subject("home_city", "user"))
     store.add("I use Fedora on my laptop", actor="extractor", subject=Subject("laptop_os", "user"))
     message = "Seit dem Sommer wohne ich in Leipzig, die Kisten sind endlich ausgepackt"
     moved = fact("Seit dem Sommer wohne ich in Leipzig", topic="home_city", kind="change")  # names no memory
-    calls: list[str] = []
-    run_worker(store, reading([moved], calls), message, "auto")
+    asked: list[str] = []
+    run_worker(store, superseding([moved], answer, asked), message, "auto")
+    assert len(asked) == 1 and f"- {old.ref} | I live in Bremen" in asked[0]
+    if answer == "none":
+        assert active(store) == [
+            "I live in Bremen",
+            "I use Fedora on my laptop",
+            "Seit dem Sommer wohne ich in Leipzig",
+        ]
+        return
     [new] = store.list(statuses=("active",))[-1:]
     assert active(store) == ["I use Fedora on my laptop", "Seit dem Sommer wohne ich in Leipzig"]
     assert store.get(old.id).replaced_by == new.id and new.topic == "home_city"
-    assert "home_city" in calls[0]  # the model is told the topic keys in use
     store.history.undo()  # the old memory stays in the log, and comes back
     assert active(store) == ["I live in Bremen", "I use Fedora on my laptop"]
+
+
+def test_the_model_is_told_the_topic_keys_in_use(store: Memories) -> None:
+    store.add("I live in Bremen", actor="extractor", subject=Subject("home_city", "user"))
+    calls: list[str] = []
+    run_worker(store, reading([], calls), "Seit dem Sommer wohne ich in Leipzig", "auto")
+    assert "Other topic keys in use: home_city" in calls[0]
 
 
 def test_a_change_the_model_names_replaces_the_shown_memory(store: Memories) -> None:
@@ -202,6 +220,40 @@ def test_a_memory_the_model_names_of_another_topic_is_not_replaced(store: Memori
     run_worker(store, reading([editor], calls), message, "auto")
     assert language.ref in calls[0]  # shown, and named
     assert active(store) == ["Ich schreibe meist Rust", message]
+
+
+@pytest.mark.parametrize(
+    ("text", "old", "same_topic", "replaces"),
+    [
+        ("Kite slipped", "Kite is a build tool in Go", True, False),  # only takes a value away
+        ("a lot calmer about Kite", "Kite is a build tool in Go", True, False),
+        ("Helix is my editor now", "I edit in Sublime", True, True),  # a name that starts the sentence
+        ("I no longer edit in Sublime", "I edit in Sublime", True, True),  # keeps every value
+        ("Wir sitzen jetzt in Halle 3", "Unser Team sitzt in Halle 1", True, True),
+        ("大阪に引っ越しました", "東京に住んでいます", True, True),  # no names to compare: the model decides
+        ("Kite's new date is March 3", "Kite ships on Feb 9", False, True),  # a date moved, another key
+        ("Standup is at 9:45", "Kite ships on Feb 9", False, False),  # no name shared
+        ("I write Kotlin at Kite", "Kite ships on Feb 9", False, False),  # no number of its own
+    ],
+)
+def test_a_replacement_must_be_a_new_value_of_the_memory(text: str, old: str, same_topic: bool, replaces: bool) -> None:
+    assert new_value_for(text, old, same_topic=same_topic) is replaces
+
+
+def test_a_named_memory_the_fact_only_takes_from_stays(store: Memories) -> None:
+    """The model names a project's memory as replaced by a part that says less of it, and the deadline under
+    another key by the part that moves it: the project stays, the deadline is replaced."""
+    project = store.add("Kite is a build tool in Go", actor="extractor", subject=Subject("project", "user"))
+    deadline = store.add("Kite ships on Feb 9", actor="extractor", subject=Subject("kite_deadline", "user"))
+    message = "Kite slipped again, the new date is March 3"
+    facts = [fact("Kite slipped", quote="Kite slipped again", kind="change", topic="project", replaces=project.ref),
+             fact("Kite's new date is March 3", quote="the new date is March 3", kind="change", topic="project",
+                  replaces=deadline.ref)]  # fmt: skip
+    asked: list[str] = []
+    run_worker(store, superseding(facts, project.ref, asked), message, "auto")
+    assert store.get(project.id).status == "active"
+    assert store.get(deadline.id).replaced_by is not None
+    assert "Kite's new date is March 3" in active(store)
 
 
 def test_a_topic_key_alone_replaces_nothing(store: Memories) -> None:
@@ -400,6 +452,21 @@ def test_a_name_or_number_the_user_did_not_write_is_dropped(store: Memories) -> 
     assert store.list() == []
 
 
+def test_a_statement_naming_what_the_message_lacks_is_kept_in_the_users_words(store: Memories) -> None:
+    """Every German noun is capitalised, so a rewording's noun reads as a name the message lacks: the quote,
+    which holds the statement's name, is kept instead."""
+    message = "Moin, ich bin Lotte und mag Tee"
+    reworded = fact("Mein Vorname ist Lotte", quote="ich bin Lotte", topic="name")
+    run_worker(store, reading([reworded]), message, "auto")
+    assert active(store) == ["ich bin Lotte"]
+
+
+def test_a_fact_too_short_to_say_anything_is_dropped(store: Memories) -> None:
+    message = "Grazie mille, adesso è chiaro"
+    run_worker(store, reading([fact("Grazie", topic="greeting")]), message, "auto")
+    assert active(store) == []
+
+
 @pytest.mark.parametrize(
     ("message", "passing"),
     [
@@ -428,8 +495,7 @@ def test_a_passing_state_or_a_fact_about_no_one_is_not_stored(
         ),
         (
             "Sort these invoices by due date",
-            fact("The user wants invoices sorted by due date", quote="Sort these invoices by due date",
-                 form="request"),
+            fact("The user wants invoices sorted by due date", quote="Sort these invoices by due date", form="request"),
         ),  # fmt: skip
     ],
 )

@@ -45,7 +45,7 @@ from co_cli.context.pins import asked, find_quote
 from co_cli.cues import memory_suggestions
 from co_cli.errors import CoError
 from co_cli.memory import people, standing, supersede
-from co_cli.memory.grounding import from_a_secret, grounded, normalise, quoted, said
+from co_cli.memory.grounding import from_a_secret, grounded, names, normalise, numbers, quoted, said
 from co_cli.memory.retrieval import near_duplicate, query_terms
 from co_cli.models.structured_answer import ProseAnswer, ask
 from co_cli.secrets import find_secret
@@ -328,16 +328,24 @@ def checked(
     fact: Fact, message: str, known: dict[int, Memory], same_topic: Sequence[Memory], taken: set[int]
 ) -> Change | None:
     """The change ``fact`` makes, or None: about no one, a passing state, a quote not in the message, a secret,
-    a name or number the message does not have, or nothing new."""
-    text = " ".join(fact.text.split())
-    if not fact.kept or not text:
+    too short to say anything (as a message too short to read), or nothing new. A statement naming what the
+    message does not (a name or number of the model's own) is dropped, or kept in the user's own words when its
+    quote holds one of its names or numbers: the quote is then what it says ("Mein Name ist Sam" for "ich bin
+    Sam": every German noun is capitalised, so "Name" reads as a name the message lacks)."""
+    if not fact.kept or not quoted(fact.quote, message):
         return None
-    if not quoted(fact.quote, message) or find_secret(text) is not None or from_a_secret(fact.quote, message):
+    if find_secret(fact.text) is not None or from_a_secret(fact.quote, message):
         return None
     about = whose(fact, message)
     subject = Subject(topic_key(fact.topic), about, whom_named(fact, message) if about == "other" else None)
-    target = replaced(fact, subject, known, same_topic, taken)
+    text = statement(fact.text)
+    target = replaced(fact, text, subject, known, same_topic, taken)
     if not grounded(text, message if target is None else f"{message}\n{target.text}"):
+        if not shares_a_value(fact.quote, text):
+            return None
+        text = statement(fact.quote)
+        target = replaced(fact, text, subject, known, same_topic, taken)
+    if not worth_extracting(text):
         return None
     if target is not None and near_duplicate(text, target.text):
         return None  # the memory already says it
@@ -348,6 +356,16 @@ def checked(
         "add" if target is None else "update", text, None if target is None else target.id, kind, subject,
         quote=fact.quote, stated_change=fact.is_change,
     )  # fmt: skip
+
+
+def shares_a_value(quote: str, text: str) -> bool:
+    """Whether ``quote`` holds one of the names or numbers of ``text``."""
+    return bool(set(numbers(quote)) & set(numbers(text))) or any(said(name, quote) for name in names(text))
+
+
+def statement(text: str) -> str:
+    """``text`` on one line, without the comma or colon a quote cut from a longer sentence ends with."""
+    return " ".join(text.split()).rstrip(",;:、，；：")
 
 
 def whose(fact: Fact, message: str) -> str:
@@ -369,26 +387,52 @@ def whom_named(fact: Fact, message: str) -> str | None:
 
 
 def replaced(
-    fact: Fact, subject: Subject, known: dict[int, Memory], same_topic: Sequence[Memory], taken: set[int]
+    fact: Fact, text: str, subject: Subject, known: dict[int, Memory], same_topic: Sequence[Memory], taken: set[int]
 ) -> Memory | None:
-    """The memory ``fact`` replaces: the shown one it names when that one is about the same person (or about no
-    known person, as a memory the user saved) and holds no other topic key (a small model names memories of any
-    topic: "VS Code is my editor" named the memory of the user's language), else, for a fact read as a change,
-    the one active memory of the same subject and topic key (none when several have them: which one is not
-    known; a small model copies the topic keys it is shown onto unrelated facts, so a key alone replaces
-    nothing). A stated change that replaces neither is asked about apart (``superseding``)."""
+    """The memory ``fact`` (stated as ``text``) replaces: the shown one it names when that one is about the same
+    person (or about no known person, as a memory the user saved) and ``text`` can be its new value
+    (``new_value_for``: a small model names memories of any topic, "VS Code is my editor" named the memory of the
+    user's language), else, for a fact read as a change, the one active memory of the same subject and topic key
+    that ``text`` can be the new value of (none when several are: which one is not known; a small model copies
+    the topic keys it is shown onto unrelated facts, so a key alone replaces nothing), and only when the model
+    was shown that memory (a key copied from the list of keys in use, "project" for a colleague who left, would
+    replace a memory it never saw). A stated change that replaces neither is asked about apart
+    (``superseding``)."""
     named = _shown(fact.replaces, known)
     if (
         named is not None
         and named.id not in taken
         and (named.about is None or same_subject(named, subject))
-        and (named.topic is None or named.topic == subject.topic)
+        and new_value_for(text, named.text, same_topic=named.topic is None or named.topic == subject.topic)
     ):
         return named
     if subject.topic is None or not fact.is_change:
         return None
     same = [m for m in same_topic if m.id not in taken and m.topic == subject.topic and same_subject(m, subject)]
-    return same[0] if len(same) == 1 else None
+    if len(same) != 1 or same[0].id not in known:
+        return None  # which one is not known, or the model did not see it: asked apart
+    return same[0] if new_value_for(text, same[0].text, same_topic=True) else None
+
+
+def new_value_for(text: str, old: str, *, same_topic: bool) -> bool:
+    """Whether ``text`` can be the new value of what the memory ``old`` says, judged by their names and numbers
+    (``grounding``, read as characters in any language; a capitalised word that starts a sentence counts as a
+    name), as a check of the memory a model says a fact replaces:
+
+    - it brings a value, or keeps all of the old memory's: a text whose names and numbers are all the old one's,
+      while the old one has one it lacks, only takes away (a small model names a project's memory, "Kite is a
+      build tool in Go", as replaced by "Kite slipped" or by a mood about Kite);
+    - under another topic key, it replaces only a memory it shares a name with, each holding a number the other
+      lacks: a date, a time or a version moved ("Kite's new date is March 3" for "Kite ships on Feb 9").
+    """
+    new, before = set(numbers(text)), set(numbers(old))
+    brings = bool(new - before) or any(not said(name, old) for name in names(text, starts=True))
+    if not brings and (before - new or any(not said(name, text) for name in names(old, starts=True))):
+        return False
+    if same_topic:
+        return True
+    shared = any(said(name, old) for name in names(text, starts=True))
+    return shared and bool(new - before) and bool(before - new)
 
 
 def same_subject(memory: Memory, subject: Subject) -> bool:
@@ -503,7 +547,11 @@ async def superseding(
                 target = await supersede.superseded(model, change.quote or change.text, shown, prompted=prompted)
             except Exception:  # the fact is kept as it is: a change not linked is better than one lost
                 target = None
-            if target is not None and grounded(change.text, f"{message}\n{target.text}"):
+            if (
+                target is not None
+                and grounded(change.text, f"{message}\n{target.text}")
+                and new_value_for(change.text, target.text, same_topic=True)
+            ):
                 if near_duplicate(change.text, target.text):
                     continue  # the memory already says it
                 change = replace(change, op="update", target=target.id)

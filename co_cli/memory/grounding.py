@@ -54,19 +54,20 @@ def numbers(text: str) -> list[str]:
     return _DIGITS.findall(unicodedata.normalize("NFKC", text))
 
 
-def names(text: str) -> list[str]:
+def names(text: str, *, starts: bool = False) -> list[str]:
     """The names of ``text``: words in quotes or backticks, words joined by ``-_./`` ("my-app", "api.example.com"),
-    words with a capital inside ("iTerm", "AWS"), and capitalised words that do not start a sentence."""
+    words with a capital inside ("iTerm", "AWS"), and capitalised words that do not start a sentence (with
+    ``starts``, those that do too: "Zed is my editor")."""
     found = [m.group(1) or m.group(2) for m in _QUOTED.finditer(text)]
     sentence_start = True
     for match in _TOKEN.finditer(_QUOTED.sub(" ", text)):
         token = match.group().strip("\"'“”‘’„«»()[]{}<>,;:!?.。、！？")
-        starts = sentence_start
+        at_start = sentence_start and not starts
         sentence_start = bool(_SENTENCE_END.search(match.group()))
         first = _RUN.search(token)
         if first is None or len(first.group()) < MIN_NAME_CHARS or not any(ch.isalpha() for ch in token):
             continue  # no name: a number, a sign, or a one-letter word ("I'm")
-        if _JOINED.search(token) or any(ch.isupper() for ch in token[1:]) or (token[0].isupper() and not starts):
+        if _JOINED.search(token) or any(ch.isupper() for ch in token[1:]) or (token[0].isupper() and not at_start):
             found.append(token)
     return found
 
