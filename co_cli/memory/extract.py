@@ -328,7 +328,7 @@ def checked(
     fact: Fact, message: str, known: dict[int, Memory], same_topic: Sequence[Memory], taken: set[int]
 ) -> Change | None:
     """The change ``fact`` makes, or None: about no one, a passing state, a quote not in the message, a secret,
-    too short to say anything (as a message too short to read), or nothing new. A statement naming what the
+    one short word ("Cheers", "Danke": ``says_something``), or nothing new. A statement naming what the
     message does not (a name or number of the model's own) is dropped, or kept in the user's own words when its
     quote holds one of its names or numbers: the quote is then what it says ("Mein Name ist Sam" for "ich bin
     Sam": every German noun is capitalised, so "Name" reads as a name the message lacks)."""
@@ -345,7 +345,7 @@ def checked(
             return None
         text = statement(fact.quote)
         target = replaced(fact, text, subject, known, same_topic, taken)
-    if not worth_extracting(text):
+    if not says_something(text):
         return None
     if target is not None and near_duplicate(text, target.text):
         return None  # the memory already says it
@@ -358,9 +358,19 @@ def checked(
     )  # fmt: skip
 
 
+def says_something(text: str) -> bool:
+    """Whether a statement can say something: two words or more, or one of MIN_CHARS letters or digits or more,
+    a wide (CJK) character counting two ("私は学生" is a statement, "Cheers" is not)."""
+    if len(text.split()) >= 2:
+        return True
+    width = sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text if ch.isalnum())
+    return width >= MIN_CHARS
+
+
 def shares_a_value(quote: str, text: str) -> bool:
-    """Whether ``quote`` holds one of the names or numbers of ``text``."""
-    return bool(set(numbers(quote)) & set(numbers(text))) or any(said(name, quote) for name in names(text))
+    """Whether ``quote`` holds one of the numbers of ``text``, or one of its names as written (a rewording of a
+    request that capitalises the message's "axum" and adds what it knows of it holds no name of the user's)."""
+    return bool(set(numbers(quote)) & set(numbers(text))) or any(name in quote for name in names(text))
 
 
 def statement(text: str) -> str:
@@ -473,8 +483,10 @@ async def read_message(
 async def confirmed(model: Model, reading: Reading, message: str, *, prompted: bool = False) -> Reading:
     """``reading`` with each part whose kind acts asked about once more, alone: a part read as a rule is asked
     whether it is one (``memory.standing``: read alone as a task for now it is a request, as a fact a lasting
-    fact), and a fact that would be kept as someone else's whether that one is a person (``memory.people``: a
-    place, a thing or a project makes it the user's)."""
+    fact); a request read as a lasting fact or a change the same question (only "fact" keeps it: the 1.5B model
+    calls some statements requests, "Dana owns the billing service now"); and a fact that would be kept as
+    someone else's whether that one is a person (``memory.people``: a place, a thing or a project makes it the
+    user's)."""
     facts = []
     for fact in reading.facts:
         if fact.is_rule:
@@ -482,6 +494,13 @@ async def confirmed(model: Model, reading: Reading, message: str, *, prompted: b
             if alone != "rule":
                 fact = fact.model_copy(update={"form": "request" if alone == "task" else "statement",
                                                "kind": "lasting_fact"})  # fmt: skip
+        elif (
+            fact.form == "request"
+            and fact.kind in LASTING
+            and not fact.questioned
+            and await standing.sort_rule(model, fact.quote, message, prompted=prompted) == "fact"
+        ):
+            fact = fact.model_copy(update={"form": "statement"})
         name = whom_named(fact, message) or (fact.person or fact.subject).strip()
         if (
             fact.kept
