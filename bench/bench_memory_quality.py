@@ -11,8 +11,9 @@ wording (other verbs of change, secrets said in shorthand, names that hold "my")
 co's extraction worker in ``auto`` mode, as after a turn. MODEL is any co model string ('local' for the
 embedded model, a provider string, or a name on CO_CLI_BASE_URL's OpenAI-compatible server) or ``scripted``
 (the default): a deterministic stand-in that answers each message with the reading a careful model gives (the
-user's words, topic keys reused), except that it never names the memory a change replaces (small models leave
-``replaces`` empty), and it reports the passwords as facts. It answers in prose when a tool call is forced
+user's words, topic keys reused), except that its reading never names the memory a change replaces (small
+models leave ``replaces`` empty), and it reports the passwords as facts; asked apart which memory a change makes
+out of date, it answers the one shown with the change's topic key. It answers in prose when a tool call is forced
 (``--tool-calls``: it calls the tool). The scripted stand-in measures co's side (verification, what replaces
 what, recall in the user's language), not how well a model reads: for that, run a real model with -m.
 
@@ -489,6 +490,17 @@ def _prompt(messages: list[ModelMessage]) -> str:
 
 def scripted_model(variant: Variant, tool_calls: bool = False) -> FunctionModel:
     facts_of = {m.text: m.facts for session in variant.sessions for m in session}
+    reads = [read for session in variant.sessions for m in session for read in m.facts]
+    topic_of = {read.text: read.topic for read in reads}
+    change_topic = {read.quote: read.topic for read in reads if read.kind == "change"}
+
+    def superseded(question: str) -> str:
+        """The shown memory with the change's topic key, as a careful model answers, else none."""
+        said = question.split('Said: "', 1)[-1].split('"\n', 1)[0]
+        for ref, text in re.findall(r"^- (m\d+) \| (.*)$", question, re.MULTILINE):
+            if topic_of.get(text) is not None and topic_of.get(text) == change_topic.get(said):
+                return ref
+        return supersede.NONE
 
     def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         message = _prompt(messages).split("<message>\n", 1)[-1].split("\n</message>", 1)[0]
@@ -497,8 +509,8 @@ def scripted_model(variant: Variant, tool_calls: bool = False) -> FunctionModel:
             payload = {"answer": "rule"}
         elif people.INSTRUCTIONS in (info.instructions or ""):  # whom a fact is about: a person, as the reading says
             payload = {"answer": "person"}
-        elif supersede.INSTRUCTIONS in (info.instructions or ""):  # which memory a change replaces: it never says
-            payload = {"replaces": supersede.NONE}
+        elif supersede.INSTRUCTIONS in (info.instructions or ""):  # which memory a change replaces, asked apart
+            payload = {"replaces": superseded(_prompt(messages))}
         if info.output_tools and tool_calls:
             return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, payload)])
         if info.output_tools:  # a forced tool call is ignored: the model answers in prose

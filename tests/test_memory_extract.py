@@ -67,16 +67,14 @@ def reading(
     *,
     rules_hold: bool = True,
     persons: bool = True,
-    alone: str | None = None,
 ) -> FunctionModel:
     """A model that answers every message with the reading ``facts`` (in the mode it is asked in), a part read as a
-    rule (or a request read as a fact), asked about alone, as a rule (``rules_hold``) or a task for now (or as
-    ``alone`` says), and whom a fact is about, other than the
+    rule, asked about alone, as a rule (``rules_hold``) or a task for now, and whom a fact is about, other than the
     user, as a person (``persons``) or not."""
 
     def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         if info.instructions and info.instructions.startswith(standing.INSTRUCTIONS[:40]):
-            return reply(info, {"answer": alone or ("rule" if rules_hold else "task")})
+            return reply(info, {"answer": "rule" if rules_hold else "task"})
         if info.instructions and info.instructions.startswith(people.INSTRUCTIONS[:40]):
             return reply(info, {"answer": "person" if persons else "place"})
         if calls is not None:
@@ -499,15 +497,6 @@ def test_a_passing_state_or_a_fact_about_no_one_is_not_stored(
 ) -> None:
     run_worker(store, reading([passing]), message, "auto")
     assert store.list(statuses=("active", "proposed")) == []
-
-
-@pytest.mark.parametrize(("alone", "kept"), [("fact", True), ("task", False), ("rule", False)])
-def test_a_request_read_as_a_lasting_fact_is_asked_about_alone(store: Memories, alone: str, kept: bool) -> None:
-    """The reading calls a statement a request yet a lasting fact: asked alone, only "fact" keeps it."""
-    message = "Olu here, I keep the staging cluster running"
-    said = fact("Olu here", form="request", topic="name")
-    run_worker(store, reading([said], alone=alone), message, "auto")
-    assert active(store) == (["Olu here"] if kept else [])
 
 
 @pytest.mark.parametrize(

@@ -483,10 +483,8 @@ async def read_message(
 async def confirmed(model: Model, reading: Reading, message: str, *, prompted: bool = False) -> Reading:
     """``reading`` with each part whose kind acts asked about once more, alone: a part read as a rule is asked
     whether it is one (``memory.standing``: read alone as a task for now it is a request, as a fact a lasting
-    fact); a request read as a lasting fact or a change the same question (only "fact" keeps it: the 1.5B model
-    calls some statements requests, "Dana owns the billing service now"); and a fact that would be kept as
-    someone else's whether that one is a person (``memory.people``: a place, a thing or a project makes it the
-    user's)."""
+    fact), and a fact that would be kept as someone else's whether that one is a person (``memory.people``: a
+    place, a thing or a project makes it the user's)."""
     facts = []
     for fact in reading.facts:
         if fact.is_rule:
@@ -494,13 +492,6 @@ async def confirmed(model: Model, reading: Reading, message: str, *, prompted: b
             if alone != "rule":
                 fact = fact.model_copy(update={"form": "request" if alone == "task" else "statement",
                                                "kind": "lasting_fact"})  # fmt: skip
-        elif (
-            fact.form == "request"
-            and fact.kind in LASTING
-            and not fact.questioned
-            and await standing.sort_rule(model, fact.quote, message, prompted=prompted) == "fact"
-        ):
-            fact = fact.model_copy(update={"form": "statement"})
         name = whom_named(fact, message) or (fact.person or fact.subject).strip()
         if (
             fact.kept
