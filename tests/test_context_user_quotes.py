@@ -338,9 +338,7 @@ async def test_what_each_message_was_read_to_say_is_acted_on_with_a_plain_summar
     the next step quoted under "Pending" and the change closes the summary (no earlier value needed: the message
     alone was read), in any language, and no cue suggests what a model has read."""
     model = prose_summariser(BODY)
-    result = await compact_middle(
-        chatty(said.prompts()), model, max_history_messages=4, said=read_one_at_a_time(said)
-    )
+    result = await compact_middle(chatty(said.prompts()), model, max_history_messages=4, said=read_one_at_a_time(said))
     assert isinstance(result, CompactionResult) and result.method == "summary"
     assert result.standing_instructions == (said.rule,) and result.suggestions == ()
     text = summary_of(result)

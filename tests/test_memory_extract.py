@@ -476,6 +476,12 @@ def test_a_fact_too_short_to_say_anything_is_dropped(store: Memories) -> None:
     assert active(store) == []
 
 
+def test_a_statement_cut_from_a_sentence_loses_its_trailing_comma(store: Memories) -> None:
+    message = "Wohne in Kiel, arbeite in Hamburg"
+    run_worker(store, reading([fact("Wohne in Kiel,", topic="home_city")]), message, "auto")
+    assert active(store) == ["Wohne in Kiel"]
+
+
 @pytest.mark.parametrize(
     ("message", "short"), [("Hello there, I'm Ana", "I'm Ana"), ("こんにちは。私は学生", "私は学生")]
 )

@@ -65,6 +65,11 @@ def test_names_of_a_fact(text: str, found: list[str]) -> None:
     assert names(text) == found
 
 
+def test_names_that_start_a_sentence_are_names_when_asked_for() -> None:
+    assert names("Helix is my editor. Kiel too") == []
+    assert names("Helix is my editor. Kiel too", starts=True) == ["Helix", "Kiel"]
+
+
 @pytest.mark.parametrize(
     ("fact", "message"),
     [

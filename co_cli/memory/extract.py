@@ -330,8 +330,8 @@ def checked(
     """The change ``fact`` makes, or None: about no one, a passing state, a quote not in the message, a secret,
     one short word ("Cheers", "Danke": ``says_something``), or nothing new. A statement naming what the
     message does not (a name or number of the model's own) is dropped, or kept in the user's own words when its
-    quote holds one of its names or numbers: the quote is then what it says ("Mein Name ist Sam" for "ich bin
-    Sam": every German noun is capitalised, so "Name" reads as a name the message lacks)."""
+    quote holds one of its names or numbers: the quote is then what it says ("Mein Vorname ist Lotte" for "ich
+    bin Lotte": every German noun is capitalised, so "Vorname" reads as a name the message lacks)."""
     if not fact.kept or not quoted(fact.quote, message):
         return None
     if find_secret(fact.text) is not None or from_a_secret(fact.quote, message):
