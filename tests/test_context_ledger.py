@@ -83,6 +83,14 @@ def test_kinds(text: str, expected: str, kind: str) -> None:
     assert found.get(expected) == kind, found
 
 
+def test_a_name_with_two_spaces_or_a_tab_inside_is_found_as_one_name() -> None:
+    """The name patterns allow several spaces or a tab between its words: the name is found, its words joined by
+    one space (it raised, and took compaction's fallback digest down with it)."""
+    text = "The release owner is Haruto  Sato, see the Osaka\tOffice Wiki. Reviewed by Kenji   Mori"
+    assert find_identifiers(text) == [("Haruto Sato", "proper"), ("Osaka Office Wiki", "proper"),
+                                      ("Kenji Mori", "proper")]  # fmt: skip
+
+
 def test_shell_code_block_lines_are_commands() -> None:
     found = find_identifiers("Run:\n```bash\n$ git push origin main\n# a comment\nls -la /tmp\n```\nthen wait.")
     assert ("git push origin main", "command") in found

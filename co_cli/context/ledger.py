@@ -359,24 +359,26 @@ _NOT_PACKAGE_TEXT = """
 _NOT_PACKAGE_WORDS = _COMMON_WORDS | _NOT_NAME_WORDS | frozenset(_NOT_PACKAGE_TEXT.split())
 
 
-def _proper_name(text: str) -> str | None:
-    """``text`` without the common capitalised words at its ends (a sentence's first word, "The", a weekday),
-    when at least two words of a name remain."""
-    words = text.split()
-    while words and words[0].lower() in _NOT_NAME_WORDS:
+def _proper_name(text: str) -> tuple[int, int] | None:
+    """Where in ``text`` the name is: without the common capitalised words at its ends (a sentence's first word,
+    "The", a weekday), when at least two words of a name remain."""
+    words = list(re.finditer(r"\S+", text))
+    while words and words[0].group().lower() in _NOT_NAME_WORDS:
         words.pop(0)
-    while words and words[-1].lower() in _NOT_NAME_WORDS:
+    while words and words[-1].group().lower() in _NOT_NAME_WORDS:
         words.pop()
-    return " ".join(words) if len(words) >= 2 else None
+    return (words[0].start(), words[-1].end()) if len(words) >= 2 else None
 
 
-def _cued_name(text: str) -> str | None:
-    words = text.split()
-    while words and words[-1].lower() in _NOT_NAME_WORDS:
+def _cued_name(text: str) -> tuple[int, int] | None:
+    """Where in ``text`` (the words after a cue) the name is: without common words at its end, none when it
+    starts with one."""
+    words = list(re.finditer(r"\S+", text))
+    while words and words[-1].group().lower() in _NOT_NAME_WORDS:
         words.pop()
-    if not words or words[0].lower() in _NOT_NAME_WORDS:
+    if not words or words[0].group().lower() in _NOT_NAME_WORDS:
         return None
-    return " ".join(words)
+    return words[0].start(), words[-1].end()
 
 
 def _packages(masked: _Masked) -> None:
@@ -405,16 +407,18 @@ def _proper_names(masked: _Masked) -> None:
     """People and projects the user named in plain words: two or more capitalised words, or one after a cue
     ("my name is", "approved by", "Priya must approve")."""
     for match in _PROPER_NAME_RE.finditer(masked.text):
-        name = _proper_name(match.group(0))
-        if name is not None:
-            start = match.start() + match.group(0).index(name)
-            masked.add(start, start + len(name), name, "proper")
+        _add_name(masked, match.start(), _proper_name(match.group(0)))
     for pattern in (_CUED_NAME_RE, _NAME_BEFORE_VERB_RE):
         for match in pattern.finditer(masked.text):
-            name = _cued_name(match.group(1))
-            if name is not None:
-                start = match.start(1)
-                masked.add(start, start + len(name), name, "proper")
+            _add_name(masked, match.start(1), _cued_name(match.group(1)))
+
+
+def _add_name(masked: _Masked, offset: int, span: tuple[int, int] | None) -> None:
+    """The name at ``span`` of a match that starts at ``offset``, its words joined by one space (the patterns
+    allow several spaces or a tab between them)."""
+    if span is not None:
+        start, end = offset + span[0], offset + span[1]
+        masked.add(start, end, " ".join(masked.text[start:end].split()), "proper")
 
 
 def _scan(text: str) -> list[tuple[str, IdentifierKind]]:
