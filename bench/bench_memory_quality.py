@@ -651,6 +651,15 @@ def seed(store: Memories, variant: Variant, before: Sequence[Message], project: 
                 store.add(read.text, actor="extractor", kind=kind, project=project, subject=subject)
 
 
+def seed_all(path: Path, variant: Variant, project: str) -> None:
+    """A store at ``path`` holding what a careful reader keeps of the whole conversation (``seed``)."""
+    db = Database.open(path)
+    try:
+        seed(Memories(db), variant, [m for session in variant.sessions for m in session], project)
+    finally:
+        db.close()
+
+
 def expected_removal(store: Memories, read: Read, project: str) -> Memory | None:
     """The memory a careful reader replaces with ``read``: the one of the same subject and topic key."""
     if read.kind != "change":
@@ -883,7 +892,8 @@ async def main() -> None:
     parser.add_argument("--tool-calls", action="store_true", help="the scripted model honours forced tool calls")
     parser.add_argument("--forced", action="store_true",
                         help="read each message alone against a careful reader's memories")  # fmt: skip
-    parser.add_argument("--ask", action="store_true", help="then ask MODEL each question through co's requests")
+    parser.add_argument("--ask", action="store_true", help="then ask MODEL each question through co's requests (with --forced: "
+                             "with a careful reader's memories of the whole conversation)")
     parser.add_argument("--memory-form", nargs="+", choices=FORMS, default=["section"],
                         help="with --ask: the forms of the memories to ask with (section: co's default)")  # fmt: skip
     args = parser.parse_args()
@@ -911,7 +921,13 @@ async def main() -> None:
                 model = answerer.model
             print(f"{language}:", flush=True)
             if args.forced:
-                print(forced_table(await read_forced(model, variant, work, str(project_root(cwd)))), flush=True)
+                project = str(project_root(cwd))
+                print(forced_table(await read_forced(model, variant, work, project)), flush=True)
+                if args.ask:  # the questions asked with a careful reader's memories: how memory is presented
+                    careful = work / "careful.db"
+                    seed_all(careful, variant, project)
+                    for form in args.memory_form:
+                        print(answers_line(form, await ask(answerer, variant, careful, cwd, form)), flush=True)
                 continue
             outcome = await run_co(model, variant, work, args.show, str(project_root(cwd)))
             print(row(f"{language}, co", variant, outcome), flush=True)
