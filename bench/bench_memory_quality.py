@@ -786,8 +786,13 @@ def scripted_answerer() -> FunctionModel:
     return FunctionModel(answer, stream_function=stream, model_name="scripted-answers")
 
 
+_DOT_RC = re.compile(r"\.(\w+)rc\b")
+
+
 def judge(variant: Variant, key: str, answer: str) -> str:
-    """``right`` (the current fact's words), ``stale`` (a superseded value without the new one) or ``wrong``."""
+    """``right`` (the current fact's words), ``stale`` (a superseded value without the new one) or ``wrong``. A
+    dot file's name names its program too (".zshrc" answers zsh)."""
+    answer = _DOT_RC.sub(r"\1 \g<0>", answer)
     if key in variant.superseded:
         old, new = variant.superseded[key]
         if _has(answer, old) and not _has(answer, (new,)):

@@ -97,6 +97,8 @@ def test_an_answer_with_the_current_fact_is_right_and_one_from_a_superseded_memo
     assert [(key, verdict) for key, verdict, _ in answers.misses] == [("city", "stale")]
     assert judge(ENGLISH, "city", "You moved from Paris to Lyon last month.") == "right"
     assert judge(ENGLISH, "city", "I don't know where you live.") == "wrong"
+    assert judge(ENGLISH, "shell", "Add it to your ~/.fishrc.") == "right"  # a dot file names its program
+    assert judge(ENGLISH, "shell", "Add it to your ~/.bashrc.") == "wrong"
 
 
 def test_the_scripted_answerer_reads_each_form_and_says_so_when_shown_none() -> None:
