@@ -897,8 +897,9 @@ async def main() -> None:
     parser.add_argument("--tool-calls", action="store_true", help="the scripted model honours forced tool calls")
     parser.add_argument("--forced", action="store_true",
                         help="read each message alone against a careful reader's memories")  # fmt: skip
-    parser.add_argument("--ask", action="store_true", help="then ask MODEL each question through co's requests (with --forced: "
-                             "with a careful reader's memories of the whole conversation)")
+    parser.add_argument("--ask", action="store_true",
+                        help="then ask MODEL each question through co's requests (with --forced: "
+                             "with a careful reader's memories of the whole conversation)")  # fmt: skip
     parser.add_argument("--memory-form", nargs="+", choices=FORMS, default=["section"],
                         help="with --ask: the forms of the memories to ask with (section: co's default)")  # fmt: skip
     args = parser.parse_args()
