@@ -102,6 +102,11 @@ def text_of(messages: list[ModelMessage]) -> str:
     return "\n".join(view.text for message in messages for view in views(message))
 
 
+def states(fact: PlantedFact, answer: str) -> bool:
+    """The answer gives the fact's value, in any case ("Ap-southeast-1" at the start of a sentence)."""
+    return fact.key.casefold() in answer.casefold()
+
+
 async def ask(model: Model, context: list[ModelMessage], instructions: str, outcome: Outcome, variant: Variant) -> None:
     """Facts the model states when asked one question per fact with ``context`` as the history."""
     # Temperature 0: the same context gives the same answer, so co and the baseline are compared, not samples.
@@ -112,13 +117,13 @@ async def ask(model: Model, context: list[ModelMessage], instructions: str, outc
         for fact in facts:
             result = await agent.run(f"{fact.question} {variant.few_words}", message_history=context)
             out.append((fact, result.output))
-            if fact.key not in result.output:
+            if not states(fact, result.output):
                 print(f"    missed {fact.kind} ({fact.key}): {' '.join(result.output.split())[:160]}", flush=True)
         return out
 
-    outcome.answered = sum(fact.key in answer for fact, answer in await answers(variant.script.facts))
+    outcome.answered = sum(states(fact, answer) for fact, answer in await answers(variant.script.facts))
     harder = await answers(variant.script.harder)
-    outcome.answered_new = sum(fact.key in answer for fact, answer in harder)
+    outcome.answered_new = sum(states(fact, answer) for fact, answer in harder)
     outcome.stale = sum(answer_is_stale(fact, answer) for fact, answer in harder)
 
 

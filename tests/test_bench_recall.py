@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.bench_recall import row, run_co, scripted_model
+from bench.bench_recall import row, run_co, scripted_model, states
 from bench.recall_variants import VARIANTS, Variant
-from tests.support.planted_facts import LEDGER, planted_conversation, planted_script
+from tests.support.planted_facts import LEDGER, PlantedFact, planted_conversation, planted_script
 
 KINDS = [fact.kind for fact in LEDGER.facts]
 HARDER_KINDS = [fact.kind for fact in LEDGER.harder]
@@ -54,3 +54,9 @@ def test_a_scripted_run_of_each_conversation_completes_and_is_scored(name: str, 
     assert len(outcome.lost) == 15 - outcome.kept - outcome.kept_new
     assert f"| co | 12 | {outcome.compactions} " in row("co", 12, outcome, variant)
     assert f"{outcome.kept}/12 +{outcome.kept_new}/3" in row("co", 12, outcome, variant)
+
+
+def test_an_answer_states_the_value_in_any_case_and_not_another_value() -> None:
+    fact = PlantedFact("region", "sa-east-1", "We run in sa-east-1.", "Which region do we run in?")
+    assert states(fact, "Sa-east-1, as you said.")
+    assert not states(fact, "sa-east-2")

@@ -65,6 +65,26 @@ def test_everything_stays_within_the_budget_and_the_oldest_are_counted_past_it()
     assert not keep_user_words(entries, budget_tokens=0)
 
 
+def test_past_the_budget_the_lines_that_name_nothing_go_before_the_oldest_named_one() -> None:
+    named = Entry("The staging box answers on 7781 behind the VPN.", shortened=True)
+    plain = [Entry(f"Could you explain once more how the retries work, part {word}?", shortened=True)
+             for word in ("one", "two", "three", "four", "five", "six")]  # fmt: skip
+    words = keep_user_words([named, *plain, Entry("new")], budget_tokens=60)
+    assert words.verbatim == ("new",)
+    assert words.shortened[0] == named.text
+    assert 0 < words.omitted < len(plain)
+    assert words.shortened[1:] == tuple(e.text for e in plain[len(plain) - len(words.shortened) + 1 :])
+
+
+def test_a_message_the_user_repeats_later_in_full_is_kept_once() -> None:
+    first = "Why does the nightly import skip the archived rows?"
+    words = keep_user_words(
+        [Entry(first), Entry("ok"), Entry(f"{first}   (asking again after the fix)"), Entry("ok")], budget_tokens=1_000
+    )
+    assert words.verbatim == ("ok", f"{first}   (asking again after the fix)", "ok")
+    assert words.omitted == 0
+
+
 def test_shorten_keeps_a_one_sentence_message_whole() -> None:
     assert shorten("Deploy to eu-central-2.") == "Deploy to eu-central-2."
 

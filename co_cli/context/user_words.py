@@ -4,10 +4,11 @@ A summary loses what the user said in plain words first: a rule about how to ans
 approve a change, the library whose upgrade failed. So beside a summary co keeps the user's messages of the
 replaced stretch verbatim, the newest first within a budget; each older message keeps one shortened line
 (its sentences that carry an identifier, else its first sentence of some length, and every other identifier
-in it: no sentence is chosen by what its words seem to mean). The list is carried
-in the summary message's metadata, so a later compaction that summarises this summary carries it on
-(re-budgeted, newest first: a shortened line stays shortened). Pure functions over messages; the budget
-comes from the caller.
+in it: no sentence is chosen by what its words seem to mean). When even those lines do not fit, the ones
+that name no identifier go first, then the oldest; a message repeated later in full is not kept twice. The
+list is carried in the summary message's metadata, so a later compaction that summarises this summary
+carries it on (re-budgeted, newest first: a shortened line stays shortened). Pure functions over messages;
+the budget comes from the caller.
 """
 
 from __future__ import annotations
@@ -183,7 +184,10 @@ def shorten(text: str) -> str:
 def keep_user_words(entries: Sequence[Entry], budget_tokens: int, *, omitted: int = 0) -> UserWords:
     """Everything within ``budget_tokens``: the newest messages verbatim, as long as the older ones still fit
     as their shortened lines (or half the budget is left for them); the older ones shortened to one line;
-    the oldest counted, not shown, when even their lines do not fit."""
+    those whose lines do not fit either counted, not shown (see ``_fitting_lines`` for which). A message the
+    user repeated later in full is left out (the later one holds it)."""
+    repeated = _repeated(entries)
+    entries = [entry for i, entry in enumerate(entries) if i not in repeated]
     lines = [entry.text if entry.shortened else shorten(entry.text) for entry in entries]
     line_costs = [estimate_text_tokens(line) + 2 for line in lines]
     older = [0] * (len(entries) + 1)  # older[i]: the lines of entries[:i]
@@ -199,8 +203,35 @@ def keep_user_words(entries: Sequence[Entry], budget_tokens: int, *, omitted: in
         verbatim.append(entries[index].text)
         used += cost
         index -= 1
-    first = 0
-    while first <= index and used + older[index + 1] - older[first] > budget_tokens:
-        first += 1
-    shortened = lines[first : index + 1]
-    return UserWords(tuple(reversed(verbatim)), tuple(shortened), omitted + first)
+    kept = _fitting_lines(lines[: index + 1], line_costs[: index + 1], budget_tokens - used)
+    shortened = [lines[i] for i in kept]
+    return UserWords(tuple(reversed(verbatim)), tuple(shortened), omitted + index + 1 - len(kept))
+
+
+def _repeated(entries: Sequence[Entry]) -> set[int]:
+    """The messages the user wrote again, in full, inside a later message (of some length: "yes" is not
+    repeated by every later "yes, and …")."""
+    texts = [" ".join(entry.text.split()).casefold() for entry in entries]
+    return {
+        i
+        for i, entry in enumerate(entries)
+        if not entry.shortened
+        and len(texts[i].split()) >= MIN_SENTENCE_WORDS
+        and any(texts[i] in later for later in texts[i + 1 :])
+    }
+
+
+def _fitting_lines(lines: Sequence[str], costs: Sequence[int], budget: int) -> list[int]:
+    """The indexes of the older lines kept within ``budget``, in order: the lines that name no identifier are
+    left out first, then the oldest; a line that names a port, a path or a person is what a later question
+    asks about, and the summary keeps the gist of the rest."""
+    plain = [i for i, line in enumerate(lines) if not find_identifiers(line)]
+    named = [i for i in range(len(lines)) if i not in set(plain)]
+    kept = set(range(len(lines)))
+    total = sum(costs)
+    for i in [*plain, *named]:
+        if total <= budget:
+            break
+        kept.discard(i)
+        total -= costs[i]
+    return sorted(kept)
