@@ -312,8 +312,37 @@ def test_reconcile_reports_what_it_appended() -> None:
     messages: list[ModelMessage] = [user("PHOENIX7 on us-east-1 port 8443")]
     result = reconcile("PHOENIX7 somewhere.", messages)
     assert result.line() == "summary kept 1/3 identifiers; 2 appended"
-    assert kept_verbatim(result.text) == ["us-east-1", "8443"]
-    assert select_missing(result.check, max_items=1) == [Identifier("us-east-1", "hyphenated", "user")]
+    # one line gives both, with the sentence they were written in
+    assert kept_verbatim(result.text) == ["us-east-1 — PHOENIX7 on us-east-1 port 8443"]
+    sentence = "PHOENIX7 on us-east-1 port 8443"
+    assert select_missing(result.check, max_items=1) == [Identifier("us-east-1", "hyphenated", "user", sentence)]
+
+
+def test_a_listed_identifier_keeps_the_sentence_it_was_written_in_through_later_summaries() -> None:
+    """A bare "9321" in the list says nothing of what it numbers: the user's sentence goes with it, and is
+    read back from the list, so a summary of that summary carries both again."""
+    span: list[ModelMessage] = [
+        user("Morning. Inside the cluster the cart service listens on 7710. Can you check the probe?"),
+        reply("Sure."),
+    ]
+    first = reconcile("The user asked about the probe.", span)
+    assert kept_verbatim(first.text) == ["7710 — Inside the cluster the cart service listens on 7710."]
+    again = reconcile("Still about the probe.", [summary_request(2, first.text), ack()])
+    assert kept_verbatim(again.text) == kept_verbatim(first.text)
+    # a summary that keeps the number needs no line, sentence or not
+    assert reconcile("The cart service listens on 7710.", [summary_request(2, first.text)]).appended == 0
+
+
+def test_sentences_are_given_only_while_the_list_fits_and_never_cost_an_identifier() -> None:
+    words = " ".join(f"word{i}" for i in range(25))
+    span: list[ModelMessage] = [user(f"First the port 7710 {words}. Then the host db-primary-3 {words}.")]
+    check = check_summary("Nothing.", extract_identifiers(span))
+    roomy = kept_verbatim(append_missing("Nothing.", check))
+    assert [item.split(" — ")[0] for item in roomy] == ["7710", "db-primary-3"]
+    assert all(" — " in item for item in roomy)
+    tight = kept_verbatim(append_missing("Nothing.", check, max_chars=260))
+    assert tight[0].startswith("7710 — ") and tight[1] == "db-primary-3"  # the second sentence did not fit
+    assert kept_verbatim(append_missing("Nothing.", check, max_chars=40)) == ["7710", "db-primary-3"]
 
 
 def test_identifiers_survive_any_number_of_lossy_compactions() -> None:

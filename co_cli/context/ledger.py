@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from pydantic_ai.messages import ModelMessage
 
+from co_cli.context.pins import sentence_spans
 from co_cli.message_view import views
 from co_cli.synthetic import LATEST_REQUEST_HEADING, SUMMARY_PREFIX, covers, is_ack, is_summary, synthetic_kind
 
@@ -75,6 +76,8 @@ library named beside a version or an install command ("pydantic 2.9.1", "pip ins
 Source = Literal["user", "summary", "assistant", "tool"]
 
 KEPT_VERBATIM_HEADING = "Kept verbatim:"
+SENTENCE_MARK = " — "
+"""Between an identifier and the sentence it was written in, in a "Kept verbatim" item."""
 
 SOURCE_RANK: dict[Source, int] = {"user": 0, "summary": 0, "assistant": 1, "tool": 2}
 """Order of the ledger: what the user typed, and earlier summaries (which carry what the user typed before
@@ -98,6 +101,10 @@ class Identifier:
     text: str
     kind: IdentifierKind
     source: Source
+    sentence: str = ""
+    """The sentence of the user's words (or of an earlier summary) it was written in, when that is short
+    (at most ``MAX_ITEM_CHARS``) and says more than the identifier alone: a bare "9321" in a "Kept
+    verbatim" list no longer says what it is the number of."""
 
 
 # --- finding identifiers in one text ------------------------------------------------------------------
@@ -423,6 +430,11 @@ def _add_name(masked: _Masked, offset: int, span: tuple[int, int] | None) -> Non
 
 def _scan(text: str) -> list[tuple[str, IdentifierKind]]:
     """The identifiers of one text, in order of appearance (with repeats)."""
+    return [(found, kind) for _, found, kind in _scan_at(text)]
+
+
+def _scan_at(text: str) -> list[tuple[int, str, IdentifierKind]]:
+    """``_scan`` with where each identifier starts in ``text``."""
     masked = _Masked(text)
     _code_blocks(masked)
     for match in _BACKTICK_RE.finditer(masked.text):
@@ -472,7 +484,7 @@ def _scan(text: str) -> list[tuple[str, IdentifierKind]]:
     masked.scan(_CAMEL_RE, "name", lambda word: len(word) >= 4)
     masked.scan(_NUMBER_RE, "number")
     masked.found.sort(key=lambda item: item[0])
-    return [(text_found, kind) for _, text_found, kind in masked.found]
+    return masked.found
 
 
 def find_identifiers(text: str) -> list[tuple[str, IdentifierKind]]:
@@ -530,6 +542,23 @@ def _item_kind(item: str) -> IdentifierKind:
     return "verbatim"
 
 
+def _item_identifiers(item: str) -> Iterator[tuple[str, IdentifierKind, str]]:
+    """What one "Kept verbatim" item carries: the identifier, and, for an item written with the sentence it
+    came from ("9321 — Inside the cluster the API answers on 9321."), that sentence's other identifiers."""
+    if "\n" in item or len(item) > 2 * MAX_ITEM_CHARS:
+        return
+    head, mark, sentence = item.partition(SENTENCE_MARK)
+    head = head.strip()
+    if not (mark and head and len(head) <= MAX_ITEM_CHARS and _contains(sentence, head)):
+        if len(item) <= MAX_ITEM_CHARS:
+            yield item, _item_kind(item), ""
+        return
+    yield head, _item_kind(head), sentence
+    for found, kind in _scan(sentence):
+        if found != head:
+            yield found, kind, sentence
+
+
 # --- a stretch of messages --------------------------------------------------------------------------------
 
 
@@ -577,7 +606,16 @@ def _argument_identifiers(args_text: str) -> Iterator[tuple[str, IdentifierKind]
         yield from _scan(value[:MAX_ARG_SCAN_CHARS])
 
 
-def _message_identifiers(message: ModelMessage) -> Iterator[tuple[str, IdentifierKind, Source]]:
+def _in_sentences(text: str) -> Iterator[tuple[str, IdentifierKind, str]]:
+    """The identifiers of ``text``, each with the sentence it is written in (see ``Identifier.sentence``)."""
+    spans = sentence_spans(text)
+    for start, found, kind in _scan_at(text):
+        sentence = next((" ".join(text[s:e].split()) for s, e in spans if s <= start < e), "")
+        fits = sentence != found and len(sentence) <= MAX_ITEM_CHARS and _contains(sentence, found)
+        yield found, kind, sentence if fits else ""
+
+
+def _message_identifiers(message: ModelMessage) -> Iterator[tuple[str, IdentifierKind, Source, str]]:
     if is_ack(message):
         return
     if is_summary(message):
@@ -585,26 +623,26 @@ def _message_identifiers(message: ModelMessage) -> Iterator[tuple[str, Identifie
             if view.kind != "user":
                 continue
             prose, items = split_kept_verbatim(_summary_body(message, view.text))
-            for text, kind in _scan(prose):
-                yield text, kind, "summary"
+            for text, kind, sentence in _in_sentences(prose):
+                yield text, kind, "summary", sentence
             for item in items:
-                if "\n" not in item and len(item) <= MAX_ITEM_CHARS:
-                    yield item, _item_kind(item), "summary"
+                for text, kind, sentence in _item_identifiers(item):
+                    yield text, kind, "summary", sentence
         return
     for view in views(message):
         if view.kind == "user":
-            for text, kind in _scan(view.text):
-                yield text, kind, "user"
+            for text, kind, sentence in _in_sentences(view.text):
+                yield text, kind, "user", sentence
         elif view.kind == "text":
             for text, kind in _scan(view.text):
-                yield text, kind, "assistant"
+                yield text, kind, "assistant", ""
         elif view.kind == "tool-call":
             for text, kind in _argument_identifiers(view.text):
-                yield text, kind, "tool"
+                yield text, kind, "tool", ""
         elif view.kind == "tool-return" and len(view.text) <= SHORT_RESULT_CHARS and "[…" not in view.text:
             # (co's own "[…truncated" and "[… clamped" marks: a cut output was not short)
             for text, kind in _scan(view.text):
-                yield text, kind, "tool"
+                yield text, kind, "tool", ""
 
 
 def _ranked(identifiers: Iterable[Identifier]) -> list[Identifier]:
@@ -617,11 +655,11 @@ def extract_identifiers(messages: Sequence[ModelMessage]) -> list[Identifier]:
     seen: set[str] = set()
     found: list[Identifier] = []
     for message in messages:
-        for text, kind, source in _message_identifiers(message):
+        for text, kind, source, sentence in _message_identifiers(message):
             if text in seen:
                 continue
             seen.add(text)
-            found.append(Identifier(text, kind, source))
+            found.append(Identifier(text, kind, source, sentence))
     return _ranked(found)
 
 
@@ -735,13 +773,36 @@ def select_missing(check: LedgerCheck, *, max_items: int = 40, max_chars: int = 
     return chosen
 
 
+def _listed_lines(chosen: Sequence[Identifier], max_chars: int) -> list[str]:
+    """The list's lines for ``chosen``: each identifier alone, then, in the same order while the list stays
+    within ``max_chars``, with the sentence it was written in. An identifier whose sentence another line
+    already gives needs no line of its own."""
+    lines = [_item_line(ident) for ident in chosen]
+    used = len(KEPT_VERBATIM_HEADING) + 2 + sum(len(line) + 1 for line in lines)
+    given: set[str] = set()
+    for index, ident in enumerate(chosen):
+        if not ident.sentence:
+            continue
+        if ident.sentence in given:
+            used -= len(lines[index]) + 1
+            lines[index] = ""
+            continue
+        line = f"- {ident.text}{SENTENCE_MARK}{ident.sentence}"
+        if used + len(line) - len(lines[index]) > max_chars:
+            continue
+        used += len(line) - len(lines[index])
+        lines[index] = line
+        given.add(ident.sentence)
+    return [line for line in lines if line]
+
+
 def append_missing(summary_text: str, check: LedgerCheck, *, max_items: int = 40, max_chars: int = 2000) -> str:
     """``summary_text`` with a "Kept verbatim:" list of the identifiers it lacks (bounded; see
-    ``select_missing``); unchanged when it lacks none."""
+    ``select_missing``), each with its sentence where the bound allows; unchanged when it lacks none."""
     chosen = select_missing(check, max_items=max_items, max_chars=max_chars)
     if not chosen:
         return summary_text
-    lines = "\n".join(_item_line(ident) for ident in chosen)
+    lines = "\n".join(_listed_lines(chosen, max_chars))
     return f"{summary_text.rstrip()}\n\n{KEPT_VERBATIM_HEADING}\n{lines}"
 
 
