@@ -5,7 +5,8 @@ error codes, codenames, names, commands, quoted strings) from what the user type
 answers and the arguments of tool calls, and from any earlier co summary in the stretch (its prose and its
 "Kept verbatim" list). ``check_summary`` tells which of them a summary kept; ``append_missing`` appends
 the rest under a "Kept verbatim:" list that ``extract_identifiers`` reads back, so an identifier is carried
-through any number of summaries of summaries.
+through any number of summaries of summaries. While the list has room, an identifier goes with the sentence
+it was written in ("9321 — Inside the cluster the API answers on 9321."), which is read back with it.
 
 Tool results are mostly not a source: they are long, mostly noise, and the tool call that produced them is.
 A short one is (at most ``SHORT_RESULT_CHARS``, such as a grep that found one setting): it is the value
