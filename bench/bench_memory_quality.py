@@ -66,8 +66,9 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel  # noqa: E402
 from pydantic_ai.profiles import ModelProfile  # noqa: E402
 from pydantic_ai.settings import ModelSettings  # noqa: E402
 
+from co_cli.context import standing  # noqa: E402
 from co_cli.deps import CoDeps  # noqa: E402
-from co_cli.memory import people, standing, supersede  # noqa: E402
+from co_cli.memory import people, supersede  # noqa: E402
 from co_cli.memory.extract import ExtractionWorker, read_message  # noqa: E402
 from co_cli.memory.inject import (  # noqa: E402
     INTRO,

@@ -202,7 +202,7 @@ def model(args: argparse.Namespace, texts: Sequence[str]) -> list[Reader]:
     """co's typed reading of a message by the model ``-m``, as memory extraction asks it (``memory.extract.
     read_message``, with no memories kept yet: one request per message, and one more for each part read as a rule):
     a rule is a fact of kind "rule_for_assistant" that is not a question (``Fact.is_rule``) and holds for every
-    later answer (``memory.standing``), a change one of kind "change" that is not a question (``Fact.is_change``),
+    later answer (``context.standing``), a change one of kind "change" that is not a question (``Fact.is_change``),
     the next step one of kind "next_step", a passing state one of kind "passing_state", a fact about another
     person one ``extract.whose`` finds is another person's, and a message that only asks is one with no fact that
     tells and no rule (nothing, or only questions and requests, by the model's form or a question mark:

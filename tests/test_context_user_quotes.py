@@ -26,7 +26,7 @@ from co_cli.context.user_words import USER_WORDS_HEADING, Entry
 from co_cli.store import ReadPart
 from tests.support.chatty import chatty
 from tests.support.messages import texts_of
-from tests.support.summariser import prose_summariser, typed_summariser
+from tests.support.summariser import prose_summariser, scripted_summariser, typed_summariser, typed_summary
 
 pytestmark = pytest.mark.anyio
 
@@ -264,6 +264,37 @@ async def test_compact_all_verifies_as_compact_middle_does() -> None:
     assert result.standing_instructions == (GERMAN.rule,)
     assert result.dropped_quotes == 1
     assert summary_of(result).count(f"> {GERMAN.change}") == 1
+
+
+@pytest.mark.parametrize("read_as", ["task", "fact", None], ids=["task", "fact", "no answer"])
+async def test_a_rule_not_confirmed_when_asked_alone_is_not_pinned(read_as: str | None) -> None:
+    """Each rule the summariser names and the user wrote is asked about alone before it is pinned: read as a task
+    for now or a fact, or not answered, it is not pinned and is counted; the summary and the rest of its reading
+    stand."""
+    model = typed_summariser(BODY, rules_read_as=read_as, **SPANISH.answer())  # type: ignore[arg-type]
+    result = await compact_middle(chatty(SPANISH.prompts()), model, max_history_messages=4)
+    assert isinstance(result, CompactionResult) and result.method == "summary"
+    assert result.standing_instructions == () and result.unconfirmed_rules == 1
+    assert result.dropped_quotes == 1  # the invented rule is dropped before any question
+    line = compaction_line(result)
+    assert "; 1 quote not found in your messages, dropped; 1 rule not a rule when asked alone, not pinned." in line
+    text = summary_of(result)
+    assert f"{NEXT_STEP_HEADING}\n> {SPANISH.next_step}" in text and f"> {SPANISH.change}" in text
+
+
+async def test_the_rule_question_asks_about_the_users_sentence_once_and_not_about_a_message_read_already() -> None:
+    """The question carries the user's whole sentence; a rule the message's own reading found (and so asked about)
+    is pinned without a second question."""
+    asked: list[str] = []
+    read_rule = "Keep every changelog entry under eighty characters."
+    answer = {"standing_instructions": [ENGLISH.rule_fragment, read_rule]}
+    model = scripted_summariser(lambda messages, info: typed_summary(info, BODY, **answer), rule_questions=asked)
+    prompts = [*ENGLISH.prompts(), read_rule]
+    said = {said_key(read_rule): [ReadPart("rule", read_rule)]}
+    result = await compact_middle(chatty(prompts), model, max_history_messages=4, said=said)
+    assert isinstance(result, CompactionResult)
+    assert set(result.standing_instructions) == {ENGLISH.rule, read_rule} and result.unconfirmed_rules == 0
+    assert len(asked) == 1 and ENGLISH.rule in asked[0] and read_rule not in asked[0]
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,8 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.profiles import ModelProfile
 
 from co_cli.config import Settings
-from co_cli.memory import people, standing
+from co_cli.context import standing
+from co_cli.memory import people
 from co_cli.memory.extract import (
     ExtractionWorker,
     Fact,

@@ -13,8 +13,9 @@ from pydantic_ai import CancellationToken
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
+from co_cli.context import standing
 from co_cli.context.user_quotes import CHANGES_HEADING, NEXT_STEP_HEADING
-from co_cli.memory import people, standing
+from co_cli.memory import people
 from co_cli.memory.extract import Reading, said_parts
 from co_cli.message_view import user_text
 from co_cli.store import ReadPart

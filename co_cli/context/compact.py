@@ -29,6 +29,7 @@ from co_cli.context.ledger import (
     select_missing,
     split_kept_verbatim,
 )
+from co_cli.context.standing import confirmed_rules
 from co_cli.context.summarize import SummaryMode, summarize_messages
 from co_cli.context.tokens import estimate_messages_tokens
 from co_cli.context.trim import is_plain_tool_return
@@ -122,6 +123,8 @@ class CompactionResult:
     """Names of the summariser's typed answer found nowhere in the span (dropped)."""
     unsure_rules: int = 0
     """Rules of the typed answer the summariser also named as a change or the next step (found, not pinned)."""
+    unconfirmed_rules: int = 0
+    """Rules of the typed answer that, asked about alone, read as a task or a fact (found, not pinned)."""
     unsure_changes: int = 0
     """Changes of the typed answer without the earlier value they replace (found, not placed)."""
     suggestions: tuple[Suggestion, ...] = ()
@@ -297,7 +300,18 @@ async def _checked_summary(
     # plain-text answer has no fields of its own, only those)
     body, typed, carried = carry_earlier(body, answer.answer)
     summarised = read_answer(typed, user_texts, _stretch_texts(span, entries), carried)
-    return _Summary(body, joined(own, summarised, read, user_texts), answer.typed)
+    reading = joined(own, summarised, read, user_texts)
+    asked_rules = [rule for rule in reading.rules if rule not in own.rules]  # a message's own were asked already
+    if asked_rules:
+        rules, unsure = await confirmed_rules(
+            model, asked_rules, prompted=mode.prompted if mode else False, model_settings=model_settings
+        )
+        reading = replace(
+            reading,
+            rules=tuple(rule for rule in reading.rules if rule in own.rules or rule in rules),
+            unconfirmed_rules=unsure,
+        )
+    return _Summary(body, reading, answer.typed)
 
 
 def _earlier_quotes(span: Sequence[ModelMessage]) -> list[str]:
@@ -435,6 +449,7 @@ class _Found:
     dropped_quotes: int = 0
     dropped_names: int = 0
     unsure_rules: int = 0
+    unconfirmed_rules: int = 0
     unsure_changes: int = 0
     suggestions: tuple[Suggestion, ...] = ()
 
@@ -447,7 +462,7 @@ class _Found:
         suggestions = () if checked is not None and checked.typed else suggest(unread)
         return cls(
             reading.rules, reading.dropped_quotes, reading.dropped_names, reading.unsure_rules,
-            reading.unsure_changes, suggestions,
+            reading.unconfirmed_rules, reading.unsure_changes, suggestions,
         )  # fmt: skip
 
     def fields(self) -> dict[str, Any]:
@@ -456,6 +471,7 @@ class _Found:
             "dropped_quotes": self.dropped_quotes,
             "dropped_names": self.dropped_names,
             "unsure_rules": self.unsure_rules,
+            "unconfirmed_rules": self.unconfirmed_rules,
             "unsure_changes": self.unsure_changes,
             "suggestions": self.suggestions,
         }
@@ -780,6 +796,8 @@ def _dropped(result: CompactionResult) -> str:
         text += f"; {counted(result.dropped_names, 'name')} not found in the conversation, dropped"
     if result.unsure_rules:
         text += f"; {counted(result.unsure_rules, 'rule')} also named as a change or the next step, not pinned"
+    if result.unconfirmed_rules:
+        text += f"; {counted(result.unconfirmed_rules, 'rule')} not a rule when asked alone, not pinned"
     if result.unsure_changes:
         text += f"; {counted(result.unsure_changes, 'change')} without the earlier value, not placed"
     return text

@@ -89,6 +89,8 @@ class Reading:
     """Names of the answer found nowhere in the stretch (dropped)."""
     unsure_rules: int = 0
     """Rules the answer also named as a change or as the next step: found, but not pinned."""
+    unconfirmed_rules: int = 0
+    """Rules that, asked about alone (``standing.confirmed_rules``), read as a task or a fact: not pinned."""
     unsure_changes: int = 0
     """Changes whose earlier value the answer did not name, or that occurs nowhere in the stretch: not placed."""
 

@@ -42,10 +42,11 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, Field, ValidationError
 from pydantic.json_schema import JsonDict
 
+from co_cli.context import standing
 from co_cli.context.pins import asked, find_quote
 from co_cli.cues import memory_suggestions
 from co_cli.errors import CoError
-from co_cli.memory import people, standing, supersede
+from co_cli.memory import people, supersede
 from co_cli.memory.grounding import from_a_secret, grounded, names, normalise, numbers, quoted, said
 from co_cli.memory.retrieval import near_duplicate, query_terms
 from co_cli.models.structured_answer import ProseAnswer, ask
@@ -483,7 +484,7 @@ async def read_message(
 
 async def confirmed(model: Model, reading: Reading, message: str, *, prompted: bool = False) -> Reading:
     """``reading`` with each part whose kind acts asked about once more, alone: a part read as a rule is asked
-    whether it is one (``memory.standing``: read alone as a task for now it is a request, as a fact a lasting
+    whether it is one (``context.standing``: read alone as a task for now it is a request, as a fact a lasting
     fact), and a fact that would be kept as someone else's whether that one is a person (``memory.people``: a
     place, a thing or a project makes it the user's)."""
     facts = []

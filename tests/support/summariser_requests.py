@@ -7,6 +7,7 @@ import json
 import re
 from typing import Any
 
+from co_cli.context import standing
 from tests.support.scripted_server import (
     JSON,
     RecordedRequest,
@@ -23,21 +24,31 @@ SUMMARISER_INSTRUCTIONS = "You summarise conversations between a user and an AI 
 SUMMARY_RE = re.compile(r"\A\[Summary of (\d+) earlier messages\]\n")
 
 
-def is_summariser_request(body: JSON | None) -> bool:
+def _system_says(body: JSON | None, words: str) -> bool:
     messages = (body or {}).get("messages", [])
-    return any(m.get("role") == "system" and SUMMARISER_INSTRUCTIONS in message_text(m) for m in messages)
+    return any(m.get("role") == "system" and words in message_text(m) for m in messages)
+
+
+def is_rule_question(body: JSON | None) -> bool:
+    """Whether the request asks whether one sentence a summary named a rule is one (``context.standing``)."""
+    return _system_says(body, standing.INSTRUCTIONS)
+
+
+def is_summariser_request(body: JSON | None) -> bool:
+    """A request of the summarisation model: a summary, or the question asked of a rule it named."""
+    return _system_says(body, SUMMARISER_INSTRUCTIONS) or is_rule_question(body)
 
 
 def summariser_reply(body: JSON, text: str, *, delay: float = 0.0, **fields: Any) -> Reply:
     """The summariser's typed answer with ``text`` as its summary and ``fields`` (standing_instructions,
     changes, next_step, people): a call of the output tool the request offers; the JSON object as text when the
     request asks for prompted output (the schema in its instructions); ``text`` alone for a plain-text request
-    (a merge of partial summaries)."""
-    answer = {"summary": text, **fields}
+    (a merge of partial summaries). Asked about a rule it named, it says it is one."""
+    answer = {"answer": "rule"} if is_rule_question(body) else {"summary": text, **fields}
     tools = [tool["function"]["name"] for tool in body.get("tools", []) if tool.get("type") == "function"]
     if tools:
         return ToolCalls([(tools[0], answer)], delay=delay)
-    if any('"SummaryAnswer"' in message_text(m) for m in body.get("messages", []) if m.get("role") == "system"):
+    if is_rule_question(body) or _system_says(body, '"SummaryAnswer"'):
         return Text(json.dumps(answer), delay=delay)
     return Text(text, delay=delay)
 
