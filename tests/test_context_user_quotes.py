@@ -24,8 +24,8 @@ from co_cli.context.user_quotes import (
 )
 from co_cli.context.user_words import USER_WORDS_HEADING, Entry
 from co_cli.store import ReadPart
-from tests.support.chatty import chatty
-from tests.support.messages import texts_of
+from tests.support.chatty import FILLER, chatty
+from tests.support.messages import reply, texts_of, user
 from tests.support.summariser import prose_summariser, scripted_summariser, typed_summariser, typed_summary
 
 pytestmark = pytest.mark.anyio
@@ -436,3 +436,45 @@ async def test_a_plain_summary_that_copies_an_earlier_block_has_one_block_of_cha
     assert isinstance(second, CompactionResult) and second.method == "summary"
     text = summary_of(second)
     assert text.count(CHANGES_HEADING) == 1 and text.count(f"> {said.change}") == 1 and f"> {moved}" in text
+
+
+async def test_a_digest_quotes_the_next_step_and_changes_of_the_messages_read_one_at_a_time() -> None:
+    """With no summary (the summariser failed or was not asked), the digest still quotes what each message's own
+    reading found: the next step under the digest, the change closing it, both in the user's words."""
+    prompts = SPANISH.prompts()
+    said = {
+        said_key(prompts[2]): [ReadPart("change", SPANISH.change)],
+        said_key(prompts[3]): [ReadPart("next_step", SPANISH.next_step)],
+    }
+    result = await compact_middle(chatty(prompts), None, max_history_messages=4, said=said)
+    assert isinstance(result, CompactionResult) and result.method == "digest"
+    text = summary_of(result)
+    assert f"{NEXT_STEP_HEADING}\n> {SPANISH.next_step}" in text
+    assert text.rstrip().endswith(f"{CHANGES_HEADING}\n> {SPANISH.change}")
+
+
+async def test_a_digest_carries_the_quotes_of_an_earlier_summary_whole_and_once() -> None:
+    """An earlier summary's quoted next step and changes ride whole in a digest that replaces it, even when its
+    prose is cut to fit, and are not repeated; a next step a message read later states takes the step's place."""
+    from co_cli.synthetic import summary_request
+    from tests.support.messages import ack
+
+    prose = "## Goal\nShip v3.2.\n\n" + "The user walked through the release checklist. " * 60
+    body = "\n\n".join(
+        [prose, f"{NEXT_STEP_HEADING}\n> {ENGLISH.next_step}", changes_block([StatedChange(ENGLISH.change, "")])]
+    )
+    messages = chatty(["Let us look at the packaging scripts now.", "And the signing keys after that."])
+    messages[2:2] = [summary_request(40, body), ack()]
+    result = await compact_middle(messages, None, max_history_messages=4)
+    assert isinstance(result, CompactionResult) and result.method == "digest"
+    text = summary_of(result)
+    assert text.count("The user walked through the release checklist.") < 60  # the prose was cut
+    assert text.count(f"> {ENGLISH.next_step}") == 1 and text.count(f"> {ENGLISH.change}") == 1
+    later = "Then we write the migration notes for the signing keys."
+    said = {said_key(later): [ReadPart("next_step", later)]}
+    messages[-5:-5] = [user(later), reply(FILLER)]
+    result = await compact_middle(messages, None, max_history_messages=4, said=said)
+    assert isinstance(result, CompactionResult)
+    text = summary_of(result)
+    assert f"{NEXT_STEP_HEADING}\n> {later}" in text and f"> {ENGLISH.next_step}" not in text
+    assert text.count(f"> {ENGLISH.change}") == 1

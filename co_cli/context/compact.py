@@ -29,6 +29,7 @@ from co_cli.context.ledger import (
     select_missing,
     split_kept_verbatim,
 )
+from co_cli.context.pins import normalise
 from co_cli.context.standing import confirmed_rules
 from co_cli.context.summarize import SummaryMode, summarize_messages
 from co_cli.context.tokens import estimate_messages_tokens
@@ -39,6 +40,7 @@ from co_cli.context.user_quotes import (
     NEXT_STEP_HEADING,
     Reading,
     Said,
+    StatedChange,
     Suggestion,
     carry_earlier,
     changes_block,
@@ -50,6 +52,7 @@ from co_cli.context.user_quotes import (
     suggest,
     suggestions_info,
     take_block,
+    with_quotes,
 )
 from co_cli.context.user_words import Entry, UserWords, keep_user_words, user_entries
 from co_cli.errors import CoError
@@ -317,13 +320,25 @@ async def _checked_summary(
 def _earlier_quotes(span: Sequence[ModelMessage]) -> list[str]:
     """The user's sentences that earlier summaries in ``span`` quoted (verified when they were made; the user's
     words those summaries carry may hold them only shortened by now)."""
-    quotes: list[str] = []
-    for message in span:
-        if is_summary(message):
-            text = summary_text_of(message)
-            quoted = take_block(text, NEXT_STEP_HEADING)[1] + take_block(text, CHANGES_HEADING)[1]
-            quotes += [quote for quote, _ in quoted]
-    return quotes
+    return [quote for quote, _ in _earlier_blocks(span, NEXT_STEP_HEADING) + _earlier_blocks(span, CHANGES_HEADING)]
+
+
+def _earlier_blocks(span: Sequence[ModelMessage], heading: str) -> list[tuple[str, str]]:
+    """The quotes (with their "before" notes) under ``heading`` in the earlier summaries of ``span``, oldest
+    first."""
+    return [q for message in span if is_summary(message) for q in take_block(summary_text_of(message), heading)[1]]
+
+
+def _digest_text(span: Sequence[ModelMessage], entries: Sequence[Entry], said: Said) -> str:
+    """The extractive digest of ``span`` with what it holds of the user's verified words quoted as a summary
+    quotes them: the next step and changes its earlier summaries quoted, then those the messages read one at a
+    time state (the latest next step)."""
+    read = read_said([entry.text for entry in entries], said)[0]
+    steps = [quote for quote, _ in _earlier_blocks(span, NEXT_STEP_HEADING)]
+    earlier = [StatedChange(quote, old) for quote, old in _earlier_blocks(span, CHANGES_HEADING)]
+    changes = {normalise(change.text): change for change in [*earlier, *read.changes]}
+    quoted = Reading(changes=tuple(changes.values()), next_step=read.next_step or (steps[-1] if steps else None))
+    return with_quotes(extractive_digest(span), quoted)
 
 
 def _earlier_prose_identifiers(span: Sequence[ModelMessage]) -> list[Identifier]:
@@ -604,7 +619,9 @@ class _Middle:
         found = _Found.of(None, self.everything, self.said)
         carried = keep_user_words(self.entries, user_words_tokens, omitted=self.omitted)
         info = {**(carried.info() if carried else {}), **suggestions_info(found.suggestions)}
-        digest = summary_request(self.n, extractive_digest(self.middle), self.latest, info or None)
+        digest = summary_request(
+            self.n, _digest_text(self.middle, self.everything, self.said), self.latest, info or None
+        )
         if self.added_tokens(digest) < self.tokens:
             return self.result(digest, "digest", error, found)
         if not must_fit:
@@ -685,7 +702,7 @@ async def compact_all(
         found = _Found.of(None, everything, said or {})
         words = keep_user_words(entries, user_words_tokens, omitted=omitted)
         info = {**(words.info() if words else {}), **suggestions_info(found.suggestions)}
-        summary = summary_request(n, extractive_digest(messages), latest, info or None)
+        summary = summary_request(n, _digest_text(messages, everything, said or {}), latest, info or None)
         method: CompactionMethod = "digest"
     else:
         found = _Found.of(checked, everything, said or {})

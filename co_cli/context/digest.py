@@ -19,6 +19,7 @@ from typing import Any
 from pydantic_ai.messages import ModelMessage
 
 from co_cli.context.ledger import append_missing, check_summary, extract_identifiers, split_kept_verbatim
+from co_cli.context.user_quotes import CHANGES_HEADING, NEXT_STEP_HEADING, take_block
 from co_cli.context.user_words import CARRIED_KEY, USER_WORDS_HEADING, user_entries
 from co_cli.message_view import PartView, views
 from co_cli.synthetic import LATEST_REQUEST_HEADING, SUMMARY_PREFIX, carried_info, covers, is_summary, synthetic_kind
@@ -193,7 +194,8 @@ _USER_SECTION_RE = re.compile(rf"^{re.escape(USER_SECTION_HEADING)}\n(?:.+\n?)*"
 
 def _summary_prose(message: ModelMessage) -> str:
     """An earlier summary's text without co's prefix, the user's words it carries (the user section lists
-    them) and its "Kept verbatim" lists (the ledger carries those)."""
+    them), its "Kept verbatim" lists (the ledger carries those) and the next step and changes it quoted (the
+    digest's own quotes carry those)."""
     text = "\n".join(view.text for view in views(message) if view.kind == "user")
     if synthetic_kind(message) == "marker":
         return ""
@@ -205,6 +207,8 @@ def _summary_prose(message: ModelMessage) -> str:
     prose = prose.split(f"\n{USER_WORDS_HEADING}\n", 1)[0]
     if carried_info(message, CARRIED_KEY) is not None:
         prose = _USER_SECTION_RE.sub("", prose)  # an earlier digest's user messages: carried beside it
+    for heading in (NEXT_STEP_HEADING, CHANGES_HEADING):  # quoted whole beside the digest (``compact``)
+        prose = take_block(prose, heading)[0]
     prose = prose.strip()
     if prose.startswith(DIGEST_HEADING):  # carried by its content: its headings would nest once per compaction
         prose = prose.removeprefix(DIGEST_HEADING).lstrip().removeprefix(EARLIER_LABEL)

@@ -50,6 +50,7 @@ __all__ = [
     "suggest",
     "suggestions_info",
     "take_block",
+    "with_quotes",
 ]
 
 NEXT_STEP_HEADING = "The next step, as the user stated it:"
@@ -244,16 +245,25 @@ def _overlaps(sentence: str, others: Sequence[str]) -> bool:
     return any(own in (other := normalise(text)) or other in own for text in others)
 
 
-def quote_next_step(body: str, next_step: str | None) -> str:
+def quote_next_step(body: str, next_step: str | None, *, always: bool = False) -> str:
     """A summary ``body`` with the user's ``next_step`` quoted right under its "Pending" heading (at its end
-    when it has none); unchanged when it holds the sentence already (in any case)."""
-    if not next_step or next_step.casefold() in body.casefold():
+    when it has none); unchanged when it holds the sentence already (in any case), unless ``always`` (a digest
+    lists the user's messages, where nothing says which sentence is the next step)."""
+    if not next_step or (not always and next_step.casefold() in body.casefold()):
         return body
     block = f"{NEXT_STEP_HEADING}\n> {next_step}"
     under = _PENDING_HEADING_RE.search(body)
     if under is not None:
         return f"{body[: under.end()]}\n{block}{body[under.end() :]}"
     return f"{body.rstrip()}\n\n{block}"
+
+
+def with_quotes(body: str, reading: Reading) -> str:
+    """A digest's ``body`` with the user's next step quoted under its "Pending" heading (or at its end) and the
+    changes they stated closing it, as a summary carries them."""
+    text = quote_next_step(body, reading.next_step, always=True)
+    changes = changes_block(reading.changes)
+    return f"{text.rstrip()}\n\n{changes}" if changes else text
 
 
 def changes_block(changes: Sequence[StatedChange]) -> str:
