@@ -402,3 +402,23 @@ def test_a_bare_file_name_in_a_summary_is_written_as_the_one_path_it_stands_for(
         "old/settings.prod.toml."
     )
     assert complete_paths("Nothing to do.", identifiers) == "Nothing to do."
+
+
+def test_a_summarys_headings_names_and_cut_sentences_are_listed_bare() -> None:
+    """From a summary's prose, a name the summariser capitalised and a heading carry no sentence (it would be
+    the summariser's own label), nor does a sentence cut short; a sentence of the prose that says what a number
+    is goes with it."""
+    prose = (
+        "## Goal: Improve Checkout latency\n"
+        "**Basket Validation**: check a basket before stock is reserved.\n"
+        "Inside the cluster the checkout API answers on 9321.\n"
+        "The user said the cache lives on … so cache-node-09 is the host now."
+    )
+    listed = kept_verbatim(reconcile("Nothing kept.", [summary_request(12, prose), ack()]).text)
+    assert "Improve Checkout" in listed and "Basket Validation" in listed and "cache-node-09" in listed
+    assert "9321 — Inside the cluster the checkout API answers on 9321." in listed
+    # a user's own sentence still goes with its identifier
+    span: list[ModelMessage] = [user("Before the refunds table is touched, check with Priya Raman."), reply("Noted.")]
+    assert kept_verbatim(reconcile("Nothing.", span).text) == [
+        "Priya Raman — Before the refunds table is touched, check with Priya Raman."
+    ]

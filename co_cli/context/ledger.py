@@ -607,12 +607,16 @@ def _argument_identifiers(args_text: str) -> Iterator[tuple[str, IdentifierKind]
         yield from _scan(value[:MAX_ARG_SCAN_CHARS])
 
 
-def _in_sentences(text: str) -> Iterator[tuple[str, IdentifierKind, str]]:
-    """The identifiers of ``text``, each with the sentence it is written in (see ``Identifier.sentence``)."""
+def _in_sentences(text: str, *, prose: bool = False) -> Iterator[tuple[str, IdentifierKind, str]]:
+    """The identifiers of ``text``, each with the sentence it is written in (see ``Identifier.sentence``). No
+    sentence is one cut short ("…": shortened words, a digest's cut prose), and in a summary's ``prose`` a
+    heading is none, nor is the sentence of a capitalised name: the summariser wrote those, and the sentence
+    is mostly its own heading or label ("## Goal: Improve Checkout …")."""
     spans = sentence_spans(text)
     for start, found, kind in _scan_at(text):
         sentence = next((" ".join(text[s:e].split()) for s, e in spans if s <= start < e), "")
         fits = sentence != found and len(sentence) <= MAX_ITEM_CHARS and _contains(sentence, found)
+        fits = fits and "…" not in sentence and not (prose and (kind == "proper" or sentence.startswith("#")))
         yield found, kind, sentence if fits else ""
 
 
@@ -624,7 +628,7 @@ def _message_identifiers(message: ModelMessage) -> Iterator[tuple[str, Identifie
             if view.kind != "user":
                 continue
             prose, items = split_kept_verbatim(_summary_body(message, view.text))
-            for text, kind, sentence in _in_sentences(prose):
+            for text, kind, sentence in _in_sentences(prose, prose=True):
                 yield text, kind, "summary", sentence
             for item in items:
                 for text, kind, sentence in _item_identifiers(item):
