@@ -203,3 +203,22 @@ def test_a_project_file_cannot_loosen_the_sandbox(tmp_path: Path, home: Path, mo
     assert any("shell_network" in w and "stricter" in w for w in loaded.warnings)
     (project / ".co-cli" / "settings.json").write_text(json.dumps({"shell_sandbox": "on"}))
     assert load_settings(cwd=project).settings.shell_sandbox == "on"
+
+
+def test_a_killed_cos_temporary_directory_is_removed_by_the_next_and_a_live_ones_is_kept(tmp_path: Path) -> None:
+    """co's TMPDIR for sandboxed commands is named by its process; one whose process is gone (a co killed with
+    SIGKILL never ran its exit) is removed, with what commands left in it; a running co's and anything else stay."""
+    import subprocess
+    import sys
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = tmp_path / f"{sandbox.TEMP_PREFIX}{gone.stdout.strip()}-abc123"
+    (dead / "build").mkdir(parents=True)
+    (dead / "build" / "out.o").write_text("left by a command")
+    live = tmp_path / f"{sandbox.TEMP_PREFIX}{os.getpid()}-def456"
+    live.mkdir()
+    other = tmp_path / f"{sandbox.TEMP_PREFIX}notapid-x"
+    other.mkdir()
+    sandbox.remove_orphans(tmp_path)
+    assert not dead.exists() and live.is_dir() and other.is_dir()
+    assert sandbox.temp_dir().name.startswith(f"{sandbox.TEMP_PREFIX}{os.getpid()}-")

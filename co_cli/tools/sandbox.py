@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import atexit
 import functools
+import os
 import shutil
 import subprocess
 import sys
@@ -107,13 +108,41 @@ def probe(network: bool) -> str:
     return ""
 
 
+TEMP_PREFIX = "co-shell-"
+
+
 @functools.cache
 def temp_dir() -> Path:
     """co's temporary directory for sandboxed commands (``TMPDIR`` inside the sandbox): one per process, private
-    (0700), removed when co exits."""
-    path = Path(tempfile.mkdtemp(prefix="co-shell-"))
+    (0700), named by the process's id, removed when co exits; those a co killed without its exit left (its
+    process is gone) are removed first."""
+    remove_orphans(Path(tempfile.gettempdir()))
+    path = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-"))
     atexit.register(shutil.rmtree, path, ignore_errors=True)
     return path
+
+
+def remove_orphans(parent: Path) -> None:
+    """Remove the temporary directories under ``parent`` that this user's co processes made and that no
+    running process holds any more (the process whose id the name carries is gone)."""
+    for path in parent.glob(f"{TEMP_PREFIX}*-*"):
+        pid = path.name.removeprefix(TEMP_PREFIX).split("-", 1)[0]
+        try:
+            if not pid.isdigit() or path.is_symlink() or path.stat().st_uid != os.getuid() or _alive(int(pid)):
+                continue
+        except OSError:
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process of that id: alive
+        return True
+    return True
 
 
 def confinement(mode: SandboxMode, network: bool, cwd: Path, read_only: tuple[Path, ...] = ()) -> Confinement:
