@@ -280,12 +280,19 @@ def stretches(texts: Sequence[str], size: int = SPAN) -> list[list[str]]:
     return [list(texts[i : i + size]) for i in range(0, len(texts), size)]
 
 
+RULE_QUESTIONS = "rule questions"
+"""Where ``--answers`` keeps the answers to the rule question, by rule (no stretch's key: those hold its
+messages)."""
+
+
 def summariser(args: argparse.Namespace, texts: Sequence[str]) -> list[Reader]:
     """co's compaction reading by the model ``-m``: the messages in stretches of ``SPAN`` user turns (each answered
     "OK."), each stretch summarised as compaction asks it (``context.summarize.summarize_messages``: one typed
     answer with the standing instructions, the changes and the next step quoted from the user), and the quotes
     verified as compaction verifies them (``context.pins``). A message is a rule when a verified standing
-    instruction lies in it and not also a change or the next step (``user_quotes.read_answer``), a change when a
+    instruction lies in it and not also a change or the next step (``user_quotes.read_answer``) and, asked about
+    alone as compaction asks it before pinning (``context.standing.confirmed_rules``), it reads as a rule (the
+    reading before that question is reported too); a change when a
     change's quote is found in it (before compaction's further check that the earlier value occurs in the stretch,
     which one message alone rarely has), the next step when the stretch's one next step lies in it (a stretch
     with two next-step messages can have only one found). Answers are kept in ``--answers`` by stretch."""
@@ -295,6 +302,7 @@ def summariser(args: argparse.Namespace, texts: Sequence[str]) -> list[Reader]:
 
     from co_cli.config import load_settings
     from co_cli.context.pins import find_quote, normalise
+    from co_cli.context.standing import confirmed_rules
     from co_cli.context.summarize import SummaryAnswer, summarize_messages
     from co_cli.context.user_quotes import read_answer
     from co_cli.models import resolve_model
@@ -326,24 +334,43 @@ def summariser(args: argparse.Namespace, texts: Sequence[str]) -> list[Reader]:
                 answers_path.write_text(json.dumps(answers, ensure_ascii=False, indent=1))
 
     asyncio.run(read_all())
-    found: dict[str, set[str]] = {"rule": set(), "change": set(), "next_step": set()}
+    readings = {
+        key: read_answer(SummaryAnswer.model_validate(raw), group, [*group, REPLY])
+        for group in groups
+        if (raw := answers.get(key := "\n".join(group))) is not None
+    }
+    asked: dict[str, bool] = answers.setdefault(RULE_QUESTIONS, {})
+
+    async def ask_rules() -> None:
+        chosen = None
+        for rule in dict.fromkeys(rule for reading in readings.values() for rule in reading.rules):
+            if rule not in asked:
+                chosen = chosen or resolve_model(load_settings(model=args.model).settings, "command line").model
+                asked[rule] = bool((await confirmed_rules(chosen, [rule]))[0])
+                if answers_path:
+                    answers_path.write_text(json.dumps(answers, ensure_ascii=False, indent=1))
+
+    asyncio.run(ask_rules())
+    found: dict[str, set[str]] = {"rule": set(), "unasked_rule": set(), "change": set(), "next_step": set()}
     for group in groups:
         raw = answers.get("\n".join(group))
         if raw is None:
             continue
         answer = SummaryAnswer.model_validate(raw)
-        reading = read_answer(answer, group, [*group, REPLY])
+        reading = readings["\n".join(group)]
 
         def holding(quote: str | None, group: Sequence[str] = group) -> list[str]:
             return [text for text in group if quote and normalise(quote) in normalise(text)]
 
-        found["rule"].update(text for rule in reading.rules for text in holding(rule))
+        found["unasked_rule"].update(text for rule in reading.rules for text in holding(rule))
+        found["rule"].update(text for rule in reading.rules if asked.get(rule) for text in holding(rule))
         found["change"].update(text for c in answer.changes for text in holding(find_quote(c.quote, group)))
         found["next_step"].update(holding(reading.next_step))
     unread = sum(1 for group in groups if answers.get("\n".join(group)) is None)
     name = f"{args.model} summariser" + (f" ({unread} of {len(groups)} stretches unread)" if unread else "")
     return [
-        Reader("rule", f"{name}: standing instruction", lambda t: t in found["rule"]),
+        Reader("rule", f"{name}: standing instruction, not asked about alone", lambda t: t in found["unasked_rule"]),
+        Reader("rule", f"{name}: standing instruction, read as a rule when asked alone", lambda t: t in found["rule"]),
         Reader("change", f"{name}: change", lambda t: t in found["change"]),
         Reader("next_step", f"{name}: next step", lambda t: t in found["next_step"]),
     ]

@@ -13,6 +13,7 @@ from bench.bench_phrasing import (
     ABOUT,
     CORPUS,
     DECISIONS,
+    RULE_QUESTIONS,
     SPAN,
     TABLE_HEADER,
     CorpusError,
@@ -27,6 +28,7 @@ from bench.bench_phrasing import (
     summariser,
     table,
 )
+from co_cli.context.pins import find_quote
 
 
 @pytest.fixture(scope="module")
@@ -125,10 +127,13 @@ def test_the_summariser_method_counts_only_verified_quotes_in_their_message(
         },
         "\n".join(second): None,  # no typed answer: nothing read from these
     }
+    rule = find_quote(first[0], first)
+    assert rule is not None
     kept = tmp_path / "summaries.json"
-    kept.write_text(json.dumps(answers))
-    readers = {r.decision: r for r in summariser(argparse.Namespace(model="unused", answers=str(kept)), texts)}
-    assert set(readers) == {"rule", "change", "next_step"}
-    said = {decision: [t for t in texts if reader.read and reader.read(t)] for decision, reader in readers.items()}
-    assert said == {"rule": [first[0]], "change": [first[1]], "next_step": [first[2]]}
-    assert "(1 of 2 stretches unread)" in readers["rule"].name
+    for read_as_rule in (True, False):  # the answer to the rule question asked of it alone, kept with the others
+        kept.write_text(json.dumps({**answers, RULE_QUESTIONS: {rule: read_as_rule}}))
+        readers = summariser(argparse.Namespace(model="unused", answers=str(kept)), texts)
+        assert [r.decision for r in readers] == ["rule", "rule", "change", "next_step"]
+        said = [[t for t in texts if reader.read and reader.read(t)] for reader in readers]
+        assert said == [[first[0]], [first[0]] if read_as_rule else [], [first[1]], [first[2]]]
+        assert "(1 of 2 stretches unread)" in readers[0].name and "asked alone" in readers[1].name
