@@ -66,7 +66,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel  # noqa: E402
 from pydantic_ai.profiles import ModelProfile  # noqa: E402
 from pydantic_ai.settings import ModelSettings  # noqa: E402
 
-from co_cli.context import standing  # noqa: E402
+from co_cli.context import plans, standing  # noqa: E402
 from co_cli.deps import CoDeps  # noqa: E402
 from co_cli.memory import people, supersede  # noqa: E402
 from co_cli.memory.extract import ExtractionWorker, read_message  # noqa: E402
@@ -508,6 +508,8 @@ def scripted_model(variant: Variant, tool_calls: bool = False) -> FunctionModel:
         payload: dict[str, Any] = {"facts": [asdict(f) for f in facts_of.get(message, ())]}
         if standing.INSTRUCTIONS in (info.instructions or ""):  # is a part read as a rule one? the reading says so
             payload = {"answer": "rule"}
+        elif plans.INSTRUCTIONS in (info.instructions or ""):  # is a part read as the next step one? it says so
+            payload = {"answer": "later"}
         elif people.INSTRUCTIONS in (info.instructions or ""):  # whom a fact is about: a person, as the reading says
             payload = {"answer": "person"}
         elif supersede.INSTRUCTIONS in (info.instructions or ""):  # which memory a change replaces, asked apart

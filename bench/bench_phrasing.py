@@ -7,6 +7,7 @@ measured on the labelled corpus in bench/phrasing/ (see its README for the label
     python bench/bench_phrasing.py --split tune --lang en
     python bench/bench_phrasing.py --method model -m local:/path/model.gguf --answers /tmp/answers.json
     python bench/bench_phrasing.py --method summariser -m local:/path/model.gguf --answers /tmp/summaries.json
+    python bench/bench_phrasing.py --method step -m local:/path/model.gguf --answers /tmp/steps.json
 
 Reported figures use the held-out half (the default); anything tuned looks at ``--split tune`` only.
 
@@ -376,10 +377,42 @@ def summariser(args: argparse.Namespace, texts: Sequence[str]) -> list[Reader]:
     ]
 
 
+def step_question(args: argparse.Namespace, texts: Sequence[str]) -> list[Reader]:
+    """The next-step question alone (``context.plans.sort_step``), asked of every message by the model ``-m``: the
+    next step when it answers "later". In co it is asked only of what the reading called the next step; asked of
+    every message it is measured on every kind of sentence. Answers are kept in ``--answers`` by message."""
+    import asyncio
+
+    from co_cli.config import load_settings
+    from co_cli.context.plans import sort_step
+    from co_cli.models import resolve_model
+
+    answers_path = Path(args.answers) if args.answers else None
+    answers: dict[str, Any] = json.loads(answers_path.read_text()) if answers_path and answers_path.exists() else {}
+
+    async def ask_all() -> None:
+        chosen = None
+        for text in texts:
+            if text in answers:
+                continue
+            chosen = chosen or resolve_model(load_settings(model=args.model).settings, "command line").model
+            try:
+                answers[text] = await sort_step(chosen, text)
+            except Exception as exc:  # an answer that cannot be read counts as no reading
+                print(f"  no answer ({type(exc).__name__}): {text}", file=sys.stderr)
+                answers[text] = None
+            if answers_path:
+                answers_path.write_text(json.dumps(answers, ensure_ascii=False, indent=1))
+
+    asyncio.run(ask_all())
+    return [Reader("next_step", f"{args.model}: the next-step question alone", lambda t: answers.get(t) == "later")]
+
+
 METHODS: dict[str, Callable[[argparse.Namespace, Sequence[str]], list[Reader]]] = {
     "fallback": fallback,
     "model": model,
     "summariser": summariser,
+    "step": step_question,
 }
 
 
@@ -491,10 +524,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--misses", action="store_true", help="list each miss with its id and text")
     parser.add_argument("--every", type=int, default=1, help="only every N-th message of the half (a quick tuning run)")
     parser.add_argument(
-        "-m", "--model", default="local", help="--method model or summariser: the model, as co chat -m takes it"
+        "-m", "--model", default="local", help="--method model, summariser or step: the model, as co chat -m takes it"
     )
     parser.add_argument(
-        "--answers", help="--method model or summariser: a JSON file keeping the model's answers (resumes a run)"
+        "--answers", help="--method model, summariser or step: a JSON file keeping the model's answers (resumes a run)"
     )
     return parser.parse_args(argv)
 

@@ -24,6 +24,7 @@ from bench.bench_phrasing import (
     parse_args,
     score,
     split_of,
+    step_question,
     stretches,
     summariser,
     table,
@@ -137,3 +138,12 @@ def test_the_summariser_method_counts_only_verified_quotes_in_their_message(
         said = [[t for t in texts if reader.read and reader.read(t)] for reader in readers]
         assert said == [[first[0]], [first[0]] if read_as_rule else [], [first[1]], [first[2]]]
         assert "(1 of 2 stretches unread)" in readers[0].name and "asked alone" in readers[1].name
+
+
+def test_the_step_method_reads_the_next_step_from_the_questions_answers(tune: list[Labelled], tmp_path: Path) -> None:
+    texts = [row.text for row in tune[:4]]
+    kept = tmp_path / "steps.json"
+    kept.write_text(json.dumps({texts[0]: "later", texts[1]: "now", texts[2]: "fact", texts[3]: None}))
+    [reader] = step_question(argparse.Namespace(model="unused", answers=str(kept)), texts)
+    assert reader.decision == "next_step" and reader.read is not None
+    assert [reader.read(text) for text in texts] == [True, False, False, False]

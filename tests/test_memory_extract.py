@@ -13,12 +13,13 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.profiles import ModelProfile
 
 from co_cli.config import Settings
-from co_cli.context import standing
+from co_cli.context import plans, standing
 from co_cli.memory import people
 from co_cli.memory.extract import (
     ExtractionWorker,
     Fact,
     Reading,
+    extract_changes,
     new_value_for,
     plan,
     suggestions,
@@ -68,14 +69,21 @@ def reading(
     *,
     rules_hold: bool = True,
     persons: bool = True,
+    steps_read_as: str = "later",
+    step_questions: list[str] | None = None,
 ) -> FunctionModel:
     """A model that answers every message with the reading ``facts`` (in the mode it is asked in), a part read as a
-    rule, asked about alone, as a rule (``rules_hold``) or a task for now, and whom a fact is about, other than the
-    user, as a person (``persons``) or not."""
+    rule, asked about alone, as a rule (``rules_hold``) or a task for now, a part read as the next step, asked about
+    alone, as ``steps_read_as`` (each question's text added to ``step_questions`` when given), and whom a fact is
+    about, other than the user, as a person (``persons``) or not."""
 
     def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         if info.instructions and info.instructions.startswith(standing.INSTRUCTIONS[:40]):
             return reply(info, {"answer": "rule" if rules_hold else "task"})
+        if info.instructions and info.instructions.startswith(plans.INSTRUCTIONS[:40]):
+            if step_questions is not None:
+                step_questions.append(_prompt_of(messages))
+            return reply(info, {"answer": steps_read_as})
         if info.instructions and info.instructions.startswith(people.INSTRUCTIONS[:40]):
             return reply(info, {"answer": "person" if persons else "place"})
         if calls is not None:
@@ -536,6 +544,30 @@ def test_a_rule_that_reads_alone_as_a_task_for_now_is_not_kept(store: Memories) 
     calls: list[str] = []
     run_worker(store, reading([rule], calls, rules_hold=False), message, "auto")
     assert store.list(statuses=("active", "proposed")) == [] and len(calls) == 1
+
+
+@pytest.mark.parametrize(
+    ("read_as", "stored", "parts"),
+    [("later", [], ["next_step"]), ("fact", ["Ich sitze wieder am Abrechnungsmodul"], []), ("now", [], [])],
+)
+def test_a_next_step_is_asked_about_alone_and_stays_one_only_as_a_plan(
+    store: Memories, read_as: str, stored: list[str], parts: list[str]
+) -> None:
+    """The reading calls a sentence the next step; asked about its sentence alone, one for later stays the next
+    step (not a memory, quoted by compaction), a fact becomes a lasting fact, a request for now nothing."""
+    message = "Hallo! Ich sitze wieder am Abrechnungsmodul. Hast du kurz Zeit?"
+    step = fact("Ich sitze wieder am Abrechnungsmodul", kind="next_step", topic="next_step")
+    asked: list[str] = []
+
+    async def go() -> Any:
+        return await extract_changes(
+            reading([step], steps_read_as=read_as, step_questions=asked), store, message, PROJECT
+        )
+
+    extracted = asyncio.run(go())
+    assert asked == ['"Ich sitze wieder am Abrechnungsmodul."']  # the user's sentence, not the model's copy
+    assert [change.text for change in extracted.changes] == stored
+    assert [part.kind for part in extracted.parts] == parts
 
 
 def test_a_rule_asked_as_a_request_is_stored_as_an_instruction(store: Memories) -> None:

@@ -13,7 +13,7 @@ from pydantic_ai import CancellationToken
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from co_cli.context import standing
+from co_cli.context import plans, standing
 from co_cli.context.user_quotes import CHANGES_HEADING, NEXT_STEP_HEADING
 from co_cli.memory import people
 from co_cli.memory.extract import Reading, said_parts
@@ -53,6 +53,8 @@ def reader() -> FunctionModel:
         prompt = user_text(messages[-1]) or ""
         if standing.INSTRUCTIONS in (info.instructions or ""):  # each rule holds for every later answer
             return ModelResponse(parts=[TextPart(json.dumps({"answer": "rule"}))])
+        if plans.INSTRUCTIONS in (info.instructions or ""):  # each next step is a plan
+            return ModelResponse(parts=[TextPart(json.dumps({"answer": "later"}))])
         if people.INSTRUCTIONS in (info.instructions or ""):  # whom a fact is about is a person
             return ModelResponse(parts=[TextPart(json.dumps({"answer": "person"}))])
         if "<message>" in prompt:

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, Field, ValidationError
 from pydantic.json_schema import JsonDict
 
-from co_cli.context import standing
+from co_cli.context import plans, standing
 from co_cli.context.pins import asked, find_quote
 from co_cli.cues import memory_suggestions
 from co_cli.errors import CoError
@@ -485,14 +485,21 @@ async def read_message(
 async def confirmed(model: Model, reading: Reading, message: str, *, prompted: bool = False) -> Reading:
     """``reading`` with each part whose kind acts asked about once more, alone: a part read as a rule is asked
     whether it is one (``context.standing``: read alone as a task for now it is a request, as a fact a lasting
-    fact), and a fact that would be kept as someone else's whether that one is a person (``memory.people``: a
-    place, a thing or a project makes it the user's)."""
+    fact), a part read as the next step whether it is one for later (``context.plans``, asked of its sentence:
+    read alone as a request for now it is one, as a fact a lasting fact), and a fact that would be kept as someone
+    else's whether that one is a person (``memory.people``: a place, a thing or a project makes it the
+    user's)."""
     facts = []
     for fact in reading.facts:
         if fact.is_rule:
             alone = await standing.sort_rule(model, fact.quote, message, prompted=prompted)
             if alone != "rule":
                 fact = fact.model_copy(update={"form": "request" if alone == "task" else "statement",
+                                               "kind": "lasting_fact"})  # fmt: skip
+        elif fact.is_next_step:
+            step = await plans.sort_step(model, find_quote(fact.quote, [message]) or fact.quote, prompted=prompted)
+            if step != "later":
+                fact = fact.model_copy(update={"form": "request" if step == "now" else "statement",
                                                "kind": "lasting_fact"})  # fmt: skip
         name = whom_named(fact, message) or (fact.person or fact.subject).strip()
         if (
