@@ -1,7 +1,7 @@
 """Whether a sentence read as a rule is one: one focused question per such sentence.
 
 A small model reading a whole message, or summarising a stretch of conversation, calls many one-off requests and
-replies rules ("Rename the variable", "Give me three names", "Agreed, go with that"), and a rule kept by mistake
+replies rules ("Rename the variable", "Give me three names", "Sounds good, do that"), and a rule kept by mistake
 goes with every later request. So each part memory extraction reads as a rule, and each rule a summariser names
 before it is pinned, is asked about once more, alone: is it a task for now, a rule for every later answer, or a
 fact? The answer's schema allows only those three (asked as two, "every later answer or this one only", the 1.5B
