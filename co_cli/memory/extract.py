@@ -4,12 +4,12 @@ verified against the message, then acted on.
 After a turn is answered, the summarisation model is shown the user's message (never the assistant's answer) and the
 candidate memories: the nearest active ones by the message's own words (the FTS search) and those sharing their topic
 keys, each with its id, whom it is about and its topic key, and the other topic keys in use. It answers one ``Reading``
-in one request (``confirmed`` then asks one short question about each part read as a rule, and about each fact that
-would be kept as someone else's): 0-3 facts, each with the quote it comes from, how that quote is said (a statement, a
-question, a request), its subject (the words naming whom or what it is about, or "I" for the user), whom it is about
-(the user, another person, no one), its text in the user's own language and words, a snake_case topic key, its kind (a
-lasting fact, a change, a rule for the assistant, the next step, a passing state) and the id of a shown memory it
-supersedes. An empty list is a fine answer: questions and one-off requests hold nothing to keep.
+in one request (``confirmed`` then asks one short question about each part read as a rule or as the next step, and about
+each fact that would be kept as someone else's): 0-3 facts, each with the quote it comes from, how that quote is said (a
+statement, a question, a request), its subject (the words naming whom or what it is about, or "I" for the user), whom it
+is about (the user, another person, no one), its text in the user's own language and words, a snake_case topic key, its
+kind (a lasting fact, a change, a rule for the assistant, the next step, a passing state) and the id of a shown memory
+it supersedes. An empty list is a fine answer: questions and one-off requests hold nothing to keep.
 
 ``plan`` (pure) verifies each fact and decides what it changes: its quote must be in the message and its names
 and numbers too (``grounding``: checks that hold in any language); secrets are refused; a fact about no one,
