@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
 
+from co_cli.context.standing import question
 from co_cli.models.structured_answer import ask
 
 if TYPE_CHECKING:
@@ -47,6 +48,6 @@ async def sort_step(
     model: Model | str, sentence: str, *, prompted: bool = False, model_settings: ModelSettings | None = None
 ) -> StepReading:
     """How ``sentence``, read as the next step, reads alone: later (a plan), now (a request), or a fact."""
-    prompt = f'"{" ".join(sentence.split())}"'
+    prompt = question(sentence, sentence)
     answer = await ask(model, SortedStep, INSTRUCTIONS, prompt, prompted=prompted, model_settings=model_settings)
     return answer.answer
