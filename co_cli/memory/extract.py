@@ -46,7 +46,7 @@ from co_cli.context import plans, standing
 from co_cli.context.pins import asked, find_quote
 from co_cli.cues import memory_suggestions
 from co_cli.errors import CoError
-from co_cli.memory import people, supersede
+from co_cli.memory import people, revise, supersede
 from co_cli.memory.grounding import from_a_secret, grounded, names, normalise, numbers, quoted, said
 from co_cli.memory.retrieval import near_duplicate, query_terms
 from co_cli.models.structured_answer import ProseAnswer, ask
@@ -262,6 +262,8 @@ class Change:
     stated_change: bool = False
     """The model read it as a change of something said before: if no memory is named or shares its topic key,
     which one it makes out of date is asked apart (``memory.supersede``)."""
+    revised: bool = False
+    """Its text is the replaced memory rewritten by the model (``memory.revise``), not the reading's own."""
 
 
 def worth_extracting(prompt: str) -> bool:
@@ -498,8 +500,8 @@ async def confirmed(model: Model, reading: Reading, message: str, *, prompted: b
                                                "kind": "lasting_fact"})  # fmt: skip
         elif fact.is_next_step:
             step = await plans.sort_step(model, find_quote(fact.quote, [message]) or fact.quote, prompted=prompted)
-            if step != "later":
-                fact = fact.model_copy(update={"form": "request" if step == "now" else "statement",
+            if step != "later":  # as the reading said it, a statement or a request (read alone as a fact: a statement)
+                fact = fact.model_copy(update={"form": "statement" if step == "fact" else fact.form,
                                                "kind": "lasting_fact"})  # fmt: skip
         name = whom_named(fact, message) or (fact.person or fact.subject).strip()
         if (
@@ -547,6 +549,7 @@ async def extract_changes(
     topics = sorted({key for fact in reading.facts if (key := topic_key(fact.topic))})
     changes = plan(reading, message, shown, store.with_topics(topics, project))
     changes = await superseding(model, store, changes, message, project, prompted=prompted)
+    changes = await revising(model, store, changes, message, prompted=prompted)
     return Extracted(changes, said_parts(reading, message))
 
 
@@ -575,8 +578,37 @@ async def superseding(
                     continue  # the memory already says it
                 change = replace(change, op="update", target=target.id)
                 taken.append(target.id)
+            elif target is not None and (text := await revise.revised(
+                model, target.text, _sentence(change, message), prompted=prompted
+            )):  # fmt: skip
+                change = replace(change, op="update", target=target.id, text=text, revised=True)
+                taken.append(target.id)
         out.append(change)
     return out
+
+
+async def revising(
+    model: Model, store: Memories, changes: Sequence[Change], message: str, *, prompted: bool = False
+) -> list[Change]:
+    """``changes`` with each replacement that would lose more of the memory than the value it replaces
+    (``revise.loses``: a memory that holds a project and its date, replaced by the new date) made the memory
+    rewritten by the model, when the rewrite checks out (``revise.revised``: one request per such change)."""
+    out: list[Change] = []
+    for change in changes:
+        if change.op == "update" and change.target is not None and not change.revised:
+            with contextlib.suppress(CoError):
+                old = store.get(change.target).text
+                if revise.loses(change.text, old) and (
+                    text := await revise.revised(model, old, _sentence(change, message), prompted=prompted)
+                ):
+                    change = replace(change, text=text, revised=True)
+        out.append(change)
+    return out
+
+
+def _sentence(change: Change, message: str) -> str:
+    """The user's sentence a change comes from (the whole message when its quote is not found)."""
+    return find_quote(change.quote, [message]) or message
 
 
 def apply(store: Memories, changes: Sequence[Change], item: QueuedTurn, mode: ExtractMode) -> int:

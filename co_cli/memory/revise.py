@@ -1,0 +1,87 @@
+"""A memory brought up to date by the user's words when a change replaces only part of it.
+
+A small model keeps a message whole as one memory more often than not ("We're building Heron, an ingestion
+pipeline in Rust; it has to ship by May 20"), and reads a later change in words that hold the new value only
+("new date is June 11") or none ("Heron got pushed back"). Replaced by the change's own text, the memory loses
+the rest of what it said (the project); left beside it, the old value stays active (the May date). So before a
+change replaces a memory that holds more than the change says, the model is asked, in one focused question, to
+write that memory as it is now, shown the memory and the user's sentence. Nothing here reads the words: the
+answer is checked by its names and numbers (``grounding``, in any language) and taken only when it holds
+nothing that is neither the memory's nor the user's, brings a value of the user's sentence, and takes one of
+the memory's away (a rewrite that keeps every old value keeps the old value active). Otherwise the change
+stays as it was read.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, Field
+
+from co_cli.memory.grounding import grounded, names, numbers, said
+from co_cli.models.structured_answer import ask
+from co_cli.secrets import find_secret
+
+if TYPE_CHECKING:
+    from pydantic_ai.models import Model
+
+MAX_CHARS = 300
+LOST_VALUES = 2
+"""A change whose text lacks this many of the memory's names and numbers would lose more than the value it
+replaces (one name, or a date's month and day, is the value itself), so the memory is rewritten instead."""
+
+INSTRUCTIONS = """The user told an assistant something that makes one of its memories out of date. Write the memory
+as it is now: the user's new value in place of the old one, everything else the memory says kept, in the memory's
+language. Nothing the user did not say.
+
+Examples:
+Memory: "Wir nutzen Jenkins für CI und deployen freitags" Said: "CI läuft jetzt auf GitLab"
+-> {"text": "Wir nutzen GitLab für CI und deployen freitags"}
+Memory: "Mon chat Tom a 3 ans et vit à Nantes" Said: "On a déménagé à Rennes le mois dernier"
+-> {"text": "Mon chat Tom a 3 ans et vit à Rennes"}
+Memory: "Ship date for Atlas is Oct 2" Said: "Atlas slipped to Nov 9, sadly"
+-> {"text": "Ship date for Atlas is Nov 9"}"""
+
+
+class Revised(BaseModel):
+    text: str = Field(description="the memory as it is now", json_schema_extra={"maxLength": MAX_CHARS})
+
+
+def _values(text: str) -> list[str]:
+    return [*numbers(text), *names(text, starts=True)]
+
+
+def _holds(value: str, text: str) -> bool:
+    return value in numbers(text) if value.isdigit() else said(value, text)
+
+
+def loses(text: str, old: str) -> bool:
+    """Whether replacing the memory ``old`` by ``text`` would lose more than the value replaced: ``text`` lacks
+    LOST_VALUES or more of ``old``'s names and numbers."""
+    return sum(not _holds(value, text) for value in set(_values(old))) >= LOST_VALUES
+
+
+def acceptable(revised: str, old: str, sentence: str) -> bool:
+    """Whether ``revised`` can be the memory ``old`` brought up to date by the user's ``sentence``: every name and
+    number of it is the memory's or the sentence's, it holds a value of the sentence that the memory lacks, it
+    lacks one of the memory's (the value replaced), and it holds no secret."""
+    if not revised.strip() or find_secret(revised) is not None or not grounded(revised, f"{sentence}\n{old}"):
+        return False
+    brings = any(not _holds(value, old) for value in _values(revised))
+    takes = any(not _holds(value, revised) for value in _values(old))
+    return brings and takes
+
+
+def question(old: str, sentence: str) -> str:
+    return f'Memory: "{" ".join(old.split())}"\nSaid: "{" ".join(sentence.split())}"'
+
+
+async def revised(model: Model, old: str, sentence: str, *, prompted: bool = False) -> str | None:
+    """The memory ``old`` as it is after the user's ``sentence``, as the model writes it, when ``acceptable``;
+    None otherwise (a failed request included: the change stays as it was read)."""
+    try:
+        answer = await ask(model, Revised, INSTRUCTIONS, question(old, sentence), prompted=prompted)
+    except Exception:
+        return None
+    text = " ".join(answer.text.split())
+    return text if acceptable(text, old, sentence) else None
