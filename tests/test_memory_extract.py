@@ -14,7 +14,7 @@ from pydantic_ai.profiles import ModelProfile
 
 from co_cli.config import Settings
 from co_cli.context import plans, standing
-from co_cli.memory import people
+from co_cli.memory import people, revise
 from co_cli.memory.extract import (
     ExtractionWorker,
     Fact,
@@ -185,6 +185,7 @@ def test_a_change_with_the_key_of_a_memory_not_shown_is_asked_about(store: Memor
     moved = fact("Seit dem Sommer wohne ich in Leipzig", topic="home_city", kind="change")  # names no memory
     asked: list[str] = []
     run_worker(store, superseding([moved], answer, asked), message, "auto")
+    asked = [q for q in asked if q.startswith("Said:")]  # not the rewrite of the memory replaced
     assert len(asked) == 1 and f"- {old.ref} | I live in Bremen" in asked[0]
     if answer == "none":
         assert active(store) == [
@@ -265,6 +266,83 @@ def test_a_named_memory_the_fact_only_takes_from_stays(store: Memories) -> None:
     assert "Kite's new date is March 3" in active(store)
 
 
+def test_a_change_that_replaces_part_of_a_memory_rewrites_it(store: Memories) -> None:
+    """A memory kept whole (a project and its date) and a change that holds the new date only: the model is asked
+    to write the memory as it is now, shown the memory and the user's sentence, and the project is kept."""
+    old = store.add("Kite ist ein Build-Tool in Go und erscheint am 9. Februar", actor="extractor",
+                    subject=Subject("project", "user"))  # fmt: skip
+    message = "Kite verschiebt sich, neuer Termin ist der 3. März"
+    moved = fact("Kite erscheint am 3. März", quote="neuer Termin ist der 3. März", kind="change", topic="project",
+                 replaces=old.ref)  # fmt: skip
+    asked: list[str] = []
+    rewrite = "Kite ist ein Build-Tool in Go und erscheint am 3. März"
+    run_worker(store, superseding([moved], "none", asked, rewrite), message, "auto")
+    assert asked == [f'Memory: "{old.text}"\nSaid: "{message}"']
+    assert active(store) == [rewrite] and store.get(old.id).replaced_by is not None
+    store.history.undo()
+    assert active(store) == [old.text]
+
+
+@pytest.mark.parametrize(
+    "rewrite",
+    [
+        "Kite is a build tool in Go and ships on Feb 9, now March 3",  # keeps the old value active
+        "Kite is a build tool in Rust and ships on March 3",  # a name of no one's
+        "Kite is a build tool in Go and ships on Feb 9",  # the memory unchanged
+    ],
+)
+def test_a_rewrite_that_does_not_check_out_leaves_the_change_as_read(store: Memories, rewrite: str) -> None:
+    old = store.add("Kite is a build tool in Go and ships on Feb 9", actor="extractor",
+                    subject=Subject("project", "user"))  # fmt: skip
+    message = "Kite slipped, the new date is March 3"
+    moved = fact("Kite ships on March 3", quote="the new date is March 3", kind="change", topic="project",
+                 replaces=old.ref)  # fmt: skip
+    asked: list[str] = []
+    run_worker(store, superseding([moved], "none", asked, rewrite), message, "auto")
+    assert len(asked) == 1 and active(store) == ["Kite ships on March 3"]
+
+
+def test_a_change_that_takes_only_from_the_memory_it_names_rewrites_it(store: Memories) -> None:
+    """A change that says only that something moved ("Kite slipped") with the new value in the same sentence:
+    the memory the question links it to is rewritten from the sentence (replaced by "Kite slipped", it would
+    lose what it says)."""
+    old = store.add("Kite ships on Feb 9", actor="extractor", subject=Subject("kite_deadline", "user"))
+    message = "Kite slipped to March 3"
+    asked: list[str] = []
+    run_worker(store, superseding([fact("Kite slipped", kind="change", topic="delay")], old.ref, asked,
+                                  "Kite ships on March 3"), message, "auto")  # fmt: skip
+    assert [q.split("\n")[0] for q in asked] == ['Said: "Kite slipped"', 'Memory: "Kite ships on Feb 9"']
+    assert active(store) == ["Kite ships on March 3"]
+
+
+@pytest.mark.parametrize(
+    ("text", "old", "loses"),
+    [
+        ("Kite ships on March 3", "Kite is a build tool in Go and ships on Feb 9", True),
+        ("I write go and use nano", "I write go and use vim and fish", True),  # no names: words
+        ("大阪に住んでいます", "東京に住んでいます", True),
+        ("Now I live in Lyon, not Paris", "I live in Paris", False),  # it says all the memory says
+    ],
+)
+def test_a_replacement_that_may_lose_words_of_the_memory_is_rewritten(text: str, old: str, loses: bool) -> None:
+    assert revise.loses(text, old) is loses
+
+
+@pytest.mark.parametrize(
+    ("rewrite", "ok"),
+    [
+        ("Unser Projekt Kestrel erscheint am 14. April", True),
+        ("Unser Projekt Kestrel erscheint am 3. März", False),  # the memory as it was
+        ("Unser Projekt Kestrel erscheint am 3. März oder 14. April", False),  # the old value kept
+        ("Unser Projekt Falke erscheint am 14. April", False),  # a name no one said
+        ("", False),
+    ],
+)
+def test_a_rewrite_is_checked_by_its_names_and_numbers(rewrite: str, ok: bool) -> None:
+    old, sentence = "Unser Projekt Kestrel erscheint am 3. März", "Kestrel verschiebt sich auf den 14. April"
+    assert revise.acceptable(rewrite, old, sentence) is ok
+
+
 def test_a_topic_key_alone_replaces_nothing(store: Memories) -> None:
     """A small model copies the topic keys it is shown onto unrelated facts: a fact not read as a change, with the
     key of a memory, is added beside it."""
@@ -283,15 +361,21 @@ def test_no_replacement_without_the_model_or_a_matching_topic(store: Memories) -
     assert store.get(pets.id).status == "active"
 
 
-def superseding(facts: list[dict[str, Any]], answer: str, asked: list[str]) -> FunctionModel:
-    """A model that reads every message as ``facts`` and answers the question of which memory a change makes out
-    of date with ``answer`` (an id, or "none"), noting each such question in ``asked``."""
+def superseding(
+    facts: list[dict[str, Any]], answer: str, asked: list[str], rewrite: str | None = None
+) -> FunctionModel:
+    """A model that reads every message as ``facts``, answers the question of which memory a change makes out
+    of date with ``answer`` (an id, or "none"), and the request to rewrite a memory with ``rewrite`` (none when
+    not given: the answer fails), noting each such question in ``asked``."""
 
     def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         prompt = _prompt_of(messages)
         if prompt.startswith("Said:"):
             asked.append(prompt)
             return reply(info, {"replaces": answer})
+        if prompt.startswith("Memory:"):
+            asked.append(prompt)
+            return reply(info, {"text": rewrite} if rewrite is not None else {})
         return reply(info, {"facts": facts})
 
     return FunctionModel(respond)
@@ -308,6 +392,7 @@ def test_a_stated_change_with_no_shared_topic_asks_which_memory_it_replaces(stor
     moved = fact("Me trasladé a Turín", quote="no vivo en Oporto, me trasladé a Turín", topic="moved", kind="change")
     asked: list[str] = []
     run_worker(store, superseding([moved], old.ref, asked), message, mode)
+    asked = [q for q in asked if q.startswith("Said:")]  # not the rewrite of the memory replaced
     assert len(asked) == 1 and f"- {old.ref} | Vivo en Oporto" in asked[0] and "me trasladé a Turín" in asked[0]
     if mode == "auto":
         assert active(store) == ["Toco el bajo en un grupo", "Me trasladé a Turín"]
@@ -547,16 +632,24 @@ def test_a_rule_that_reads_alone_as_a_task_for_now_is_not_kept(store: Memories) 
 
 
 @pytest.mark.parametrize(
-    ("read_as", "stored", "parts"),
-    [("later", [], ["next_step"]), ("fact", ["Ich sitze wieder am Abrechnungsmodul"], []), ("now", [], [])],
+    ("read_as", "form", "stored", "parts"),
+    [
+        ("later", "statement", [], ["next_step"]),
+        ("fact", "statement", ["Ich sitze wieder am Abrechnungsmodul"], []),
+        ("fact", "request", ["Ich sitze wieder am Abrechnungsmodul"], []),
+        ("now", "statement", ["Ich sitze wieder am Abrechnungsmodul"], []),
+        ("now", "request", [], []),
+    ],
 )
 def test_a_next_step_is_asked_about_alone_and_stays_one_only_as_a_plan(
-    store: Memories, read_as: str, stored: list[str], parts: list[str]
+    store: Memories, read_as: str, form: str, stored: list[str], parts: list[str]
 ) -> None:
     """The reading calls a sentence the next step; asked about its sentence alone, one for later stays the next
-    step (not a memory, quoted by compaction), a fact becomes a lasting fact, a request for now nothing."""
+    step (not a memory, quoted by compaction), a fact becomes a lasting fact, and one for now is what the reading
+    said it is: a statement is a lasting fact (a small model answers "now" for a change said with "now", or a new
+    date), a request keeps nothing."""
     message = "Hallo! Ich sitze wieder am Abrechnungsmodul. Hast du kurz Zeit?"
-    step = fact("Ich sitze wieder am Abrechnungsmodul", kind="next_step", topic="next_step")
+    step = fact("Ich sitze wieder am Abrechnungsmodul", kind="next_step", topic="next_step", form=form)
     asked: list[str] = []
 
     async def go() -> Any:

@@ -1,10 +1,10 @@
 """A memory brought up to date by the user's words when a change replaces only part of it.
 
-A small model keeps a message whole as one memory more often than not ("We're building Heron, an ingestion
-pipeline in Rust; it has to ship by May 20"), and reads a later change in words that hold the new value only
-("new date is June 11") or none ("Heron got pushed back"). Replaced by the change's own text, the memory loses
-the rest of what it said (the project); left beside it, the old value stays active (the May date). So before a
-change replaces a memory that holds more than the change says, the model is asked, in one focused question, to
+A small model keeps a message whole as one memory more often than not ("Kite is our build tool in Go and it
+ships on Feb 9"), and reads a later change in words that hold the new value only ("the new date is March 3") or
+none ("Kite slipped"). Replaced by the change's own text, the memory loses the rest of what it said (the
+project); left beside it, the old value stays active (the February date). So before a
+change replaces a memory that holds words the change lacks, the model is asked, in one focused question, to
 write that memory as it is now, shown the memory and the user's sentence. Nothing here reads the words: the
 answer is checked by its names and numbers (``grounding``, in any language) and taken only when it holds
 nothing that is neither the memory's nor the user's, brings a value of the user's sentence, and takes one of
@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
-from co_cli.memory.grounding import grounded, names, numbers, said
+from co_cli.memory.grounding import MIN_NAME_CHARS, grounded, names, numbers, said
+from co_cli.memory.retrieval import words
 from co_cli.models.structured_answer import ask
 from co_cli.secrets import find_secret
 
@@ -26,9 +27,6 @@ if TYPE_CHECKING:
     from pydantic_ai.models import Model
 
 MAX_CHARS = 300
-LOST_VALUES = 2
-"""A change whose text lacks this many of the memory's names and numbers would lose more than the value it
-replaces (one name, or a date's month and day, is the value itself), so the memory is rewritten instead."""
 
 INSTRUCTIONS = """The user told an assistant something that makes one of its memories out of date. Write the memory
 as it is now: the user's new value in place of the old one, everything else the memory says kept, in the memory's
@@ -56,9 +54,12 @@ def _holds(value: str, text: str) -> bool:
 
 
 def loses(text: str, old: str) -> bool:
-    """Whether replacing the memory ``old`` by ``text`` would lose more than the value replaced: ``text`` lacks
-    LOST_VALUES or more of ``old``'s names and numbers."""
-    return sum(not _holds(value, text) for value in set(_values(old))) >= LOST_VALUES
+    """Whether replacing the memory ``old`` by ``text`` may lose something of it: ``old`` holds a word ``text``
+    lacks (compared as characters, an ending aside: ``grounding.said``). Which of those words are the value
+    replaced and which are the rest is not read here, so every such replacement is rewritten by the model (a
+    memory of the user's editor and shell, both written in lower case, holds no name that a change of editor
+    lacks)."""
+    return any(not said(word, text) for word in words(old) if len(word) >= MIN_NAME_CHARS)
 
 
 def acceptable(revised: str, old: str, sentence: str) -> bool:
