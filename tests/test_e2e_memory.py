@@ -180,19 +180,22 @@ def test_a_change_stated_in_spanish_supersedes_the_old_memory(
         ("m1", "Vivo en Zaragoza", "home_city", "user")
     ]
     # the change shares no word with the memory, so it is not shown; the model reads a change, gives the topic key
-    # in use and names no memory; asked apart which memory it makes out of date, shown that one, it names it
+    # in use and names no memory; asked apart which memory it makes out of date, shown that one, it names it; the
+    # memory is then written as it is now, from the user's sentence
     scripted_server.script(
         Text("¡Suerte con la mudanza!"),
         ToolCalls([("final_result", {"facts": [_home("Me mudé a Gijón el mes pasado", "me mudé a Gijón", "change")]})]),
         ToolCalls([("final_result", {"replaces": "m1"})]),
+        ToolCalls([("final_result", {"text": "Vivo en Gijón"})]),
     )
     second = run_co(["chat", "-p", "Por cierto, me mudé a Gijón el mes pasado"], env, workdir)
     assert second.returncode == 0, second.stderr
-    extraction, question = scripted_server.chat_requests[-2:]
+    extraction, question, rewrite = scripted_server.chat_requests[-3:]
     assert "home_city" in json.dumps(extraction.messages)  # told the topic keys in use
     assert "- m1 | Vivo en Zaragoza" in json.dumps(question.messages, ensure_ascii=False)
+    assert 'Memory: \\"Vivo en Zaragoza\\"' in json.dumps(rewrite.messages, ensure_ascii=False)
     listed = json.loads(run_co(["memory", "list", "--json"], env, workdir).stdout)
-    assert [(m["id"], m["text"]) for m in listed] == [("m2", "Me mudé a Gijón el mes pasado")]
+    assert [(m["id"], m["text"]) for m in listed] == [("m2", "Vivo en Gijón")]
     shown = run_co(["memory", "list", "--all"], env, workdir).stdout
     assert "m1 [user, fact] deleted Vivo en Zaragoza" in shown
     log = run_co(["memory", "log"], env, workdir).stdout
