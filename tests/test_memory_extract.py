@@ -335,11 +335,25 @@ def test_a_replacement_that_may_lose_words_of_the_memory_is_rewritten(text: str,
         ("Unser Projekt Kestrel erscheint am 3. März", False),  # the memory as it was
         ("Unser Projekt Kestrel erscheint am 3. März oder 14. April", False),  # the old value kept
         ("Unser Projekt Falke erscheint am 14. April", False),  # a name no one said
+        ("Unser Projekt Kestrel erscheint im Frühling", False),  # nothing of the user's sentence
         ("", False),
     ],
 )
 def test_a_rewrite_is_checked_by_its_names_and_numbers(rewrite: str, ok: bool) -> None:
     old, sentence = "Unser Projekt Kestrel erscheint am 3. März", "Kestrel verschiebt sich auf den 14. April"
+    assert revise.acceptable(rewrite, old, sentence) is ok
+
+
+@pytest.mark.parametrize(
+    ("rewrite", "ok"),
+    [
+        ("uso nano para todo y mi shell es bash", True),  # the value the sentence names, in lower case
+        ("uso vim y nano para todo y mi shell es bash", False),  # the old one kept beside it
+        ("uso vim para todo y mi shell es bash", False),  # unchanged
+    ],
+)
+def test_a_rewrite_may_replace_a_value_written_in_lower_case(rewrite: str, ok: bool) -> None:
+    old, sentence = "uso vim para todo y mi shell es bash", "la semana pasada cambié de vim a nano"
     assert revise.acceptable(rewrite, old, sentence) is ok
 
 

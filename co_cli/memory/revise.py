@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from pydantic_ai.models import Model
 
 MAX_CHARS = 300
+MIN_WORDS_CHARS = 3
+"""The words compared are this long or longer ("in", "à", "am" are no value)."""
 
 INSTRUCTIONS = """The user told an assistant something that makes one of its memories out of date. Write the memory
 as it is now: the user's new value in place of the old one, everything else the memory says kept, in the memory's
@@ -45,10 +47,6 @@ class Revised(BaseModel):
     text: str = Field(description="the memory as it is now", json_schema_extra={"maxLength": MAX_CHARS})
 
 
-def _values(text: str) -> list[str]:
-    return [*numbers(text), *names(text, starts=True)]
-
-
 def _holds(value: str, text: str) -> bool:
     return value in numbers(text) if value.isdigit() else said(value, text)
 
@@ -64,13 +62,25 @@ def loses(text: str, old: str) -> bool:
 
 def acceptable(revised: str, old: str, sentence: str) -> bool:
     """Whether ``revised`` can be the memory ``old`` brought up to date by the user's ``sentence``: every name and
-    number of it is the memory's or the sentence's, it holds a value of the sentence that the memory lacks, it
-    lacks one of the memory's (the value replaced), and it holds no secret."""
+    number of it is the memory's or the sentence's; it holds a name, number or word of the sentence that the
+    memory lacks (the new value); it lacks one of the memory's names or numbers, or one of its words that the
+    sentence says (the value replaced: "from vim to helix" names it, a value written in lower case is no name);
+    and it holds no secret. A rewrite that keeps the old value beside the new one keeps it active, so it fails."""
     if not revised.strip() or find_secret(revised) is not None or not grounded(revised, f"{sentence}\n{old}"):
         return False
-    brings = any(not _holds(value, old) for value in _values(revised))
-    takes = any(not _holds(value, revised) for value in _values(old))
+    brings = any(not _holds(v, old) and _holds(v, sentence) for v in [*_values(revised), *_words(revised)])
+    takes = any(not _holds(value, revised) for value in _values(old)) or any(
+        not said(word, revised) and said(word, sentence) for word in _words(old)
+    )
     return brings and takes
+
+
+def _values(text: str) -> list[str]:
+    return [*numbers(text), *names(text, starts=True)]
+
+
+def _words(text: str) -> list[str]:
+    return [word for word in words(text) if len(word) >= MIN_WORDS_CHARS]
 
 
 def question(old: str, sentence: str) -> str:
