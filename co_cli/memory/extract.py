@@ -18,7 +18,9 @@ classification, no words read); a fact is another person's when the model says s
 someone the message names (``whose``); a rule becomes an ``instruction`` memory. A fact replaces a memory when the
 model names it (``replaces``, one of the memories shown) or when it has the same subject (about, person) and
 topic key as exactly one active memory the model was shown, and only when it can be that memory's new value
-(``new_value_for``, read from names and numbers); never because of the words used. A replaced memory stays in the log
+(``new_value_for``, read from names and numbers); never because of the words used. What replaces it is the memory
+as the model rewrites it from the user's sentence when that checks out (``memory.revise``), else the fact's text.
+A replaced memory stays in the log
 and ``co memory undo`` brings it back. With ``memory_extract = review`` the changes become proposals; with
 ``auto`` they are applied at once (logged and undoable); at most ``MAX_PROPOSALS`` per message.
 
