@@ -498,7 +498,7 @@ async def confirmed(model: Model, reading: Reading, message: str, *, prompted: b
         if fact.is_rule:
             alone = await standing.sort_rule(model, fact.quote, message, prompted=prompted)
             if alone != "rule":
-                fact = fact.model_copy(update={"form": fact.form if alone == "task" else "statement",
+                fact = fact.model_copy(update={"form": "request" if alone == "task" else "statement",
                                                "kind": "lasting_fact"})  # fmt: skip
         elif fact.is_next_step:
             step = await plans.sort_step(model, find_quote(fact.quote, [message]) or fact.quote, prompted=prompted)
