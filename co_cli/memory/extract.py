@@ -592,9 +592,9 @@ async def superseding(
 async def revising(
     model: Model, store: Memories, changes: Sequence[Change], message: str, *, prompted: bool = False
 ) -> list[Change]:
-    """``changes`` with each replacement that would lose more of the memory than the value it replaces
-    (``revise.loses``: a memory that holds a project and its date, replaced by the new date) made the memory
-    rewritten by the model, when the rewrite checks out (``revise.revised``: one request per such change)."""
+    """``changes`` with each replacement that may lose words of the memory (``revise.loses``: a memory that holds
+    a project and its date, replaced by the new date) made the memory rewritten by the model, when the rewrite
+    checks out (``revise.revised``: one request per such change)."""
     out: list[Change] = []
     for change in changes:
         if change.op == "update" and change.target is not None and not change.revised:

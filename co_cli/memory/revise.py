@@ -6,10 +6,11 @@ none ("Kite slipped"). Replaced by the change's own text, the memory loses the r
 project); left beside it, the old value stays active (the February date). So before a
 change replaces a memory that holds words the change lacks, the model is asked, in one focused question, to
 write that memory as it is now, shown the memory and the user's sentence. Nothing here reads the words: the
-answer is checked by its names and numbers (``grounding``, in any language) and taken only when it holds
-nothing that is neither the memory's nor the user's, brings a value of the user's sentence, and takes one of
-the memory's away (a rewrite that keeps every old value keeps the old value active). Otherwise the change
-stays as it was read.
+answer is checked as characters (``grounding``, in any language) and taken only when its names and numbers are
+the memory's or the user's, it brings a value of the user's sentence, and it takes one of the memory's away (a
+rewrite that keeps every old value keeps the old value active). Otherwise the change stays as it was read. (In
+a script written without spaces a sentence is one "word", so a rewrite there is never taken: the change's own
+text replaces the memory, as before.)
 """
 
 from __future__ import annotations
