@@ -31,7 +31,7 @@ from co_cli.memory.extract import (
 from co_cli.memory.inject import relevant_memories, render_memory_section
 from co_cli.memory.review import describe
 from co_cli.models import ModelChoice, build_model
-from co_cli.store.memories import Memories, Subject
+from co_cli.store.memories import Memories, Memory, Subject
 from co_cli.store.queue import ExtractionQueue
 from tests.support.scripted_server import ScriptedServer, Text
 
@@ -266,17 +266,25 @@ def test_a_named_memory_the_fact_only_takes_from_stays(store: Memories) -> None:
     assert "Kite's new date is March 3" in active(store)
 
 
+def _replace_project(
+    store: Memories, old: str, message: str, text: str, quote: str, rewrite: str
+) -> tuple[Memory, list[str]]:
+    """A project's memory ``old``, then ``message`` read as the change ``text`` (from ``quote``) that names it as
+    replaced, the rewrite answered with ``rewrite``: the memory, and the questions asked."""
+    project = store.add(old, actor="extractor", subject=Subject("project", "user"))
+    moved = fact(text, quote=quote, kind="change", topic="project", replaces=project.ref)
+    asked: list[str] = []
+    run_worker(store, superseding([moved], "none", asked, rewrite), message, "auto")
+    return project, asked
+
+
 def test_a_change_that_replaces_part_of_a_memory_rewrites_it(store: Memories) -> None:
     """A memory kept whole (a project and its date) and a change that holds the new date only: the model is asked
     to write the memory as it is now, shown the memory and the user's sentence, and the project is kept."""
-    old = store.add("Kite ist ein Build-Tool in Go und erscheint am 9. Februar", actor="extractor",
-                    subject=Subject("project", "user"))  # fmt: skip
     message = "Kite verschiebt sich, neuer Termin ist der 3. März"
-    moved = fact("Kite erscheint am 3. März", quote="neuer Termin ist der 3. März", kind="change", topic="project",
-                 replaces=old.ref)  # fmt: skip
-    asked: list[str] = []
     rewrite = "Kite ist ein Build-Tool in Go und erscheint am 3. März"
-    run_worker(store, superseding([moved], "none", asked, rewrite), message, "auto")
+    old, asked = _replace_project(store, "Kite ist ein Build-Tool in Go und erscheint am 9. Februar", message,
+                                  "Kite erscheint am 3. März", "neuer Termin ist der 3. März", rewrite)  # fmt: skip
     assert asked == [f'Memory: "{old.text}"\nSaid: "{message}"']
     assert active(store) == [rewrite] and store.get(old.id).replaced_by is not None
     store.history.undo()
@@ -292,13 +300,9 @@ def test_a_change_that_replaces_part_of_a_memory_rewrites_it(store: Memories) ->
     ],
 )
 def test_a_rewrite_that_does_not_check_out_leaves_the_change_as_read(store: Memories, rewrite: str) -> None:
-    old = store.add("Kite is a build tool in Go and ships on Feb 9", actor="extractor",
-                    subject=Subject("project", "user"))  # fmt: skip
-    message = "Kite slipped, the new date is March 3"
-    moved = fact("Kite ships on March 3", quote="the new date is March 3", kind="change", topic="project",
-                 replaces=old.ref)  # fmt: skip
-    asked: list[str] = []
-    run_worker(store, superseding([moved], "none", asked, rewrite), message, "auto")
+    _, asked = _replace_project(store, "Kite is a build tool in Go and ships on Feb 9",
+                                "Kite slipped, the new date is March 3", "Kite ships on March 3",
+                                "the new date is March 3", rewrite)  # fmt: skip
     assert len(asked) == 1 and active(store) == ["Kite ships on March 3"]
 
 
