@@ -380,14 +380,19 @@ def test_no_replacement_without_the_model_or_a_matching_topic(store: Memories) -
 
 
 def superseding(
-    facts: list[dict[str, Any]], answer: str, asked: list[str], rewrite: str | None = None
+    facts: list[dict[str, Any]], answer: str, asked: list[str], rewrite: str | None = None, *, step: str = "later"
 ) -> FunctionModel:
     """A model that reads every message as ``facts``, answers the question of which memory a change makes out
     of date with ``answer`` (an id, or "none"), and the request to rewrite a memory with ``rewrite`` (none when
-    not given: the answer fails), noting each such question in ``asked``."""
+    not given: the answer fails), noting each such question in ``asked``; a name it is asked about is a
+    person's, and a next step asked about alone is ``step``."""
 
     def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         prompt = _prompt_of(messages)
+        if info.instructions and info.instructions.startswith(people.INSTRUCTIONS[:40]):
+            return reply(info, {"answer": "person"})
+        if info.instructions and info.instructions.startswith(plans.INSTRUCTIONS[:40]):
+            return reply(info, {"answer": step})
         if prompt.startswith("Said:"):
             asked.append(prompt)
             return reply(info, {"replaces": answer})
@@ -440,6 +445,30 @@ def test_a_change_that_shares_no_word_or_key_with_a_memory_asks_nothing(store: M
     assert asked == [] and active(store) == ["Vivo en Oporto", "Me trasladé a Turín"]
 
 
+@pytest.mark.parametrize("step", ["now", "fact"])
+def test_a_statement_read_as_the_next_step_but_told_now_is_asked_which_memory_it_replaces(
+    store: Memories, step: str
+) -> None:
+    """A change said with a time word is often read as the next step; asked alone, it is something told, so
+    which memory it makes out of date is asked as for a stated change."""
+    old = store.add("I deploy kite-web with Ansible", actor="extractor", subject=Subject("deploy_tool", "user"))
+    message = "I deploy kite-web with Helm these days."
+    helm = fact("I deploy kite-web with Helm these days", kind="next_step", topic="deployment")
+    asked: list[str] = []
+    run_worker(store, superseding([helm], old.ref, asked, step=step), message, "auto")
+    assert [q for q in asked if q.startswith("Said:")] and active(store) == [message.rstrip(".")]
+    assert store.get(old.id).replaced_by is not None
+
+
+def test_a_next_step_for_later_is_not_asked_which_memory_it_replaces(store: Memories) -> None:
+    store.add("I deploy kite-web with Ansible", actor="extractor", subject=Subject("deploy_tool", "user"))
+    message = "Next I want to deploy kite-web with Helm."
+    helm = fact("deploy kite-web with Helm", kind="next_step", topic="next_step", form="request")
+    asked: list[str] = []
+    run_worker(store, superseding([helm], "m1", asked), message, "auto")
+    assert asked == [] and active(store) == ["I deploy kite-web with Ansible"]
+
+
 def test_only_a_stated_change_is_asked_about(store: Memories) -> None:
     store.add("Toco el bajo en un grupo", actor="extractor", subject=Subject("hobby", "user"))
     asked: list[str] = []
@@ -470,6 +499,34 @@ def test_a_colleagues_fact_is_about_them_not_the_user(store: Memories) -> None:
     again = fact("Дмитрий перешёл на Neovim", about="another_person", person="Дмитрий", topic="editor", kind="change")
     run_worker(store, reading([again]), "Дмитрий перешёл на Neovim", "auto")
     assert active(store) == ["I write code in Helix", "Дмитрий перешёл на Neovim"]
+
+
+def test_a_role_handed_from_one_colleague_to_another_replaces_the_first_ones(store: Memories) -> None:
+    """A change about one person takes the place of another person's memory when the message names both and the
+    supersede question says so; the user's own memory on the topic is never shown for it."""
+    mine = store.add("I cut the kite releases on Fridays", actor="extractor", subject=Subject("releases", "user"))
+    theirs = store.add("Tomasz owns the kite release checklist", actor="extractor",
+                       subject=Subject("release_owner", "other", "Tomasz"))  # fmt: skip
+    message = "Tomasz switched teams, Aiko owns the kite release checklist from now on"
+    aiko = fact("Aiko owns the kite release checklist", about="another_person", person="Aiko",
+                topic="checklist_owner", kind="change")  # fmt: skip
+    asked: list[str] = []
+    run_worker(store, superseding([aiko], theirs.ref, asked), message, "auto")
+    [question] = [q for q in asked if q.startswith("Said:")]
+    assert f"- {theirs.ref} | Tomasz owns" in question and mine.ref not in question
+    assert active(store) == ["I cut the kite releases on Fridays", "Aiko owns the kite release checklist"]
+    assert store.get(theirs.id).replaced_by is not None
+
+
+def test_a_colleagues_change_that_does_not_name_the_other_leaves_their_memory(store: Memories) -> None:
+    theirs = store.add("Tomasz owns the kite release checklist", actor="extractor",
+                       subject=Subject("release_owner", "other", "Tomasz"))  # fmt: skip
+    message = "Aiko owns the kite release checklist from now on"
+    aiko = fact("Aiko owns the kite release checklist", about="another_person", person="Aiko",
+                topic="checklist_owner", kind="change")  # fmt: skip
+    asked: list[str] = []
+    run_worker(store, superseding([aiko], theirs.ref, asked), message, "auto")
+    assert asked == [] and store.get(theirs.id).status == "active"
 
 
 def test_a_fact_the_model_calls_the_users_is_another_persons_when_its_subject_names_them(store: Memories) -> None:

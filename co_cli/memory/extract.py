@@ -41,7 +41,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, PrivateAttr, ValidationError
 from pydantic.json_schema import JsonDict
 
 from co_cli.context import plans, standing
@@ -203,6 +203,9 @@ class Fact(BaseModel):
     replaces: str | None = Field(
         None, description="the id (m12) of a memory shown that this fact supersedes", json_schema_extra=_bounded(12)
     )
+    _told_not_planned: bool = PrivateAttr(False)
+    """Read as the next step and, asked alone, as something told (``confirmed``): a change said with a time word
+    ("… now") is often read so, so which memory it makes out of date is asked as for a stated change."""
 
     @property
     def questioned(self) -> bool:
@@ -225,6 +228,12 @@ class Fact(BaseModel):
     def is_change(self) -> bool:
         """Whether it says something changed: the model says so, and it is not a question."""
         return self.kind == "change" and not self.questioned
+
+    @property
+    def may_change(self) -> bool:
+        """Whether the memory it makes out of date, if any, is asked about: a change, or a statement read as the
+        next step that, alone, was not one (``_told_not_planned``)."""
+        return self.is_change or (self._told_not_planned and not self.asks)
 
     @property
     def is_next_step(self) -> bool:
@@ -360,7 +369,7 @@ def checked(
     kind = "instruction" if fact.is_rule else "fact"
     return Change(
         "add" if target is None else "update", text, None if target is None else target.id, kind, subject,
-        quote=fact.quote, stated_change=fact.is_change,
+        quote=fact.quote, stated_change=fact.may_change,
     )  # fmt: skip
 
 
@@ -460,6 +469,13 @@ def same_subject(memory: Memory, subject: Subject) -> bool:
     return bool(subject.person and memory.person and normalise(subject.person) == normalise(memory.person))
 
 
+def handed_over(memory: Memory, subject: Subject, message: str) -> bool:
+    """Whether a change about one person may take the place of ``memory``, another person's: a role handed from
+    one to the other ("Marek went on leave, so Ines reviews now"), when the message names both. The user's own
+    facts and other people's never replace each other."""
+    return memory.about == subject.about == "other" and bool(memory.person) and said(memory.person or "", message)
+
+
 def _shown(ref: str | None, known: dict[int, Memory]) -> Memory | None:
     if not ref:
         return None
@@ -505,6 +521,7 @@ async def confirmed(model: Model, reading: Reading, message: str, *, prompted: b
             if step != "later":  # as the reading said it, a statement or a request (read alone as a fact: a statement)
                 fact = fact.model_copy(update={"form": "statement" if step == "fact" else fact.form,
                                                "kind": "lasting_fact"})  # fmt: skip
+                fact._told_not_planned = True
         name = whom_named(fact, message) or (fact.person or fact.subject).strip()
         if (
             fact.kept
@@ -566,7 +583,7 @@ async def superseding(
     for change in changes:
         if change.op == "add" and change.stated_change:
             near = supersede.candidates(store, f"{change.quote} {change.text}", change.subject.topic, project, taken)
-            shown = [m for m in near if same_subject(m, change.subject)]  # the user's change, never someone else's
+            shown = [m for m in near if same_subject(m, change.subject) or handed_over(m, change.subject, message)]
             try:
                 target = await supersede.superseded(model, change.quote or change.text, shown, prompted=prompted)
             except Exception:  # the fact is kept as it is: a change not linked is better than one lost
