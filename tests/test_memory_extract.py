@@ -469,6 +469,16 @@ def test_a_next_step_for_later_is_not_asked_which_memory_it_replaces(store: Memo
     assert asked == [] and active(store) == ["I deploy kite-web with Ansible"]
 
 
+def test_a_name_the_index_stems_to_a_short_word_shows_no_memory(store: Memories) -> None:
+    """The full-text index stems "Ines" to "in": a memory holding "in" shares no word with the change."""
+    store.add("Kite is a build tool in Go", actor="extractor", subject=Subject("project", "user"))
+    message = "Ines looks after the releases now"
+    ines = fact(message, topic="release_owner", kind="change")
+    asked: list[str] = []
+    run_worker(store, superseding([ines], "m1", asked), message, "auto")
+    assert asked == [] and active(store) == ["Kite is a build tool in Go", message]
+
+
 def test_only_a_stated_change_is_asked_about(store: Memories) -> None:
     store.add("Toco el bajo en un grupo", actor="extractor", subject=Subject("hobby", "user"))
     asked: list[str] = []

@@ -11,7 +11,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.profiles import ModelProfile
 
 from co_cli.memory.extract import Reading
-from co_cli.memory.grounding import from_a_secret, grounded, names, normalise, quoted, said
+from co_cli.memory.grounding import from_a_secret, grounded, names, normalise, quoted, said, shares_a_word
 from co_cli.models.structured_answer import ask
 
 pytestmark = pytest.mark.allow_model_requests
@@ -101,6 +101,21 @@ def test_a_person_is_said_with_another_ending_but_not_another_name() -> None:
     assert said("Ольгой", "Ольга пишет на Kotlin")
     assert said("佐藤", "同僚の佐藤さんは")
     assert not said("Olga", "Ольга пишет на Kotlin")
+
+
+@pytest.mark.parametrize(
+    ("terms", "text", "shares"),
+    [
+        (["moving"], "Tove moved to Malmö", True),
+        (["umgezogen"], "Ich bin nach Köln umgezogen", True),
+        (["go"], "Our services are written in Go", True),
+        (["ines"], "a build tool in Go", False),  # the index stems "ines" to "in"
+        (["reviews"], "Karin does our code reviewing", True),
+        (["tea"], "I drink coffee", False),
+    ],
+)
+def test_a_word_is_shared_as_characters(terms: list[str], text: str, shares: bool) -> None:
+    assert shares_a_word(terms, text) is shares
 
 
 def test_nothing_comes_from_the_sentence_that_holds_a_secret() -> None:

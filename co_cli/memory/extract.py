@@ -49,7 +49,7 @@ from co_cli.context.pins import asked, find_quote
 from co_cli.cues import memory_suggestions
 from co_cli.errors import CoError
 from co_cli.memory import people, revise, supersede
-from co_cli.memory.grounding import from_a_secret, grounded, names, normalise, numbers, quoted, said
+from co_cli.memory.grounding import from_a_secret, grounded, names, normalise, numbers, quoted, said, shares_a_word
 from co_cli.memory.retrieval import near_duplicate, query_terms
 from co_cli.models.structured_answer import ProseAnswer, ask
 from co_cli.secrets import find_secret
@@ -300,10 +300,12 @@ def whom(memory: Memory) -> str:
 
 
 def candidates(store: Memories, message: str, project: str) -> list[Memory]:
-    """The memories the model is shown: the nearest active ones by the message's own words (FTS), then those
-    sharing a topic key with them."""
+    """The memories the model is shown: the nearest active ones by the message's own words (FTS, each sharing a
+    word as characters: ``grounding.shares_a_word``), then those sharing a topic key with them."""
     terms = query_terms(message)
-    near = [c.memory for c in store.search(terms, project=project, limit=NEIGHBOURS)] if terms else []
+    near = [
+        c.memory for c in store.search(terms, project=project, limit=NEIGHBOURS) if shares_a_word(terms, c.memory.text)
+    ]
     seen = {m.id for m in near}
     same = [m for m in store.with_topics(sorted({m.topic for m in near if m.topic}), project) if m.id not in seen]
     return [*near, *same][:MAX_SHOWN]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import re
 import unicodedata
+from collections.abc import Sequence
 
 from co_cli.context import pins
 from co_cli.secrets import find_secret
@@ -85,6 +86,18 @@ def said(name: str, message: str) -> bool:
     words = _runs(message)
     parts = [p for p in _runs(name) if len(p) >= MIN_NAME_CHARS]
     return all(any(_same_word(part, word) for word in words) for part in parts)
+
+
+def shares_a_word(terms: Sequence[str], text: str) -> bool:
+    """Whether one of ``terms`` is a word of ``text`` or begins as one does (MIN_STEM_CHARS characters: "moved"
+    and "moving"), read as characters. The full-text index stems words as English, so a name can match a short
+    word: "Ines" is stemmed to "in" and matched every memory holding "in"."""
+    runs = _runs(text)
+    return any(
+        run == word or len(os.path.commonprefix([run, word])) >= MIN_STEM_CHARS
+        for word in map(normalise, terms)
+        for run in runs
+    )
 
 
 def _same_word(a: str, b: str) -> bool:

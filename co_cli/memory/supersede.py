@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, create_model
 
+from co_cli.memory.grounding import shares_a_word
 from co_cli.memory.retrieval import query_terms
 from co_cli.models.structured_answer import ask
 from co_cli.store import Memories, Memory
@@ -38,11 +39,14 @@ Said: "Ahora uso Neovim." Memories: m1 | Vivo en Cádiz; m4 | Mi perro se llama 
 
 
 def candidates(store: Memories, words: str, topic: str | None, project: str, taken: Sequence[int]) -> list[Memory]:
-    """The memories a change in ``words`` may make out of date: the nearest by its words and those with its topic
-    key, at most SHOWN, none of ``taken``. (Shown the newest memories when none shared a word or the key, the
-    1.5B model named unrelated ones: a project's deadline for a colleague's leave, that for "Cheers".)"""
+    """The memories a change in ``words`` may make out of date: the nearest by its words (a word shared as
+    characters: ``grounding.shares_a_word``) and those with its topic key, at most SHOWN, none of ``taken``.
+    (Shown the newest memories when none shared a word or the key, the 1.5B model named unrelated ones: a
+    project's deadline for a colleague's leave, that for "Cheers".)"""
     terms = query_terms(words)
-    near = [c.memory for c in store.search(terms, project=project, limit=NEAREST)] if terms else []
+    near = [
+        c.memory for c in store.search(terms, project=project, limit=NEAREST) if shares_a_word(terms, c.memory.text)
+    ]
     same = store.with_topics([topic], project) if topic else []
     found: dict[int, Memory] = {}
     for memory in [*near, *same]:
