@@ -73,7 +73,7 @@ def test_every_form_reaches_the_model_and_each_question_is_answered_from_the_mem
         else:
             assert PLAIN_INTRO not in instructions and INTRO not in instructions
             assert message.startswith(PLAIN_INTRO) and message.endswith(f"\n\n{ENGLISH.questions['name']}")
-            assert "- My name is Sam" in message
+            assert "- I'm Sam" in message
     assert FORM == "section", "co's default form is back after the bench"
 
 

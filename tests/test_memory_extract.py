@@ -528,6 +528,26 @@ def test_a_role_handed_from_one_colleague_to_another_replaces_the_first_ones(sto
     assert store.get(theirs.id).replaced_by is not None
 
 
+def test_a_role_handed_from_a_colleague_to_the_user_replaces_theirs(store: Memories) -> None:
+    theirs = store.add("Tomasz owns the kite release checklist", actor="extractor",
+                       subject=Subject("release_owner", "other", "Tomasz"))  # fmt: skip
+    message = "Tomasz switched teams, so I own the kite release checklist from now on"
+    mine = fact("I own the kite release checklist", topic="checklist_owner", kind="change")
+    asked: list[str] = []
+    run_worker(store, superseding([mine], theirs.ref, asked), message, "auto")
+    assert active(store) == ["I own the kite release checklist"]
+
+
+def test_a_colleagues_change_never_replaces_the_users_memory(store: Memories) -> None:
+    store.add("I own the kite release checklist", actor="extractor", subject=Subject("release_owner", "user"))
+    message = "Aiko owns the kite release checklist from now on, I said"
+    aiko = fact("Aiko owns the kite release checklist", about="another_person", person="Aiko",
+                topic="checklist_owner", kind="change")  # fmt: skip
+    asked: list[str] = []
+    run_worker(store, superseding([aiko], "m1", asked), message, "auto")
+    assert asked == [] and len(active(store)) == 2
+
+
 def test_a_colleagues_change_that_does_not_name_the_other_leaves_their_memory(store: Memories) -> None:
     theirs = store.add("Tomasz owns the kite release checklist", actor="extractor",
                        subject=Subject("release_owner", "other", "Tomasz"))  # fmt: skip
@@ -647,6 +667,13 @@ def test_a_rewording_that_holds_none_of_the_users_names_is_dropped(store: Memori
     reworded = fact("The user wants a SQLite query written in Python", quote=message, topic="database")
     run_worker(store, reading([reworded]), message, "auto")
     assert active(store) == []
+
+
+def test_a_statement_written_in_another_language_than_the_message_is_kept_as_its_quote(store: Memories) -> None:
+    message = "Seit Montag arbeite ich im Büro in Graz, nicht mehr in Linz."
+    read = fact("Since Monday I work in the office in Graz", quote="Seit Montag arbeite ich im Büro in Graz")
+    run_worker(store, reading([read]), message, "auto")
+    assert active(store) == ["Seit Montag arbeite ich im Büro in Graz"]
 
 
 def test_a_fact_too_short_to_say_anything_is_dropped(store: Memories) -> None:

@@ -11,7 +11,16 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.profiles import ModelProfile
 
 from co_cli.memory.extract import Reading
-from co_cli.memory.grounding import from_a_secret, grounded, names, normalise, quoted, said, shares_a_word
+from co_cli.memory.grounding import (
+    from_a_secret,
+    grounded,
+    in_their_words,
+    names,
+    normalise,
+    quoted,
+    said,
+    shares_a_word,
+)
 from co_cli.models.structured_answer import ask
 
 pytestmark = pytest.mark.allow_model_requests
@@ -116,6 +125,22 @@ def test_a_person_is_said_with_another_ending_but_not_another_name() -> None:
 )
 def test_a_word_is_shared_as_characters(terms: list[str], text: str, shares: bool) -> None:
     assert shares_a_word(terms, text) is shares
+
+
+@pytest.mark.parametrize(
+    ("text", "message", "theirs"),
+    [
+        ("I moved to Lyon", "Oh, and I moved to Lyon last spring.", True),
+        ("Wir deployen mit Helm", "Seit gestern deployen wir alles mit Helm", True),
+        ("We deploy with Helm", "Seit gestern deployen wir alles mit Helm", False),
+        ("家族と大阪に住んでいます", "今は家族と大阪に住んでいます。", True),
+        ("I live in Osaka with my family", "今は家族と大阪に住んでいます。", False),
+    ],
+)
+def test_a_statement_is_in_the_users_words_when_most_of_its_words_are_theirs(
+    text: str, message: str, theirs: bool
+) -> None:
+    assert in_their_words(text, message) is theirs
 
 
 def test_nothing_comes_from_the_sentence_that_holds_a_secret() -> None:

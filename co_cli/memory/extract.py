@@ -49,7 +49,17 @@ from co_cli.context.pins import asked, find_quote
 from co_cli.cues import memory_suggestions
 from co_cli.errors import CoError
 from co_cli.memory import people, revise, supersede
-from co_cli.memory.grounding import from_a_secret, grounded, names, normalise, numbers, quoted, said, shares_a_word
+from co_cli.memory.grounding import (
+    from_a_secret,
+    grounded,
+    in_their_words,
+    names,
+    normalise,
+    numbers,
+    quoted,
+    said,
+    shares_a_word,
+)
 from co_cli.memory.retrieval import near_duplicate, query_terms
 from co_cli.models.structured_answer import ProseAnswer, ask
 from co_cli.secrets import find_secret
@@ -348,7 +358,9 @@ def checked(
     one short word ("Cheers", "Danke": ``says_something``), or nothing new. A statement naming what the
     message does not (a name or number of the model's own) is dropped, or kept in the user's own words when its
     quote holds one of its names or numbers: the quote is then what it says ("Mein Vorname ist Lotte" for "ich
-    bin Lotte": every German noun is capitalised, so "Vorname" reads as a name the message lacks)."""
+    bin Lotte": every German noun is capitalised, so "Vorname" reads as a name the message lacks). A statement
+    not in the user's words (``in_their_words``: a small model writes some of a German message's facts in
+    English) is kept as its quote too."""
     if not fact.kept or not quoted(fact.quote, message):
         return None
     if find_secret(fact.text) is not None or from_a_secret(fact.quote, message):
@@ -357,9 +369,10 @@ def checked(
     subject = Subject(topic_key(fact.topic), about, whom_named(fact, message) if about == "other" else None)
     text = statement(fact.text)
     target = replaced(fact, text, subject, known, same_topic, taken)
-    if not grounded(text, message if target is None else f"{message}\n{target.text}"):
-        if not shares_a_value(fact.quote, text):
-            return None
+    source = message if target is None else f"{message}\n{target.text}"
+    if not grounded(text, source) and not shares_a_value(fact.quote, text):
+        return None
+    if not grounded(text, source) or not in_their_words(text, source):
         text = statement(fact.quote)
         target = replaced(fact, text, subject, known, same_topic, taken)
     if not says_something(text):
@@ -472,10 +485,10 @@ def same_subject(memory: Memory, subject: Subject) -> bool:
 
 
 def handed_over(memory: Memory, subject: Subject, message: str) -> bool:
-    """Whether a change about one person may take the place of ``memory``, another person's: a role handed from
-    one to the other ("Marek went on leave, so Ines reviews now"), when the message names both. The user's own
-    facts and other people's never replace each other."""
-    return memory.about == subject.about == "other" and bool(memory.person) and said(memory.person or "", message)
+    """Whether a change about the user or another person may take the place of ``memory``, a named person's: a
+    role handed on ("Marek went on leave, so Ines reviews now", "… so I review now"), when the message names that
+    person. Another person's change never replaces the user's own memory."""
+    return memory.about == "other" and subject.about in ("user", "other") and said(memory.person or "", message)
 
 
 def _shown(ref: str | None, known: dict[int, Memory]) -> Memory | None:
@@ -593,8 +606,10 @@ async def superseding(
             if (
                 target is not None
                 and grounded(change.text, f"{message}\n{target.text}")
-                and new_value_for(change.text, target.text, same_topic=True)
-            ):
+                and (
+                    new_value_for(change.text, target.text, same_topic=True) or not same_subject(target, change.subject)
+                )
+            ):  # a role handed on: whom it is about is the new value ("… so I review now")
                 if near_duplicate(change.text, target.text):
                     continue  # the memory already says it
                 change = replace(change, op="update", target=target.id)

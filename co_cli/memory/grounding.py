@@ -100,6 +100,24 @@ def shares_a_word(terms: Sequence[str], text: str) -> bool:
     )
 
 
+def in_their_words(text: str, source: str) -> bool:
+    """Whether more than half the distinct words of ``text`` are words of ``source`` (an ending aside; a run of a
+    script written without spaces counts when it occurs in ``source``): a memory is kept in the user's words and
+    language, and a small model asked so still writes some of a German message's facts in English."""
+    wanted = {run for run in _runs(text) if len(run) >= MIN_NAME_CHARS}
+    if not wanted:
+        return True
+    runs, whole = _runs(source), normalise(source)
+    found = [run for run in wanted if run in whole if _wide(run)] + [
+        run for run in wanted if not _wide(run) and any(_same_word(run, word) for word in runs)
+    ]
+    return len(found) * 2 > len(wanted)
+
+
+def _wide(run: str) -> bool:
+    return any(unicodedata.east_asian_width(ch) in "WF" for ch in run)
+
+
 def _same_word(a: str, b: str) -> bool:
     common = len(os.path.commonprefix([a, b]))
     return a == b or (common >= MIN_STEM_CHARS and max(len(a), len(b)) - common <= ENDING_CHARS)
