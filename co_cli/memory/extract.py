@@ -313,9 +313,8 @@ def candidates(store: Memories, message: str, project: str) -> list[Memory]:
     """The memories the model is shown: the nearest active ones by the message's own words (FTS, each sharing a
     word as characters: ``grounding.shares_a_word``), then those sharing a topic key with them."""
     terms = query_terms(message)
-    near = [
-        c.memory for c in store.search(terms, project=project, limit=NEIGHBOURS) if shares_a_word(terms, c.memory.text)
-    ]
+    hits = store.search(terms, project=project, limit=NEIGHBOURS) if terms else []
+    near = [c.memory for c in hits if shares_a_word(terms, c.memory.text)]
     seen = {m.id for m in near}
     same = [m for m in store.with_topics(sorted({m.topic for m in near if m.topic}), project) if m.id not in seen]
     return [*near, *same][:MAX_SHOWN]

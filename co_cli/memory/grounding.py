@@ -108,10 +108,8 @@ def in_their_words(text: str, source: str) -> bool:
     if not wanted:
         return True
     runs, whole = _runs(source), normalise(source)
-    found = [run for run in wanted if run in whole if _wide(run)] + [
-        run for run in wanted if not _wide(run) and any(_same_word(run, word) for word in runs)
-    ]
-    return len(found) * 2 > len(wanted)
+    found = sum(1 for run in wanted if (run in whole if _wide(run) else any(_same_word(run, w) for w in runs)))
+    return found * 2 > len(wanted)
 
 
 def _wide(run: str) -> bool:

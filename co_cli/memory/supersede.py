@@ -44,9 +44,8 @@ def candidates(store: Memories, words: str, topic: str | None, project: str, tak
     (Shown the newest memories when none shared a word or the key, the 1.5B model named unrelated ones: a
     project's deadline for a colleague's leave, that for "Cheers".)"""
     terms = query_terms(words)
-    near = [
-        c.memory for c in store.search(terms, project=project, limit=NEAREST) if shares_a_word(terms, c.memory.text)
-    ]
+    hits = store.search(terms, project=project, limit=NEAREST) if terms else []
+    near = [c.memory for c in hits if shares_a_word(terms, c.memory.text)]
     same = store.with_topics([topic], project) if topic else []
     found: dict[int, Memory] = {}
     for memory in [*near, *same]:
