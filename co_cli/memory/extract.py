@@ -213,9 +213,11 @@ class Fact(BaseModel):
     replaces: str | None = Field(
         None, description="the id (m12) of a memory shown that this fact supersedes", json_schema_extra=_bounded(12)
     )
-    _told_not_planned: bool = PrivateAttr(False)
-    """Read as the next step and, asked alone, as something told (``confirmed``): a change said with a time word
-    ("… now") is often read so, so which memory it makes out of date is asked as for a stated change."""
+    _fact_alone: bool = PrivateAttr(False)
+    """Read as the next step and, asked alone, as a fact (``confirmed``): a change said with a time word ("… these
+    days") is sometimes read so, so which memory it makes out of date is asked as for a stated change. (Asked
+    alone, the 1.5B model answers "now" for requests and moods as well as for changes: shown memories for those,
+    it named one, "Zeig mir ein Beispiel …" replacing the project.)"""
 
     @property
     def questioned(self) -> bool:
@@ -242,8 +244,8 @@ class Fact(BaseModel):
     @property
     def may_change(self) -> bool:
         """Whether the memory it makes out of date, if any, is asked about: a change, or a statement read as the
-        next step that, alone, was not one (``_told_not_planned``)."""
-        return self.is_change or (self._told_not_planned and not self.asks)
+        next step that, alone, reads as a fact (``_fact_alone``)."""
+        return self.is_change or (self._fact_alone and not self.asks)
 
     @property
     def is_next_step(self) -> bool:
@@ -535,7 +537,7 @@ async def confirmed(model: Model, reading: Reading, message: str, *, prompted: b
             if step != "later":  # as the reading said it, a statement or a request (read alone as a fact: a statement)
                 fact = fact.model_copy(update={"form": "statement" if step == "fact" else fact.form,
                                                "kind": "lasting_fact"})  # fmt: skip
-                fact._told_not_planned = True
+                fact._fact_alone = step == "fact"
         name = whom_named(fact, message) or (fact.person or fact.subject).strip()
         if (
             fact.kept
