@@ -515,15 +515,25 @@ def test_a_colleagues_fact_is_about_them_not_the_user(store: Memories) -> None:
     assert active(store) == ["I write code in Helix", "Дмитрий перешёл на Neovim"]
 
 
+def _tomaszs(store: Memories) -> Memory:
+    """A colleague's memory: Tomasz's role."""
+    return store.add("Tomasz owns the kite release checklist", actor="extractor",
+                     subject=Subject("release_owner", "other", "Tomasz"))  # fmt: skip
+
+
+def _aikos() -> dict[str, Any]:
+    """A change read as another colleague's: Aiko has the role now."""
+    return fact("Aiko owns the kite release checklist", about="another_person", person="Aiko",
+                topic="checklist_owner", kind="change")  # fmt: skip
+
+
 def test_a_role_handed_from_one_colleague_to_another_replaces_the_first_ones(store: Memories) -> None:
     """A change about one person takes the place of another person's memory when the message names both and the
     supersede question says so; the user's own memory on the topic is never shown for it."""
     mine = store.add("I cut the kite releases on Fridays", actor="extractor", subject=Subject("releases", "user"))
-    theirs = store.add("Tomasz owns the kite release checklist", actor="extractor",
-                       subject=Subject("release_owner", "other", "Tomasz"))  # fmt: skip
+    theirs = _tomaszs(store)
     message = "Tomasz switched teams, Aiko owns the kite release checklist from now on"
-    aiko = fact("Aiko owns the kite release checklist", about="another_person", person="Aiko",
-                topic="checklist_owner", kind="change")  # fmt: skip
+    aiko = _aikos()
     asked: list[str] = []
     run_worker(store, superseding([aiko], theirs.ref, asked), message, "auto")
     [question] = [q for q in asked if q.startswith("Said:")]
@@ -533,8 +543,7 @@ def test_a_role_handed_from_one_colleague_to_another_replaces_the_first_ones(sto
 
 
 def test_a_role_handed_from_a_colleague_to_the_user_replaces_theirs(store: Memories) -> None:
-    theirs = store.add("Tomasz owns the kite release checklist", actor="extractor",
-                       subject=Subject("release_owner", "other", "Tomasz"))  # fmt: skip
+    theirs = _tomaszs(store)
     message = "Tomasz switched teams, so I own the kite release checklist from now on"
     mine = fact("I own the kite release checklist", topic="checklist_owner", kind="change")
     asked: list[str] = []
@@ -545,19 +554,16 @@ def test_a_role_handed_from_a_colleague_to_the_user_replaces_theirs(store: Memor
 def test_a_colleagues_change_never_replaces_the_users_memory(store: Memories) -> None:
     store.add("I own the kite release checklist", actor="extractor", subject=Subject("release_owner", "user"))
     message = "Aiko owns the kite release checklist from now on, I said"
-    aiko = fact("Aiko owns the kite release checklist", about="another_person", person="Aiko",
-                topic="checklist_owner", kind="change")  # fmt: skip
+    aiko = _aikos()
     asked: list[str] = []
     run_worker(store, superseding([aiko], "m1", asked), message, "auto")
     assert asked == [] and len(active(store)) == 2
 
 
 def test_a_colleagues_change_that_does_not_name_the_other_leaves_their_memory(store: Memories) -> None:
-    theirs = store.add("Tomasz owns the kite release checklist", actor="extractor",
-                       subject=Subject("release_owner", "other", "Tomasz"))  # fmt: skip
+    theirs = _tomaszs(store)
     message = "Aiko owns the kite release checklist from now on"
-    aiko = fact("Aiko owns the kite release checklist", about="another_person", person="Aiko",
-                topic="checklist_owner", kind="change")  # fmt: skip
+    aiko = _aikos()
     asked: list[str] = []
     run_worker(store, superseding([aiko], theirs.ref, asked), message, "auto")
     assert asked == [] and store.get(theirs.id).status == "active"

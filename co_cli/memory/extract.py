@@ -59,6 +59,7 @@ from co_cli.memory.grounding import (
     quoted,
     said,
     shares_a_word,
+    wide,
 )
 from co_cli.memory.retrieval import near_duplicate, query_terms
 from co_cli.models.structured_answer import ProseAnswer, ask
@@ -371,9 +372,10 @@ def checked(
     text = statement(fact.text)
     target = replaced(fact, text, subject, known, same_topic, taken)
     source = message if target is None else f"{message}\n{target.text}"
-    if not grounded(text, source) and not shares_a_value(fact.quote, text):
+    rooted = grounded(text, source)
+    if not rooted and not shares_a_value(fact.quote, text):
         return None
-    if not grounded(text, source) or not in_their_words(text, source):
+    if not rooted or not in_their_words(text, source):
         text = statement(fact.quote)
         target = replaced(fact, text, subject, known, same_topic, taken)
     if not says_something(text):
@@ -394,7 +396,7 @@ def says_something(text: str) -> bool:
     a wide (CJK) character counting two ("私は学生" is a statement, "Cheers" is not)."""
     if len(text.split()) >= 2:
         return True
-    width = sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text if ch.isalnum())
+    width = sum(2 if wide(ch) else 1 for ch in text if ch.isalnum())
     return width >= MIN_CHARS
 
 

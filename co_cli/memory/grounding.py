@@ -112,8 +112,13 @@ def in_their_words(text: str, source: str) -> bool:
     return found * 2 > len(wanted)
 
 
+def wide(ch: str) -> bool:
+    """Whether ``ch`` is a wide character (CJK), written without spaces between words."""
+    return unicodedata.east_asian_width(ch) in "WF"
+
+
 def _wide(run: str) -> bool:
-    return any(unicodedata.east_asian_width(ch) in "WF" for ch in run)
+    return any(map(wide, run))
 
 
 def _same_word(a: str, b: str) -> bool:
