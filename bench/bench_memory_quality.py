@@ -2,7 +2,8 @@
 co's extraction and with add-only extraction on the same model and messages, in English, German and Spanish.
 
 Run: python bench/bench_memory_quality.py [-m MODEL] [--language en|en-other|de|es|all] [--no-baseline] [--show]
-                                           [--ask [--memory-form section|plain|in-message ...]]
+                                           [--forced] [--ask [--memory-form section|plain|in-message ...]]
+                                           [--trace START ...]
 
 Three sessions of a user's messages (below, in each language): nine durable facts, four of them changed later
 (a move to another city, a new editor, a new reviewer, a slipped deadline), one-off questions and passing
@@ -27,6 +28,10 @@ how the memories are shown: ``section`` (co's ``## Memory`` section: intro, ids,
 "What you remember about the user:", texts only) or ``in-message`` (that list in the user's message, before the
 question, and none in the instructions); several forms are asked in turn. The scripted stand-in answers with
 every memory it is shown, in any form: it tests the path, not the wording.
+
+With --trace, every request made for a message beginning with one of the STARTs is printed with the model's
+answer (the prompt's first user text after ">>>", the answer after "<<<"): where a fact was lost or a memory
+replaced, this shows which question went wrong.
 
 Reported: current facts kept (of 9), superseded facts still active (of 4: a memory with the old value and not
 the new one), junk memories (about none of the facts, the colleague or Alice leaving), secrets stored (of 2),
@@ -524,12 +529,21 @@ def scripted_model(variant: Variant, tool_calls: bool = False) -> FunctionModel:
     return FunctionModel(answer, profile=ModelProfile(supports_json_schema_output=False))
 
 
+def _answer(response: ModelResponse) -> str:
+    return " ".join(
+        part.content if isinstance(part, TextPart) else json.dumps(part.args) if isinstance(part, ToolCallPart) else ""
+        for part in response.parts
+    )
+
+
 class Counting:
-    """Counts the model's requests per message (wraps the model the worker is given)."""
+    """Counts the model's requests per message (wraps the model the worker is given); while ``tracing`` is set,
+    prints each request's prompt and the model's answer."""
 
     def __init__(self, model: Model) -> None:
         self.model = model
         self.total = 0
+        self.tracing = False
 
     def wrap(self) -> Model:
         from pydantic_ai.models.wrapper import WrapperModel
@@ -537,11 +551,24 @@ class Counting:
         counter = self
 
         class _Counted(WrapperModel):
-            async def request(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+            async def request(self, messages, *args, **kwargs):  # type: ignore[no-untyped-def]
                 counter.total += 1
-                return await super().request(*args, **kwargs)
+                response = await super().request(messages, *args, **kwargs)
+                if counter.tracing:
+                    print(f"    >>> {_prompt(messages)}\n    <<< {_answer(response)}", flush=True)
+                return response
 
         return _Counted(self.model)
+
+
+TRACE: tuple[str, ...] = ()
+"""The starts of the messages whose requests and answers are printed (``--trace``)."""
+
+
+def traced(counted: Counting, text: str) -> None:
+    counted.tracing = any(text.startswith(start) for start in TRACE)
+    if counted.tracing:
+        print(f"  --- {text}", flush=True)
 
 
 async def run_co(model: Model, variant: Variant, work: Path, show: bool = False, project: str = PROJECT) -> Outcome:
@@ -558,6 +585,7 @@ async def run_co(model: Model, variant: Variant, work: Path, show: bool = False,
     for session in variant.sessions:
         for message in session:
             before = counted.total
+            traced(counted, message.text)
             worker.submit(message.text, "bench", seq)
             await worker.drain()
             most = max(most, counted.total - before)
@@ -692,6 +720,7 @@ async def read_forced(model: Model, variant: Variant, work: Path, project: str =
         queue.RETRY_AFTER = 0.0
         worker = ExtractionWorker(store, queue, lambda: wrapped, "auto", project)
         start = counted.total
+        traced(counted, message.text)
         worker.submit(message.text, "bench", 2 * n)
         await worker.drain()
         worker.start()  # a failed reading is retried, as co does
@@ -905,7 +934,11 @@ async def main() -> None:
                              "with a careful reader's memories of the whole conversation)")  # fmt: skip
     parser.add_argument("--memory-form", nargs="+", choices=FORMS, default=["section"],
                         help="with --ask: the forms of the memories to ask with (section: co's default)")  # fmt: skip
+    parser.add_argument("--trace", nargs="+", default=[], metavar="START",
+                        help="print every request and answer for the messages that begin with START")  # fmt: skip
     args = parser.parse_args()
+    global TRACE
+    TRACE = tuple(args.trace)
     languages = list(VARIANTS) if args.language == "all" else [args.language]
     with tempfile.TemporaryDirectory() as tmp:
         os.environ.setdefault("CO_CLI_DATA_DIR", str(Path(tmp) / "data"))
