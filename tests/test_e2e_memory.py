@@ -181,12 +181,12 @@ def test_a_change_stated_in_spanish_supersedes_the_old_memory(
     ]
     # the change shares no word with the memory, so it is not shown; the model reads a change, gives the topic key
     # in use and names no memory; asked apart which memory it makes out of date, shown that one, it names it; the
-    # memory is then written as it is now, from the user's sentence
+    # memory is then edited: the old value the model names replaced by the new one from the user's sentence
     scripted_server.script(
         Text("¡Suerte con la mudanza!"),
         ToolCalls([("final_result", {"facts": [_home("Me mudé a Gijón el mes pasado", "me mudé a Gijón", "change")]})]),
         ToolCalls([("final_result", {"replaces": "m1"})]),
-        ToolCalls([("final_result", {"text": "Vivo en Gijón"})]),
+        ToolCalls([("final_result", {"old": "Zaragoza", "new": "Gijón"})]),
     )
     second = run_co(["chat", "-p", "Por cierto, me mudé a Gijón el mes pasado"], env, workdir)
     assert second.returncode == 0, second.stderr

@@ -61,7 +61,7 @@ from co_cli.memory.grounding import (
     shares_a_word,
     wide,
 )
-from co_cli.memory.retrieval import near_duplicate, query_terms
+from co_cli.memory.retrieval import near_duplicate, query_terms, words
 from co_cli.models.structured_answer import ProseAnswer, ask
 from co_cli.secrets import find_secret
 from co_cli.store import (
@@ -91,6 +91,8 @@ MIN_WORDS = 3
 MIN_CHARS = 8
 """A message of fewer than MIN_WORDS words (split at whitespace) and fewer than MIN_CHARS letters or digits
 ("thanks", "go on", "ok") is not sent; a sentence of a script without spaces has more characters than that."""
+MOVED_WORD_CHARS = 4
+"""A date moved under the same topic key shares a word this long with the memory it moves (``moved``)."""
 
 INSTRUCTIONS = """You read ONE message the user wrote to an assistant and say what in it is worth remembering about
 the user for later conversations. Answer 0 to 3 facts. Most messages hold none: a question, a request for a task
@@ -284,8 +286,9 @@ class Change:
     quote: str = ""
     """The user's words it comes from (as the model quoted them, found in the message)."""
     stated_change: bool = False
-    """The model read it as a change of something said before: if no memory is named or shares its topic key,
-    which one it makes out of date is asked apart (``memory.supersede``)."""
+    """The model read it as a change of something said before, or as a lasting fact that may move the date of the
+    memory with its key (``moved``): if it replaces nothing yet, which memory it makes out of date is asked apart
+    (``memory.supersede``)."""
     revised: bool = False
     """Its text is the replaced memory rewritten by the model (``memory.revise``), not the reading's own."""
 
@@ -385,9 +388,11 @@ def checked(
     if target is None and any(near_duplicate(text, m.text) for m in [*known.values(), *same_topic]):
         return None
     kind = "instruction" if fact.is_rule else "fact"
+    keyed_memory = keyed(subject, known, same_topic, taken) if fact.kind == "lasting_fact" else None
+    moves = keyed_memory is not None and moved(text, keyed_memory.text)
     return Change(
         "add" if target is None else "update", text, None if target is None else target.id, kind, subject,
-        quote=fact.quote, stated_change=fact.may_change,
+        quote=fact.quote, stated_change=fact.may_change or moves,
     )  # fmt: skip
 
 
@@ -436,10 +441,8 @@ def replaced(
     person (or about no known person, as a memory the user saved) and ``text`` can be its new value
     (``new_value_for``: a small model names memories of any topic, "VS Code is my editor" named the memory of the
     user's language), else, for a fact read as a change, the one active memory of the same subject and topic key
-    that ``text`` can be the new value of (none when several are: which one is not known; a small model copies
-    the topic keys it is shown onto unrelated facts, so a key alone replaces nothing), and only when the model
-    was shown that memory (a key copied from the list of keys in use, "project" for a colleague who left, would
-    replace a memory it never saw). A stated change that replaces neither is asked about apart
+    (``keyed``) that ``text`` can be the new value of (a small model copies the topic keys it is shown onto
+    unrelated facts, so a key alone replaces nothing). A stated change that replaces neither is asked about apart
     (``superseding``)."""
     named = _shown(fact.replaces, known)
     if (
@@ -449,12 +452,30 @@ def replaced(
         and new_value_for(text, named.text, same_topic=named.topic is None or named.topic == subject.topic)
     ):
         return named
-    if subject.topic is None or not fact.is_change:
+    if not fact.is_change:
+        return None
+    same = keyed(subject, known, same_topic, taken)
+    return same if same is not None and new_value_for(text, same.text, same_topic=True) else None
+
+
+def keyed(subject: Subject, known: dict[int, Memory], same_topic: Sequence[Memory], taken: set[int]) -> Memory | None:
+    """The one active memory of ``subject``'s person and topic key, when the model was shown it; None when there
+    is none, or several (which one is not known), or the model did not see it (a key copied from the list of keys
+    in use)."""
+    if subject.topic is None:
         return None
     same = [m for m in same_topic if m.id not in taken and m.topic == subject.topic and same_subject(m, subject)]
-    if len(same) != 1 or same[0].id not in known:
-        return None  # which one is not known, or the model did not see it: asked apart
-    return same[0] if new_value_for(text, same[0].text, same_topic=True) else None
+    return same[0] if len(same) == 1 and same[0].id in known else None
+
+
+def moved(text: str, old: str) -> bool:
+    """Whether ``text`` may move a date, time or version the memory ``old`` gives: each holds a number the other
+    lacks, and they share a word of MOVED_WORD_CHARS characters or more (as characters: ``grounding.said``), as
+    "Der Umzug ist jetzt am 2. Juni" does "Der Umzug nach Bremen ist am 12. Mai" (and "Für den Umzug brauche
+    ich 3 Kisten" too: whether it does is the model's to say, asked apart)."""
+    new, before = set(numbers(text)), set(numbers(old))
+    shared = any(said(word, old) for word in words(text) if len(word) >= MOVED_WORD_CHARS)
+    return bool(new - before) and bool(before - new) and shared
 
 
 def new_value_for(text: str, old: str, *, same_topic: bool) -> bool:
