@@ -19,10 +19,10 @@ someone the message names (``whose``); a rule becomes an ``instruction`` memory.
 model names it (``replaces``, one of the memories shown) or when it has the same subject (about, person) and
 topic key as exactly one active memory the model was shown, and only when it can be that memory's new value
 (``new_value_for``, read from names and numbers); never because of the words used. What replaces it is the memory
-as the model rewrites it from the user's sentence when that checks out (``memory.revise``), else the fact's text.
-A replaced memory stays in the log
-and ``co memory undo`` brings it back. With ``memory_extract = review`` the changes become proposals; with
-``auto`` they are applied at once (logged and undoable); at most ``MAX_PROPOSALS`` per message.
+edited from the user's sentence (the old and new words the model names) when that checks out (``memory.revise``),
+else the fact's text. A replaced memory stays in the log and ``co memory undo`` brings it back. With
+``memory_extract = review`` the changes become proposals; with ``auto`` they are applied at once (logged and
+undoable); at most ``MAX_PROPOSALS`` per message.
 
 When no typed answer can be had (the answer fails validation even when the model is asked for JSON in its
 instructions, on the message's last attempt), word cues (``co_cli.cues``) may suggest sentences of the
@@ -290,7 +290,8 @@ class Change:
     memory with its key (``moved``): if it replaces nothing yet, which memory it makes out of date is asked apart
     (``memory.supersede``)."""
     revised: bool = False
-    """Its text is the replaced memory rewritten by the model (``memory.revise``), not the reading's own."""
+    """Its text is the replaced memory edited from the old and new words the model names (``memory.revise``), not
+    the reading's own."""
 
 
 def worth_extracting(prompt: str) -> bool:
@@ -651,7 +652,7 @@ async def revising(
     model: Model, store: Memories, changes: Sequence[Change], message: str, *, prompted: bool = False
 ) -> list[Change]:
     """``changes`` with each replacement that may lose words of the memory (``revise.loses``: a memory that holds
-    a project and its date, replaced by the new date) made the memory rewritten by the model, when the rewrite
+    a project and its date, replaced by the new date) made the memory edited as the model answers, when the edit
     checks out (``revise.revised``: one request per such change)."""
     out: list[Change] = []
     for change in changes:
