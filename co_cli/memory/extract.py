@@ -389,8 +389,8 @@ def checked(
     if target is None and any(near_duplicate(text, m.text) for m in [*known.values(), *same_topic]):
         return None
     kind = "instruction" if fact.is_rule else "fact"
-    keyed_memory = keyed(subject, known, same_topic, taken) if fact.kind == "lasting_fact" else None
-    moves = keyed_memory is not None and moved(text, keyed_memory.text)
+    keyed_memory = keyed(subject, known, same_topic, taken) if target is None and fact.kind == "lasting_fact" else None
+    moves = keyed_memory is not None and moved(text, keyed_memory.text)  # asked apart (``superseding``)
     return Change(
         "add" if target is None else "update", text, None if target is None else target.id, kind, subject,
         quote=fact.quote, stated_change=fact.may_change or moves,
