@@ -324,6 +324,39 @@ def test_a_change_that_takes_only_from_the_memory_it_names_rewrites_it(store: Me
     assert active(store) == ["Kite ships on March 3"]
 
 
+@pytest.mark.parametrize("kept_apart", [True, False])
+def test_an_edit_takes_no_new_words_from_another_fact_of_the_message(store: Memories, kept_apart: bool) -> None:
+    """The new words of an edit come from the change itself, or from a clause not kept on its own: a clause the
+    reading keeps as a fact of its own holds that fact's value, not the new value of the memory the change
+    replaces."""
+    old = store.add("Tomasz signs off every release", actor="extractor", subject=Subject("release_signoff", "user"))
+    message = "Tomasz moved to the data team, so Hanna signs off releases on kite-web now"
+    moved = fact("Tomasz moved to the data team", kind="change", topic="team")
+    hanna = fact("Hanna signs off releases on kite-web now", topic="signoff_on_kite_web")
+    asked: list[str] = []
+    edit = ("signs off every release", "signs off releases on kite-web")
+    run_worker(store, superseding([moved, hanna] if kept_apart else [moved], old.ref, asked, edit), message, "auto")
+    assert store.get(old.id).replaced_by is not None
+    if kept_apart:
+        assert sorted(active(store)) == ["Hanna signs off releases on kite-web now", "Tomasz moved to the data team"]
+    else:
+        assert active(store) == ["Tomasz signs off releases on kite-web"]
+
+
+def test_a_moved_date_is_taken_from_another_fact_of_the_message(store: Memories) -> None:
+    """A date is a value wherever the message says it: the reading may keep "the new date" as a fact of its own
+    and read "Kite slipped" as the change; the memory is edited to the new date."""
+    old = store.add(
+        "Kite is a build tool in Go and ships on Feb 9", actor="extractor", subject=Subject("project", "user")
+    )
+    message = "Kite slipped, the new date is March 3"
+    facts = [fact("Kite slipped", kind="change", topic="project"),
+             fact("The new date is March 3", quote="the new date is March 3", topic="kite_date")]  # fmt: skip
+    run_worker(store, superseding(facts, old.ref, [], ("Feb 9", "March 3")), message, "auto")
+    assert "Kite is a build tool in Go and ships on March 3" in active(store)
+    assert store.get(old.id).replaced_by is not None
+
+
 @pytest.mark.parametrize(
     ("text", "old", "loses"),
     [

@@ -639,9 +639,9 @@ async def superseding(
                     continue  # the memory already says it
                 change = replace(change, op="update", target=target.id)
                 taken.append(target.id)
-            elif target is not None and (text := await revise.revised(
-                model, target.text, _sentence(change, message), prompted=prompted
-            )):  # fmt: skip
+            elif target is not None and (
+                text := await _revised(model, target.text, change, changes, message, prompted)
+            ):
                 change = replace(change, op="update", target=target.id, text=text, revised=True)
                 taken.append(target.id)
         out.append(change)
@@ -660,11 +660,21 @@ async def revising(
             with contextlib.suppress(CoError):
                 old = store.get(change.target).text
                 if revise.loses(change.text, old) and (
-                    text := await revise.revised(model, old, _sentence(change, message), prompted=prompted)
+                    text := await _revised(model, old, change, changes, message, prompted)
                 ):
                     change = replace(change, text=text, revised=True)
         out.append(change)
     return out
+
+
+async def _revised(
+    model: Model, old: str, change: Change, changes: Sequence[Change], message: str, prompted: bool
+) -> str | None:
+    """The memory ``old`` edited by ``change`` of ``message`` (``revise.revised``), the message's other additions
+    kept apart: their words are their own facts' values."""
+    apart = [c.quote for c in changes if c is not change and c.op == "add" and c.quote]
+    sentence = _sentence(change, message)
+    return await revise.revised(model, old, sentence, quote=change.quote, kept_apart=apart, prompted=prompted)
 
 
 def _sentence(change: Change, message: str) -> str:

@@ -17,6 +17,7 @@ spans, it named both right in each case tried.)
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
@@ -81,17 +82,26 @@ def found(part: str, text: str) -> tuple[int, int] | None:
     return match.span() if match else None
 
 
-def edited(memory: str, sentence: str, revision: Revision) -> str | None:
+def edited(
+    memory: str, sentence: str, revision: Revision, *, quote: str = "", kept_apart: Sequence[str] = ()
+) -> str | None:
     """``memory`` with the model's old words replaced by its new ones, as the user wrote them, when that checks
     out: both are found (``found``); the old words are not the whole memory (nothing of it would be kept) and are
     a value of it, one of its names or numbers or a word the sentence says, and, in a memory that holds a number,
     hold one when the new words do and only then; the new words bring a value the memory lacks; the result holds
     a number the sentence brings when the memory holds a number and the sentence one it lacks ("März" for
-    "April" leaves "der 3. April" for the 14th); and the result holds no secret. None otherwise."""
+    "April" leaves "der 3. April" for the 14th); old words that are no name or number (a value known only
+    because the sentence says a word of them) are not replaced by words of another fact of the message kept on
+    its own (``kept_apart``: its quotes) unless the change's own ``quote`` holds them ("Marek went on parental
+    leave, so Ines handles reviews on my-app now" does not make Marek's memory one of "reviews on my-app"; a
+    date is the change's new date wherever the message says it, "Heron got pushed back, new date is June 11");
+    and the result holds no secret. None otherwise."""
     old, new = found(revision.old, memory), found(revision.new, sentence)
     if old is None or new is None:
         return None
     before, replacement = memory[old[0] : old[1]], sentence[new[0] : new[1]]
+    if not _values(before) and found(replacement, quote) is None and any(found(replacement, o) for o in kept_apart):
+        return None
     if not memory[: old[0]].strip(EDGES) and not memory[old[1] :].strip(EDGES):
         return None
     value = bool(_values(before)) or any(said(word, sentence) for word in _words(before))
@@ -117,11 +127,14 @@ def question(old: str, sentence: str) -> str:
     return f'Memory: "{" ".join(old.split())}"\nSaid: "{" ".join(sentence.split())}"'
 
 
-async def revised(model: Model, old: str, sentence: str, *, prompted: bool = False) -> str | None:
-    """The memory ``old`` as it is after the user's ``sentence``, edited as the model answers (``edited``); None
-    when the edit does not check out (a failed request included: the change stays as it was read)."""
+async def revised(
+    model: Model, old: str, sentence: str, *, quote: str = "", kept_apart: Sequence[str] = (), prompted: bool = False
+) -> str | None:
+    """The memory ``old`` as it is after the user's ``sentence`` (the change's ``quote`` in it, the quotes of the
+    message's other facts ``kept_apart``), edited as the model answers (``edited``); None when the edit does not
+    check out (a failed request included: the change stays as it was read)."""
     try:
         answer = await ask(model, Revision, INSTRUCTIONS, question(old, sentence), prompted=prompted)
     except Exception:
         return None
-    return edited(" ".join(old.split()), " ".join(sentence.split()), answer)
+    return edited(" ".join(old.split()), " ".join(sentence.split()), answer, quote=quote, kept_apart=kept_apart)
