@@ -9,9 +9,10 @@ the old value and which words of the user's sentence take their place, each copi
 itself: the old words found in the memory, the new ones in the sentence (case and spacing aside, in any
 script), the new words bring a value the memory lacks, and the old ones are a value (one of the memory's names
 or numbers, or a word the sentence says: "from vim to helix" names it, a value written in lower case is no
-name). Otherwise the change stays as it was read. (Asked to write the memory out whole instead, the 1.5B model
-changed the wrong value, "meine Shell ist helix" for a change of editor, or dropped the rest; asked for the two
-spans, it named both right in each case tried.)
+name; such a value is not replaced by the words of another fact of the message kept on its own). Otherwise
+the change stays as it was read. (Asked to write the memory out whole instead, the 1.5B model changed the wrong
+value, "meine Shell ist helix" for a change of editor, or dropped the rest; asked for the two spans, it named
+both right in each case tried.)
 """
 
 from __future__ import annotations
