@@ -101,11 +101,12 @@ def edited(
     if old is None or new is None:
         return None
     before, replacement = memory[old[0] : old[1]], sentence[new[0] : new[1]]
-    if not _values(before) and found(replacement, quote) is None and any(found(replacement, o) for o in kept_apart):
+    named = bool(_values(before))
+    if not named and found(replacement, quote) is None and any(found(replacement, o) for o in kept_apart):
         return None
     if not memory[: old[0]].strip(EDGES) and not memory[old[1] :].strip(EDGES):
         return None
-    value = bool(_values(before)) or any(said(word, sentence) for word in _words(before))
+    value = named or any(said(word, sentence) for word in _words(before))
     if numbers(memory) and bool(numbers(replacement)) != bool(numbers(before)):
         return None  # a date, time or version moved replaces the memory's, not a name beside it, nor by words
     brings = any(not _holds(v, memory) for v in [*_values(replacement), *_words(replacement)])
